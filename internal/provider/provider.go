@@ -1,0 +1,62 @@
+// Package provider is the Terraform glue: schemas, models and CRUD that translate between
+// Terraform values and the domain packages under internal/.
+package provider
+
+import (
+	"context"
+
+	"github.com/hashicorp/terraform-plugin-framework/datasource"
+	"github.com/hashicorp/terraform-plugin-framework/function"
+	"github.com/hashicorp/terraform-plugin-framework/provider"
+	"github.com/hashicorp/terraform-plugin-framework/provider/schema"
+	"github.com/hashicorp/terraform-plugin-framework/resource"
+)
+
+var (
+	_ provider.Provider              = (*llmserveProvider)(nil)
+	_ provider.ProviderWithFunctions = (*llmserveProvider)(nil)
+)
+
+type llmserveProvider struct {
+	version string
+}
+
+// providerData is handed to every resource and data source through Configure.
+type providerData struct {
+	version string
+}
+
+// New returns a constructor for the provider, as providerserver expects.
+func New(version string) func() provider.Provider {
+	return func() provider.Provider { return &llmserveProvider{version: version} }
+}
+
+func (p *llmserveProvider) Metadata(_ context.Context, _ provider.MetadataRequest, resp *provider.MetadataResponse) {
+	resp.TypeName = "llmserve"
+	resp.Version = p.version
+}
+
+func (p *llmserveProvider) Schema(_ context.Context, _ provider.SchemaRequest, resp *provider.SchemaResponse) {
+	resp.Schema = schema.Schema{
+		MarkdownDescription: "Deploys LLM inference servers and measures their SLO capacity as infrastructure code.",
+		Attributes:          map[string]schema.Attribute{},
+	}
+}
+
+func (p *llmserveProvider) Configure(ctx context.Context, req provider.ConfigureRequest, resp *provider.ConfigureResponse) {
+	data := &providerData{version: p.version}
+	resp.ResourceData = data
+	resp.DataSourceData = data
+}
+
+func (p *llmserveProvider) Resources(_ context.Context) []func() resource.Resource {
+	return []func() resource.Resource{}
+}
+
+func (p *llmserveProvider) DataSources(_ context.Context) []func() datasource.DataSource {
+	return []func() datasource.DataSource{}
+}
+
+func (p *llmserveProvider) Functions(_ context.Context) []func() function.Function {
+	return []func() function.Function{}
+}

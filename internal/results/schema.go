@@ -1,0 +1,129 @@
+// Package results is the schema v1 results document: the vocabulary every other domain
+// package fills in, plus its reader, writer and renderings. It imports nothing of the project.
+package results
+
+// SchemaVersion is the only document version this package reads and writes.
+const SchemaVersion = 1
+
+// Document is one capacity result, in the shape of the reference AIPerf result.
+type Document struct {
+	SchemaVersion    int         `json:"schema_version"`
+	Experiment       Experiment  `json:"experiment"`
+	AIPerf           Protocol    `json:"aiperf"`
+	SLO              SLO         `json:"slo"`
+	Workloads        []Workload  `json:"workloads"`
+	CorrectnessTotal Correctness `json:"correctness_total"`
+}
+
+// Experiment says what was measured.
+type Experiment struct {
+	ImageTag          string           `json:"image_tag"`
+	ImageDigest       string           `json:"image_digest"`
+	Model             string           `json:"model"`
+	Checkpoint        string           `json:"checkpoint"`
+	Hardware          string           `json:"hardware"`
+	Driver            string           `json:"driver"`
+	Kernel            string           `json:"kernel"`
+	TensorParallelism int              `json:"tensor_parallelism"`
+	ContextLength     int              `json:"context_length"`
+	PhysicalTokenPool int              `json:"physical_token_pool"`
+	SpeculativeMode   *SpeculativeMode `json:"speculative_mode"`
+}
+
+// SpeculativeMode describes speculative decoding; nil when the server decodes plainly.
+type SpeculativeMode struct {
+	Algorithm   string `json:"algorithm"`
+	Steps       int    `json:"steps"`
+	TopK        int    `json:"topk"`
+	DraftTokens int    `json:"draft_tokens"`
+}
+
+// Protocol is the measurement protocol (the reference calls this block "aiperf").
+type Protocol struct {
+	Version                          string  `json:"version"`
+	ArrivalPattern                   string  `json:"arrival_pattern"`
+	Streaming                        bool    `json:"streaming"`
+	ServerTokenCount                 bool    `json:"server_token_count"`
+	Temperature                      float64 `json:"temperature"`
+	IgnoreEOS                        bool    `json:"ignore_eos"`
+	WarmupsPerTrial                  int     `json:"warmups_per_trial"`
+	MeasuredRequestsPerTrial         int     `json:"measured_requests_per_trial"`
+	IndependentTrialsPerBoundarySide int     `json:"independent_trials_per_boundary_side"`
+	CachePolicy                      string  `json:"cache_policy"`
+}
+
+// SLO is the service level objective a trial is judged by.
+type SLO struct {
+	Metric                        string  `json:"metric"` // time_to_first_token | inter_token_latency | request_latency
+	Percentile                    float64 `json:"percentile"`
+	ThresholdMs                   float64 `json:"threshold_ms"`
+	Comparison                    string  `json:"comparison"` // strictly_less_than | less_than_or_equal
+	AllConfirmationTrialsMustPass bool    `json:"all_confirmation_trials_must_pass"`
+}
+
+// Workload is the boundary found for one input/output shape.
+type Workload struct {
+	Label                     string  `json:"label"`
+	ConfiguredISL             int     `json:"configured_isl"`
+	ConfiguredOSL             int     `json:"configured_osl"`
+	ServerPromptTokens        MinMax  `json:"server_prompt_tokens"`
+	MaximumPassingConcurrency *int    `json:"maximum_passing_concurrency"` // nil: even the minimum failed
+	FirstFailingConcurrency   *int    `json:"first_failing_concurrency"`   // nil: nothing failed within bounds
+	PassingTrials             []Trial `json:"passing_trials"`
+	FailingTrials             []Trial `json:"failing_trials"`
+}
+
+// Trial is the full metrics of one confirmation trial.
+type Trial struct {
+	TTFTMs                     Percentiles    `json:"ttft_ms"`
+	RequestLatencyMs           Percentiles    `json:"request_latency_ms"`
+	ITLMs                      Percentiles    `json:"itl_ms"`
+	OutputThroughputTPS        float64        `json:"output_throughput_tps"`
+	PerUserOutputThroughputTPS UserThroughput `json:"per_user_output_throughput_tps"`
+	RequestThroughputRPS       float64        `json:"request_throughput_rps"`
+	BenchmarkDurationS         float64        `json:"benchmark_duration_s"`
+	ServerPromptTokens         MinMax         `json:"server_prompt_tokens"`
+	ServerCompletionTokens     MinMax         `json:"server_completion_tokens"`
+	Correctness                Correctness    `json:"correctness"`
+	Trial                      int            `json:"trial"`                 // 1-based index among the side's confirmation trials
+	Concurrency                int            `json:"concurrency,omitempty"` // additive: the reference implies it by side
+}
+
+// Percentiles of one latency metric, in milliseconds.
+type Percentiles struct {
+	P50 float64 `json:"p50"`
+	P95 float64 `json:"p95"`
+	P99 float64 `json:"p99"`
+}
+
+// UserThroughput is the per-request output rate 1/ITL, in tokens per second.
+type UserThroughput struct {
+	Avg float64 `json:"avg"`
+	P50 float64 `json:"p50"`
+	P95 float64 `json:"p95"`
+}
+
+// MinMax of a token count. Floats because the reference writes them as 2099.0.
+type MinMax struct {
+	Min float64 `json:"min"`
+	Max float64 `json:"max"`
+}
+
+// Correctness holds the per-trial (or total) correctness counters.
+type Correctness struct {
+	WarmupRecords              int     `json:"warmup_records"`
+	UniqueWarmupPrompts        int     `json:"unique_warmup_prompts"`
+	WarmupProfilePromptOverlap int     `json:"warmup_profile_prompt_overlap"`
+	ProfilingRecords           int     `json:"profiling_records"`
+	HTTP200                    int     `json:"http_200"`
+	UniquePrompts              int     `json:"unique_prompts"`
+	UniqueOutputs              int     `json:"unique_outputs"`
+	GeneratedChunks            int     `json:"generated_chunks"`
+	GeneratedUTF8Bytes         int     `json:"generated_utf8_bytes"`
+	CompletionTokensTotal      int     `json:"completion_tokens_total"`
+	FinishReasonLength         int     `json:"finish_reason_length"`
+	Errors                     int     `json:"errors"`
+	Cancelled                  bool    `json:"cancelled"`
+	OutputLengthMismatches     float64 `json:"output_length_mismatches"`
+	UniquenessScope            string  `json:"uniqueness_scope,omitempty"` // only in correctness_total
+}
