@@ -1,5 +1,3 @@
-// Package load sends streaming requests to an OpenAI-compatible endpoint and records, per
-// request, what happened and when. It knows nothing of metrics, SLOs or Terraform.
 package load
 
 import "time"

@@ -10,6 +10,8 @@ import (
 	"github.com/hashicorp/terraform-plugin-framework/provider"
 	"github.com/hashicorp/terraform-plugin-framework/provider/schema"
 	"github.com/hashicorp/terraform-plugin-framework/resource"
+
+	"github.com/llmserve/terraform-provider-llmserve/internal/deploy/docker"
 )
 
 var (
@@ -24,6 +26,9 @@ type llmserveProvider struct {
 // providerData is handed to every resource and data source through Configure.
 type providerData struct {
 	version string
+	// docker builds the Docker Engine backend on first use, so configuring the provider
+	// never contacts the engine.
+	docker *docker.Lazy
 }
 
 // New returns a constructor for the provider, as providerserver expects.
@@ -39,24 +44,32 @@ func (p *llmserveProvider) Metadata(_ context.Context, _ provider.MetadataReques
 func (p *llmserveProvider) Schema(_ context.Context, _ provider.SchemaRequest, resp *provider.SchemaResponse) {
 	resp.Schema = schema.Schema{
 		MarkdownDescription: "Deploys LLM inference servers and measures their SLO capacity as infrastructure code.",
-		Attributes:          map[string]schema.Attribute{},
+		Attributes:          dockerProviderAttributes(),
 	}
 }
 
 func (p *llmserveProvider) Configure(ctx context.Context, req provider.ConfigureRequest, resp *provider.ConfigureResponse) {
-	data := &providerData{version: p.version}
+	dockerCfg, diags := dockerConfig(ctx, req)
+	resp.Diagnostics.Append(diags...)
+	if resp.Diagnostics.HasError() {
+		return
+	}
+	data := &providerData{version: p.version, docker: docker.NewLazy(dockerCfg)}
 	resp.ResourceData = data
 	resp.DataSourceData = data
 }
 
 func (p *llmserveProvider) Resources(_ context.Context) []func() resource.Resource {
-	return []func() resource.Resource{}
+	return []func() resource.Resource{
+		NewCapacityBenchmarkResource,
+		NewInferenceServerResource,
+	}
 }
 
 func (p *llmserveProvider) DataSources(_ context.Context) []func() datasource.DataSource {
-	return []func() datasource.DataSource{}
+	return []func() datasource.DataSource{NewCapacityReportDataSource}
 }
 
 func (p *llmserveProvider) Functions(_ context.Context) []func() function.Function {
-	return []func() function.Function{}
+	return []func() function.Function{NewReportMarkdownFunction, NewReportCSVFunction, NewReportOpenMetricsFunction, NewReportSVGFunction}
 }

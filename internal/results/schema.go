@@ -13,6 +13,9 @@ type Document struct {
 	SLO              SLO         `json:"slo"`
 	Workloads        []Workload  `json:"workloads"`
 	CorrectnessTotal Correctness `json:"correctness_total"`
+
+	// extras keeps the keys Parse did not know, so Marshal can write them back.
+	extras extras
 }
 
 // Experiment says what was measured.
@@ -71,6 +74,9 @@ type Workload struct {
 	FirstFailingConcurrency   *int    `json:"first_failing_concurrency"`   // nil: nothing failed within bounds
 	PassingTrials             []Trial `json:"passing_trials"`
 	FailingTrials             []Trial `json:"failing_trials"`
+	// Notes are additive: what the search observed that a reader should know, such as a
+	// non-monotone capacity curve.
+	Notes []string `json:"notes,omitempty"`
 }
 
 // Trial is the full metrics of one confirmation trial.

@@ -1,0 +1,106 @@
+// Package capacity runs the SLO capacity search for a set of workloads against one
+// OpenAI-compatible endpoint and assembles the schema v1 results document. It wires the
+// load, prompt, metrics and search packages together and knows nothing of Terraform.
+package capacity
+
+import (
+	"errors"
+	"fmt"
+
+	"github.com/llmserve/terraform-provider-llmserve/internal/results"
+)
+
+// Config is everything one capacity benchmark needs.
+type Config struct {
+	Endpoint string // base URL, e.g. http://host:30000
+	Model    string
+	API      string // "chat" or "completions"
+	APIKey   string // sent as a Bearer token; never logged or stored
+
+	Workloads []Workload
+	SLO       SLO
+
+	MinConcurrency int
+	MaxConcurrency int
+
+	WarmupRequests     int
+	MeasuredRequests   int
+	ConfirmationTrials int
+	CacheFlush         string // auto | none | sglang | vllm | llamacpp
+
+	Seed       int64               // prompt text seed; fixed per resource so re-runs are comparable
+	Experiment *results.Experiment // what was measured, copied into the document as given
+
+	// History holds trials finished by an earlier, interrupted run of the same
+	// configuration; they are reused instead of measured again.
+	History []TrialRecord
+	// Progress, when set, is called once per finished trial, in order.
+	Progress func(TrialRecord)
+}
+
+// Workload is one input/output shape to find the boundary for.
+type Workload struct {
+	Label        string
+	InputTokens  int
+	OutputTokens int
+}
+
+// SLO is the objective each trial is judged by.
+type SLO struct {
+	Metric      string // time_to_first_token | inter_token_latency | request_latency
+	Percentile  float64
+	ThresholdMs float64
+	Comparison  string // strictly_less_than | less_than_or_equal
+}
+
+// Validate reports the first configuration problem, naming the attribute to fix.
+func (c Config) Validate() error {
+	var errs []error
+	if c.Endpoint == "" {
+		errs = append(errs, errors.New("endpoint: must not be empty"))
+	}
+	if c.API != "chat" && c.API != "completions" {
+		errs = append(errs, fmt.Errorf("api: %q is not one of chat, completions", c.API))
+	}
+	if len(c.Workloads) == 0 {
+		errs = append(errs, errors.New("workloads: at least one workload is required"))
+	}
+	seen := map[string]bool{}
+	for i, w := range c.Workloads {
+		switch {
+		case w.Label == "":
+			errs = append(errs, fmt.Errorf("workloads[%d].label: must not be empty", i))
+		case seen[w.Label]:
+			errs = append(errs, fmt.Errorf("workloads[%d].label: %q is used twice; labels key the result maps and must be unique", i, w.Label))
+		}
+		seen[w.Label] = true
+		if w.InputTokens < 1 {
+			errs = append(errs, fmt.Errorf("workloads[%d].input_tokens: must be at least 1, got %d", i, w.InputTokens))
+		}
+		if w.OutputTokens < 1 {
+			errs = append(errs, fmt.Errorf("workloads[%d].output_tokens: must be at least 1, got %d", i, w.OutputTokens))
+		}
+	}
+	if c.SLO.Percentile <= 0 || c.SLO.Percentile > 100 {
+		errs = append(errs, fmt.Errorf("slo.percentile: must be in (0, 100], got %g", c.SLO.Percentile))
+	}
+	if c.SLO.ThresholdMs <= 0 {
+		errs = append(errs, fmt.Errorf("slo.threshold_ms: must be greater than 0, got %g", c.SLO.ThresholdMs))
+	}
+	if c.MinConcurrency < 1 {
+		errs = append(errs, fmt.Errorf("search.min_concurrency: must be at least 1, got %d", c.MinConcurrency))
+	}
+	if c.MaxConcurrency < c.MinConcurrency {
+		errs = append(errs, fmt.Errorf("search.max_concurrency: %d is below search.min_concurrency %d", c.MaxConcurrency, c.MinConcurrency))
+	}
+	if c.MeasuredRequests < 1 {
+		errs = append(errs, fmt.Errorf("trial.measured_requests: must be at least 1, got %d", c.MeasuredRequests))
+	}
+	if c.WarmupRequests < 0 {
+		errs = append(errs, fmt.Errorf("trial.warmup_requests: must not be negative, got %d", c.WarmupRequests))
+	}
+	if c.ConfirmationTrials < 1 {
+		errs = append(errs, fmt.Errorf("trial.confirmation_trials: must be at least 1, got %d", c.ConfirmationTrials))
+	}
+	return errors.Join(errs...)
+}

@@ -1,0 +1,134 @@
+package capacity
+
+import (
+	"bufio"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"time"
+
+	"github.com/llmserve/terraform-provider-llmserve/internal/results"
+)
+
+// TrialRecord is one finished trial as the progress journal stores it: enough for a person
+// watching `tail -f` and enough for a resumed search to skip it.
+type TrialRecord struct {
+	Time         time.Time      `json:"time"`
+	Fingerprint  string         `json:"fingerprint"` // which configuration measured it
+	Workload     string         `json:"workload"`
+	Concurrency  int            `json:"concurrency"`
+	Kind         string         `json:"kind"`  // probe | confirmation
+	Index        int            `json:"index"` // 1-based confirmation trial number; 0 for probes
+	Pass         bool           `json:"pass"`
+	Metric       string         `json:"metric"`
+	Percentile   float64        `json:"percentile"`
+	ValueMs      float64        `json:"value_ms"` // the SLO metric at its percentile
+	DecidedEarly bool           `json:"decided_early"`
+	Requests     int            `json:"requests"` // requests sent, warmups included
+	Errors       int            `json:"errors"`
+	CostS        float64        `json:"cost_request_seconds"`
+	Metrics      *results.Trial `json:"metrics,omitempty"` // full metrics of a confirmation trial
+}
+
+// LogFields is the record as structured log fields.
+func (t TrialRecord) LogFields() map[string]any {
+	return map[string]any{
+		"workload":      t.Workload,
+		"concurrency":   t.Concurrency,
+		"kind":          t.Kind,
+		"index":         t.Index,
+		"verdict":       verdictWord(t.Pass),
+		"metric":        t.Metric,
+		"percentile":    t.Percentile,
+		"value_ms":      t.ValueMs,
+		"decided_early": t.DecidedEarly,
+		"errors":        t.Errors,
+	}
+}
+
+func verdictWord(pass bool) string {
+	if pass {
+		return "pass"
+	}
+	return "fail"
+}
+
+// Fingerprint identifies what a trial's outcome depends on, so journal entries from another
+// configuration are never reused. The API key is deliberately left out.
+func (c Config) Fingerprint() string {
+	key := struct {
+		Endpoint, Model, API            string
+		Workloads                       []Workload
+		SLO                             SLO
+		Min, Max, Warmup, Measured, Cfm int
+		Flush                           string
+		Seed                            int64
+	}{c.Endpoint, c.Model, c.API, c.Workloads, c.SLO, c.MinConcurrency, c.MaxConcurrency,
+		c.WarmupRequests, c.MeasuredRequests, c.ConfirmationTrials, c.CacheFlush, c.Seed}
+	raw, _ := json.Marshal(key) // plain values only; cannot fail
+	sum := sha256.Sum256(raw)
+	return hex.EncodeToString(sum[:8])
+}
+
+// Journal appends finished trials to a file, one JSON object per line.
+type Journal struct {
+	file        *os.File
+	fingerprint string
+	history     []TrialRecord
+}
+
+// OpenJournal opens (creating) the journal at path and loads the entries it holds for this
+// configuration. An empty path gives a journal that records nothing.
+func OpenJournal(path string, cfg Config) (*Journal, error) {
+	j := &Journal{fingerprint: cfg.Fingerprint()}
+	if path == "" {
+		return j, nil
+	}
+	f, err := os.OpenFile(path, os.O_CREATE|os.O_RDWR|os.O_APPEND, 0o644)
+	if err != nil {
+		return nil, fmt.Errorf("open progress file %s: %w; give a writable path", path, err)
+	}
+	scanner := bufio.NewScanner(f)
+	scanner.Buffer(make([]byte, 64*1024), 16*1024*1024)
+	for scanner.Scan() {
+		var t TrialRecord
+		// Lines from other tools, or a line cut by a crash, are skipped, not fatal.
+		if json.Unmarshal(scanner.Bytes(), &t) == nil && t.Fingerprint == j.fingerprint {
+			j.history = append(j.history, t)
+		}
+	}
+	if err := scanner.Err(); err != nil {
+		f.Close()
+		return nil, fmt.Errorf("read progress file %s: %w", path, err)
+	}
+	j.file = f
+	return j, nil
+}
+
+// History returns the trials an earlier run of the same configuration finished.
+func (j *Journal) History() []TrialRecord { return j.history }
+
+// Append writes one finished trial as a line.
+func (j *Journal) Append(t TrialRecord) error {
+	if j.file == nil {
+		return nil
+	}
+	t.Fingerprint = j.fingerprint
+	line, err := json.Marshal(t)
+	if err != nil {
+		return fmt.Errorf("encode trial record: %w", err)
+	}
+	_, err = j.file.Write(append(line, '\n'))
+	return err
+}
+
+// Close closes the file; safe on a journal without one.
+func (j *Journal) Close() error {
+	if j.file == nil {
+		return nil
+	}
+	return errors.Join(j.file.Sync(), j.file.Close())
+}

@@ -1,0 +1,390 @@
+package capacity
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/llmserve/terraform-provider-llmserve/internal/load"
+	"github.com/llmserve/terraform-provider-llmserve/internal/metrics"
+	"github.com/llmserve/terraform-provider-llmserve/internal/prompt"
+	"github.com/llmserve/terraform-provider-llmserve/internal/results"
+	"github.com/llmserve/terraform-provider-llmserve/internal/search"
+)
+
+// guardBand makes the search confirm the level below the boundary too when the boundary's
+// trials came within 7 % of the threshold, where the exhaustive grid could have seen a
+// noisy failure lower down.
+const guardBand = 0.07
+
+// ErrServerFailing means every measured request of a trial failed: the server, not the
+// load, is the problem, so the search stops instead of reporting a meaningless boundary.
+var ErrServerFailing = errors.New("every measured request failed")
+
+// Run measures every workload and returns the results document. On error it returns what
+// was finished so far (nil workloads are left out) together with the error; every finished
+// trial has also been passed to cfg.Progress.
+func Run(ctx context.Context, cfg Config) (*results.Document, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	s, err := connect(ctx, cfg)
+	if err != nil {
+		return nil, err
+	}
+	doc := s.skeleton()
+	history := map[string][]search.Outcome{}
+	for _, t := range cfg.History {
+		history[t.Workload] = append(history[t.Workload], t.outcome())
+	}
+	for _, w := range cfg.Workloads {
+		wr, err := s.measure(ctx, w, history[w.Label])
+		if err != nil {
+			doc.CorrectnessTotal = totals(doc.Workloads)
+			return doc, fmt.Errorf("workload %q: %w", w.Label, err)
+		}
+		doc.Workloads = append(doc.Workloads, wr)
+	}
+	doc.CorrectnessTotal = totals(doc.Workloads)
+	return doc, nil
+}
+
+// session is one benchmark's connection to the server.
+type session struct {
+	cfg     Config
+	slo     metrics.SLO
+	control *load.Control
+	client  *load.Client
+	flush   load.CacheFlush
+	info    load.ServerInfo
+	prompts *prompt.Generator
+}
+
+// connect checks that the endpoint is usable before any load is sent: reachable, the model
+// served, credentials accepted, streaming with usage.
+func connect(ctx context.Context, cfg Config) (*session, error) {
+	s := &session{cfg: cfg, slo: metrics.SLO{
+		Metric: cfg.SLO.Metric, Percentile: cfg.SLO.Percentile,
+		ThresholdMs: cfg.SLO.ThresholdMs, Comparison: cfg.SLO.Comparison,
+	}}
+	if err := s.slo.Validate(); err != nil {
+		return nil, err
+	}
+	control, err := load.NewControl(load.ControlConfig{BaseURL: cfg.Endpoint, Model: cfg.Model, APIKey: cfg.APIKey})
+	if err != nil {
+		return nil, err
+	}
+	s.control = control
+	if err := control.VerifyModel(ctx); err != nil {
+		return nil, err
+	}
+	s.info, _ = control.ServerInfo(ctx) // only enriches the experiment block
+
+	s.flush, err = control.FlushCache(ctx, cfg.CacheFlush)
+	if err != nil {
+		return nil, err
+	}
+	s.client, err = load.NewClient(load.ClientConfig{
+		BaseURL: cfg.Endpoint, Model: cfg.Model, API: cfg.API, APIKey: cfg.APIKey,
+		ExtraBody: s.flush.RequestFields,
+	})
+	if err != nil {
+		return nil, err
+	}
+	if err := s.checkStreaming(ctx); err != nil {
+		return nil, err
+	}
+
+	s.prompts = &prompt.Generator{Seed: cfg.Seed}
+	if _, err := control.CountTokens(ctx, "hello world"); err == nil {
+		s.prompts.Counter = control
+	} else if errors.Is(err, load.ErrNoTokenizer) {
+		s.prompts.Probe = s.usageProbe
+	} else {
+		return nil, fmt.Errorf("prompt calibration: %w", err)
+	}
+	return s, nil
+}
+
+// checkStreaming sends one small request and says plainly what is missing if the server
+// cannot be measured: every metric depends on streamed chunks and on usage.
+func (s *session) checkStreaming(ctx context.Context) error {
+	r := s.client.Do(ctx, "Say hello.", 2)
+	switch {
+	case r.HTTPStatus == 401 || r.HTTPStatus == 403:
+		return fmt.Errorf("preflight request: HTTP %d: %w", r.HTTPStatus, load.ErrUnauthorized)
+	case r.HTTPStatus == 404:
+		return fmt.Errorf("preflight request: HTTP 404: the server has no %s endpoint or does not serve model %q; check api and model", s.cfg.API, s.cfg.Model)
+	case !r.OK():
+		return fmt.Errorf("preflight request failed (HTTP %d): %s", r.HTTPStatus, r.Err)
+	case r.FirstContent.IsZero():
+		return errors.New("preflight request: the server streamed no content chunk; it must support \"stream\": true")
+	case !r.UsageReported:
+		return errors.New("preflight request: the server sent no usage; it must honour stream_options.include_usage so token counts come from the server")
+	}
+	return nil
+}
+
+// usageProbe measures a prompt's server token count with a 1-token request; used to fit
+// prompt lengths when the server has no tokenize endpoint.
+func (s *session) usageProbe(ctx context.Context, text string) (int, error) {
+	r := s.client.Do(ctx, text, 1)
+	if !r.OK() || !r.UsageReported {
+		return 0, fmt.Errorf("usage probe: HTTP %d %s", r.HTTPStatus, r.Err)
+	}
+	return r.PromptTokens, nil
+}
+
+func (s *session) skeleton() *results.Document {
+	cfg := s.cfg
+	exp := results.Experiment{Model: cfg.Model, ContextLength: s.info.MaxContext, PhysicalTokenPool: s.info.TokenPool}
+	if cfg.Experiment != nil {
+		exp = *cfg.Experiment
+		if exp.PhysicalTokenPool == 0 {
+			exp.PhysicalTokenPool = s.info.TokenPool
+		}
+	}
+	return &results.Document{
+		SchemaVersion: results.SchemaVersion,
+		Experiment:    exp,
+		AIPerf: results.Protocol{
+			Version:                          "terraform-provider-llmserve",
+			ArrivalPattern:                   "closed-loop concurrency burst",
+			Streaming:                        true,
+			ServerTokenCount:                 true,
+			Temperature:                      0,
+			IgnoreEOS:                        true,
+			WarmupsPerTrial:                  cfg.WarmupRequests,
+			MeasuredRequestsPerTrial:         cfg.MeasuredRequests,
+			IndependentTrialsPerBoundarySide: cfg.ConfirmationTrials,
+			CachePolicy:                      cachePolicy(s.flush),
+		},
+		SLO: results.SLO{
+			Metric: cfg.SLO.Metric, Percentile: cfg.SLO.Percentile, ThresholdMs: cfg.SLO.ThresholdMs,
+			Comparison: comparisonOrDefault(cfg.SLO.Comparison), AllConfirmationTrialsMustPass: true,
+		},
+		Workloads: []results.Workload{},
+	}
+}
+
+func cachePolicy(f load.CacheFlush) string {
+	switch f.Engine {
+	case "":
+		return "not flushed"
+	case load.EngineLlamaCpp:
+		return "llama.cpp prompt cache disabled per request (cache_prompt: false)"
+	case load.EngineVLLM:
+		return "prefix cache reset before every trial (/reset_prefix_cache)"
+	default:
+		return "radix enabled; flushed before every trial"
+	}
+}
+
+func comparisonOrDefault(c string) string {
+	if c == "" {
+		return metrics.StrictlyLessThan
+	}
+	return c
+}
+
+// measure runs the search for one workload.
+func (s *session) measure(ctx context.Context, w Workload, history []search.Outcome) (results.Workload, error) {
+	runner := &trialRunner{s: s, w: w}
+	res, err := search.Run(ctx, search.Config{
+		Min: s.cfg.MinConcurrency, Max: s.cfg.MaxConcurrency,
+		ConfirmationTrials: s.cfg.ConfirmationTrials,
+		History:            history,
+		Threshold:          s.cfg.SLO.ThresholdMs,
+		GuardBand:          guardBand,
+		Progress: func(o search.Outcome) {
+			if !o.Resumed && s.cfg.Progress != nil {
+				s.cfg.Progress(runner.record(o))
+			}
+		},
+	}, runner)
+	if err != nil {
+		return results.Workload{}, err
+	}
+	out := results.Workload{
+		Label:                     w.Label,
+		ConfiguredISL:             w.InputTokens,
+		ConfiguredOSL:             w.OutputTokens,
+		MaximumPassingConcurrency: res.MaximumPassing,
+		FirstFailingConcurrency:   res.FirstFailing,
+		PassingTrials:             trialsOf(res.PassingTrials),
+		FailingTrials:             trialsOf(res.FailingTrials),
+	}
+	out.ServerPromptTokens = promptTokenRange(append(append([]results.Trial{}, out.PassingTrials...), out.FailingTrials...))
+	for _, n := range res.NonMonotone {
+		out.Notes = append(out.Notes, n.String())
+	}
+	return out, nil
+}
+
+func trialsOf(outcomes []search.Outcome) []results.Trial {
+	out := make([]results.Trial, 0, len(outcomes))
+	for _, o := range outcomes {
+		if t, ok := o.Detail.(*results.Trial); ok && t != nil {
+			out = append(out, *t)
+		}
+	}
+	return out
+}
+
+func promptTokenRange(trials []results.Trial) results.MinMax {
+	var mm results.MinMax
+	for i, t := range trials {
+		if i == 0 || t.ServerPromptTokens.Min < mm.Min {
+			mm.Min = t.ServerPromptTokens.Min
+		}
+		if i == 0 || t.ServerPromptTokens.Max > mm.Max {
+			mm.Max = t.ServerPromptTokens.Max
+		}
+	}
+	return mm
+}
+
+func totals(ws []results.Workload) results.Correctness {
+	var trials []results.Trial
+	for _, w := range ws {
+		trials = append(trials, w.PassingTrials...)
+		trials = append(trials, w.FailingTrials...)
+	}
+	return metrics.Totals(trials...)
+}
+
+// trialRunner runs the search's trials for one workload against the server.
+type trialRunner struct {
+	s *session
+	w Workload
+}
+
+func (r *trialRunner) RunTrial(ctx context.Context, req search.Request) (search.Outcome, error) {
+	s, w := r.s, r.w
+	where := fmt.Sprintf("concurrency %d, %s %d", req.Concurrency, req.Kind, req.Index)
+	// The flush method was fixed at connect; re-detecting per trial would only add calls.
+	if s.flush.Engine != "" && s.flush.Engine != load.EngineLlamaCpp {
+		if _, err := s.control.FlushCache(ctx, s.flush.Engine); err != nil {
+			return search.Outcome{}, fmt.Errorf("%s: %w", where, err)
+		}
+	}
+	stream := fmt.Sprintf("%s c=%d %s t=%d", w.Label, req.Concurrency, req.Kind, req.Index)
+	warmups, _, err := s.prompts.Prompts(ctx, stream+" warmup", s.cfg.WarmupRequests, w.InputTokens)
+	if err != nil {
+		return search.Outcome{}, fmt.Errorf("%s: warmup prompts: %w", where, err)
+	}
+	measured, _, err := s.prompts.Prompts(ctx, stream+" measured", s.cfg.MeasuredRequests, w.InputTokens)
+	if err != nil {
+		return search.Outcome{}, fmt.Errorf("%s: measured prompts: %w", where, err)
+	}
+
+	spec := load.TrialSpec{Concurrency: req.Concurrency, Warmup: warmups, Measured: measured, OutputTokens: w.OutputTokens}
+	if req.Kind == search.Probe {
+		// Probes stop the moment their verdict is certain; confirmations always run in full
+		// because their metrics are reported.
+		decider, err := metrics.NewDecider(s.slo, len(measured))
+		if err != nil {
+			return search.Outcome{}, err
+		}
+		spec.Observe = func(e load.Event) bool {
+			var d metrics.Decision
+			switch {
+			case e.Kind == load.EventFirstContent && s.slo.Metric == metrics.MetricTTFT:
+				d = decider.Observe(e.Record.Index, metrics.TTFTMs(e.Record))
+			case e.Kind == load.EventCompleted:
+				d = decider.Complete(e.Record)
+			}
+			return d != metrics.Undecided
+		}
+	}
+	res, err := load.RunTrial(ctx, s.client, spec)
+	if err != nil {
+		return search.Outcome{}, fmt.Errorf("%s: %w", where, err)
+	}
+	records := res.Measured()
+	if err := allFailed(records); err != nil {
+		return search.Outcome{}, fmt.Errorf("%s: %w", where, err)
+	}
+	verdict, err := s.slo.Verdict(records)
+	if err != nil {
+		return search.Outcome{}, fmt.Errorf("%s: %w", where, err)
+	}
+	out := search.Outcome{
+		Request: req, Pass: verdict.Pass, Value: verdict.ValueMs,
+		DecidedEarly: res.Stopped, Cost: requestSeconds(res.Records),
+	}
+	if req.Kind == search.Confirmation {
+		trial, err := metrics.Summarize(res.Records, w.OutputTokens)
+		if err != nil {
+			return search.Outcome{}, fmt.Errorf("%s: %w", where, err)
+		}
+		trial.Trial = req.Index
+		trial.Concurrency = req.Concurrency
+		out.Detail = &trial
+	}
+	return out, nil
+}
+
+// allFailed reports ErrServerFailing, with the first failure's text, when no finished
+// measured request succeeded.
+func allFailed(records []load.Record) error {
+	var first *load.Record
+	for i, r := range records {
+		if r.Cancelled {
+			continue
+		}
+		if metrics.Succeeded(r) {
+			return nil
+		}
+		if first == nil {
+			first = &records[i]
+		}
+	}
+	if first == nil {
+		return nil
+	}
+	return fmt.Errorf("%w (first: HTTP %d: %s); check the server's logs", ErrServerFailing, first.HTTPStatus, first.Err)
+}
+
+func requestSeconds(records []load.Record) float64 {
+	var total time.Duration
+	for _, r := range records {
+		if !r.Sent.IsZero() && !r.Done.IsZero() {
+			total += r.Done.Sub(r.Sent)
+		}
+	}
+	return total.Seconds()
+}
+
+// record turns a search outcome into a journal record.
+func (r *trialRunner) record(o search.Outcome) TrialRecord {
+	t := TrialRecord{
+		Time: time.Now().UTC(), Workload: r.w.Label, Concurrency: o.Concurrency,
+		Kind: o.Kind.String(), Index: o.Index, Pass: o.Pass,
+		Metric: r.s.cfg.SLO.Metric, Percentile: r.s.cfg.SLO.Percentile, ValueMs: o.Value,
+		DecidedEarly: o.DecidedEarly, CostS: o.Cost,
+	}
+	if m, ok := o.Detail.(*results.Trial); ok {
+		t.Metrics = m
+		t.Errors = m.Correctness.Errors
+		t.Requests = m.Correctness.WarmupRecords + m.Correctness.ProfilingRecords
+	}
+	return t
+}
+
+// outcome turns a journal record back into a search outcome for resuming.
+func (t TrialRecord) outcome() search.Outcome {
+	kind := search.Probe
+	if t.Kind == search.Confirmation.String() {
+		kind = search.Confirmation
+	}
+	o := search.Outcome{
+		Request: search.Request{Concurrency: t.Concurrency, Kind: kind, Index: t.Index},
+		Pass:    t.Pass, Value: t.ValueMs, DecidedEarly: t.DecidedEarly, Cost: t.CostS,
+	}
+	if t.Metrics != nil {
+		o.Detail = t.Metrics
+	}
+	return o
+}

@@ -1,0 +1,120 @@
+package deploy
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+)
+
+// ErrNotFound is returned (wrapped) by a Backend when the container does not exist.
+var ErrNotFound = errors.New("container not found")
+
+// Backend runs containers somewhere: a Docker Engine today, a Kubernetes cluster later. It
+// knows nothing of engines; Launch and WaitReady supply that.
+type Backend interface {
+	// Create creates (but does not start) the container, fetching the image if the engine
+	// host lacks it. It returns the container id.
+	Create(ctx context.Context, c Container) (string, error)
+	Start(ctx context.Context, id string) error
+	// Inspect finds a container by id or name; a missing one is ErrNotFound.
+	Inspect(ctx context.Context, idOrName string) (Status, error)
+	// Logs returns the last tail lines of the container's output, stdout and stderr merged.
+	Logs(ctx context.Context, id string, tail int) (string, error)
+	// Remove stops the container, giving it grace to exit, then removes it. A container that
+	// is already gone is not an error.
+	Remove(ctx context.Context, id string, grace time.Duration) error
+	// Stop stops a running container, giving it grace to exit, and keeps it.
+	Stop(ctx context.Context, id string, grace time.Duration) error
+	// SetRestartPolicy changes the restart policy of an existing container in place.
+	SetRestartPolicy(ctx context.Context, id, policy string) error
+	// KernelVersion is the engine host's kernel, recorded with results.
+	KernelVersion(ctx context.Context) (string, error)
+}
+
+// Status is what a backend knows about a container.
+type Status struct {
+	ID            string
+	Name          string
+	Image         string // the reference it was created from
+	ImageDigest   string // registry digest when the image came from one, else the local image id
+	State         string // created, running, restarting, exited, dead, ...
+	Running       bool
+	ExitCode      int
+	RestartCount  int
+	RestartPolicy string
+	Labels        map[string]string
+	// Endpoint is the base URL (scheme, host, port; no path) at which the engine answers from
+	// where the provider runs; empty until the container is running with its port published.
+	Endpoint string
+	HostPort int
+}
+
+// ExitedError is the container stopping or restarting before it was ready.
+type ExitedError struct {
+	ID       string
+	State    string
+	ExitCode int
+	Restarts int
+	Logs     string
+}
+
+func (e *ExitedError) Error() string {
+	what := fmt.Sprintf("exited with code %d", e.ExitCode)
+	if e.Restarts > 0 {
+		what = fmt.Sprintf("restarted (%d restarts, last exit code %d)", e.Restarts, e.ExitCode)
+	}
+	return fmt.Sprintf("container %s %s before the engine was ready; fix the flags, model or image its log names and apply again. Last log lines:\n%s", shortID(e.ID), what, e.Logs)
+}
+
+// LogTail is how many log lines a failure carries: enough for a Python traceback.
+const LogTail = 40
+
+// Launch creates and starts the container and waits until the engine generates. Whatever
+// fails after create, the container is removed, so nothing is left that state does not know.
+func Launch(ctx context.Context, b Backend, c Container, r Readiness) (Status, ServerInfo, error) {
+	id, err := b.Create(ctx, c)
+	if err != nil {
+		return Status{}, ServerInfo{}, fmt.Errorf("creating container %q: %w", c.Name, err)
+	}
+	st, info, err := startAndWait(ctx, b, id, r)
+	if err == nil {
+		return st, info, nil
+	}
+	// The caller's context may be the one that expired; cleanup gets its own.
+	cleanupCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), time.Minute)
+	defer cancel()
+	if rmErr := b.Remove(cleanupCtx, id, 0); rmErr != nil {
+		return Status{}, ServerInfo{}, errors.Join(err, fmt.Errorf("removing the failed container %s also failed; remove it by hand (docker rm -f %s): %w", shortID(id), shortID(id), rmErr))
+	}
+	return Status{}, ServerInfo{}, err
+}
+
+// StartAndWait starts an existing container and waits until the engine generates; it leaves
+// the container in place on failure.
+func StartAndWait(ctx context.Context, b Backend, id string, r Readiness) (Status, ServerInfo, error) {
+	return startAndWait(ctx, b, id, r)
+}
+
+func startAndWait(ctx context.Context, b Backend, id string, r Readiness) (Status, ServerInfo, error) {
+	if err := b.Start(ctx, id); err != nil {
+		logs, _ := b.Logs(context.WithoutCancel(ctx), id, LogTail)
+		return Status{}, ServerInfo{}, fmt.Errorf("starting container %s: %w\nLast log lines:\n%s", shortID(id), err, logs)
+	}
+	info, err := WaitReady(ctx, b, id, r)
+	if err != nil {
+		return Status{}, ServerInfo{}, err
+	}
+	st, err := b.Inspect(ctx, id)
+	if err != nil {
+		return Status{}, ServerInfo{}, fmt.Errorf("inspecting container %s after it became ready: %w", shortID(id), err)
+	}
+	return st, info, nil
+}
+
+func shortID(id string) string {
+	if len(id) > 12 {
+		return id[:12]
+	}
+	return id
+}

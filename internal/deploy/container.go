@@ -1,0 +1,166 @@
+package deploy
+
+import (
+	"encoding/json"
+	"fmt"
+	"maps"
+	"path"
+	"slices"
+)
+
+// Label keys the provider puts on every container it creates.
+const (
+	// ManagedLabel marks containers created by this provider, so tests and operators can
+	// find and sweep them.
+	ManagedLabel = "dev.llmserve.managed"
+	// SpecLabel holds Spec.Label(), read back on import.
+	SpecLabel = "dev.llmserve.spec"
+)
+
+// Mount is a host path or named volume made visible inside the container (the model cache).
+type Mount struct {
+	Type     string `json:"type"` // "bind" or "volume"
+	Source   string `json:"source"`
+	Target   string `json:"target"`
+	ReadOnly bool   `json:"read_only,omitempty"`
+}
+
+// Container is one engine instance as a backend runs it: the backend-neutral description a
+// Docker (or later Kubernetes) backend translates into its own API objects.
+type Container struct {
+	Name       string
+	Image      string
+	Entrypoint []string
+	Args       []string
+	Env        map[string]string
+	Labels     map[string]string
+	Mounts     []Mount
+
+	// Port is the engine's port inside the container; HostPort and BindAddress publish it.
+	// HostPort 0 lets the engine host choose a free port.
+	Port        int
+	HostPort    int
+	BindAddress string
+	// HostNetwork shares the host's network namespace: nothing is published and the engine
+	// answers on Port of the host itself.
+	HostNetwork bool
+
+	// Devices are device nodes mapped one to one (Intel XPU: /dev/dri).
+	Devices []string
+	// GroupAdd are supplementary groups, by name or numeric id, that grant access to Devices.
+	GroupAdd []string
+	// GPURequest asks the runtime for NVIDIA GPUs: nil for none, an empty slice for all,
+	// otherwise the device ids.
+	GPURequest []string
+	// IPCHost shares the host's IPC namespace; tensor-parallel workers exchange tensors
+	// through shared memory.
+	IPCHost bool
+	// ShmSizeBytes sizes /dev/shm when IPC is private; 0 keeps the engine host's default.
+	ShmSizeBytes int64
+
+	RestartPolicy      string // "no", "on-failure", "unless-stopped", "always"
+	StopTimeoutSeconds int
+}
+
+// Placement is where and how the container runs, as opposed to what the engine does. Env
+// holds the user's environment only; secrets never enter a Placement.
+type Placement struct {
+	Name               string            `json:"name"`
+	Image              string            `json:"image"`
+	Env                map[string]string `json:"env,omitempty"`
+	Labels             map[string]string `json:"labels,omitempty"`
+	Mounts             []Mount           `json:"mounts,omitempty"`
+	ModelHostPath      string            `json:"model_host_path,omitempty"` // bind-mounted read-only at Spec.Model
+	HostPort           int               `json:"host_port,omitempty"`
+	BindAddress        string            `json:"bind_address,omitempty"`
+	HostNetwork        bool              `json:"host_network,omitempty"`
+	GroupAdd           []string          `json:"group_add,omitempty"` // overrides the accelerator's default groups
+	GPUIDs             []string          `json:"gpu_ids,omitempty"`
+	ShmSizeBytes       int64             `json:"shm_size_bytes,omitempty"`
+	RestartPolicy      string            `json:"restart_policy,omitempty"`
+	StopTimeoutSeconds int               `json:"stop_timeout_seconds,omitempty"`
+	// Meta is opaque to deploy: settings of the caller (e.g. Terraform-only attributes) that
+	// must survive an import.
+	Meta map[string]string `json:"meta,omitempty"`
+}
+
+// Record is what a container remembers about how it was launched (in SpecLabel), so it can
+// be imported into the same configuration without guessing from its argv.
+type Record struct {
+	Spec      Spec      `json:"spec"`
+	Placement Placement `json:"placement"`
+}
+
+// ParseRecord decodes SpecLabel.
+func ParseRecord(v string) (Record, error) {
+	var r Record
+	if err := json.Unmarshal([]byte(v), &r); err != nil {
+		return Record{}, fmt.Errorf("decoding label %q: %w; the container was not created by this provider or the label was edited", SpecLabel, err)
+	}
+	return r, nil
+}
+
+// DefaultGroups grant the container access to Intel GPU device nodes: /dev/dri/renderD* is
+// owned by group render, /dev/dri/card* by video.
+var DefaultGroups = []string{"render", "video"}
+
+// Container builds the container that launches the spec. User labels are kept; the provider's
+// own labels are added on top so a user label cannot hide a container from the sweeper.
+func (s Spec) Container(p Placement, sec Secrets) (Container, error) {
+	rec, err := json.Marshal(Record{Spec: s, Placement: p})
+	if err != nil {
+		return Container{}, fmt.Errorf("encoding launch record: %w", err)
+	}
+	label := string(rec)
+	entry := slices.Clone(s.Entrypoint)
+	if len(entry) == 0 {
+		entry = DefaultEntrypoint(s.Engine)
+	}
+	c := Container{
+		Name:               p.Name,
+		Image:              p.Image,
+		Entrypoint:         entry,
+		Args:               append(s.Args(), s.SecretArgs(sec)...),
+		Env:                maps.Clone(p.Env),
+		Labels:             maps.Clone(p.Labels),
+		Mounts:             slices.Clone(p.Mounts),
+		Port:               s.Port,
+		HostPort:           p.HostPort,
+		BindAddress:        p.BindAddress,
+		HostNetwork:        p.HostNetwork,
+		ShmSizeBytes:       p.ShmSizeBytes,
+		RestartPolicy:      p.RestartPolicy,
+		StopTimeoutSeconds: p.StopTimeoutSeconds,
+	}
+	if c.Env == nil {
+		c.Env = map[string]string{}
+	}
+	maps.Copy(c.Env, s.SecretEnv(sec))
+	if c.Labels == nil {
+		c.Labels = map[string]string{}
+	}
+	c.Labels[ManagedLabel] = "true"
+	c.Labels[SpecLabel] = label
+	if p.ModelHostPath != "" {
+		if !path.IsAbs(s.Model) {
+			return Container{}, fmt.Errorf("model_host_path is mounted at model, so model must be an absolute path inside the container, got %q", s.Model)
+		}
+		c.Mounts = append(c.Mounts, Mount{Type: "bind", Source: p.ModelHostPath, Target: s.Model, ReadOnly: true})
+	}
+	switch s.Accelerator {
+	case XPU:
+		c.Devices = []string{"/dev/dri"}
+		c.GroupAdd = slices.Clone(DefaultGroups)
+		c.IPCHost = true
+	case CUDA:
+		c.GPURequest = []string{}
+		if len(p.GPUIDs) > 0 {
+			c.GPURequest = slices.Clone(p.GPUIDs)
+		}
+		c.IPCHost = true
+	}
+	if len(p.GroupAdd) > 0 {
+		c.GroupAdd = slices.Clone(p.GroupAdd)
+	}
+	return c, nil
+}

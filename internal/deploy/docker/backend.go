@@ -1,0 +1,337 @@
+package docker
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/docker/docker/api/types/container"
+	"github.com/docker/docker/api/types/image"
+	"github.com/docker/docker/api/types/mount"
+	"github.com/docker/docker/client"
+	"github.com/docker/docker/pkg/stdcopy"
+	"github.com/docker/go-connections/nat"
+
+	"github.com/llmserve/terraform-provider-llmserve/internal/deploy"
+)
+
+var _ deploy.Backend = (*Backend)(nil)
+
+// Backend is a deploy.Backend on one Docker Engine.
+type Backend struct {
+	cli     *client.Client
+	host    string // host name for endpoints of a remote engine; "" when local
+	hostURL string
+}
+
+// NewBackend wraps an existing client; host is the docker_host it was built for.
+func NewBackend(cli *client.Client, host string) *Backend {
+	return &Backend{cli: cli, host: endpointHost(host), hostURL: host}
+}
+
+// Client is the underlying Engine API client, for tests and sweepers.
+func (b *Backend) Client() *client.Client { return b.cli }
+
+func (b *Backend) wrap(err error, format string, args ...any) error {
+	msg := fmt.Sprintf(format, args...)
+	if client.IsErrConnectionFailed(err) {
+		return fmt.Errorf("%s: cannot reach the Docker Engine at %s (%s): %w", msg, b.hostURL, hostHint(b.hostURL), err)
+	}
+	return fmt.Errorf("%s: %w", msg, err)
+}
+
+// Create implements deploy.Backend.
+func (b *Backend) Create(ctx context.Context, c deploy.Container) (string, error) {
+	if err := b.ensureImage(ctx, c.Image); err != nil {
+		return "", err
+	}
+	cfg, hc, err := toDocker(c)
+	if err != nil {
+		return "", err
+	}
+	resp, err := b.cli.ContainerCreate(ctx, cfg, hc, nil, nil, c.Name)
+	if err != nil {
+		if strings.Contains(err.Error(), "is already in use") {
+			return "", fmt.Errorf("container name %q is taken on %s; import the existing container (terraform import) or choose another name: %w", c.Name, b.hostURL, err)
+		}
+		return "", b.wrap(err, "creating container %q", c.Name)
+	}
+	return resp.ID, nil
+}
+
+// ensureImage pulls the image only when the engine does not have it, so a locally built or
+// preloaded image (air-gapped hosts) is used as is.
+func (b *Backend) ensureImage(ctx context.Context, ref string) error {
+	if _, err := b.cli.ImageInspect(ctx, ref); err == nil {
+		return nil
+	} else if !client.IsErrNotFound(err) {
+		return b.wrap(err, "inspecting image %q", ref)
+	}
+	rc, err := b.cli.ImagePull(ctx, ref, image.PullOptions{})
+	if err != nil {
+		return b.wrap(err, "image %q is not on the engine and pulling it failed; load it (docker load) or check the registry", ref)
+	}
+	defer rc.Close()
+	// The pull only completes when its progress stream is drained; errors arrive in-stream.
+	var tail bytes.Buffer
+	if _, err := io.Copy(&tail, rc); err != nil {
+		return b.wrap(err, "pulling image %q", ref)
+	}
+	if bytes.Contains(tail.Bytes(), []byte(`"error"`)) {
+		return fmt.Errorf("pulling image %q failed: %.500s", ref, lastLine(tail.String()))
+	}
+	return nil
+}
+
+func toDocker(c deploy.Container) (*container.Config, *container.HostConfig, error) {
+	port, err := nat.NewPort("tcp", strconv.Itoa(c.Port))
+	if err != nil {
+		return nil, nil, fmt.Errorf("port %d: %w", c.Port, err)
+	}
+	env := make([]string, 0, len(c.Env))
+	for k, v := range c.Env {
+		env = append(env, k+"="+v)
+	}
+	sort.Strings(env) // stable order: the same config always creates the same container
+	cfg := &container.Config{
+		Image:        c.Image,
+		Entrypoint:   c.Entrypoint,
+		Cmd:          c.Args,
+		Env:          env,
+		Labels:       c.Labels,
+		ExposedPorts: nat.PortSet{port: struct{}{}},
+	}
+	if c.StopTimeoutSeconds > 0 {
+		t := c.StopTimeoutSeconds
+		cfg.StopTimeout = &t
+	}
+	hc := &container.HostConfig{
+		GroupAdd:      c.GroupAdd,
+		ShmSize:       c.ShmSizeBytes,
+		RestartPolicy: container.RestartPolicy{Name: container.RestartPolicyMode(orDefault(c.RestartPolicy, "no"))},
+	}
+	if c.HostNetwork {
+		hc.NetworkMode = "host"
+	} else {
+		hp := ""
+		if c.HostPort != 0 {
+			hp = strconv.Itoa(c.HostPort)
+		}
+		hc.PortBindings = nat.PortMap{port: {{HostIP: c.BindAddress, HostPort: hp}}}
+	}
+	if c.IPCHost {
+		hc.IpcMode = container.IPCModeHost
+	}
+	for _, d := range c.Devices {
+		hc.Devices = append(hc.Devices, container.DeviceMapping{PathOnHost: d, PathInContainer: d, CgroupPermissions: "rwm"})
+	}
+	if c.GPURequest != nil {
+		req := container.DeviceRequest{Driver: "nvidia", Capabilities: [][]string{{"gpu"}}}
+		if len(c.GPURequest) == 0 {
+			req.Count = -1 // all GPUs
+		} else {
+			req.DeviceIDs = c.GPURequest
+		}
+		hc.DeviceRequests = []container.DeviceRequest{req}
+	}
+	for _, m := range c.Mounts {
+		t := mount.TypeBind
+		if m.Type == "volume" {
+			t = mount.TypeVolume
+		}
+		hc.Mounts = append(hc.Mounts, mount.Mount{Type: t, Source: m.Source, Target: m.Target, ReadOnly: m.ReadOnly})
+	}
+	return cfg, hc, nil
+}
+
+// ToDocker exposes the translation for tests that assert the Engine API objects without
+// creating a container (device nodes and GPUs this host does not have).
+func ToDocker(c deploy.Container) (*container.Config, *container.HostConfig, error) {
+	return toDocker(c)
+}
+
+// Start implements deploy.Backend.
+func (b *Backend) Start(ctx context.Context, id string) error {
+	if err := b.cli.ContainerStart(ctx, id, container.StartOptions{}); err != nil {
+		return b.wrap(err, "starting container %s", id)
+	}
+	return nil
+}
+
+// Inspect implements deploy.Backend.
+func (b *Backend) Inspect(ctx context.Context, idOrName string) (deploy.Status, error) {
+	ci, err := b.cli.ContainerInspect(ctx, idOrName)
+	if err != nil {
+		if client.IsErrNotFound(err) {
+			return deploy.Status{}, fmt.Errorf("container %q: %w", idOrName, deploy.ErrNotFound)
+		}
+		return deploy.Status{}, b.wrap(err, "inspecting container %q", idOrName)
+	}
+	st := deploy.Status{
+		ID:    ci.ID,
+		Name:  strings.TrimPrefix(ci.Name, "/"),
+		Image: ci.Config.Image,
+	}
+	if ci.Config != nil {
+		st.Labels = ci.Config.Labels
+	}
+	if ci.State != nil {
+		st.State, st.Running, st.ExitCode = string(ci.State.Status), ci.State.Running, ci.State.ExitCode
+	}
+	st.RestartCount = ci.RestartCount
+	if ci.HostConfig != nil {
+		st.RestartPolicy = string(ci.HostConfig.RestartPolicy.Name)
+	}
+	st.ImageDigest = b.imageDigest(ctx, ci.Image, ci.Config.Image)
+	hostIP, hostPort := publishedPort(ci)
+	st.HostPort = hostPort
+	if st.Running && hostPort != 0 {
+		st.Endpoint = "http://" + net.JoinHostPort(b.reachableHost(hostIP), strconv.Itoa(hostPort))
+	}
+	return st, nil
+}
+
+// publishedPort is where the engine's port is reachable on the engine host: the published
+// binding, or the port itself under host networking.
+func publishedPort(ci container.InspectResponse) (string, int) {
+	if ci.HostConfig != nil && ci.HostConfig.NetworkMode.IsHost() {
+		for p := range ci.Config.ExposedPorts {
+			return "", p.Int()
+		}
+		return "", 0
+	}
+	if ci.NetworkSettings == nil {
+		return "", 0
+	}
+	for _, bindings := range ci.NetworkSettings.Ports {
+		for _, pb := range bindings {
+			if n, err := strconv.Atoi(pb.HostPort); err == nil && n > 0 {
+				return pb.HostIP, n
+			}
+		}
+	}
+	return "", 0
+}
+
+func (b *Backend) reachableHost(bindIP string) string {
+	wildcard := bindIP == "" || bindIP == "0.0.0.0" || bindIP == "::"
+	switch {
+	case b.host != "" && (wildcard || net.ParseIP(bindIP).IsLoopback()):
+		// A remote engine's loopback is not ours; its name is the best address we have.
+		return b.host
+	case wildcard:
+		return "127.0.0.1"
+	default:
+		return bindIP
+	}
+}
+
+// imageDigest prefers the registry digest (what a pull by digest pins) and falls back to the
+// local image id for images built or loaded on the engine, which have none.
+func (b *Backend) imageDigest(ctx context.Context, imageID, ref string) string {
+	ii, err := b.cli.ImageInspect(ctx, imageID)
+	if err != nil {
+		return imageID
+	}
+	repo := ref
+	if i := strings.LastIndex(repo, "@"); i >= 0 {
+		repo = repo[:i]
+	} else if i := strings.LastIndex(repo, ":"); i > strings.LastIndex(repo, "/") {
+		repo = repo[:i]
+	}
+	for _, d := range ii.RepoDigests {
+		if name, digest, ok := strings.Cut(d, "@"); ok && (name == repo || strings.HasSuffix(name, "/"+repo)) {
+			return digest
+		}
+	}
+	if len(ii.RepoDigests) > 0 {
+		_, digest, _ := strings.Cut(ii.RepoDigests[0], "@")
+		return digest
+	}
+	return ii.ID
+}
+
+// Logs implements deploy.Backend.
+func (b *Backend) Logs(ctx context.Context, id string, tail int) (string, error) {
+	rc, err := b.cli.ContainerLogs(ctx, id, container.LogsOptions{ShowStdout: true, ShowStderr: true, Tail: strconv.Itoa(tail)})
+	if err != nil {
+		return "", b.wrap(err, "reading logs of container %s", id)
+	}
+	defer rc.Close()
+	var out bytes.Buffer
+	// Containers run without a TTY, so the stream is multiplexed; merge both halves.
+	if _, err := stdcopy.StdCopy(&out, &out, rc); err != nil {
+		return out.String(), b.wrap(err, "reading logs of container %s", id)
+	}
+	return strings.TrimRight(out.String(), "\n"), nil
+}
+
+// Remove implements deploy.Backend.
+func (b *Backend) Remove(ctx context.Context, id string, grace time.Duration) error {
+	secs := int(grace / time.Second)
+	err := b.cli.ContainerStop(ctx, id, container.StopOptions{Timeout: &secs})
+	if err != nil && !client.IsErrNotFound(err) {
+		return b.wrap(err, "stopping container %s", id)
+	}
+	err = b.cli.ContainerRemove(ctx, id, container.RemoveOptions{Force: true, RemoveVolumes: true})
+	if err != nil && !client.IsErrNotFound(err) && !isRemovalInProgress(err) {
+		return b.wrap(err, "removing container %s", id)
+	}
+	return nil
+}
+
+func isRemovalInProgress(err error) bool {
+	return err != nil && strings.Contains(err.Error(), "is already in progress")
+}
+
+// Stop implements deploy.Backend.
+func (b *Backend) Stop(ctx context.Context, id string, grace time.Duration) error {
+	secs := int(grace / time.Second)
+	if err := b.cli.ContainerStop(ctx, id, container.StopOptions{Timeout: &secs}); err != nil {
+		return b.wrap(err, "stopping container %s", id)
+	}
+	return nil
+}
+
+// SetRestartPolicy implements deploy.Backend.
+func (b *Backend) SetRestartPolicy(ctx context.Context, id, policy string) error {
+	_, err := b.cli.ContainerUpdate(ctx, id, container.UpdateConfig{RestartPolicy: container.RestartPolicy{Name: container.RestartPolicyMode(orDefault(policy, "no"))}})
+	if err != nil {
+		return b.wrap(err, "updating restart policy of container %s", id)
+	}
+	return nil
+}
+
+// KernelVersion implements deploy.Backend.
+func (b *Backend) KernelVersion(ctx context.Context) (string, error) {
+	info, err := b.cli.Info(ctx)
+	if err != nil {
+		return "", b.wrap(err, "reading engine info")
+	}
+	return info.KernelVersion, nil
+}
+
+// IsNotFound reports whether err means the container is gone.
+func IsNotFound(err error) bool { return errors.Is(err, deploy.ErrNotFound) }
+
+func orDefault(v, d string) string {
+	if v == "" {
+		return d
+	}
+	return v
+}
+
+func lastLine(s string) string {
+	s = strings.TrimSpace(s)
+	if i := strings.LastIndexByte(s, '\n'); i >= 0 {
+		return s[i+1:]
+	}
+	return s
+}

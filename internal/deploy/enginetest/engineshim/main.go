@@ -1,0 +1,84 @@
+// Command engineshim stands in for an engine's launcher inside the test image: installed as
+// python3 and llama-server, it takes the argv the provider builds for SGLang, vLLM or llama.cpp
+// unchanged, maps the flags the simulated engine understands, and execs /simengine. Tests
+// therefore run the provider's real launch command, not a test-only one.
+package main
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"syscall"
+)
+
+// flagMap is engine flag -> simengine flag, for flags that take a value.
+var flagMap = map[string]string{
+	"--host": "-host", "--port": "-port", "--api-key": "-api-key",
+	"--context-length": "-context-length", "--max-model-len": "-context-length", "--ctx-size": "-context-length",
+	"--max-running-requests": "-slots", "--max-num-seqs": "-slots", "--parallel": "-slots",
+}
+
+func main() {
+	engine, args, err := parse(filepath.Base(os.Args[0]), os.Args[1:])
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "engineshim: %v\n", err)
+		os.Exit(2)
+	}
+	args = append(args, strings.Fields(os.Getenv("SIMENGINE_ARGS"))...)
+	fmt.Fprintf(os.Stderr, "engineshim: %s launch %q -> /simengine %q\n", engine, os.Args, args)
+	if err := syscall.Exec("/simengine", append([]string{"/simengine"}, args...), os.Environ()); err != nil {
+		fmt.Fprintf(os.Stderr, "engineshim: exec /simengine: %v\n", err)
+		os.Exit(127)
+	}
+}
+
+func parse(prog string, argv []string) (string, []string, error) {
+	engine := "llamacpp"
+	if prog == "python3" {
+		if len(argv) < 2 || argv[0] != "-m" {
+			return "", nil, fmt.Errorf("python3 shim needs -m <module>, got %q", argv)
+		}
+		switch argv[1] {
+		case "sglang.launch_server":
+			engine = "sglang"
+		case "vllm.entrypoints.openai.api_server":
+			engine = "vllm"
+		default:
+			return "", nil, fmt.Errorf("unknown module %q", argv[1])
+		}
+		argv = argv[2:]
+	}
+	var out []string
+	model, served := "", ""
+	for i := 0; i < len(argv); i++ {
+		a := argv[i]
+		val := func() string {
+			if i+1 < len(argv) {
+				i++
+				return argv[i]
+			}
+			return ""
+		}
+		switch a {
+		case "--model-path", "--model", "-m":
+			model = val()
+		case "--served-model-name", "--alias":
+			served = val()
+		case "--metrics":
+		default:
+			if sim, ok := flagMap[a]; ok {
+				out = append(out, sim+"="+val())
+			} else if strings.HasPrefix(a, "--") && i+1 < len(argv) && !strings.HasPrefix(argv[i+1], "--") {
+				i++ // an engine flag the simulation has no use for, with its value
+			}
+		}
+	}
+	if served == "" {
+		served = model
+	}
+	if served == "" {
+		return "", nil, fmt.Errorf("no model in %q", argv)
+	}
+	return engine, append(out, "-model="+served), nil
+}

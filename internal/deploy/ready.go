@@ -1,0 +1,227 @@
+package deploy
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"strings"
+	"time"
+)
+
+// Readiness says how to decide that an engine really serves.
+type Readiness struct {
+	Engine Engine
+	Model  string // the name a completion request carries
+	APIKey string
+	// Timeout bounds the whole wait (model download and load included); 0 waits as long as
+	// the context allows.
+	Timeout time.Duration
+	// Interval between polls; 0 means DefaultPollInterval.
+	Interval time.Duration
+	// HTTPClient talks to the engine; nil means a client without keep-alive reuse surprises.
+	HTTPClient *http.Client
+}
+
+// DefaultPollInterval keeps the provider's share of time-to-ready well under a second while
+// costing the engine host one inspect and one HTTP request per poll.
+const DefaultPollInterval = 100 * time.Millisecond
+
+// ServerInfo is what the engine reports about itself once ready; zero values are "not
+// reported".
+type ServerInfo struct {
+	Version            string
+	ContextLength      int
+	TokenPool          int // physical KV-cache token capacity (SGLang max_total_num_tokens)
+	MaxRunningRequests int
+}
+
+// WaitReady polls until the engine's health endpoint answers 200 and a one-token completion
+// succeeds. It fails at once, with the container's last log lines, if the container stops or
+// restarts meanwhile.
+func WaitReady(ctx context.Context, b Backend, id string, r Readiness) (ServerInfo, error) {
+	if r.Timeout > 0 {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, r.Timeout)
+		defer cancel()
+	}
+	interval := r.Interval
+	if interval <= 0 {
+		interval = DefaultPollInterval
+	}
+	hc := r.HTTPClient
+	if hc == nil {
+		hc = &http.Client{Transport: &http.Transport{DisableKeepAlives: true}}
+	}
+	baseRestarts := -1
+	var lastErr error
+	ticker := time.NewTicker(interval)
+	defer ticker.Stop()
+	for {
+		st, err := b.Inspect(ctx, id)
+		switch {
+		case err != nil && ctx.Err() == nil:
+			return ServerInfo{}, fmt.Errorf("watching container %s while waiting for the engine: %w", shortID(id), err)
+		case err == nil:
+			if baseRestarts < 0 {
+				baseRestarts = st.RestartCount
+			}
+			if !st.Running || st.State == "restarting" || st.RestartCount > baseRestarts {
+				logs, lerr := b.Logs(context.WithoutCancel(ctx), id, LogTail)
+				if lerr != nil {
+					logs = fmt.Sprintf("(logs unavailable: %v)", lerr)
+				}
+				return ServerInfo{}, &ExitedError{ID: id, State: st.State, ExitCode: st.ExitCode, Restarts: st.RestartCount - baseRestarts, Logs: logs}
+			}
+			if st.Endpoint != "" {
+				lastErr = probe(ctx, hc, st.Endpoint, r)
+				if lastErr == nil {
+					return readServerInfo(ctx, hc, st.Endpoint, r), nil
+				}
+			}
+		}
+		select {
+		case <-ctx.Done():
+			logs, _ := b.Logs(context.WithoutCancel(ctx), id, LogTail)
+			return ServerInfo{}, fmt.Errorf("engine in container %s not ready: %w (last probe: %v); raise readiness_timeout if the model is still loading. Last log lines:\n%s", shortID(id), ctx.Err(), lastErr, logs)
+		case <-ticker.C:
+		}
+	}
+}
+
+// probe is one readiness attempt: health, then a real one-token generation, because a health
+// endpoint can answer before the scheduler serves (vLLM, llama.cpp while loading slots).
+func probe(ctx context.Context, hc *http.Client, base string, r Readiness) error {
+	if _, err := call(ctx, hc, http.MethodGet, base+HealthPath(r.Engine), r.APIKey, nil); err != nil {
+		return err
+	}
+	body := map[string]any{"model": r.Model, "prompt": "Hello", "max_tokens": 1, "temperature": 0, "stream": false}
+	out, err := call(ctx, hc, http.MethodPost, base+"/v1/completions", r.APIKey, body)
+	if err != nil {
+		return err
+	}
+	var resp struct {
+		Choices []json.RawMessage `json:"choices"`
+	}
+	if err := json.Unmarshal(out, &resp); err != nil || len(resp.Choices) == 0 {
+		return fmt.Errorf("completion answered without choices: %.200s", out)
+	}
+	return nil
+}
+
+// call does one request with its own short deadline so a hung engine cannot stall the poll.
+func call(ctx context.Context, hc *http.Client, method, url, apiKey string, body any) ([]byte, error) {
+	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	var rd io.Reader
+	if body != nil {
+		b, err := json.Marshal(body)
+		if err != nil {
+			return nil, fmt.Errorf("encoding request: %w", err)
+		}
+		rd = bytes.NewReader(b)
+	}
+	req, err := http.NewRequestWithContext(ctx, method, url, rd)
+	if err != nil {
+		return nil, fmt.Errorf("building request %s %s: %w", method, url, err)
+	}
+	if body != nil {
+		req.Header.Set("Content-Type", "application/json")
+	}
+	if apiKey != "" {
+		req.Header.Set("Authorization", "Bearer "+apiKey)
+	}
+	resp, err := hc.Do(req)
+	if err != nil {
+		return nil, fmt.Errorf("%s %s: %w", method, url, err)
+	}
+	defer resp.Body.Close()
+	out, err := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
+	if err != nil {
+		return nil, fmt.Errorf("%s %s: reading body: %w", method, url, err)
+	}
+	if resp.StatusCode != http.StatusOK {
+		return out, fmt.Errorf("%s %s: HTTP %d: %.200s", method, url, resp.StatusCode, strings.TrimSpace(string(out)))
+	}
+	return out, nil
+}
+
+// ReadServerInfo asks a running engine at base (scheme://host:port) for its version and
+// limits, as WaitReady does once it is ready; used after an import.
+func ReadServerInfo(ctx context.Context, base string, r Readiness) ServerInfo {
+	hc := r.HTTPClient
+	if hc == nil {
+		hc = &http.Client{Transport: &http.Transport{DisableKeepAlives: true}}
+	}
+	return readServerInfo(ctx, hc, base, r)
+}
+
+// readServerInfo asks the engine for its version and limits. It is best effort: an engine
+// that does not report them still serves, so failures leave fields zero.
+func readServerInfo(ctx context.Context, hc *http.Client, base string, r Readiness) ServerInfo {
+	var info ServerInfo
+	get := func(p string, v any) bool {
+		out, err := call(ctx, hc, http.MethodGet, base+p, r.APIKey, nil)
+		return err == nil && json.Unmarshal(out, v) == nil
+	}
+	switch r.Engine {
+	case SGLang:
+		var si struct {
+			sglangLimits
+			Version        string         `json:"version"`
+			InternalStates []sglangLimits `json:"internal_states"`
+		}
+		if get("/get_server_info", &si) {
+			info.Version = si.Version
+			lim := si.sglangLimits
+			if len(si.InternalStates) > 0 && lim.MaxTotalNumTokens == 0 {
+				lim.MaxTotalNumTokens = si.InternalStates[0].MaxTotalNumTokens
+			}
+			info.ContextLength, info.TokenPool, info.MaxRunningRequests = lim.ContextLength, lim.MaxTotalNumTokens, lim.MaxRunningRequests
+		}
+	case VLLM:
+		var v struct {
+			Version string `json:"version"`
+		}
+		if get("/version", &v) {
+			info.Version = v.Version
+		}
+	case LlamaCpp:
+		var p struct {
+			BuildInfo  string `json:"build_info"`
+			TotalSlots int    `json:"total_slots"`
+			Settings   struct {
+				NCtx int `json:"n_ctx"`
+			} `json:"default_generation_settings"`
+		}
+		if get("/props", &p) {
+			info.Version, info.MaxRunningRequests, info.ContextLength = p.BuildInfo, p.TotalSlots, p.Settings.NCtx
+		}
+	}
+	if info.ContextLength == 0 {
+		var m struct {
+			Data []struct {
+				MaxModelLen int `json:"max_model_len"`
+			} `json:"data"`
+		}
+		if get("/v1/models", &m) && len(m.Data) > 0 {
+			info.ContextLength = m.Data[0].MaxModelLen
+		}
+	}
+	return info
+}
+
+type sglangLimits struct {
+	ContextLength      int `json:"context_length"`
+	MaxTotalNumTokens  int `json:"max_total_num_tokens"`
+	MaxRunningRequests int `json:"max_running_requests"`
+}
+
+// IsExited reports whether err is a container stopping before it was ready.
+func IsExited(err error) bool {
+	var e *ExitedError
+	return errors.As(err, &e)
+}

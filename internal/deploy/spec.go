@@ -1,0 +1,378 @@
+// Package deploy turns typed inference-server settings into an engine launch: the exact argv
+// for SGLang, vLLM or llama.cpp, the engine's constraints, the container shape an accelerator
+// needs, and the readiness protocol. Where the container runs is a Backend's business
+// (internal/deploy/docker today, Kubernetes later); nothing here knows Terraform.
+package deploy
+
+import (
+	"encoding/json"
+	"fmt"
+	"path"
+	"slices"
+	"strconv"
+	"strings"
+)
+
+// Engine names an inference server implementation.
+type Engine string
+
+// The engines the provider can launch.
+const (
+	SGLang   Engine = "sglang"
+	VLLM     Engine = "vllm"
+	LlamaCpp Engine = "llamacpp"
+)
+
+// Engines lists every supported engine, in documentation order.
+var Engines = []Engine{SGLang, VLLM, LlamaCpp}
+
+// Accelerator names the device family the engine computes on.
+type Accelerator string
+
+// The accelerators the provider knows how to map into a container.
+const (
+	CPU  Accelerator = "cpu"
+	CUDA Accelerator = "cuda"
+	XPU  Accelerator = "xpu"
+)
+
+// Accelerators lists every accelerator, in documentation order.
+var Accelerators = []Accelerator{CPU, CUDA, XPU}
+
+// supportedAccelerators is which engine this provider can launch on which device family.
+// llama.cpp runs on Intel GPUs only through a SYCL build whose image layout and device
+// selection differ from the CPU/CUDA builds; until that is tested it is refused rather than
+// launched half-configured.
+var supportedAccelerators = map[Engine][]Accelerator{
+	SGLang:   {CPU, CUDA, XPU},
+	VLLM:     {CPU, CUDA, XPU},
+	LlamaCpp: {CPU, CUDA},
+}
+
+// Speculative is speculative decoding. Its fields follow SGLang's vocabulary; other engines
+// translate them (vLLM's num_speculative_tokens is Steps, llama.cpp's --draft-max is Steps).
+type Speculative struct {
+	Algorithm   string `json:"algorithm"`
+	Steps       int    `json:"steps,omitempty"`
+	TopK        int    `json:"topk,omitempty"`
+	DraftTokens int    `json:"draft_tokens,omitempty"`
+	DraftModel  string `json:"draft_model,omitempty"`
+}
+
+// Spec is everything that decides how the engine is launched. It carries no secrets: those
+// travel in Secrets so a Spec can be stored (in a container label, in Terraform state).
+type Spec struct {
+	Engine             Engine       `json:"engine"`
+	Model              string       `json:"model"`
+	Revision           string       `json:"revision,omitempty"`
+	ServedModelName    string       `json:"served_model_name,omitempty"`
+	TensorParallel     int          `json:"tensor_parallel_size"`
+	ContextLength      int          `json:"context_length,omitempty"`
+	MaxRunningRequests int          `json:"max_running_requests,omitempty"`
+	MemFraction        float64      `json:"mem_fraction,omitempty"`
+	Speculative        *Speculative `json:"speculative,omitempty"`
+	Accelerator        Accelerator  `json:"accelerator"`
+	Port               int          `json:"port"`
+	ExtraArgs          []string     `json:"extra_args,omitempty"`
+	// Entrypoint replaces the engine's default program (DefaultEntrypoint) when an image
+	// installs it elsewhere.
+	Entrypoint []string `json:"entrypoint,omitempty"`
+}
+
+// Secrets are handed to the engine at launch and never stored.
+type Secrets struct {
+	HubToken string
+	APIKey   string
+}
+
+// DefaultPort is the port each engine listens on by default, kept so a container looks the way
+// the engine's own documentation says.
+func DefaultPort(e Engine) int {
+	switch e {
+	case VLLM:
+		return 8000
+	case LlamaCpp:
+		return 8080
+	default:
+		return 30000
+	}
+}
+
+// DefaultEntrypoint is the program that starts the engine in its upstream images. It is set
+// explicitly rather than inherited from the image so the launch command in state is exact.
+func DefaultEntrypoint(e Engine) []string {
+	switch e {
+	case VLLM:
+		return []string{"python3", "-m", "vllm.entrypoints.openai.api_server"}
+	case LlamaCpp:
+		return []string{"llama-server"}
+	default:
+		return []string{"python3", "-m", "sglang.launch_server"}
+	}
+}
+
+// HealthPath is the endpoint that answers 200 once the engine can serve. SGLang's
+// /health_generate runs a real generation; vLLM and llama.cpp only have /health, which is why
+// readiness also sends one completion.
+func HealthPath(e Engine) string {
+	if e == SGLang {
+		return "/health_generate"
+	}
+	return "/health"
+}
+
+// Problem is one violated constraint: Field is the attribute path in snake_case with dots
+// between nested names (e.g. "speculative.draft_tokens"), Detail says what to change.
+type Problem struct {
+	Field  string
+	Detail string
+}
+
+func (p Problem) Error() string { return p.Field + ": " + p.Detail }
+
+// Validate reports every constraint the spec violates, so a plan shows all of them at once.
+func (s Spec) Validate() []Problem {
+	var out []Problem
+	add := func(field, format string, args ...any) {
+		out = append(out, Problem{Field: field, Detail: fmt.Sprintf(format, args...)})
+	}
+	if !slices.Contains(Engines, s.Engine) {
+		add("engine", "unknown engine %q; use one of %s", s.Engine, joinQuoted(Engines))
+		return out
+	}
+	if strings.TrimSpace(s.Model) == "" {
+		add("model", "must name the model (a Hugging Face repository id or a path inside the container)")
+	}
+	if s.TensorParallel < 1 {
+		add("tensor_parallel_size", "must be at least 1, got %d", s.TensorParallel)
+	}
+	if s.Port < 1 || s.Port > 65535 {
+		add("port", "must be between 1 and 65535, got %d", s.Port)
+	}
+	if s.ContextLength < 0 {
+		add("context_length", "must be positive, got %d; omit it to use the model's own", s.ContextLength)
+	}
+	if s.MaxRunningRequests < 0 {
+		add("max_running_requests", "must be positive, got %d; omit it for the engine default", s.MaxRunningRequests)
+	}
+	if s.MemFraction < 0 || s.MemFraction > 1 {
+		add("mem_fraction", "must be in (0, 1], got %g", s.MemFraction)
+	}
+	if s.Accelerator != "" && !slices.Contains(supportedAccelerators[s.Engine], s.Accelerator) {
+		add("accelerator", "engine %q does not run on %q here; use one of %s", s.Engine, s.Accelerator, joinQuoted(supportedAccelerators[s.Engine]))
+	}
+	switch s.Engine {
+	case LlamaCpp:
+		if s.TensorParallel > 1 {
+			add("tensor_parallel_size", "llama.cpp has no tensor parallelism (it splits layers across GPUs by itself); set 1 or use engine \"sglang\" or \"vllm\"")
+		}
+		if s.MemFraction != 0 {
+			add("mem_fraction", "llama.cpp sizes its KV cache from context_length, not a memory fraction; remove mem_fraction")
+		}
+		if s.Revision != "" {
+			add("revision", "llama.cpp loads a GGUF file, which has no revision; remove revision or pin the file itself")
+		}
+		if !strings.HasSuffix(s.Model, ".gguf") || !path.IsAbs(s.Model) {
+			add("model", "llama.cpp needs the absolute path of a .gguf file inside the container (mount it with model_host_path), got %q", s.Model)
+		}
+	}
+	out = append(out, s.validateSpeculative()...)
+	return out
+}
+
+func (s Spec) validateSpeculative() []Problem {
+	sp := s.Speculative
+	if sp == nil {
+		return nil
+	}
+	var out []Problem
+	add := func(field, format string, args ...any) {
+		out = append(out, Problem{Field: "speculative." + field, Detail: fmt.Sprintf(format, args...)})
+	}
+	if sp.Steps < 1 {
+		add("steps", "must be at least 1, got %d", sp.Steps)
+	}
+	switch s.Engine {
+	case SGLang:
+		if !slices.Contains(sglangAlgorithms, strings.ToUpper(sp.Algorithm)) {
+			add("algorithm", "SGLang does not know %q; use one of %s", sp.Algorithm, joinQuoted(sglangAlgorithms))
+		}
+		if sp.TopK < 1 {
+			add("topk", "must be at least 1 for SGLang, got %d", sp.TopK)
+		}
+		// With top-k 1 the draft is a single chain: the verifier checks the root plus one token
+		// per step, so SGLang rejects any other draft token count at start-up, after the model
+		// has loaded. Catch it at plan time instead.
+		if sp.TopK == 1 && sp.Steps >= 1 && sp.DraftTokens != sp.Steps+1 {
+			add("draft_tokens", "with topk = 1 SGLang needs draft_tokens = steps + 1 = %d, got %d", sp.Steps+1, sp.DraftTokens)
+		}
+		if sp.TopK > 1 && sp.DraftTokens < sp.Steps+1 {
+			add("draft_tokens", "must be at least steps + 1 = %d, got %d", sp.Steps+1, sp.DraftTokens)
+		}
+	case VLLM:
+		if !slices.Contains(vllmMethods, strings.ToLower(sp.Algorithm)) {
+			add("algorithm", "vLLM does not know %q; use one of %s", sp.Algorithm, joinQuoted(vllmMethods))
+		}
+		if sp.TopK > 1 {
+			add("topk", "vLLM drafts a single chain; remove topk or set 1")
+		}
+		if sp.DraftTokens != 0 && sp.DraftTokens != sp.Steps+1 {
+			add("draft_tokens", "vLLM verifies steps + 1 = %d tokens; remove draft_tokens or set %d", sp.Steps+1, sp.Steps+1)
+		}
+		if strings.ToLower(sp.Algorithm) == "draft_model" && sp.DraftModel == "" {
+			add("draft_model", "method \"draft_model\" needs the draft model's repository id or path")
+		}
+	case LlamaCpp:
+		if strings.ToLower(sp.Algorithm) != "draft" {
+			add("algorithm", "llama.cpp only does draft-model speculation; set \"draft\"")
+		}
+		if sp.DraftModel == "" {
+			add("draft_model", "llama.cpp needs a draft model: the path of a small .gguf inside the container")
+		}
+		if sp.TopK > 1 {
+			add("topk", "llama.cpp drafts a single chain; remove topk or set 1")
+		}
+	}
+	return out
+}
+
+var (
+	sglangAlgorithms = []string{"EAGLE", "EAGLE3", "NEXTN", "STANDALONE", "NGRAM"}
+	vllmMethods      = []string{"eagle", "eagle3", "mtp", "ngram", "draft_model"}
+)
+
+// Command is the engine's full argv: entrypoint then arguments, in a fixed order so the same
+// Spec always yields the same command (state never diffs on flag order). Secrets are not in
+// it; see SecretArgs.
+func (s Spec) Command() []string {
+	cmd := slices.Clone(s.Entrypoint)
+	if len(cmd) == 0 {
+		cmd = DefaultEntrypoint(s.Engine)
+	}
+	return append(cmd, s.Args()...)
+}
+
+// Args is the argv after the entrypoint.
+func (s Spec) Args() []string {
+	var a []string
+	flag := func(name string, v string) {
+		if v != "" {
+			a = append(a, name, v)
+		}
+	}
+	num := func(name string, v int) {
+		if v != 0 {
+			a = append(a, name, strconv.Itoa(v))
+		}
+	}
+	switch s.Engine {
+	case SGLang:
+		flag("--model-path", s.Model)
+		flag("--revision", s.Revision)
+		flag("--served-model-name", s.ServedModelName)
+		num("--tp", s.TensorParallel)
+		num("--context-length", s.ContextLength)
+		num("--max-running-requests", s.MaxRunningRequests)
+		flag("--mem-fraction-static", formatFloat(s.MemFraction))
+		if sp := s.Speculative; sp != nil {
+			flag("--speculative-algorithm", strings.ToUpper(sp.Algorithm))
+			flag("--speculative-draft-model-path", sp.DraftModel)
+			num("--speculative-num-steps", sp.Steps)
+			num("--speculative-eagle-topk", sp.TopK)
+			num("--speculative-num-draft-tokens", sp.DraftTokens)
+		}
+		flag("--device", string(s.Accelerator))
+	case VLLM:
+		flag("--model", s.Model)
+		flag("--revision", s.Revision)
+		flag("--served-model-name", s.ServedModelName)
+		num("--tensor-parallel-size", s.TensorParallel)
+		num("--max-model-len", s.ContextLength)
+		num("--max-num-seqs", s.MaxRunningRequests)
+		flag("--gpu-memory-utilization", formatFloat(s.MemFraction))
+		if sp := s.Speculative; sp != nil {
+			flag("--speculative-config", vllmSpeculativeConfig(sp))
+		}
+	case LlamaCpp:
+		flag("--model", s.Model)
+		flag("--alias", s.ServedModelName)
+		num("--ctx-size", s.ContextLength)
+		num("--parallel", s.MaxRunningRequests)
+		if s.Accelerator == CUDA {
+			// Offload every layer; llama.cpp clamps the count to the model's layers.
+			a = append(a, "--n-gpu-layers", "999")
+		}
+		if sp := s.Speculative; sp != nil {
+			flag("--model-draft", sp.DraftModel)
+			num("--draft-max", sp.Steps)
+		}
+		// Prometheus metrics at /metrics: the benchmark reads slot and queue figures from it.
+		a = append(a, "--metrics")
+	}
+	// The engine binds every interface inside the container; what is reachable from outside
+	// is decided by the backend's port publishing.
+	a = append(a, "--host", "0.0.0.0", "--port", strconv.Itoa(s.Port))
+	return append(a, s.ExtraArgs...)
+}
+
+// SecretEnv is the environment that carries secrets into the container: the Hugging Face token
+// under both names huggingface_hub reads, and the API key where the engine reads it from the
+// environment (so it stays out of argv).
+func (s Spec) SecretEnv(sec Secrets) map[string]string {
+	env := map[string]string{}
+	if sec.HubToken != "" {
+		env["HF_TOKEN"] = sec.HubToken
+		env["HUGGING_FACE_HUB_TOKEN"] = sec.HubToken
+	}
+	if sec.APIKey != "" {
+		switch s.Engine {
+		case VLLM:
+			env["VLLM_API_KEY"] = sec.APIKey
+		case LlamaCpp:
+			env["LLAMA_API_KEY"] = sec.APIKey
+		}
+	}
+	return env
+}
+
+// SecretArgs are arguments appended after Args for secrets an engine only takes as a flag
+// (SGLang's --api-key). They are kept out of Command so the stored command holds no secret.
+func (s Spec) SecretArgs(sec Secrets) []string {
+	if sec.APIKey != "" && s.Engine == SGLang {
+		return []string{"--api-key", sec.APIKey}
+	}
+	return nil
+}
+
+// RequestModel is the model name a client sends in a completion request.
+func (s Spec) RequestModel() string {
+	if s.ServedModelName != "" {
+		return s.ServedModelName
+	}
+	return s.Model
+}
+
+func vllmSpeculativeConfig(sp *Speculative) string {
+	cfg := struct {
+		Method string `json:"method"`
+		Model  string `json:"model,omitempty"`
+		Tokens int    `json:"num_speculative_tokens"`
+	}{Method: strings.ToLower(sp.Algorithm), Model: sp.DraftModel, Tokens: sp.Steps}
+	b, _ := json.Marshal(cfg) // a struct of strings and ints always marshals
+	return string(b)
+}
+
+func formatFloat(f float64) string {
+	if f == 0 {
+		return ""
+	}
+	return strconv.FormatFloat(f, 'g', -1, 64)
+}
+
+func joinQuoted[T ~string](vs []T) string {
+	q := make([]string, len(vs))
+	for i, v := range vs {
+		q[i] = strconv.Quote(string(v))
+	}
+	return strings.Join(q, ", ")
+}

@@ -1,0 +1,181 @@
+package deploy
+
+import (
+	"slices"
+	"strings"
+	"testing"
+)
+
+// referenceSpec is the B70 deployment behind shared/reference/b70-qwen-sglang-aiperf.json.
+func referenceSpec() Spec {
+	return Spec{
+		Engine:         SGLang,
+		Model:          "ulkaa/Qwen3.8-27B-AWQ-INT4",
+		Revision:       "2bf7f1646dc0875cff4404fdfef976cfb0ff2199",
+		TensorParallel: 4,
+		ContextLength:  262144,
+		Speculative:    &Speculative{Algorithm: "EAGLE", Steps: 7, TopK: 1, DraftTokens: 8},
+		Accelerator:    XPU,
+		Port:           30000,
+	}
+}
+
+func TestCommandReferenceSGLang(t *testing.T) {
+	want := []string{
+		"python3", "-m", "sglang.launch_server",
+		"--model-path", "ulkaa/Qwen3.8-27B-AWQ-INT4",
+		"--revision", "2bf7f1646dc0875cff4404fdfef976cfb0ff2199",
+		"--tp", "4",
+		"--context-length", "262144",
+		"--speculative-algorithm", "EAGLE",
+		"--speculative-num-steps", "7",
+		"--speculative-eagle-topk", "1",
+		"--speculative-num-draft-tokens", "8",
+		"--device", "xpu",
+		"--host", "0.0.0.0",
+		"--port", "30000",
+	}
+	if got := referenceSpec().Command(); !slices.Equal(got, want) {
+		t.Errorf("Command()\n got %q\nwant %q", got, want)
+	}
+	if p := referenceSpec().Validate(); len(p) != 0 {
+		t.Errorf("reference spec should be valid, got %v", p)
+	}
+}
+
+func TestCommandOtherEngines(t *testing.T) {
+	tests := []struct {
+		name string
+		spec Spec
+		want []string
+	}{
+		{
+			name: "vllm eagle on cuda",
+			spec: Spec{Engine: VLLM, Model: "Qwen/Qwen3-8B", ServedModelName: "qwen", TensorParallel: 2, ContextLength: 32768,
+				MaxRunningRequests: 64, MemFraction: 0.9, Accelerator: CUDA, Port: 8000,
+				Speculative: &Speculative{Algorithm: "eagle3", Steps: 3, DraftModel: "org/eagle3-draft"}},
+			want: []string{"python3", "-m", "vllm.entrypoints.openai.api_server",
+				"--model", "Qwen/Qwen3-8B", "--served-model-name", "qwen", "--tensor-parallel-size", "2",
+				"--max-model-len", "32768", "--max-num-seqs", "64", "--gpu-memory-utilization", "0.9",
+				"--speculative-config", `{"method":"eagle3","model":"org/eagle3-draft","num_speculative_tokens":3}`,
+				"--host", "0.0.0.0", "--port", "8000"},
+		},
+		{
+			name: "llamacpp gguf on cpu with slots",
+			spec: Spec{Engine: LlamaCpp, Model: "/models/tiny.gguf", ServedModelName: "tiny", TensorParallel: 1,
+				ContextLength: 8192, MaxRunningRequests: 4, Accelerator: CPU, Port: 8080, ExtraArgs: []string{"--threads", "2"}},
+			want: []string{"llama-server", "--model", "/models/tiny.gguf", "--alias", "tiny", "--ctx-size", "8192",
+				"--parallel", "4", "--metrics", "--host", "0.0.0.0", "--port", "8080", "--threads", "2"},
+		},
+		{
+			name: "custom entrypoint",
+			spec: Spec{Engine: SGLang, Model: "m", TensorParallel: 1, Accelerator: CPU, Port: 1, Entrypoint: []string{"/opt/venv/bin/python", "-m", "sglang.launch_server"}},
+			want: []string{"/opt/venv/bin/python", "-m", "sglang.launch_server", "--model-path", "m", "--tp", "1", "--device", "cpu", "--host", "0.0.0.0", "--port", "1"},
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := tt.spec.Command(); !slices.Equal(got, tt.want) {
+				t.Errorf("Command()\n got %q\nwant %q", got, tt.want)
+			}
+			if p := tt.spec.Validate(); len(p) != 0 {
+				t.Errorf("spec should be valid, got %v", p)
+			}
+		})
+	}
+}
+
+func TestValidate(t *testing.T) {
+	tests := []struct {
+		name   string
+		mutate func(*Spec)
+		field  string
+		detail string // substring of the message: it must say what to set
+	}{
+		{"sglang topk 1 needs steps+1 draft tokens", func(s *Spec) { s.Speculative.DraftTokens = 7 }, "speculative.draft_tokens", "draft_tokens = steps + 1 = 8"},
+		{"tp zero", func(s *Spec) { s.TensorParallel = 0 }, "tensor_parallel_size", "at least 1"},
+		{"port too high", func(s *Spec) { s.Port = 70000 }, "port", "between 1 and 65535"},
+		{"port zero", func(s *Spec) { s.Port = 0 }, "port", "between 1 and 65535"},
+		{"unknown sglang algorithm", func(s *Spec) { s.Speculative.Algorithm = "MEDUSA" }, "speculative.algorithm", `"EAGLE"`},
+		{"mem fraction over one", func(s *Spec) { s.MemFraction = 1.5 }, "mem_fraction", "(0, 1]"},
+		{"llamacpp on xpu", func(s *Spec) {
+			*s = Spec{Engine: LlamaCpp, Model: "/m.gguf", TensorParallel: 1, Accelerator: XPU, Port: 8080}
+		}, "accelerator", `use one of "cpu", "cuda"`},
+		{"llamacpp tensor parallel", func(s *Spec) {
+			*s = Spec{Engine: LlamaCpp, Model: "/m.gguf", TensorParallel: 2, Accelerator: CPU, Port: 8080}
+		}, "tensor_parallel_size", "set 1"},
+		{"llamacpp needs a gguf path", func(s *Spec) {
+			*s = Spec{Engine: LlamaCpp, Model: "org/repo", TensorParallel: 1, Accelerator: CPU, Port: 8080}
+		}, "model", ".gguf"},
+		{"llamacpp speculation needs a draft model", func(s *Spec) {
+			*s = Spec{Engine: LlamaCpp, Model: "/m.gguf", TensorParallel: 1, Accelerator: CPU, Port: 8080, Speculative: &Speculative{Algorithm: "draft", Steps: 4}}
+		}, "speculative.draft_model", "draft model"},
+		{"vllm topk", func(s *Spec) {
+			s.Engine, s.Speculative = VLLM, &Speculative{Algorithm: "mtp", Steps: 2, TopK: 4}
+		}, "speculative.topk", "single chain"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			s := referenceSpec()
+			tt.mutate(&s)
+			var found []string
+			for _, p := range s.Validate() {
+				found = append(found, p.Error())
+				if p.Field == tt.field && strings.Contains(p.Detail, tt.detail) {
+					return
+				}
+			}
+			t.Errorf("want a problem on %s mentioning %q, got %q", tt.field, tt.detail, found)
+		})
+	}
+}
+
+func TestSecretsStayOutOfCommandAndLabel(t *testing.T) {
+	sec := Secrets{HubToken: "hf_secret", APIKey: "sk-secret"}
+	for _, e := range Engines {
+		s := referenceSpec()
+		s.Engine = e
+		c, err := s.Container(Placement{Name: "x", Image: "img"}, sec)
+		if err != nil {
+			t.Fatal(err)
+		}
+		all := strings.Join(s.Command(), " ") + c.Labels[SpecLabel]
+		if strings.Contains(all, "secret") {
+			t.Errorf("%s: secret in command or label: %s", e, all)
+		}
+		if c.Env["HF_TOKEN"] != "hf_secret" {
+			t.Errorf("%s: hub token not delivered: %v", e, c.Env)
+		}
+		// The key reaches the engine one way or the other.
+		if !strings.Contains(strings.Join(c.Args, " "), "sk-secret") && !slices.ContainsFunc(mapValues(c.Env), func(v string) bool { return v == "sk-secret" }) {
+			t.Errorf("%s: api key not delivered", e)
+		}
+	}
+}
+
+func mapValues(m map[string]string) []string {
+	var out []string
+	for _, v := range m {
+		out = append(out, v)
+	}
+	return out
+}
+
+func TestRecordRoundTrip(t *testing.T) {
+	s := referenceSpec()
+	s.ExtraArgs = []string{"--log-level", "debug"}
+	c, err := s.Container(Placement{Name: "n", Image: "i", Env: map[string]string{"A": "1"}, HostPort: 31000}, Secrets{HubToken: "hf_x"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := ParseRecord(c.Labels[SpecLabel])
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Equal(got.Spec.Command(), s.Command()) || *got.Spec.Speculative != *s.Speculative {
+		t.Errorf("round trip changed the spec: %+v", got.Spec)
+	}
+	if got.Placement.HostPort != 31000 || got.Placement.Env["A"] != "1" || len(got.Placement.Env) != 1 {
+		t.Errorf("round trip changed the placement: %+v", got.Placement)
+	}
+}

@@ -1,0 +1,317 @@
+package load
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/http/httptrace"
+	"net/url"
+	"strings"
+	"time"
+)
+
+// API styles of OpenAI-compatible servers.
+const (
+	APIChat        = "chat"        // POST /v1/chat/completions
+	APICompletions = "completions" // POST /v1/completions
+)
+
+// ClientConfig configures the streaming client for measured requests.
+type ClientConfig struct {
+	BaseURL string // e.g. http://arc-b70-01:30000 (no /v1)
+	Model   string
+	API     string // APIChat (default) or APICompletions
+	APIKey  string // sent as "Authorization: Bearer"; never logged or put in errors
+
+	// ExtraBody holds per-request body fields merged into every request, e.g. llama.cpp's
+	// "cache_prompt": false from Control.FlushCache. They cannot override the fields the
+	// measurement depends on (model, prompt, stream, max_tokens, ...).
+	ExtraBody map[string]any
+
+	// HTTPClient, when set, is used as is (its transport decides the connection policy).
+	// When nil the client builds one with keep-alives disabled; see the package notes.
+	HTTPClient *http.Client
+}
+
+// Client sends streamed completion requests and records what happened and when.
+// It is safe for concurrent use.
+type Client struct {
+	url        string
+	redacted   string // url for messages: no user info
+	auth       string
+	http       *http.Client
+	bodyPrefix []byte // JSON up to the prompt value
+	bodyMid    []byte // JSON between the prompt and max_tokens value
+}
+
+// NewClient validates cfg and prepares the request template.
+func NewClient(cfg ClientConfig) (*Client, error) {
+	base, err := url.Parse(strings.TrimRight(cfg.BaseURL, "/"))
+	if err != nil || base.Host == "" || (base.Scheme != "http" && base.Scheme != "https") {
+		return nil, fmt.Errorf("load client: endpoint %q is not an http(s) base URL such as http://host:30000", redactURL(cfg.BaseURL))
+	}
+	if cfg.Model == "" {
+		return nil, errors.New("load client: model is empty")
+	}
+	api := cfg.API
+	if api == "" {
+		api = APIChat
+	}
+	var path, promptKey, promptOpen, promptClose string
+	switch api {
+	case APIChat:
+		path, promptKey = "/v1/chat/completions", "messages"
+		promptOpen, promptClose = `[{"role":"user","content":`, `}]`
+	case APICompletions:
+		path, promptKey = "/v1/completions", "prompt"
+	default:
+		return nil, fmt.Errorf("load client: api %q is not %q or %q", api, APIChat, APICompletions)
+	}
+
+	fixed := map[string]any{
+		"model":          cfg.Model,
+		"stream":         true,
+		"stream_options": map[string]any{"include_usage": true},
+		"temperature":    0,
+		"ignore_eos":     true,
+	}
+	merged := make(map[string]any, len(cfg.ExtraBody)+len(fixed))
+	for k, v := range cfg.ExtraBody {
+		switch k {
+		case promptKey, "max_tokens":
+			return nil, fmt.Errorf("load client: extra body field %q would replace the measured request's own", k)
+		}
+		merged[k] = v
+	}
+	for k, v := range fixed {
+		merged[k] = v
+	}
+	head, err := json.Marshal(merged)
+	if err != nil {
+		return nil, fmt.Errorf("load client: encode extra body fields: %w", err)
+	}
+	// head is {...}; the prompt and max_tokens are spliced in per request so the fixed part
+	// is encoded once.
+	prefix := append([]byte(nil), head[:len(head)-1]...)
+	prefix = append(prefix, `,"`+promptKey+`":`+promptOpen...)
+
+	hc := cfg.HTTPClient
+	if hc == nil {
+		hc = &http.Client{Transport: NewTransport()}
+	}
+	c := &Client{
+		url:        base.String() + path,
+		redacted:   base.Redacted() + path,
+		http:       hc,
+		bodyPrefix: prefix,
+		bodyMid:    []byte(promptClose + `,"max_tokens":`),
+	}
+	if cfg.APIKey != "" {
+		c.auth = "Bearer " + cfg.APIKey
+	}
+	return c, nil
+}
+
+// NewTransport returns the transport measured requests use: a fresh connection per request
+// (see the package notes), no response compression (a gzip layer buffers stream chunks), no
+// proxy from the environment (a proxy in the path would be measured too), and small buffers
+// because one benchmark may hold thousands of streams open.
+func NewTransport() *http.Transport {
+	return &http.Transport{
+		DialContext:         (&net.Dialer{Timeout: 30 * time.Second, KeepAlive: 30 * time.Second}).DialContext,
+		DisableKeepAlives:   true,
+		DisableCompression:  true,
+		MaxIdleConnsPerHost: -1,
+		TLSHandshakeTimeout: 30 * time.Second,
+		ReadBufferSize:      4096,
+		WriteBufferSize:     4096,
+		ForceAttemptHTTP2:   false,
+	}
+}
+
+// Request is one streamed request.
+type Request struct {
+	Prompt    string
+	MaxTokens int
+
+	// OnFirstContent, when set, is called once from the request's goroutine as soon as the
+	// first content chunk has been recorded, with the record so far (Sent and FirstContent
+	// set). It should return quickly: the stream is not read while it runs.
+	OnFirstContent func(partial Record)
+}
+
+// Do sends prompt with max_tokens = maxTokens and records the streamed response.
+func (c *Client) Do(ctx context.Context, prompt string, maxTokens int) Record {
+	return c.Stream(ctx, Request{Prompt: prompt, MaxTokens: maxTokens})
+}
+
+// Stream sends one request and reads its stream to the end. It never retries. Failures are
+// reported in the record, not as an error: a failed request is a measurement. A request
+// stopped by ctx has Cancelled set and Err empty, so error and cancellation counts never
+// overlap.
+func (c *Client) Stream(ctx context.Context, req Request) Record {
+	rec := Record{Prompt: req.Prompt, RequestedOutputTokens: req.MaxTokens}
+
+	body, err := c.body(req.Prompt, req.MaxTokens)
+	if err != nil {
+		rec.Err = err.Error()
+		rec.Done = time.Now()
+		return rec
+	}
+	hreq, err := http.NewRequestWithContext(ctx, http.MethodPost, c.url, bytes.NewReader(body))
+	if err != nil {
+		rec.Err = fmt.Sprintf("build request for %s: %v", c.redacted, err)
+		rec.Done = time.Now()
+		return rec
+	}
+	hreq.Header.Set("Content-Type", "application/json")
+	hreq.Header.Set("Accept", "text/event-stream")
+	if c.auth != "" {
+		hreq.Header.Set("Authorization", c.auth)
+	}
+	// Sent is when a connection is ready and the request is about to be written, so TCP
+	// set-up is not counted as server latency.
+	trace := &httptrace.ClientTrace{GotConn: func(httptrace.GotConnInfo) { rec.Sent = time.Now() }}
+	hreq = hreq.WithContext(httptrace.WithClientTrace(ctx, trace))
+	before := time.Now()
+
+	resp, err := c.http.Do(hreq)
+	if rec.Sent.IsZero() {
+		rec.Sent = before
+	}
+	if err != nil {
+		rec.Done = time.Now()
+		if ctx.Err() != nil {
+			rec.Cancelled = true
+			return rec
+		}
+		rec.Err = fmt.Sprintf("send request to %s: %v", c.redacted, stripURL(err))
+		return rec
+	}
+	defer resp.Body.Close()
+	rec.HTTPStatus = resp.StatusCode
+	if resp.StatusCode != http.StatusOK {
+		head, _ := io.ReadAll(io.LimitReader(resp.Body, 512))
+		rec.Done = time.Now()
+		if ctx.Err() != nil {
+			rec.Cancelled = true
+			return rec
+		}
+		rec.Err = fmt.Sprintf("HTTP %d from %s: %s", resp.StatusCode, c.redacted, summarise(bytes.TrimSpace(head)))
+		return rec
+	}
+
+	c.read(ctx, resp, &rec, req.OnFirstContent)
+	return rec
+}
+
+const (
+	fnvOffset64 = 14695981039346656037
+	fnvPrime64  = 1099511628211
+)
+
+func (c *Client) read(ctx context.Context, resp *http.Response, rec *Record, onFirst func(Record)) {
+	sr := NewSSEReader(resp.Body)
+	hash := uint64(fnvOffset64)
+	sawDone := false
+	for {
+		ev, err := sr.Next()
+		if err != nil && !errors.Is(err, ErrMalformedEvent) {
+			rec.Done = time.Now()
+			if ctx.Err() != nil {
+				rec.Cancelled = true
+				break
+			}
+			if err == io.EOF {
+				if !sawDone && rec.FinishReason == "" && rec.Err == "" {
+					rec.Err = fmt.Sprintf("stream from %s ended without [DONE] or a finish_reason (Content-Type %q): is the server streaming?",
+						c.redacted, resp.Header.Get("Content-Type"))
+				}
+				break
+			}
+			if rec.Err == "" {
+				rec.Err = fmt.Sprintf("read stream from %s: %v", c.redacted, err)
+			}
+			break
+		}
+		if len(ev.Content) > 0 {
+			now := time.Now()
+			if rec.FirstContent.IsZero() {
+				rec.FirstContent = now
+				if onFirst != nil {
+					onFirst(*rec)
+				}
+			}
+			rec.LastContent = now
+			rec.ContentChunks++
+			rec.ContentBytes += len(ev.Content)
+			for _, b := range ev.Content {
+				hash ^= uint64(b)
+				hash *= fnvPrime64
+			}
+		}
+		if err != nil && rec.Err == "" {
+			rec.Err = fmt.Sprintf("stream from %s: %v", c.redacted, err)
+		}
+		if ev.FinishReason != "" {
+			rec.FinishReason = ev.FinishReason
+		}
+		if ev.HasUsage {
+			rec.UsageReported = true
+			rec.PromptTokens = ev.PromptTokens
+			rec.CompletionTokens = ev.CompletionTokens
+		}
+		if ev.HasTimings {
+			t := ev.Timings
+			rec.ServerTimings = &t
+		}
+		if ev.Error != "" && rec.Err == "" {
+			rec.Err = "server error in stream: " + ev.Error
+		}
+		if ev.Done {
+			sawDone = true
+			rec.Done = time.Now()
+			break
+		}
+	}
+	if rec.ContentChunks > 0 {
+		rec.OutputHash = hash
+	}
+}
+
+func (c *Client) body(prompt string, maxTokens int) ([]byte, error) {
+	p, err := json.Marshal(prompt)
+	if err != nil {
+		return nil, fmt.Errorf("encode prompt: %w", err)
+	}
+	b := make([]byte, 0, len(c.bodyPrefix)+len(p)+len(c.bodyMid)+24)
+	b = append(b, c.bodyPrefix...)
+	b = append(b, p...)
+	b = append(b, c.bodyMid...)
+	b = fmt.Appendf(b, "%d}", maxTokens)
+	return b, nil
+}
+
+// stripURL drops the *url.Error wrapper, whose text repeats the full URL; callers name the
+// endpoint themselves in redacted form.
+func stripURL(err error) error {
+	var ue *url.Error
+	if errors.As(err, &ue) {
+		return ue.Err
+	}
+	return err
+}
+
+// redactURL hides any password in a user-supplied URL before it goes into a message.
+func redactURL(raw string) string {
+	u, err := url.Parse(raw)
+	if err != nil {
+		return "(unparseable URL)"
+	}
+	return u.Redacted()
+}

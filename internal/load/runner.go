@@ -1,0 +1,222 @@
+package load
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+// Streamer sends one streamed request; *Client is the real one. Tests and simulated engines
+// may supply their own.
+type Streamer interface {
+	Stream(ctx context.Context, req Request) Record
+}
+
+// EventKind says what happened to a measured request.
+type EventKind int
+
+const (
+	// EventFirstContent: the request received its first content chunk (TTFT is known).
+	EventFirstContent EventKind = iota + 1
+	// EventCompleted: the request finished (successfully or not); Record is final.
+	EventCompleted
+)
+
+func (k EventKind) String() string {
+	switch k {
+	case EventFirstContent:
+		return "first_content"
+	case EventCompleted:
+		return "completed"
+	}
+	return fmt.Sprintf("EventKind(%d)", int(k))
+}
+
+// Event reports progress of a measured request to TrialSpec.Observe.
+type Event struct {
+	Kind   EventKind
+	Record Record // partial for EventFirstContent, final for EventCompleted
+}
+
+// TrialSpec is one closed-loop trial.
+type TrialSpec struct {
+	Concurrency  int      // requests in flight, warmups and measured alike
+	Warmup       []string // prompts sent first, not measured, all finished before measuring
+	Measured     []string // prompts of the measured phase
+	OutputTokens int      // max_tokens of every request
+
+	// Observe, when set, sees measured requests' events one at a time from a single
+	// goroutine. Returning true stops the trial at once: in-flight requests are cancelled
+	// (recorded with Cancelled) and unsent prompts are not sent. It must not block for long:
+	// while it runs, further events queue.
+	Observe func(Event) (stop bool)
+}
+
+// TrialResult is what a trial produced.
+type TrialResult struct {
+	// Records holds every request that was sent, warmups first, in prompt order (Index is
+	// the position across warmup and measured prompts). Unsent prompts have no record.
+	Records []Record
+
+	Stopped bool // Observe asked to stop, or ctx was cancelled
+	Unsent  int  // measured prompts never sent because the trial stopped
+
+	// MeasuredStart is just before the first measured request was started; MeasuredEnd is
+	// when the last measured request finished.
+	MeasuredStart time.Time
+	MeasuredEnd   time.Time
+}
+
+// Measured returns the records of the measured phase.
+func (r TrialResult) Measured() []Record {
+	for i, rec := range r.Records {
+		if !rec.Warmup {
+			return r.Records[i:]
+		}
+	}
+	return nil
+}
+
+// RunTrial runs warmups and then the measured prompts in a closed loop at spec.Concurrency:
+// exactly that many requests in flight, each finished request immediately replaced by the
+// next prompt, until every prompt is sent. It returns when every started request has ended,
+// so no goroutine outlives it. A cancelled ctx stops the trial like Observe does and is also
+// returned as the error, with the partial result.
+func RunTrial(ctx context.Context, s Streamer, spec TrialSpec) (TrialResult, error) {
+	var res TrialResult
+	if s == nil {
+		return res, errors.New("run trial: no client")
+	}
+	if spec.Concurrency < 1 {
+		return res, fmt.Errorf("run trial: concurrency %d is below 1", spec.Concurrency)
+	}
+	if spec.OutputTokens < 1 {
+		return res, fmt.Errorf("run trial: output tokens %d is below 1", spec.OutputTokens)
+	}
+
+	trialCtx, cancel := context.WithCancel(ctx)
+	defer cancel()
+
+	nw := len(spec.Warmup)
+	slots := make([]Record, nw+len(spec.Measured))
+	sent := make([]bool, len(slots))
+
+	runPhase(trialCtx, s, spec.Concurrency, spec.Warmup, 0, true, spec.OutputTokens, slots, sent, nil)
+	if err := ctx.Err(); err != nil {
+		res.Records = collect(slots, sent)
+		res.Stopped = true
+		res.Unsent = len(spec.Measured)
+		return res, fmt.Errorf("run trial at concurrency %d: stopped during warmup: %w", spec.Concurrency, err)
+	}
+
+	// Events are handed to Observe from this goroutine. The buffer is large enough for every
+	// in-flight request to post both its events without waiting on a slow observer.
+	events := make(chan Event, 2*spec.Concurrency+2)
+	done := make(chan struct{})
+	res.MeasuredStart = time.Now()
+	go func() {
+		defer close(done)
+		runPhase(trialCtx, s, spec.Concurrency, spec.Measured, nw, false, spec.OutputTokens, slots, sent, events)
+		close(events)
+	}()
+
+	stopped := false
+	for ev := range events {
+		if stopped || spec.Observe == nil {
+			continue
+		}
+		if spec.Observe(ev) {
+			stopped = true
+			cancel()
+		}
+	}
+	<-done
+	res.MeasuredEnd = time.Now()
+
+	res.Records = collect(slots, sent)
+	for i := nw; i < len(sent); i++ {
+		if !sent[i] {
+			res.Unsent++
+		}
+	}
+	res.MeasuredEnd = lastDone(res.Records, res.MeasuredEnd)
+	if err := ctx.Err(); err != nil {
+		res.Stopped = true
+		return res, fmt.Errorf("run trial at concurrency %d: %w", spec.Concurrency, err)
+	}
+	res.Stopped = stopped
+	return res, nil
+}
+
+// runPhase keeps c requests in flight over prompts. Each worker takes the next prompt as soon
+// as its previous request ends, which is what makes the loop closed.
+func runPhase(ctx context.Context, s Streamer, c int, prompts []string, offset int, warmup bool,
+	maxTokens int, slots []Record, sent []bool, events chan<- Event) {
+	if len(prompts) == 0 {
+		return
+	}
+	if c > len(prompts) {
+		c = len(prompts)
+	}
+	var next atomic.Int64
+	var wg sync.WaitGroup
+	wg.Add(c)
+	for w := 0; w < c; w++ {
+		go func() {
+			defer wg.Done()
+			for {
+				if ctx.Err() != nil {
+					return
+				}
+				i := int(next.Add(1) - 1)
+				if i >= len(prompts) || ctx.Err() != nil {
+					return
+				}
+				req := Request{Prompt: prompts[i], MaxTokens: maxTokens}
+				if events != nil {
+					req.OnFirstContent = func(partial Record) {
+						partial.Index, partial.Warmup = offset+i, warmup
+						events <- Event{Kind: EventFirstContent, Record: partial}
+					}
+				}
+				rec := s.Stream(ctx, req)
+				rec.Index, rec.Warmup = offset+i, warmup
+				rec.Prompt, rec.RequestedOutputTokens = prompts[i], maxTokens
+				slots[offset+i] = rec
+				sent[offset+i] = true
+				if events != nil {
+					events <- Event{Kind: EventCompleted, Record: rec}
+				}
+			}
+		}()
+	}
+	wg.Wait()
+}
+
+func collect(slots []Record, sent []bool) []Record {
+	out := make([]Record, 0, len(slots))
+	for i, ok := range sent {
+		if ok {
+			out = append(out, slots[i])
+		}
+	}
+	return out
+}
+
+// lastDone narrows the measured end to the last response actually received, so time spent
+// draining the event queue is not counted in the trial duration.
+func lastDone(recs []Record, fallback time.Time) time.Time {
+	var last time.Time
+	for _, r := range recs {
+		if !r.Warmup && r.Done.After(last) {
+			last = r.Done
+		}
+	}
+	if last.IsZero() {
+		return fallback
+	}
+	return last
+}

@@ -1,0 +1,255 @@
+package metrics
+
+import (
+	"errors"
+	"fmt"
+	"math"
+	"time"
+
+	"github.com/llmserve/terraform-provider-llmserve/internal/load"
+	"github.com/llmserve/terraform-provider-llmserve/internal/results"
+)
+
+// ErrNoSuccessfulRequests means no measured request of the trial succeeded, so it has no
+// latency metrics; the counters of the returned trial still say what went wrong.
+var ErrNoSuccessfulRequests = errors.New("no measured request succeeded")
+
+// ErrNoUsage means successful requests arrived without a usage object, so their token counts
+// (OSL, ITL, output throughput) are unknown: the server must honour
+// stream_options.include_usage for the measurement to mean anything.
+var ErrNoUsage = errors.New("server sent no usage for successful requests")
+
+// UniquenessScope is how Totals says its unique_* counters were counted: per trial, then
+// summed, not deduplicated across trials (each trial flushes the cache and draws new prompts).
+const UniquenessScope = "within_each_trial"
+
+// Succeeded reports whether a measured request counts towards the latency metrics: it
+// completed with HTTP 200, no stream error, was not cancelled, and streamed some content.
+// A 200 that never streamed content has no TTFT; its user got nothing, so it is an error.
+func Succeeded(r load.Record) bool {
+	return r.OK() && !r.FirstContent.IsZero() && !r.LastContent.IsZero()
+}
+
+// failed reports whether a measured request is counted in "errors": it did not succeed and
+// was not stopped by the runner. Cancellation is the runner's doing, not the server's, so it
+// is reported through the separate "cancelled" flag instead.
+func failed(r load.Record) bool { return !r.Cancelled && !Succeeded(r) }
+
+// ms converts a duration to float milliseconds without losing the nanoseconds.
+func ms(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
+
+// TTFTMs is the time from sending the request to its first non-empty content chunk (content,
+// reasoning_content or text, as the load package records it).
+func TTFTMs(r load.Record) float64 { return ms(r.FirstContent.Sub(r.Sent)) }
+
+// RequestLatencyMs is the time from sending the request to its last content chunk.
+func RequestLatencyMs(r load.Record) float64 { return ms(r.LastContent.Sub(r.Sent)) }
+
+// ITLMs is the token-normalised inter-token latency (latency − TTFT)/(OSL − 1), with OSL the
+// server's usage.completion_tokens. Normalising by tokens rather than chunks keeps it right
+// when one chunk carries several tokens (speculative decoding). ok is false when the request
+// has no ITL: no usage, or fewer than two output tokens.
+func ITLMs(r load.Record) (itl float64, ok bool) {
+	if !r.UsageReported || r.CompletionTokens < 2 {
+		return 0, false
+	}
+	return ms(r.LastContent.Sub(r.FirstContent)) / float64(r.CompletionTokens-1), true
+}
+
+// OutputLengthMismatch reports whether osl is further from requested than AIPerf tolerates:
+// |OSL − requested| > min(5 % of requested, 50).
+func OutputLengthMismatch(osl, requested int) bool {
+	tolerance := math.Min(0.05*float64(requested), 50)
+	return math.Abs(float64(osl-requested)) > tolerance
+}
+
+// Summarize computes one trial's metrics and correctness counters from its records (warmups
+// and measured requests together; Record.Warmup tells them apart). requestedOSL is the
+// max_tokens the trial asked for, used for output-length mismatches; when it is ≤ 0 each
+// record's RequestedOutputTokens is used instead.
+//
+// Which requests count where (AIPerf computes its metrics over valid requests only):
+//   - TTFT, request latency, ITL, per-user throughput, token min/max, output throughput's
+//     Σ OSL and every output counter (unique_outputs, generated_chunks, generated_utf8_bytes,
+//     completion_tokens_total, finish_reason_length, output_length_mismatches): successful
+//     measured requests only (see Succeeded). A failed stream's partial output says nothing
+//     about the server's normal behaviour.
+//   - profiling_records, unique_prompts, http_200 (a 200 status was received, even if the
+//     stream failed later), errors (not successful and not cancelled), cancelled (any
+//     measured or warmup request cancelled): every measured request.
+//   - duration: first measured Sent to last measured Done over every measured request that
+//     was sent, failed or not, because the load they put on the server was real.
+//   - request throughput: successful requests / duration.
+//
+// Trial and Concurrency are left for the caller. The returned trial is filled even when the
+// error is non-nil; the error (ErrNoSuccessfulRequests, ErrNoUsage, wrapped with counts) says
+// why some of its numbers are missing.
+func Summarize(records []load.Record, requestedOSL int) (results.Trial, error) {
+	var (
+		t                    results.Trial
+		c                    = &t.Correctness
+		ttft, latency, itl   []float64
+		perUser              []float64
+		warmupPrompts        = map[string]bool{}
+		measuredPrompts      = map[string]bool{}
+		outputs              = map[uint64]bool{}
+		first, last          time.Time
+		outputTokens         int
+		successes, withUsage int
+		promptMin, promptMax = math.Inf(1), math.Inf(-1)
+		complMin, complMax   = math.Inf(1), math.Inf(-1)
+	)
+	for _, r := range records {
+		if r.Cancelled {
+			c.Cancelled = true
+		}
+		if r.Warmup {
+			c.WarmupRecords++
+			warmupPrompts[r.Prompt] = true
+			continue
+		}
+		c.ProfilingRecords++
+		measuredPrompts[r.Prompt] = true
+		if r.HTTPStatus == 200 {
+			c.HTTP200++
+		}
+		if !r.Sent.IsZero() && (first.IsZero() || r.Sent.Before(first)) {
+			first = r.Sent
+		}
+		if !r.Sent.IsZero() && r.Done.After(last) {
+			last = r.Done
+		}
+		if failed(r) {
+			c.Errors++
+		}
+		if !Succeeded(r) {
+			continue
+		}
+		successes++
+		ttft = append(ttft, TTFTMs(r))
+		latency = append(latency, RequestLatencyMs(r))
+		outputs[r.OutputHash] = true
+		c.GeneratedChunks += r.ContentChunks
+		c.GeneratedUTF8Bytes += r.ContentBytes
+		if r.FinishReason == "length" {
+			c.FinishReasonLength++
+		}
+		if !r.UsageReported {
+			continue
+		}
+		withUsage++
+		outputTokens += r.CompletionTokens
+		c.CompletionTokensTotal += r.CompletionTokens
+		promptMin = math.Min(promptMin, float64(r.PromptTokens))
+		promptMax = math.Max(promptMax, float64(r.PromptTokens))
+		complMin = math.Min(complMin, float64(r.CompletionTokens))
+		complMax = math.Max(complMax, float64(r.CompletionTokens))
+		requested := requestedOSL
+		if requested <= 0 {
+			requested = r.RequestedOutputTokens
+		}
+		if OutputLengthMismatch(r.CompletionTokens, requested) {
+			c.OutputLengthMismatches++
+		}
+		if v, ok := ITLMs(r); ok {
+			itl = append(itl, v)
+			// An ITL of zero (every token in one chunk) has no finite rate; JSON cannot
+			// carry +Inf, so such a request is left out of the per-user throughput only.
+			if v > 0 {
+				perUser = append(perUser, 1000/v)
+			}
+		}
+	}
+	c.UniqueWarmupPrompts = len(warmupPrompts)
+	c.UniquePrompts = len(measuredPrompts)
+	c.UniqueOutputs = len(outputs)
+	for p := range warmupPrompts {
+		if measuredPrompts[p] {
+			c.WarmupProfilePromptOverlap++
+		}
+	}
+
+	if !first.IsZero() && last.After(first) {
+		t.BenchmarkDurationS = last.Sub(first).Seconds()
+		t.OutputThroughputTPS = float64(outputTokens) / t.BenchmarkDurationS
+		t.RequestThroughputRPS = float64(successes) / t.BenchmarkDurationS
+	}
+	t.TTFTMs = percentiles(ttft)
+	t.RequestLatencyMs = percentiles(latency)
+	t.ITLMs = percentiles(itl)
+	if len(perUser) > 0 {
+		t.PerUserOutputThroughputTPS = results.UserThroughput{
+			Avg: mean(perUser),
+			P50: mustPercentile(perUser, 50),
+			P95: mustPercentile(perUser, 95),
+		}
+	}
+	if withUsage > 0 {
+		t.ServerPromptTokens = results.MinMax{Min: promptMin, Max: promptMax}
+		t.ServerCompletionTokens = results.MinMax{Min: complMin, Max: complMax}
+	}
+
+	var errs []error
+	if successes == 0 {
+		errs = append(errs, fmt.Errorf("%d measured requests, %d errors, cancelled=%t: %w",
+			c.ProfilingRecords, c.Errors, c.Cancelled, ErrNoSuccessfulRequests))
+	}
+	if successes > withUsage {
+		errs = append(errs, fmt.Errorf("%d of %d successful measured requests: %w",
+			successes-withUsage, successes, ErrNoUsage))
+	}
+	return t, errors.Join(errs...)
+}
+
+// percentiles is the p50/p95/p99 triple; all zero when there is nothing to measure, which
+// Summarize reports through its error.
+func percentiles(values []float64) results.Percentiles {
+	if len(values) == 0 {
+		return results.Percentiles{}
+	}
+	return results.Percentiles{
+		P50: mustPercentile(values, 50),
+		P95: mustPercentile(values, 95),
+		P99: mustPercentile(values, 99),
+	}
+}
+
+// mustPercentile is for callers that have already checked values is non-empty and q is a
+// constant in range, the only ways Percentile fails.
+func mustPercentile(values []float64, q float64) float64 {
+	v, _ := Percentile(values, q)
+	return v
+}
+
+func mean(values []float64) float64 {
+	sum := 0.0
+	for _, v := range values {
+		sum += v
+	}
+	return sum / float64(len(values))
+}
+
+// Totals sums the correctness counters of trials into the document's correctness_total:
+// counts add up, cancelled is true if any trial was cancelled, and the unique_* counters are
+// sums of per-trial counts (uniqueness_scope "within_each_trial").
+func Totals(trials ...results.Trial) results.Correctness {
+	total := results.Correctness{UniquenessScope: UniquenessScope}
+	for _, tr := range trials {
+		c := tr.Correctness
+		total.WarmupRecords += c.WarmupRecords
+		total.UniqueWarmupPrompts += c.UniqueWarmupPrompts
+		total.WarmupProfilePromptOverlap += c.WarmupProfilePromptOverlap
+		total.ProfilingRecords += c.ProfilingRecords
+		total.HTTP200 += c.HTTP200
+		total.UniquePrompts += c.UniquePrompts
+		total.UniqueOutputs += c.UniqueOutputs
+		total.GeneratedChunks += c.GeneratedChunks
+		total.GeneratedUTF8Bytes += c.GeneratedUTF8Bytes
+		total.CompletionTokensTotal += c.CompletionTokensTotal
+		total.FinishReasonLength += c.FinishReasonLength
+		total.Errors += c.Errors
+		total.Cancelled = total.Cancelled || c.Cancelled
+		total.OutputLengthMismatches += c.OutputLengthMismatches
+	}
+	return total
+}

@@ -1,0 +1,228 @@
+package provider
+
+import (
+	"context"
+	"fmt"
+	"os"
+
+	"github.com/hashicorp/terraform-plugin-framework/attr"
+	"github.com/hashicorp/terraform-plugin-framework/datasource"
+	"github.com/hashicorp/terraform-plugin-framework/datasource/schema"
+	"github.com/hashicorp/terraform-plugin-framework/diag"
+	"github.com/hashicorp/terraform-plugin-framework/path"
+	rschema "github.com/hashicorp/terraform-plugin-framework/resource/schema"
+	"github.com/hashicorp/terraform-plugin-framework/schema/validator"
+	"github.com/hashicorp/terraform-plugin-framework/types"
+
+	"github.com/llmserve/terraform-provider-llmserve/internal/results"
+)
+
+var (
+	_ datasource.DataSource                     = (*capacityReportDataSource)(nil)
+	_ datasource.DataSourceWithConfigValidators = (*capacityReportDataSource)(nil)
+)
+
+// NewCapacityReportDataSource reads an archived schema v1 results document, so deployments
+// can gate on a measured capacity without re-running hours of load.
+func NewCapacityReportDataSource() datasource.DataSource { return &capacityReportDataSource{} }
+
+type capacityReportDataSource struct{}
+
+type capacityReportModel struct {
+	Path                      types.String `tfsdk:"path"`
+	Content                   types.String `tfsdk:"content"`
+	MaximumPassingConcurrency types.Map    `tfsdk:"maximum_passing_concurrency"`
+	FirstFailingConcurrency   types.Map    `tfsdk:"first_failing_concurrency"`
+	WorkloadResults           types.List   `tfsdk:"workload_results"`
+	SLO                       types.Object `tfsdk:"slo"`
+}
+
+var reportSLOAttrTypes = map[string]attr.Type{
+	"metric":                            types.StringType,
+	"percentile":                        types.Float64Type,
+	"threshold_ms":                      types.Float64Type,
+	"comparison":                        types.StringType,
+	"all_confirmation_trials_must_pass": types.BoolType,
+}
+
+func (d *capacityReportDataSource) Metadata(_ context.Context, req datasource.MetadataRequest, resp *datasource.MetadataResponse) {
+	resp.TypeName = req.ProviderTypeName + "_capacity_report"
+}
+
+func (d *capacityReportDataSource) Schema(_ context.Context, _ datasource.SchemaRequest, resp *datasource.SchemaResponse) {
+	resp.Schema = schema.Schema{
+		MarkdownDescription: "Reads an archived capacity result (a schema v1 results document, as written to " +
+			"`results_json` by `llmserve_capacity_benchmark` or by AIPerf tooling) and exposes the same " +
+			"capacity maps and per-workload trial details as the resource, so a later deployment can gate " +
+			"on a measured capacity without re-running the benchmark. Set exactly one of `path` or `content`.",
+		Attributes: map[string]schema.Attribute{
+			"path": schema.StringAttribute{
+				Optional: true,
+				MarkdownDescription: "Path of the results document on the machine running Terraform. A relative " +
+					"path is taken from Terraform's working directory; prefer `\"${path.module}/results.json\"`.",
+				Validators: []validator.String{nonEmptyString{}},
+			},
+			"content": schema.StringAttribute{
+				Optional: true,
+				MarkdownDescription: "The results document itself, for example `file(\"results.json\")` or " +
+					"`llmserve_capacity_benchmark.example.results_json`.",
+				Validators: []validator.String{nonEmptyString{}},
+			},
+			"maximum_passing_concurrency": schema.MapAttribute{
+				Computed:    true,
+				ElementType: types.Int64Type,
+				MarkdownDescription: "Per workload label, the highest concurrency at which every confirmation trial met " +
+					"the SLO; null for a workload where even the lowest concurrency failed.",
+			},
+			"first_failing_concurrency": schema.MapAttribute{
+				Computed:    true,
+				ElementType: types.Int64Type,
+				MarkdownDescription: "Per workload label, the lowest concurrency above the maximum passing one where a " +
+					"confirmation trial missed the SLO; null for a workload where nothing failed within the bounds.",
+			},
+			"workload_results": schema.ListNestedAttribute{
+				Computed: true,
+				MarkdownDescription: "Per workload, in document order: configured lengths, the boundary, and the full " +
+					"metrics of the confirmation trials on both sides.",
+				NestedObject: schema.NestedAttributeObject{Attributes: dataSourceAttributes(workloadResultSchemaAttributes())},
+			},
+			"slo": schema.SingleNestedAttribute{
+				Computed:            true,
+				MarkdownDescription: "The service level objective the trials were judged by.",
+				Attributes: map[string]schema.Attribute{
+					"metric":       schema.StringAttribute{Computed: true, MarkdownDescription: "`time_to_first_token`, `inter_token_latency` or `request_latency`."},
+					"percentile":   schema.Float64Attribute{Computed: true, MarkdownDescription: "Percentile of the metric over a trial's measured requests."},
+					"threshold_ms": schema.Float64Attribute{Computed: true, MarkdownDescription: "Threshold, ms."},
+					"comparison":   schema.StringAttribute{Computed: true, MarkdownDescription: "`strictly_less_than` or `less_than_or_equal`."},
+					"all_confirmation_trials_must_pass": schema.BoolAttribute{Computed: true,
+						MarkdownDescription: "Whether a concurrency passes only when every confirmation trial passes."},
+				},
+			},
+		},
+	}
+}
+
+func (d *capacityReportDataSource) ConfigValidators(context.Context) []datasource.ConfigValidator {
+	return []datasource.ConfigValidator{exactlyOneSource{}}
+}
+
+func (d *capacityReportDataSource) Read(ctx context.Context, req datasource.ReadRequest, resp *datasource.ReadResponse) {
+	var m capacityReportModel
+	resp.Diagnostics.Append(req.Config.Get(ctx, &m)...)
+	if resp.Diagnostics.HasError() {
+		return
+	}
+	data, from, attrPath := []byte(m.Content.ValueString()), "content", path.Root("content")
+	if !m.Path.IsNull() {
+		attrPath, from = path.Root("path"), m.Path.ValueString()
+		var err error
+		if data, err = os.ReadFile(m.Path.ValueString()); err != nil {
+			resp.Diagnostics.AddAttributeError(attrPath, "Cannot read results document",
+				fmt.Sprintf("Reading %s failed: %v. The path is relative to Terraform's working directory; \"${path.module}/...\" names a file beside the configuration.", m.Path.ValueString(), err))
+			return
+		}
+	}
+	doc, err := results.Parse(data)
+	if err != nil {
+		resp.Diagnostics.AddAttributeError(attrPath, "Invalid results document",
+			fmt.Sprintf("%s is not a schema v1 results document:\n%v", from, err))
+		return
+	}
+
+	var diags diag.Diagnostics
+	m.MaximumPassingConcurrency, m.FirstFailingConcurrency, diags = boundaryMaps(doc)
+	resp.Diagnostics.Append(diags...)
+	m.WorkloadResults, diags = workloadResultsValue(ctx, doc)
+	resp.Diagnostics.Append(diags...)
+	m.SLO, diags = types.ObjectValue(reportSLOAttrTypes, map[string]attr.Value{
+		"metric":                            types.StringValue(doc.SLO.Metric),
+		"percentile":                        types.Float64Value(doc.SLO.Percentile),
+		"threshold_ms":                      types.Float64Value(doc.SLO.ThresholdMs),
+		"comparison":                        types.StringValue(doc.SLO.Comparison),
+		"all_confirmation_trials_must_pass": types.BoolValue(doc.SLO.AllConfirmationTrialsMustPass),
+	})
+	resp.Diagnostics.Append(diags...)
+	if resp.Diagnostics.HasError() {
+		return
+	}
+	resp.Diagnostics.Append(resp.State.Set(ctx, &m)...)
+}
+
+// exactlyOneSource wants exactly one of path and content. It says what each is for, which
+// the generic ExactlyOneOf message does not.
+type exactlyOneSource struct{}
+
+func (exactlyOneSource) Description(context.Context) string {
+	return "Exactly one of path or content must be set."
+}
+
+func (v exactlyOneSource) MarkdownDescription(ctx context.Context) string {
+	return "Exactly one of `path` or `content` must be set."
+}
+
+func (exactlyOneSource) ValidateDataSource(ctx context.Context, req datasource.ValidateConfigRequest, resp *datasource.ValidateConfigResponse) {
+	var p, c types.String
+	resp.Diagnostics.Append(req.Config.GetAttribute(ctx, path.Root("path"), &p)...)
+	resp.Diagnostics.Append(req.Config.GetAttribute(ctx, path.Root("content"), &c)...)
+	if resp.Diagnostics.HasError() || p.IsUnknown() || c.IsUnknown() {
+		// An unknown value may still turn out null; judge again once it is known.
+		return
+	}
+	switch {
+	case p.IsNull() && c.IsNull():
+		resp.Diagnostics.AddError("Missing results document",
+			"Set path to read a results document from a file, or content to pass the document itself (for example file(\"results.json\") or llmserve_capacity_benchmark.<name>.results_json).")
+	case !p.IsNull() && !c.IsNull():
+		resp.Diagnostics.AddAttributeError(path.Root("content"), "Conflicting results documents",
+			"path and content are both set; set only one: path to read the document from a file, or content to pass the document itself.")
+	}
+}
+
+// nonEmptyString rejects "" so that an empty file() or variable is caught at plan time with
+// a clear message instead of as a JSON syntax error.
+type nonEmptyString struct{}
+
+func (nonEmptyString) Description(context.Context) string { return "must not be empty" }
+
+func (v nonEmptyString) MarkdownDescription(ctx context.Context) string { return v.Description(ctx) }
+
+func (nonEmptyString) ValidateString(_ context.Context, req validator.StringRequest, resp *validator.StringResponse) {
+	if !req.ConfigValue.IsNull() && !req.ConfigValue.IsUnknown() && req.ConfigValue.ValueString() == "" {
+		resp.Diagnostics.AddAttributeError(req.Path, "Empty value", req.Path.String()+" is empty; leave it out or give a results document.")
+	}
+}
+
+// dataSourceAttributes converts the computed result attributes the capacity_benchmark
+// resource declares into their data source form, so the two always expose the same shape.
+func dataSourceAttributes(in map[string]rschema.Attribute) map[string]schema.Attribute {
+	out := make(map[string]schema.Attribute, len(in))
+	for name, a := range in {
+		desc := a.GetMarkdownDescription()
+		switch a := a.(type) {
+		case rschema.StringAttribute:
+			out[name] = schema.StringAttribute{Computed: true, MarkdownDescription: desc}
+		case rschema.Int64Attribute:
+			out[name] = schema.Int64Attribute{Computed: true, MarkdownDescription: desc}
+		case rschema.Float64Attribute:
+			out[name] = schema.Float64Attribute{Computed: true, MarkdownDescription: desc}
+		case rschema.BoolAttribute:
+			out[name] = schema.BoolAttribute{Computed: true, MarkdownDescription: desc}
+		case rschema.NumberAttribute:
+			out[name] = schema.NumberAttribute{Computed: true, MarkdownDescription: desc}
+		case rschema.MapAttribute:
+			out[name] = schema.MapAttribute{Computed: true, MarkdownDescription: desc, ElementType: a.ElementType}
+		case rschema.ListAttribute:
+			out[name] = schema.ListAttribute{Computed: true, MarkdownDescription: desc, ElementType: a.ElementType}
+		case rschema.SingleNestedAttribute:
+			out[name] = schema.SingleNestedAttribute{Computed: true, MarkdownDescription: desc, Attributes: dataSourceAttributes(a.Attributes)}
+		case rschema.ListNestedAttribute:
+			out[name] = schema.ListNestedAttribute{Computed: true, MarkdownDescription: desc,
+				NestedObject: schema.NestedAttributeObject{Attributes: dataSourceAttributes(a.NestedObject.Attributes)}}
+		default:
+			// The resource uses no other kind today; TestCapacityReportSchemaMatchesResource
+			// fails if one appears, before any user sees a type mismatch.
+			out[name] = schema.DynamicAttribute{Computed: true, MarkdownDescription: desc}
+		}
+	}
+	return out
+}

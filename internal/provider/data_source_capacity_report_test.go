@@ -1,0 +1,185 @@
+package provider
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/hashicorp/terraform-plugin-framework/datasource"
+	"github.com/hashicorp/terraform-plugin-framework/resource/schema"
+	"github.com/hashicorp/terraform-plugin-testing/helper/resource"
+	"github.com/hashicorp/terraform-plugin-testing/knownvalue"
+	"github.com/hashicorp/terraform-plugin-testing/statecheck"
+	"github.com/hashicorp/terraform-plugin-testing/tfjsonpath"
+)
+
+// referencePath is the reference AIPerf result, absolute because Terraform runs the test
+// configuration in a temporary directory.
+func referencePath(t *testing.T) string {
+	t.Helper()
+	p, err := filepath.Abs(filepath.Join("..", "results", "testdata", "reference.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+// referenceBoundaries are the reference file's boundaries, as DESIGN.md states them.
+var (
+	referenceMaximumPassing = knownvalue.MapExact(map[string]knownvalue.Check{
+		"2K / 512": knownvalue.Int64Exact(11),
+		"8K / 1K":  knownvalue.Int64Exact(7),
+		"16K / 2K": knownvalue.Int64Exact(5),
+	})
+	referenceFirstFailing = knownvalue.MapExact(map[string]knownvalue.Check{
+		"2K / 512": knownvalue.Int64Exact(12),
+		"8K / 1K":  knownvalue.Int64Exact(8),
+		"16K / 2K": knownvalue.Int64Exact(6),
+	})
+)
+
+func TestAccCapacityReportDataSource(t *testing.T) {
+	ref := referencePath(t)
+	const addr = "data.llmserve_capacity_report.test"
+	checks := []statecheck.StateCheck{
+		statecheck.ExpectKnownValue(addr, tfjsonpath.New("maximum_passing_concurrency"), referenceMaximumPassing),
+		statecheck.ExpectKnownValue(addr, tfjsonpath.New("first_failing_concurrency"), referenceFirstFailing),
+		statecheck.ExpectKnownValue(addr, tfjsonpath.New("slo"), knownvalue.ObjectExact(map[string]knownvalue.Check{
+			"metric":                            knownvalue.StringExact("time_to_first_token"),
+			"percentile":                        knownvalue.Float64Exact(95),
+			"threshold_ms":                      knownvalue.Float64Exact(10000),
+			"comparison":                        knownvalue.StringExact("strictly_less_than"),
+			"all_confirmation_trials_must_pass": knownvalue.Bool(true),
+		})),
+		statecheck.ExpectKnownValue(addr, tfjsonpath.New("workload_results"), knownvalue.ListSizeExact(3)),
+		statecheck.ExpectKnownValue(addr, tfjsonpath.New("workload_results").AtSliceIndex(1), knownvalue.ObjectPartial(map[string]knownvalue.Check{
+			"label":                       knownvalue.StringExact("8K / 1K"),
+			"input_tokens":                knownvalue.Int64Exact(8192),
+			"output_tokens":               knownvalue.Int64Exact(1024),
+			"maximum_passing_concurrency": knownvalue.Int64Exact(7),
+			"first_failing_concurrency":   knownvalue.Int64Exact(8),
+			"passing_trials":              knownvalue.ListSizeExact(3),
+			"failing_trials":              knownvalue.ListSizeExact(3),
+		})),
+		// Values copied from the file by hand: the first failing trial of 2K / 512.
+		statecheck.ExpectKnownValue(addr, tfjsonpath.New("workload_results").AtSliceIndex(0).AtMapKey("failing_trials").AtSliceIndex(0),
+			knownvalue.ObjectPartial(map[string]knownvalue.Check{
+				"trial":       knownvalue.Int64Exact(1),
+				"concurrency": knownvalue.Int64Exact(12),
+				"ttft_ms": knownvalue.ObjectExact(map[string]knownvalue.Check{
+					"p50": knownvalue.Float64Exact(6421.958869499999),
+					"p95": knownvalue.Float64Exact(11401.869745),
+					"p99": knownvalue.Float64Exact(13172.208846669992),
+				}),
+				"output_throughput_tps": knownvalue.Float64Exact(261.73996242469195),
+			})),
+	}
+	resource.Test(t, resource.TestCase{
+		ProtoV6ProviderFactories: testAccProtoV6ProviderFactories,
+		Steps: []resource.TestStep{
+			{
+				Config:            fmt.Sprintf(`data "llmserve_capacity_report" "test" { path = %q }`, ref),
+				ConfigStateChecks: checks,
+			},
+			{
+				Config:            fmt.Sprintf(`data "llmserve_capacity_report" "test" { content = file(%q) }`, ref),
+				ConfigStateChecks: checks,
+			},
+		},
+	})
+}
+
+// TestAccCapacityReportDataSource_missingBoundaries checks that a workload without a
+// boundary is a null map entry, which a gate can test with `!= null`.
+func TestAccCapacityReportDataSource_missingBoundaries(t *testing.T) {
+	raw, err := os.ReadFile(referencePath(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var m map[string]any
+	if err := json.Unmarshal(raw, &m); err != nil {
+		t.Fatal(err)
+	}
+	ws := m["workloads"].([]any)
+	ws[0].(map[string]any)["first_failing_concurrency"] = nil // nothing failed within bounds
+	ws[0].(map[string]any)["failing_trials"] = []any{}
+	ws[2].(map[string]any)["maximum_passing_concurrency"] = nil // even the lowest failed
+	ws[2].(map[string]any)["passing_trials"] = []any{}
+	doc := filepath.Join(t.TempDir(), "partial.json")
+	raw, _ = json.Marshal(m)
+	if err := os.WriteFile(doc, raw, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	const addr = "data.llmserve_capacity_report.test"
+	resource.Test(t, resource.TestCase{
+		ProtoV6ProviderFactories: testAccProtoV6ProviderFactories,
+		Steps: []resource.TestStep{{
+			Config: fmt.Sprintf(`data "llmserve_capacity_report" "test" { path = %q }`, doc),
+			ConfigStateChecks: []statecheck.StateCheck{
+				statecheck.ExpectKnownValue(addr, tfjsonpath.New("maximum_passing_concurrency"), knownvalue.MapExact(map[string]knownvalue.Check{
+					"2K / 512": knownvalue.Int64Exact(11),
+					"8K / 1K":  knownvalue.Int64Exact(7),
+					"16K / 2K": knownvalue.Null(),
+				})),
+				statecheck.ExpectKnownValue(addr, tfjsonpath.New("first_failing_concurrency"), knownvalue.MapExact(map[string]knownvalue.Check{
+					"2K / 512": knownvalue.Null(),
+					"8K / 1K":  knownvalue.Int64Exact(8),
+					"16K / 2K": knownvalue.Int64Exact(6),
+				})),
+			},
+		}},
+	})
+}
+
+func TestAccCapacityReportDataSource_errors(t *testing.T) {
+	ref := referencePath(t)
+	bad := filepath.Join(t.TempDir(), "bad.json")
+	if err := os.WriteFile(bad, []byte(`{"schema_version": 1, "workloads": [{"label": 7}]}`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	cases := []struct {
+		name   string
+		config string
+		want   string
+	}{
+		{"neither", `data "llmserve_capacity_report" "test" {}`, `Missing results document`},
+		{"both", fmt.Sprintf(`data "llmserve_capacity_report" "test" {
+  path    = %q
+  content = file(%q)
+}`, ref, ref), `path and content are both set; set only one`},
+		{"empty content", `data "llmserve_capacity_report" "test" { content = "" }`, `content is empty`},
+		{"no such file", `data "llmserve_capacity_report" "test" { path = "/nonexistent/results.json" }`, `Cannot read results document`},
+		{"not JSON", `data "llmserve_capacity_report" "test" { content = "results: yes" }`, `not valid JSON`},
+		{"other version", `data "llmserve_capacity_report" "test" { content = jsonencode({ schema_version = 2 }) }`, `schema_version: unsupported version 2`},
+		{"mistyped key", fmt.Sprintf(`data "llmserve_capacity_report" "test" { path = %q }`, bad), `workloads[0].label: expected string, got number`},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			resource.Test(t, resource.TestCase{
+				ProtoV6ProviderFactories: testAccProtoV6ProviderFactories,
+				Steps: []resource.TestStep{{
+					Config:      tc.config,
+					ExpectError: errorPattern(tc.want),
+				}},
+			})
+		})
+	}
+}
+
+// TestCapacityReportSchemaMatchesResource keeps workload_results the same type as the
+// resource's, which the shared value builders rely on.
+func TestCapacityReportSchemaMatchesResource(t *testing.T) {
+	var resp datasource.SchemaResponse
+	NewCapacityReportDataSource().Schema(context.Background(), datasource.SchemaRequest{}, &resp)
+	got := resp.Schema.Attributes["workload_results"].GetType()
+	want := schema.ListNestedAttribute{NestedObject: schema.NestedAttributeObject{Attributes: workloadResultSchemaAttributes()}}.GetType()
+	if !got.Equal(want) {
+		t.Fatalf("workload_results type\n%s\ndiffers from the resource's\n%s", got, want)
+	}
+	if diags := resp.Schema.ValidateImplementation(context.Background()); diags.HasError() {
+		t.Fatalf("schema: %v", diags)
+	}
+}

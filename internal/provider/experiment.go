@@ -1,0 +1,125 @@
+package provider
+
+import (
+	"context"
+
+	"github.com/hashicorp/terraform-plugin-framework/attr"
+	"github.com/hashicorp/terraform-plugin-framework/diag"
+	"github.com/hashicorp/terraform-plugin-framework/resource/schema"
+	"github.com/hashicorp/terraform-plugin-framework/types"
+	"github.com/hashicorp/terraform-plugin-framework/types/basetypes"
+
+	"github.com/llmserve/terraform-provider-llmserve/internal/results"
+)
+
+// The experiment object mirrors the results document's "experiment" block key for key, so
+// llmserve_inference_server's computed experiment can be passed to a benchmark as it is.
+
+var speculativeModeAttrTypes = map[string]attr.Type{
+	"algorithm":    types.StringType,
+	"steps":        types.Int64Type,
+	"topk":         types.Int64Type,
+	"draft_tokens": types.Int64Type,
+}
+
+var experimentAttrTypes = map[string]attr.Type{
+	"image_tag":           types.StringType,
+	"image_digest":        types.StringType,
+	"model":               types.StringType,
+	"checkpoint":          types.StringType,
+	"hardware":            types.StringType,
+	"driver":              types.StringType,
+	"kernel":              types.StringType,
+	"tensor_parallelism":  types.Int64Type,
+	"context_length":      types.Int64Type,
+	"physical_token_pool": types.Int64Type,
+	"speculative_mode":    types.ObjectType{AttrTypes: speculativeModeAttrTypes},
+}
+
+type experimentModel struct {
+	ImageTag          types.String `tfsdk:"image_tag"`
+	ImageDigest       types.String `tfsdk:"image_digest"`
+	Model             types.String `tfsdk:"model"`
+	Checkpoint        types.String `tfsdk:"checkpoint"`
+	Hardware          types.String `tfsdk:"hardware"`
+	Driver            types.String `tfsdk:"driver"`
+	Kernel            types.String `tfsdk:"kernel"`
+	TensorParallelism types.Int64  `tfsdk:"tensor_parallelism"`
+	ContextLength     types.Int64  `tfsdk:"context_length"`
+	PhysicalTokenPool types.Int64  `tfsdk:"physical_token_pool"`
+	SpeculativeMode   types.Object `tfsdk:"speculative_mode"`
+}
+
+type speculativeModeModel struct {
+	Algorithm   types.String `tfsdk:"algorithm"`
+	Steps       types.Int64  `tfsdk:"steps"`
+	TopK        types.Int64  `tfsdk:"topk"`
+	DraftTokens types.Int64  `tfsdk:"draft_tokens"`
+}
+
+func experimentSchemaAttributes() map[string]schema.Attribute {
+	str := func(desc string) schema.Attribute {
+		return schema.StringAttribute{Optional: true, MarkdownDescription: desc}
+	}
+	num := func(desc string) schema.Attribute {
+		return schema.Int64Attribute{Optional: true, MarkdownDescription: desc}
+	}
+	return map[string]schema.Attribute{
+		"image_tag":           str("Container image tag of the server."),
+		"image_digest":        str("Container image digest (`sha256:...`)."),
+		"model":               str("Model repository or path."),
+		"checkpoint":          str("Model revision (commit)."),
+		"hardware":            str("Accelerators, e.g. `4 x Intel Arc Pro B70, 32656 MiB each`."),
+		"driver":              str("Accelerator driver version."),
+		"kernel":              str("Host kernel version."),
+		"tensor_parallelism":  num("Tensor parallel size."),
+		"context_length":      num("Context length in tokens."),
+		"physical_token_pool": num("KV cache token pool the server reports."),
+		"speculative_mode": schema.SingleNestedAttribute{
+			Optional:            true,
+			MarkdownDescription: "Speculative decoding settings; omit when the server decodes plainly.",
+			Attributes: map[string]schema.Attribute{
+				"algorithm":    str("e.g. `EAGLE/MTP`."),
+				"steps":        num("Draft steps."),
+				"topk":         num("Draft top-k."),
+				"draft_tokens": num("Draft tokens per step."),
+			},
+		},
+	}
+}
+
+// experimentFromObject converts the optional experiment object; nil when it is not set.
+func experimentFromObject(ctx context.Context, obj types.Object) (*results.Experiment, diag.Diagnostics) {
+	var diags diag.Diagnostics
+	if obj.IsNull() || obj.IsUnknown() {
+		return nil, diags
+	}
+	var m experimentModel
+	diags.Append(obj.As(ctx, &m, basetypes.ObjectAsOptions{UnhandledNullAsEmpty: true, UnhandledUnknownAsEmpty: true})...)
+	if diags.HasError() {
+		return nil, diags
+	}
+	exp := &results.Experiment{
+		ImageTag:          m.ImageTag.ValueString(),
+		ImageDigest:       m.ImageDigest.ValueString(),
+		Model:             m.Model.ValueString(),
+		Checkpoint:        m.Checkpoint.ValueString(),
+		Hardware:          m.Hardware.ValueString(),
+		Driver:            m.Driver.ValueString(),
+		Kernel:            m.Kernel.ValueString(),
+		TensorParallelism: int(m.TensorParallelism.ValueInt64()),
+		ContextLength:     int(m.ContextLength.ValueInt64()),
+		PhysicalTokenPool: int(m.PhysicalTokenPool.ValueInt64()),
+	}
+	if !m.SpeculativeMode.IsNull() && !m.SpeculativeMode.IsUnknown() {
+		var s speculativeModeModel
+		diags.Append(m.SpeculativeMode.As(ctx, &s, basetypes.ObjectAsOptions{UnhandledNullAsEmpty: true, UnhandledUnknownAsEmpty: true})...)
+		exp.SpeculativeMode = &results.SpeculativeMode{
+			Algorithm:   s.Algorithm.ValueString(),
+			Steps:       int(s.Steps.ValueInt64()),
+			TopK:        int(s.TopK.ValueInt64()),
+			DraftTokens: int(s.DraftTokens.ValueInt64()),
+		}
+	}
+	return exp, diags
+}

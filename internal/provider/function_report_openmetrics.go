@@ -1,0 +1,21 @@
+package provider
+
+import (
+	"github.com/hashicorp/terraform-plugin-framework/function"
+
+	"github.com/llmserve/terraform-provider-llmserve/internal/results"
+)
+
+// NewReportOpenMetricsFunction renders a results document as Prometheus/OpenMetrics text.
+func NewReportOpenMetricsFunction() function.Function {
+	return &reportFunction{
+		name:    "report_openmetrics",
+		summary: "Render a capacity result as OpenMetrics (Prometheus) text",
+		description: "Renders a schema v1 results document as gauges in the text exposition format, " +
+			"readable by Prometheus (for example through the node exporter's textfile collector) and by " +
+			"OpenMetrics parsers. Gauges are named `llmserve_*`: the capacity boundaries per `workload`, " +
+			"and per confirmation trial (labels `workload`, `side` = `passing`|`failing`, `trial`) its " +
+			"concurrency, SLO verdict, latency quantiles in seconds, throughput and error counts.",
+		render: results.OpenMetrics,
+	}
+}

@@ -1,0 +1,84 @@
+package provider
+
+import (
+	"context"
+
+	"github.com/hashicorp/terraform-plugin-framework/diag"
+	"github.com/hashicorp/terraform-plugin-framework/path"
+	"github.com/hashicorp/terraform-plugin-framework/provider"
+	"github.com/hashicorp/terraform-plugin-framework/provider/schema"
+	"github.com/hashicorp/terraform-plugin-framework/types"
+
+	"github.com/llmserve/terraform-provider-llmserve/internal/deploy/docker"
+)
+
+// dockerProviderAttributes is the provider's Docker Engine connection. Every attribute is
+// optional: the defaults and the DOCKER_* environment reach the local engine.
+func dockerProviderAttributes() map[string]schema.Attribute {
+	return map[string]schema.Attribute{
+		"docker_host": schema.StringAttribute{
+			Optional:            true,
+			MarkdownDescription: "Docker Engine that runs `llmserve_inference_server` containers: `unix:///var/run/docker.sock` (default), `tcp://host:2376` (TLS, always verified) or `ssh://user@host[:port]`. Falls back to `DOCKER_HOST`. The engine is contacted only when a resource needs it.",
+		},
+		"ca_pem": schema.StringAttribute{
+			Optional:            true,
+			MarkdownDescription: "PEM certificate of the CA that signed the engine's TLS certificate (`tcp://`). With `cert_pem`/`key_pem` it replaces `cert_path`.",
+		},
+		"cert_pem": schema.StringAttribute{
+			Optional:            true,
+			MarkdownDescription: "PEM client certificate for a `tcp://` engine running with `--tlsverify`.",
+		},
+		"key_pem": schema.StringAttribute{
+			Optional:            true,
+			Sensitive:           true,
+			MarkdownDescription: "PEM private key of `cert_pem`.",
+		},
+		"cert_path": schema.StringAttribute{
+			Optional:            true,
+			MarkdownDescription: "Directory holding `ca.pem`, `cert.pem` and `key.pem`. Falls back to `DOCKER_CERT_PATH`. `DOCKER_TLS_VERIFY=1` makes TLS mandatory for `tcp://`.",
+		},
+		"ssh_private_key": schema.StringAttribute{
+			Optional:            true,
+			Sensitive:           true,
+			MarkdownDescription: "Unencrypted private key (PEM or OpenSSH format) for an `ssh://` engine. The connection forwards to the engine's socket; the remote host needs sshd, not the docker CLI.",
+		},
+		"ssh_known_hosts_file": schema.StringAttribute{
+			Optional:            true,
+			MarkdownDescription: "known_hosts file that must hold the `ssh://` host's key (default `~/.ssh/known_hosts`). Host keys are always checked.",
+		},
+		"ssh_socket_path": schema.StringAttribute{
+			Optional:            true,
+			MarkdownDescription: "Path of the engine's socket on the `ssh://` host (default `/var/run/docker.sock`).",
+		},
+	}
+}
+
+// dockerConfig reads the connection attributes one by one, so attributes other parts of the
+// provider add do not need to be known here.
+func dockerConfig(ctx context.Context, req provider.ConfigureRequest) (docker.Config, diag.Diagnostics) {
+	var diags diag.Diagnostics
+	var unknown []string
+	get := func(name string) string {
+		var v types.String
+		diags.Append(req.Config.GetAttribute(ctx, path.Root(name), &v)...)
+		if v.IsUnknown() {
+			unknown = append(unknown, name)
+		}
+		return v.ValueString()
+	}
+	cfg := docker.Config{
+		Host:              get("docker_host"),
+		CAPEM:             get("ca_pem"),
+		CertPEM:           get("cert_pem"),
+		KeyPEM:            get("key_pem"),
+		CertPath:          get("cert_path"),
+		SSHPrivateKeyPEM:  get("ssh_private_key"),
+		SSHKnownHostsFile: get("ssh_known_hosts_file"),
+		SSHSocketPath:     get("ssh_socket_path"),
+	}
+	cfg = docker.ConfigFromEnv(cfg)
+	// Terraform may configure the provider before values it depends on exist. That must not
+	// fail plans that need no engine, so the error is deferred to the first resource that does.
+	cfg.Unknown = unknown
+	return cfg, diags
+}

@@ -1,0 +1,514 @@
+package provider
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"fmt"
+	"time"
+
+	"github.com/hashicorp/terraform-plugin-framework-timeouts/resource/timeouts"
+	"github.com/hashicorp/terraform-plugin-framework-validators/int64validator"
+	"github.com/hashicorp/terraform-plugin-framework-validators/listvalidator"
+	"github.com/hashicorp/terraform-plugin-framework-validators/stringvalidator"
+	"github.com/hashicorp/terraform-plugin-framework/attr"
+	"github.com/hashicorp/terraform-plugin-framework/diag"
+	"github.com/hashicorp/terraform-plugin-framework/path"
+	"github.com/hashicorp/terraform-plugin-framework/resource"
+	"github.com/hashicorp/terraform-plugin-framework/resource/schema"
+	"github.com/hashicorp/terraform-plugin-framework/resource/schema/int64default"
+	"github.com/hashicorp/terraform-plugin-framework/resource/schema/listplanmodifier"
+	"github.com/hashicorp/terraform-plugin-framework/resource/schema/mapplanmodifier"
+	"github.com/hashicorp/terraform-plugin-framework/resource/schema/objectdefault"
+	"github.com/hashicorp/terraform-plugin-framework/resource/schema/objectplanmodifier"
+	"github.com/hashicorp/terraform-plugin-framework/resource/schema/planmodifier"
+	"github.com/hashicorp/terraform-plugin-framework/resource/schema/stringdefault"
+	"github.com/hashicorp/terraform-plugin-framework/resource/schema/stringplanmodifier"
+	"github.com/hashicorp/terraform-plugin-framework/schema/validator"
+	"github.com/hashicorp/terraform-plugin-framework/types"
+	"github.com/hashicorp/terraform-plugin-framework/types/basetypes"
+	"github.com/hashicorp/terraform-plugin-log/tflog"
+
+	"github.com/llmserve/terraform-provider-llmserve/internal/capacity"
+	"github.com/llmserve/terraform-provider-llmserve/internal/results"
+)
+
+var (
+	_ resource.Resource                   = (*capacityBenchmarkResource)(nil)
+	_ resource.ResourceWithConfigure      = (*capacityBenchmarkResource)(nil)
+	_ resource.ResourceWithValidateConfig = (*capacityBenchmarkResource)(nil)
+)
+
+// defaultBenchmarkTimeout is generous because the reference trials took up to 13 minutes each.
+const defaultBenchmarkTimeout = 24 * time.Hour
+
+// NewCapacityBenchmarkResource is the llmserve_capacity_benchmark constructor.
+func NewCapacityBenchmarkResource() resource.Resource { return &capacityBenchmarkResource{} }
+
+type capacityBenchmarkResource struct {
+	data *providerData
+}
+
+type capacityBenchmarkModel struct {
+	ID           types.String   `tfsdk:"id"`
+	Endpoint     types.String   `tfsdk:"endpoint"`
+	Model        types.String   `tfsdk:"model"`
+	API          types.String   `tfsdk:"api"`
+	APIKey       types.String   `tfsdk:"api_key"`
+	Workloads    types.List     `tfsdk:"workloads"`
+	SLO          types.Object   `tfsdk:"slo"`
+	Search       types.Object   `tfsdk:"search"`
+	Trial        types.Object   `tfsdk:"trial"`
+	Triggers     types.Map      `tfsdk:"triggers"`
+	Experiment   types.Object   `tfsdk:"experiment"`
+	ProgressFile types.String   `tfsdk:"progress_file"`
+	Timeouts     timeouts.Value `tfsdk:"timeouts"`
+
+	MaximumPassingConcurrency types.Map    `tfsdk:"maximum_passing_concurrency"`
+	FirstFailingConcurrency   types.Map    `tfsdk:"first_failing_concurrency"`
+	WorkloadResults           types.List   `tfsdk:"workload_results"`
+	ResultsJSON               types.String `tfsdk:"results_json"`
+}
+
+type workloadModel struct {
+	Label        types.String `tfsdk:"label"`
+	InputTokens  types.Int64  `tfsdk:"input_tokens"`
+	OutputTokens types.Int64  `tfsdk:"output_tokens"`
+}
+
+type sloModel struct {
+	Metric      types.String  `tfsdk:"metric"`
+	Percentile  types.Float64 `tfsdk:"percentile"`
+	ThresholdMs types.Float64 `tfsdk:"threshold_ms"`
+	Comparison  types.String  `tfsdk:"comparison"`
+}
+
+type searchModel struct {
+	MinConcurrency types.Int64 `tfsdk:"min_concurrency"`
+	MaxConcurrency types.Int64 `tfsdk:"max_concurrency"`
+}
+
+type trialModel struct {
+	WarmupRequests     types.Int64  `tfsdk:"warmup_requests"`
+	MeasuredRequests   types.Int64  `tfsdk:"measured_requests"`
+	ConfirmationTrials types.Int64  `tfsdk:"confirmation_trials"`
+	CacheFlush         types.String `tfsdk:"cache_flush"`
+}
+
+var (
+	searchAttrTypes = map[string]attr.Type{
+		"min_concurrency": types.Int64Type,
+		"max_concurrency": types.Int64Type,
+	}
+	trialAttrTypes = map[string]attr.Type{
+		"warmup_requests":     types.Int64Type,
+		"measured_requests":   types.Int64Type,
+		"confirmation_trials": types.Int64Type,
+		"cache_flush":         types.StringType,
+	}
+)
+
+func (r *capacityBenchmarkResource) Metadata(_ context.Context, req resource.MetadataRequest, resp *resource.MetadataResponse) {
+	resp.TypeName = req.ProviderTypeName + "_capacity_benchmark"
+}
+
+func (r *capacityBenchmarkResource) Schema(ctx context.Context, _ resource.SchemaRequest, resp *resource.SchemaResponse) {
+	replace := []planmodifier.String{stringplanmodifier.RequiresReplace()}
+	resp.Schema = schema.Schema{
+		MarkdownDescription: "Measures the SLO capacity of an OpenAI-compatible streaming endpoint: for each workload, " +
+			"the highest concurrency at which every confirmation trial meets the SLO. The benchmark runs at create; " +
+			"plan never sends load. Any change of an input or of `triggers` replaces the resource, which re-runs it.",
+		Attributes: map[string]schema.Attribute{
+			"id": schema.StringAttribute{
+				Computed:            true,
+				MarkdownDescription: "Random identifier of this benchmark run.",
+				PlanModifiers:       []planmodifier.String{stringplanmodifier.UseStateForUnknown()},
+			},
+			"endpoint": schema.StringAttribute{
+				Required:            true,
+				MarkdownDescription: "Base URL of the OpenAI-compatible server, e.g. `http://arc-b70-01:30000` (without `/v1`).",
+				Validators:          []validator.String{httpURLValidator{}},
+				PlanModifiers:       replace,
+			},
+			"model": schema.StringAttribute{
+				Required:            true,
+				MarkdownDescription: "Model name sent in every request (as listed by the server's `/v1/models`).",
+				Validators:          []validator.String{stringvalidator.LengthAtLeast(1)},
+				PlanModifiers:       replace,
+			},
+			"api": schema.StringAttribute{
+				Optional:            true,
+				Computed:            true,
+				Default:             stringdefault.StaticString("chat"),
+				MarkdownDescription: "`chat` (`/v1/chat/completions`, the server applies its chat template) or `completions` (`/v1/completions`). Default `chat`.",
+				Validators:          []validator.String{stringvalidator.OneOf("chat", "completions")},
+				PlanModifiers:       replace,
+			},
+			"api_key": schema.StringAttribute{
+				Optional:            true,
+				Sensitive:           true,
+				WriteOnly:           true,
+				MarkdownDescription: "API key sent as a Bearer token. Write-only: never stored in state or plan (Terraform >= 1.11).",
+			},
+			"workloads": schema.ListNestedAttribute{
+				Required:            true,
+				MarkdownDescription: "Input/output shapes to find the boundary for. Labels key the result maps.",
+				Validators:          []validator.List{listvalidator.SizeAtLeast(1)},
+				PlanModifiers:       []planmodifier.List{listplanmodifier.RequiresReplace()},
+				NestedObject: schema.NestedAttributeObject{Attributes: map[string]schema.Attribute{
+					"label": schema.StringAttribute{
+						Required:            true,
+						MarkdownDescription: "Unique name of the workload, e.g. `8K / 1K`.",
+						Validators:          []validator.String{stringvalidator.LengthAtLeast(1)},
+					},
+					"input_tokens": schema.Int64Attribute{
+						Required:            true,
+						MarkdownDescription: "Prompt length in tokens, not counting the server's chat template.",
+						Validators:          []validator.Int64{int64validator.AtLeast(1)},
+					},
+					"output_tokens": schema.Int64Attribute{
+						Required:            true,
+						MarkdownDescription: "Tokens generated per request (`max_tokens` with `ignore_eos`).",
+						Validators:          []validator.Int64{int64validator.AtLeast(1)},
+					},
+				}},
+			},
+			"slo": schema.SingleNestedAttribute{
+				Required:            true,
+				MarkdownDescription: "The objective every confirmation trial must meet.",
+				PlanModifiers:       []planmodifier.Object{objectplanmodifier.RequiresReplace()},
+				Attributes: map[string]schema.Attribute{
+					"metric": schema.StringAttribute{
+						Optional:            true,
+						Computed:            true,
+						Default:             stringdefault.StaticString("time_to_first_token"),
+						MarkdownDescription: "`time_to_first_token` (default), `inter_token_latency` or `request_latency`.",
+						Validators:          []validator.String{stringvalidator.OneOf("time_to_first_token", "inter_token_latency", "request_latency")},
+					},
+					"percentile": schema.Float64Attribute{
+						Required:            true,
+						MarkdownDescription: "Percentile of the metric over a trial's measured requests, in (0, 100].",
+						Validators:          []validator.Float64{percentileValidator{}},
+					},
+					"threshold_ms": schema.Float64Attribute{
+						Required:            true,
+						MarkdownDescription: "Threshold in milliseconds; must be greater than 0.",
+						Validators:          []validator.Float64{positiveFloatValidator{}},
+					},
+					"comparison": schema.StringAttribute{
+						Optional:            true,
+						Computed:            true,
+						Default:             stringdefault.StaticString("strictly_less_than"),
+						MarkdownDescription: "`strictly_less_than` (default) or `less_than_or_equal`.",
+						Validators:          []validator.String{stringvalidator.OneOf("strictly_less_than", "less_than_or_equal")},
+					},
+				},
+			},
+			"search": schema.SingleNestedAttribute{
+				Optional:            true,
+				Computed:            true,
+				MarkdownDescription: "Concurrency bounds of the search. Default 1 to 64.",
+				Default: objectdefault.StaticValue(types.ObjectValueMust(searchAttrTypes, map[string]attr.Value{
+					"min_concurrency": types.Int64Value(1),
+					"max_concurrency": types.Int64Value(64),
+				})),
+				PlanModifiers: []planmodifier.Object{objectplanmodifier.RequiresReplace()},
+				Attributes: map[string]schema.Attribute{
+					"min_concurrency": schema.Int64Attribute{
+						Optional: true, Computed: true, Default: int64default.StaticInt64(1),
+						MarkdownDescription: "Lowest concurrency tried. Default 1.",
+						Validators:          []validator.Int64{int64validator.AtLeast(1)},
+					},
+					"max_concurrency": schema.Int64Attribute{
+						Optional: true, Computed: true, Default: int64default.StaticInt64(64),
+						MarkdownDescription: "Highest concurrency tried. Default 64.",
+						Validators:          []validator.Int64{int64validator.AtLeast(1)},
+					},
+				},
+			},
+			"trial": schema.SingleNestedAttribute{
+				Optional:            true,
+				Computed:            true,
+				MarkdownDescription: "Shape of every trial. Defaults match the reference AIPerf protocol: 8 warmups, 64 measured requests, 3 confirmation trials, cache flushed.",
+				Default: objectdefault.StaticValue(types.ObjectValueMust(trialAttrTypes, map[string]attr.Value{
+					"warmup_requests":     types.Int64Value(8),
+					"measured_requests":   types.Int64Value(64),
+					"confirmation_trials": types.Int64Value(3),
+					"cache_flush":         types.StringValue("auto"),
+				})),
+				PlanModifiers: []planmodifier.Object{objectplanmodifier.RequiresReplace()},
+				Attributes: map[string]schema.Attribute{
+					"warmup_requests": schema.Int64Attribute{
+						Optional: true, Computed: true, Default: int64default.StaticInt64(8),
+						MarkdownDescription: "Requests sent before each trial's measured requests, not measured. Default 8.",
+						Validators:          []validator.Int64{int64validator.AtLeast(0)},
+					},
+					"measured_requests": schema.Int64Attribute{
+						Optional: true, Computed: true, Default: int64default.StaticInt64(64),
+						MarkdownDescription: "Measured requests per trial. Default 64.",
+						Validators:          []validator.Int64{int64validator.AtLeast(1)},
+					},
+					"confirmation_trials": schema.Int64Attribute{
+						Optional: true, Computed: true, Default: int64default.StaticInt64(3),
+						MarkdownDescription: "Independent full trials on each side of the boundary; all must pass at the maximum passing concurrency. Default 3.",
+						Validators:          []validator.Int64{int64validator.AtLeast(1)},
+					},
+					"cache_flush": schema.StringAttribute{
+						Optional: true, Computed: true, Default: stringdefault.StaticString("auto"),
+						MarkdownDescription: "Prefix cache flush before every trial: `auto` (detect the server), `sglang` (`/flush_cache`), `vllm` (`/reset_prefix_cache`), `llamacpp` (`cache_prompt: false` per request) or `none`.",
+						Validators:          []validator.String{stringvalidator.OneOf("auto", "none", "sglang", "vllm", "llamacpp")},
+					},
+				},
+			},
+			"triggers": schema.MapAttribute{
+				Optional:            true,
+				ElementType:         types.StringType,
+				MarkdownDescription: "Arbitrary values; any change re-runs the benchmark (e.g. the inference server's container id).",
+				PlanModifiers:       []planmodifier.Map{mapplanmodifier.RequiresReplace()},
+			},
+			"experiment": schema.SingleNestedAttribute{
+				Optional:            true,
+				MarkdownDescription: "What was measured, recorded in `results_json`'s `experiment` block. Pass `llmserve_inference_server.<name>.experiment` or write it out.",
+				Attributes:          experimentSchemaAttributes(),
+				PlanModifiers:       []planmodifier.Object{objectplanmodifier.RequiresReplace()},
+			},
+			"progress_file": schema.StringAttribute{
+				Optional: true,
+				MarkdownDescription: "Path of a file to append one JSON line per finished trial (workload, concurrency, kind, verdict, metric value), " +
+					"so `tail -f` shows a long run. Trials recorded there for the same configuration are reused when an interrupted run is applied again.",
+			},
+			"timeouts": timeouts.Attributes(ctx, timeouts.Opts{Create: true}),
+
+			"maximum_passing_concurrency": schema.MapAttribute{
+				Computed:            true,
+				ElementType:         types.Int64Type,
+				MarkdownDescription: "Per workload label, the highest concurrency at which every confirmation trial met the SLO; null when even `search.min_concurrency` failed.",
+				PlanModifiers:       []planmodifier.Map{mapplanmodifier.UseStateForUnknown()},
+			},
+			"first_failing_concurrency": schema.MapAttribute{
+				Computed:            true,
+				ElementType:         types.Int64Type,
+				MarkdownDescription: "Per workload label, the lowest concurrency where a confirmation trial failed; null when nothing failed up to `search.max_concurrency`.",
+				PlanModifiers:       []planmodifier.Map{mapplanmodifier.UseStateForUnknown()},
+			},
+			"workload_results": schema.ListNestedAttribute{
+				Computed:            true,
+				MarkdownDescription: "Per workload, the boundary and the full metrics of the confirmation trials on both sides.",
+				NestedObject:        schema.NestedAttributeObject{Attributes: workloadResultSchemaAttributes()},
+				PlanModifiers:       []planmodifier.List{listplanmodifier.UseStateForUnknown()},
+			},
+			"results_json": schema.StringAttribute{
+				Computed:            true,
+				MarkdownDescription: "The whole result as a schema v1 JSON document (the reference AIPerf result's shape).",
+				PlanModifiers:       []planmodifier.String{stringplanmodifier.UseStateForUnknown()},
+			},
+		},
+	}
+}
+
+func (r *capacityBenchmarkResource) Configure(_ context.Context, req resource.ConfigureRequest, resp *resource.ConfigureResponse) {
+	if req.ProviderData == nil {
+		return
+	}
+	data, ok := req.ProviderData.(*providerData)
+	if !ok {
+		resp.Diagnostics.AddError("Unexpected provider data",
+			fmt.Sprintf("Expected *providerData, got %T. This is a bug in the provider; please report it.", req.ProviderData))
+		return
+	}
+	r.data = data
+}
+
+// ValidateConfig catches what single-attribute validators cannot: duplicate labels and
+// inverted search bounds. Unknown values (from other resources) are checked at apply.
+func (r *capacityBenchmarkResource) ValidateConfig(ctx context.Context, req resource.ValidateConfigRequest, resp *resource.ValidateConfigResponse) {
+	var workloads types.List
+	resp.Diagnostics.Append(req.Config.GetAttribute(ctx, path.Root("workloads"), &workloads)...)
+	if !workloads.IsNull() && !workloads.IsUnknown() {
+		var items []workloadModel
+		resp.Diagnostics.Append(workloads.ElementsAs(ctx, &items, false)...)
+		seen := map[string]int{}
+		for i, w := range items {
+			if w.Label.IsNull() || w.Label.IsUnknown() {
+				continue
+			}
+			if first, dup := seen[w.Label.ValueString()]; dup {
+				resp.Diagnostics.AddAttributeError(path.Root("workloads").AtListIndex(i).AtName("label"), "Duplicate workload label",
+					fmt.Sprintf("The label %q is already used by workloads[%d]. Labels key maximum_passing_concurrency and first_failing_concurrency, so each must be unique; rename one.", w.Label.ValueString(), first))
+				continue
+			}
+			seen[w.Label.ValueString()] = i
+		}
+	}
+
+	var minC, maxC types.Int64
+	resp.Diagnostics.Append(req.Config.GetAttribute(ctx, path.Root("search").AtName("min_concurrency"), &minC)...)
+	resp.Diagnostics.Append(req.Config.GetAttribute(ctx, path.Root("search").AtName("max_concurrency"), &maxC)...)
+	lo, hi := int64(1), int64(64)
+	if !minC.IsNull() && !minC.IsUnknown() {
+		lo = minC.ValueInt64()
+	}
+	if !maxC.IsNull() && !maxC.IsUnknown() {
+		hi = maxC.ValueInt64()
+	}
+	if minC.IsUnknown() || maxC.IsUnknown() {
+		return
+	}
+	if lo > hi {
+		resp.Diagnostics.AddAttributeError(path.Root("search").AtName("min_concurrency"), "Search bounds inverted",
+			fmt.Sprintf("search.min_concurrency (%d) is greater than search.max_concurrency (%d); lower min_concurrency or raise max_concurrency.", lo, hi))
+	}
+}
+
+func (r *capacityBenchmarkResource) Create(ctx context.Context, req resource.CreateRequest, resp *resource.CreateResponse) {
+	var plan capacityBenchmarkModel
+	resp.Diagnostics.Append(req.Plan.Get(ctx, &plan)...)
+	var apiKey types.String
+	// Write-only values are only in the config, never in the plan.
+	resp.Diagnostics.Append(req.Config.GetAttribute(ctx, path.Root("api_key"), &apiKey)...)
+	if resp.Diagnostics.HasError() {
+		return
+	}
+
+	timeout, diags := plan.Timeouts.Create(ctx, defaultBenchmarkTimeout)
+	resp.Diagnostics.Append(diags...)
+	cfg, diags := plan.capacityConfig(ctx)
+	resp.Diagnostics.Append(diags...)
+	if resp.Diagnostics.HasError() {
+		return
+	}
+	cfg.APIKey = apiKey.ValueString()
+
+	journal, err := capacity.OpenJournal(plan.ProgressFile.ValueString(), cfg)
+	if err != nil {
+		resp.Diagnostics.AddAttributeError(path.Root("progress_file"), "Cannot use progress file", err.Error())
+		return
+	}
+	defer journal.Close()
+	cfg.History = journal.History()
+	cfg.Progress = func(t capacity.TrialRecord) {
+		tflog.Info(ctx, "trial finished", t.LogFields())
+		if err := journal.Append(t); err != nil {
+			tflog.Warn(ctx, "cannot append to progress file", map[string]any{"error": err.Error()})
+		}
+	}
+
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	doc, err := capacity.Run(ctx, cfg)
+	if err != nil {
+		detail := err.Error()
+		if plan.ProgressFile.ValueString() != "" {
+			detail += fmt.Sprintf("\n\nEvery finished trial is kept in %s; applying again with the same configuration resumes from there.", plan.ProgressFile.ValueString())
+		}
+		resp.Diagnostics.AddError("Capacity benchmark failed", detail)
+		return
+	}
+
+	resp.Diagnostics.Append(plan.setResults(ctx, doc)...)
+	if resp.Diagnostics.HasError() {
+		return
+	}
+	plan.ID = types.StringValue(randomID())
+	plan.APIKey = types.StringNull()
+	resp.Diagnostics.Append(resp.State.Set(ctx, &plan)...)
+}
+
+// Read keeps the stored result: a benchmark measures a moment, there is nothing remote to refresh.
+func (r *capacityBenchmarkResource) Read(ctx context.Context, req resource.ReadRequest, resp *resource.ReadResponse) {
+	var state capacityBenchmarkModel
+	resp.Diagnostics.Append(req.State.Get(ctx, &state)...)
+	if resp.Diagnostics.HasError() {
+		return
+	}
+	resp.Diagnostics.Append(resp.State.Set(ctx, &state)...)
+}
+
+// Update only happens for attributes that do not re-run the benchmark (progress_file, timeouts, api_key).
+func (r *capacityBenchmarkResource) Update(ctx context.Context, req resource.UpdateRequest, resp *resource.UpdateResponse) {
+	var plan, state capacityBenchmarkModel
+	resp.Diagnostics.Append(req.Plan.Get(ctx, &plan)...)
+	resp.Diagnostics.Append(req.State.Get(ctx, &state)...)
+	if resp.Diagnostics.HasError() {
+		return
+	}
+	state.ProgressFile = plan.ProgressFile
+	state.Timeouts = plan.Timeouts
+	state.APIKey = types.StringNull()
+	resp.Diagnostics.Append(resp.State.Set(ctx, &state)...)
+}
+
+// Delete only forgets the result; the server is left as it is.
+func (r *capacityBenchmarkResource) Delete(context.Context, resource.DeleteRequest, *resource.DeleteResponse) {
+}
+
+// capacityConfig translates the planned values into the domain configuration.
+func (m capacityBenchmarkModel) capacityConfig(ctx context.Context) (capacity.Config, diag.Diagnostics) {
+	var diags diag.Diagnostics
+	var workloads []workloadModel
+	var slo sloModel
+	var search searchModel
+	var trial trialModel
+	diags.Append(m.Workloads.ElementsAs(ctx, &workloads, false)...)
+	diags.Append(m.SLO.As(ctx, &slo, basetypes.ObjectAsOptions{})...)
+	diags.Append(m.Search.As(ctx, &search, basetypes.ObjectAsOptions{})...)
+	diags.Append(m.Trial.As(ctx, &trial, basetypes.ObjectAsOptions{})...)
+	if diags.HasError() {
+		return capacity.Config{}, diags
+	}
+	cfg := capacity.Config{
+		Endpoint: m.Endpoint.ValueString(),
+		Model:    m.Model.ValueString(),
+		API:      m.API.ValueString(),
+		SLO: capacity.SLO{
+			Metric:      slo.Metric.ValueString(),
+			Percentile:  slo.Percentile.ValueFloat64(),
+			ThresholdMs: slo.ThresholdMs.ValueFloat64(),
+			Comparison:  slo.Comparison.ValueString(),
+		},
+		MinConcurrency:     int(search.MinConcurrency.ValueInt64()),
+		MaxConcurrency:     int(search.MaxConcurrency.ValueInt64()),
+		WarmupRequests:     int(trial.WarmupRequests.ValueInt64()),
+		MeasuredRequests:   int(trial.MeasuredRequests.ValueInt64()),
+		ConfirmationTrials: int(trial.ConfirmationTrials.ValueInt64()),
+		CacheFlush:         trial.CacheFlush.ValueString(),
+		Seed:               1,
+	}
+	for _, w := range workloads {
+		cfg.Workloads = append(cfg.Workloads, capacity.Workload{
+			Label:        w.Label.ValueString(),
+			InputTokens:  int(w.InputTokens.ValueInt64()),
+			OutputTokens: int(w.OutputTokens.ValueInt64()),
+		})
+	}
+	exp, d := experimentFromObject(ctx, m.Experiment)
+	diags.Append(d...)
+	cfg.Experiment = exp
+	if err := cfg.Validate(); err != nil {
+		diags.AddError("Invalid capacity benchmark configuration", err.Error())
+	}
+	return cfg, diags
+}
+
+// setResults fills the computed attributes from the results document.
+func (m *capacityBenchmarkModel) setResults(ctx context.Context, doc *results.Document) diag.Diagnostics {
+	var diags diag.Diagnostics
+	raw, err := results.Marshal(doc)
+	if err != nil {
+		diags.AddError("Cannot encode results", err.Error())
+		return diags
+	}
+	m.ResultsJSON = types.StringValue(string(raw))
+	var d diag.Diagnostics
+	m.MaximumPassingConcurrency, m.FirstFailingConcurrency, d = boundaryMaps(doc)
+	diags.Append(d...)
+	m.WorkloadResults, d = workloadResultsValue(ctx, doc)
+	diags.Append(d...)
+	return diags
+}
+
+func randomID() string {
+	b := make([]byte, 8)
+	_, _ = rand.Read(b)
+	return hex.EncodeToString(b)
+}

@@ -1,0 +1,240 @@
+package provider
+
+import (
+	"context"
+
+	"github.com/hashicorp/terraform-plugin-framework/attr"
+	"github.com/hashicorp/terraform-plugin-framework/diag"
+	"github.com/hashicorp/terraform-plugin-framework/resource/schema"
+	"github.com/hashicorp/terraform-plugin-framework/types"
+
+	"github.com/llmserve/terraform-provider-llmserve/internal/results"
+)
+
+// Terraform views of a results document, shared by the capacity_benchmark resource and the
+// capacity_report data source so both expose the same shape.
+
+type percentilesValue struct {
+	P50 float64 `tfsdk:"p50"`
+	P95 float64 `tfsdk:"p95"`
+	P99 float64 `tfsdk:"p99"`
+}
+
+type userThroughputValue struct {
+	Avg float64 `tfsdk:"avg"`
+	P50 float64 `tfsdk:"p50"`
+	P95 float64 `tfsdk:"p95"`
+}
+
+type minMaxValue struct {
+	Min float64 `tfsdk:"min"`
+	Max float64 `tfsdk:"max"`
+}
+
+type correctnessValue struct {
+	WarmupRecords              int64   `tfsdk:"warmup_records"`
+	UniqueWarmupPrompts        int64   `tfsdk:"unique_warmup_prompts"`
+	WarmupProfilePromptOverlap int64   `tfsdk:"warmup_profile_prompt_overlap"`
+	ProfilingRecords           int64   `tfsdk:"profiling_records"`
+	HTTP200                    int64   `tfsdk:"http_200"`
+	UniquePrompts              int64   `tfsdk:"unique_prompts"`
+	UniqueOutputs              int64   `tfsdk:"unique_outputs"`
+	GeneratedChunks            int64   `tfsdk:"generated_chunks"`
+	GeneratedUTF8Bytes         int64   `tfsdk:"generated_utf8_bytes"`
+	CompletionTokensTotal      int64   `tfsdk:"completion_tokens_total"`
+	FinishReasonLength         int64   `tfsdk:"finish_reason_length"`
+	Errors                     int64   `tfsdk:"errors"`
+	Cancelled                  bool    `tfsdk:"cancelled"`
+	OutputLengthMismatches     float64 `tfsdk:"output_length_mismatches"`
+}
+
+type trialValue struct {
+	Trial                      int64               `tfsdk:"trial"`
+	Concurrency                int64               `tfsdk:"concurrency"`
+	TTFTMs                     percentilesValue    `tfsdk:"ttft_ms"`
+	RequestLatencyMs           percentilesValue    `tfsdk:"request_latency_ms"`
+	ITLMs                      percentilesValue    `tfsdk:"itl_ms"`
+	OutputThroughputTPS        float64             `tfsdk:"output_throughput_tps"`
+	PerUserOutputThroughputTPS userThroughputValue `tfsdk:"per_user_output_throughput_tps"`
+	RequestThroughputRPS       float64             `tfsdk:"request_throughput_rps"`
+	BenchmarkDurationS         float64             `tfsdk:"benchmark_duration_s"`
+	ServerPromptTokens         minMaxValue         `tfsdk:"server_prompt_tokens"`
+	ServerCompletionTokens     minMaxValue         `tfsdk:"server_completion_tokens"`
+	Correctness                correctnessValue    `tfsdk:"correctness"`
+}
+
+type workloadResultValue struct {
+	Label                     string       `tfsdk:"label"`
+	InputTokens               int64        `tfsdk:"input_tokens"`
+	OutputTokens              int64        `tfsdk:"output_tokens"`
+	MaximumPassingConcurrency *int64       `tfsdk:"maximum_passing_concurrency"`
+	FirstFailingConcurrency   *int64       `tfsdk:"first_failing_concurrency"`
+	ServerPromptTokens        minMaxValue  `tfsdk:"server_prompt_tokens"`
+	PassingTrials             []trialValue `tfsdk:"passing_trials"`
+	FailingTrials             []trialValue `tfsdk:"failing_trials"`
+}
+
+func computedNumber(desc string) schema.Attribute {
+	return schema.Float64Attribute{Computed: true, MarkdownDescription: desc}
+}
+
+func computedInt(desc string) schema.Attribute {
+	return schema.Int64Attribute{Computed: true, MarkdownDescription: desc}
+}
+
+func computedObject(desc string, attrs map[string]schema.Attribute) schema.Attribute {
+	return schema.SingleNestedAttribute{Computed: true, MarkdownDescription: desc, Attributes: attrs}
+}
+
+func percentileAttributes(unit string) map[string]schema.Attribute {
+	return map[string]schema.Attribute{
+		"p50": computedNumber("Median, " + unit + "."),
+		"p95": computedNumber("95th percentile, " + unit + "."),
+		"p99": computedNumber("99th percentile, " + unit + "."),
+	}
+}
+
+func minMaxAttributes() map[string]schema.Attribute {
+	return map[string]schema.Attribute{"min": computedNumber("Minimum."), "max": computedNumber("Maximum.")}
+}
+
+func trialSchemaAttributes() map[string]schema.Attribute {
+	return map[string]schema.Attribute{
+		"trial":                 computedInt("1-based index among this side's confirmation trials."),
+		"concurrency":           computedInt("Concurrent requests the trial ran at."),
+		"ttft_ms":               computedObject("Time to first token, ms.", percentileAttributes("ms")),
+		"request_latency_ms":    computedObject("Request latency (send to last content chunk), ms.", percentileAttributes("ms")),
+		"itl_ms":                computedObject("Inter-token latency, (latency - TTFT) / (output tokens - 1), ms.", percentileAttributes("ms")),
+		"output_throughput_tps": computedNumber("Output tokens per second over the trial duration."),
+		"per_user_output_throughput_tps": computedObject("Per-request output rate 1/ITL, tokens/s.", map[string]schema.Attribute{
+			"avg": computedNumber("Mean."), "p50": computedNumber("Median."), "p95": computedNumber("95th percentile."),
+		}),
+		"request_throughput_rps":   computedNumber("Successful requests per second over the trial duration."),
+		"benchmark_duration_s":     computedNumber("First measured request sent to last measured response received, s."),
+		"server_prompt_tokens":     computedObject("Prompt tokens the server counted (includes its chat template).", minMaxAttributes()),
+		"server_completion_tokens": computedObject("Completion tokens the server counted.", minMaxAttributes()),
+		"correctness": computedObject("Correctness counters of the trial.", map[string]schema.Attribute{
+			"warmup_records":                computedInt("Warmup requests sent."),
+			"unique_warmup_prompts":         computedInt("Distinct warmup prompts."),
+			"warmup_profile_prompt_overlap": computedInt("Prompts used both as warmup and measured (must be 0)."),
+			"profiling_records":             computedInt("Measured requests."),
+			"http_200":                      computedInt("Measured requests answered with HTTP 200."),
+			"unique_prompts":                computedInt("Distinct measured prompts."),
+			"unique_outputs":                computedInt("Distinct measured outputs."),
+			"generated_chunks":              computedInt("Streamed chunks with content."),
+			"generated_utf8_bytes":          computedInt("UTF-8 bytes of generated content."),
+			"completion_tokens_total":       computedInt("Sum of completion tokens."),
+			"finish_reason_length":          computedInt("Requests that finished with reason `length`."),
+			"errors":                        computedInt("Failed measured requests."),
+			"cancelled":                     schema.BoolAttribute{Computed: true, MarkdownDescription: "Whether the trial was cut short."},
+			"output_length_mismatches":      computedNumber("Requests whose output length differs from the requested by more than min(5 %, 50) tokens."),
+		}),
+	}
+}
+
+func workloadResultSchemaAttributes() map[string]schema.Attribute {
+	trials := func(desc string) schema.Attribute {
+		return schema.ListNestedAttribute{Computed: true, MarkdownDescription: desc,
+			NestedObject: schema.NestedAttributeObject{Attributes: trialSchemaAttributes()}}
+	}
+	return map[string]schema.Attribute{
+		"label":                       schema.StringAttribute{Computed: true, MarkdownDescription: "Workload label."},
+		"input_tokens":                computedInt("Configured input tokens."),
+		"output_tokens":               computedInt("Configured output tokens."),
+		"maximum_passing_concurrency": computedInt("Highest concurrency where every confirmation trial passed; null if even the minimum failed."),
+		"first_failing_concurrency":   computedInt("Lowest concurrency where a confirmation trial failed; null if none failed within bounds."),
+		"server_prompt_tokens":        computedObject("Prompt tokens the server counted across the reported trials.", minMaxAttributes()),
+		"passing_trials":              trials("Confirmation trials at the maximum passing concurrency."),
+		"failing_trials":              trials("Confirmation trials at the first failing concurrency."),
+	}
+}
+
+// workloadResultObjectType is derived from the schema so the two cannot drift apart.
+var workloadResultObjectType = schema.NestedAttributeObject{Attributes: workloadResultSchemaAttributes()}.Type().(types.ObjectType)
+
+func boundaryMaps(doc *results.Document) (passing, failing types.Map, diags diag.Diagnostics) {
+	pass := map[string]attr.Value{}
+	fail := map[string]attr.Value{}
+	for _, w := range doc.Workloads {
+		pass[w.Label] = optionalInt(w.MaximumPassingConcurrency)
+		fail[w.Label] = optionalInt(w.FirstFailingConcurrency)
+	}
+	passing, d := types.MapValue(types.Int64Type, pass)
+	diags.Append(d...)
+	failing, d = types.MapValue(types.Int64Type, fail)
+	diags.Append(d...)
+	return passing, failing, diags
+}
+
+func workloadResultsValue(ctx context.Context, doc *results.Document) (types.List, diag.Diagnostics) {
+	values := make([]workloadResultValue, 0, len(doc.Workloads))
+	for _, w := range doc.Workloads {
+		v := workloadResultValue{
+			Label:                     w.Label,
+			InputTokens:               int64(w.ConfiguredISL),
+			OutputTokens:              int64(w.ConfiguredOSL),
+			MaximumPassingConcurrency: optionalInt64(w.MaximumPassingConcurrency),
+			FirstFailingConcurrency:   optionalInt64(w.FirstFailingConcurrency),
+			ServerPromptTokens:        minMaxValue(w.ServerPromptTokens),
+			PassingTrials:             trialValues(w.PassingTrials, w.MaximumPassingConcurrency),
+			FailingTrials:             trialValues(w.FailingTrials, w.FirstFailingConcurrency),
+		}
+		values = append(values, v)
+	}
+	return types.ListValueFrom(ctx, workloadResultObjectType, values)
+}
+
+func trialValues(trials []results.Trial, sideConcurrency *int) []trialValue {
+	out := make([]trialValue, 0, len(trials))
+	for _, t := range trials {
+		c := t.Concurrency
+		if c == 0 && sideConcurrency != nil {
+			c = *sideConcurrency // the reference document implies concurrency by side
+		}
+		out = append(out, trialValue{
+			Trial:                      int64(t.Trial),
+			Concurrency:                int64(c),
+			TTFTMs:                     percentilesValue(t.TTFTMs),
+			RequestLatencyMs:           percentilesValue(t.RequestLatencyMs),
+			ITLMs:                      percentilesValue(t.ITLMs),
+			OutputThroughputTPS:        t.OutputThroughputTPS,
+			PerUserOutputThroughputTPS: userThroughputValue(t.PerUserOutputThroughputTPS),
+			RequestThroughputRPS:       t.RequestThroughputRPS,
+			BenchmarkDurationS:         t.BenchmarkDurationS,
+			ServerPromptTokens:         minMaxValue(t.ServerPromptTokens),
+			ServerCompletionTokens:     minMaxValue(t.ServerCompletionTokens),
+			Correctness: correctnessValue{
+				WarmupRecords:              int64(t.Correctness.WarmupRecords),
+				UniqueWarmupPrompts:        int64(t.Correctness.UniqueWarmupPrompts),
+				WarmupProfilePromptOverlap: int64(t.Correctness.WarmupProfilePromptOverlap),
+				ProfilingRecords:           int64(t.Correctness.ProfilingRecords),
+				HTTP200:                    int64(t.Correctness.HTTP200),
+				UniquePrompts:              int64(t.Correctness.UniquePrompts),
+				UniqueOutputs:              int64(t.Correctness.UniqueOutputs),
+				GeneratedChunks:            int64(t.Correctness.GeneratedChunks),
+				GeneratedUTF8Bytes:         int64(t.Correctness.GeneratedUTF8Bytes),
+				CompletionTokensTotal:      int64(t.Correctness.CompletionTokensTotal),
+				FinishReasonLength:         int64(t.Correctness.FinishReasonLength),
+				Errors:                     int64(t.Correctness.Errors),
+				Cancelled:                  t.Correctness.Cancelled,
+				OutputLengthMismatches:     t.Correctness.OutputLengthMismatches,
+			},
+		})
+	}
+	return out
+}
+
+func optionalInt(v *int) types.Int64 {
+	if v == nil {
+		return types.Int64Null()
+	}
+	return types.Int64Value(int64(*v))
+}
+
+func optionalInt64(v *int) *int64 {
+	if v == nil {
+		return nil
+	}
+	n := int64(*v)
+	return &n
+}

@@ -1,0 +1,538 @@
+package results
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"math"
+	"strconv"
+)
+
+// PathError is a problem with one value of a document, located by its JSON path
+// (for example workloads[1].passing_trials[0].ttft_ms.p95).
+type PathError struct {
+	Path string
+	Msg  string
+}
+
+func (e *PathError) Error() string {
+	if e.Path == "" {
+		return "document: " + e.Msg
+	}
+	return e.Path + ": " + e.Msg
+}
+
+// member is one key of an object that this version of the schema does not know.
+type member struct {
+	key string
+	val *node
+}
+
+// extras holds, by the JSON path of the object they sit in, the keys Parse did not map onto
+// a struct field, so that Marshal writes them back and newer or hand-annotated documents
+// survive a pass through this provider. Positions follow array indices: a caller who
+// reorders workloads or trials moves the typed values but not their unknown keys.
+type extras map[string][]member
+
+// maxErrors caps how many problems Parse reports, so a document of the wrong kind
+// altogether gives a readable message instead of thousands of lines.
+const maxErrors = 20
+
+// Parse reads a schema v1 document. Every problem it finds is reported with its JSON path;
+// keys it does not know are kept and written back by Marshal.
+func Parse(data []byte) (*Document, error) {
+	root, err := parseTree(data)
+	if err != nil {
+		return nil, fmt.Errorf("results document is not valid JSON: %w", err)
+	}
+	r := &reader{extras: extras{}}
+	doc := r.document(root)
+	if len(r.errs) > 0 {
+		if len(r.errs) > maxErrors {
+			more := len(r.errs) - maxErrors
+			r.errs = append(r.errs[:maxErrors], fmt.Errorf("... and %d more problems", more))
+		}
+		return nil, fmt.Errorf("invalid results document: %w", errors.Join(r.errs...))
+	}
+	if len(r.extras) > 0 {
+		doc.extras = r.extras
+	}
+	return doc, nil
+}
+
+// Marshal writes d as indented schema v1 JSON, including any unknown keys Parse kept.
+// It does not modify d.
+func Marshal(d *Document) ([]byte, error) {
+	if d == nil {
+		return nil, errors.New("cannot write a nil results document")
+	}
+	out := *d
+	switch out.SchemaVersion {
+	case 0:
+		// A document built in code rarely sets the version; there is only one to write.
+		out.SchemaVersion = SchemaVersion
+	case SchemaVersion:
+	default:
+		return nil, fmt.Errorf("cannot write schema_version %d: this provider writes version %d", d.SchemaVersion, SchemaVersion)
+	}
+	// nil slices would be written as null, which the schema (and Parse) reject.
+	out.Workloads = make([]Workload, len(d.Workloads))
+	for i, w := range d.Workloads {
+		if w.PassingTrials == nil {
+			w.PassingTrials = []Trial{}
+		}
+		if w.FailingTrials == nil {
+			w.FailingTrials = []Trial{}
+		}
+		out.Workloads[i] = w
+	}
+	var typed bytes.Buffer
+	enc := json.NewEncoder(&typed)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(&out); err != nil {
+		return nil, fmt.Errorf("writing results document: %w", err)
+	}
+	root, err := parseTree(typed.Bytes())
+	if err != nil {
+		return nil, fmt.Errorf("writing results document: %w", err)
+	}
+	d.extras.restore("", root)
+	if ct, ok := root.get("correctness_total"); ok {
+		if _, has := ct.get("uniqueness_scope"); !has {
+			// The reference always states the scope of its totals; the counters a trial
+			// records (unique prompts and outputs) are counted within that trial.
+			ct.keys = append(ct.keys, "uniqueness_scope")
+			ct.vals = append(ct.vals, &node{kind: kindString, text: "within_each_trial"})
+		}
+	}
+	var compact bytes.Buffer
+	if err := writeNode(&compact, root); err != nil {
+		return nil, fmt.Errorf("writing results document: %w", err)
+	}
+	var indented bytes.Buffer
+	if err := json.Indent(&indented, compact.Bytes(), "", "  "); err != nil {
+		return nil, fmt.Errorf("writing results document: %w", err)
+	}
+	indented.WriteByte('\n')
+	return indented.Bytes(), nil
+}
+
+// restore puts the unknown keys back into the written tree at the paths they were read from.
+func (x extras) restore(path string, n *node) {
+	if len(x) == 0 {
+		return
+	}
+	switch n.kind {
+	case kindObject:
+		for _, m := range x[path] {
+			if _, has := n.get(m.key); !has {
+				n.keys = append(n.keys, m.key)
+				n.vals = append(n.vals, m.val)
+			}
+		}
+		for i, k := range n.keys {
+			x.restore(joinKey(path, k), n.vals[i])
+		}
+	case kindArray:
+		for i, it := range n.items {
+			x.restore(joinIndex(path, i), it)
+		}
+	}
+}
+
+func joinKey(path, key string) string {
+	if path == "" {
+		return key
+	}
+	return path + "." + key
+}
+
+func joinIndex(path string, i int) string {
+	return path + "[" + strconv.Itoa(i) + "]"
+}
+
+// reader walks the tree into the typed document, collecting every problem it meets.
+type reader struct {
+	errs   []error
+	extras extras
+}
+
+func (r *reader) fail(path, format string, args ...any) {
+	r.errs = append(r.errs, &PathError{Path: path, Msg: fmt.Sprintf(format, args...)})
+}
+
+// object is one JSON object being read; it remembers which keys were consumed so the rest
+// can be kept as extras.
+type object struct {
+	r    *reader
+	path string
+	n    *node
+	used map[string]bool
+}
+
+// asObject returns nil (and reports why) when n is not an object; all object methods accept
+// a nil receiver so that a broken parent still lets siblings be checked.
+func (r *reader) asObject(path string, n *node) *object {
+	if n.kind != kindObject {
+		r.fail(path, "expected object, got %s", n.kind)
+		return nil
+	}
+	return &object{r: r, path: path, n: n, used: map[string]bool{}}
+}
+
+// field returns the value of a required key, reporting it when missing.
+func (o *object) field(key string) (*node, string) {
+	if o == nil {
+		return nil, ""
+	}
+	p := joinKey(o.path, key)
+	v, ok := o.n.get(key)
+	if !ok {
+		o.r.fail(p, "missing required key")
+		return nil, p
+	}
+	o.used[key] = true
+	return v, p
+}
+
+// optional returns the value of an optional key, or nil when it is absent. A null optional
+// key is left to the extras so that it is written back as null.
+func (o *object) optional(key string) (*node, string) {
+	if o == nil {
+		return nil, ""
+	}
+	v, ok := o.n.get(key)
+	if !ok || v.kind == kindNull {
+		return nil, ""
+	}
+	o.used[key] = true
+	return v, joinKey(o.path, key)
+}
+
+// finish records the keys nobody asked for.
+func (o *object) finish() {
+	if o == nil {
+		return
+	}
+	var rest []member
+	seen := map[string]bool{}
+	for _, k := range o.n.keys {
+		if o.used[k] || seen[k] {
+			continue
+		}
+		seen[k] = true
+		v, _ := o.n.get(k)
+		rest = append(rest, member{key: k, val: v})
+	}
+	if len(rest) > 0 {
+		o.r.extras[o.path] = rest
+	}
+}
+
+func (o *object) child(key string) *object {
+	v, p := o.field(key)
+	if v == nil {
+		return nil
+	}
+	return o.r.asObject(p, v)
+}
+
+func (o *object) str(key string) string {
+	v, p := o.field(key)
+	return o.r.str(p, v)
+}
+
+func (o *object) boolean(key string) bool {
+	v, p := o.field(key)
+	if v == nil {
+		return false
+	}
+	if v.kind != kindBool {
+		o.r.fail(p, "expected boolean, got %s", v.kind)
+		return false
+	}
+	return v.boolean
+}
+
+func (o *object) num(key string) float64 {
+	v, p := o.field(key)
+	return o.r.num(p, v)
+}
+
+func (o *object) integer(key string) int {
+	v, p := o.field(key)
+	return o.r.integer(p, v)
+}
+
+// nullableInt reads a required key whose null means "none" (a boundary not found).
+func (o *object) nullableInt(key string) *int {
+	v, p := o.field(key)
+	if v == nil || v.kind == kindNull {
+		return nil
+	}
+	i := o.r.integer(p, v)
+	return &i
+}
+
+func (o *object) array(key string) ([]*node, string) {
+	v, p := o.field(key)
+	if v == nil {
+		return nil, p
+	}
+	if v.kind != kindArray {
+		o.r.fail(p, "expected array, got %s", v.kind)
+		return nil, p
+	}
+	return v.items, p
+}
+
+func (r *reader) str(path string, v *node) string {
+	if v == nil {
+		return ""
+	}
+	if v.kind != kindString {
+		r.fail(path, "expected string, got %s", v.kind)
+		return ""
+	}
+	return v.text
+}
+
+func (r *reader) num(path string, v *node) float64 {
+	if v == nil {
+		return 0
+	}
+	if v.kind != kindNumber {
+		r.fail(path, "expected number, got %s", v.kind)
+		return 0
+	}
+	f, err := strconv.ParseFloat(v.text, 64)
+	if err != nil || math.IsInf(f, 0) {
+		r.fail(path, "number %s is out of range", v.text)
+		return 0
+	}
+	return f
+}
+
+func (r *reader) integer(path string, v *node) int {
+	if v == nil {
+		return 0
+	}
+	if v.kind != kindNumber {
+		r.fail(path, "expected integer, got %s", v.kind)
+		return 0
+	}
+	if i, err := strconv.ParseInt(v.text, 10, 0); err == nil {
+		return int(i)
+	}
+	// Python writers emit counts as 8.0; accept any number that is a whole value.
+	f, err := strconv.ParseFloat(v.text, 64)
+	if err != nil || f != math.Trunc(f) || math.Abs(f) > 1<<53 {
+		r.fail(path, "expected integer, got %s", v.text)
+		return 0
+	}
+	return int(f)
+}
+
+func (r *reader) document(root *node) *Document {
+	o := r.asObject("", root)
+	if o == nil {
+		return nil
+	}
+	// The version decides what the rest means, so nothing else is checked without it.
+	v, p := o.field("schema_version")
+	if v == nil {
+		return nil
+	}
+	if v.kind != kindNumber {
+		r.fail(p, "expected integer, got %s", v.kind)
+		return nil
+	}
+	if v.text != strconv.Itoa(SchemaVersion) {
+		r.fail(p, "unsupported version %s: this provider reads version %d", v.text, SchemaVersion)
+		return nil
+	}
+	d := &Document{SchemaVersion: SchemaVersion}
+	d.Experiment = r.experiment(o.child("experiment"))
+	d.AIPerf = r.protocol(o.child("aiperf"))
+	d.SLO = r.slo(o.child("slo"))
+	items, wp := o.array("workloads")
+	d.Workloads = make([]Workload, 0, len(items))
+	labels := map[string]int{}
+	for i, it := range items {
+		ip := joinIndex(wp, i)
+		w := r.workload(r.asObject(ip, it))
+		if first, dup := labels[w.Label]; dup && w.Label != "" {
+			r.fail(joinKey(ip, "label"), "duplicate workload label %q (also workloads[%d]); labels key the capacity maps", w.Label, first)
+		}
+		labels[w.Label] = i
+		d.Workloads = append(d.Workloads, w)
+	}
+	d.CorrectnessTotal = r.correctness(o.child("correctness_total"))
+	o.finish()
+	return d
+}
+
+func (r *reader) experiment(o *object) Experiment {
+	var e Experiment
+	if o == nil {
+		return e
+	}
+	e.ImageTag = o.str("image_tag")
+	e.ImageDigest = o.str("image_digest")
+	e.Model = o.str("model")
+	e.Checkpoint = o.str("checkpoint")
+	e.Hardware = o.str("hardware")
+	e.Driver = o.str("driver")
+	e.Kernel = o.str("kernel")
+	e.TensorParallelism = o.integer("tensor_parallelism")
+	e.ContextLength = o.integer("context_length")
+	e.PhysicalTokenPool = o.integer("physical_token_pool")
+	if v, p := o.field("speculative_mode"); v != nil && v.kind != kindNull {
+		if so := r.asObject(p, v); so != nil {
+			e.SpeculativeMode = &SpeculativeMode{
+				Algorithm:   so.str("algorithm"),
+				Steps:       so.integer("steps"),
+				TopK:        so.integer("topk"),
+				DraftTokens: so.integer("draft_tokens"),
+			}
+			so.finish()
+		}
+	}
+	o.finish()
+	return e
+}
+
+func (r *reader) protocol(o *object) Protocol {
+	var p Protocol
+	if o == nil {
+		return p
+	}
+	p.Version = o.str("version")
+	p.ArrivalPattern = o.str("arrival_pattern")
+	p.Streaming = o.boolean("streaming")
+	p.ServerTokenCount = o.boolean("server_token_count")
+	p.Temperature = o.num("temperature")
+	p.IgnoreEOS = o.boolean("ignore_eos")
+	p.WarmupsPerTrial = o.integer("warmups_per_trial")
+	p.MeasuredRequestsPerTrial = o.integer("measured_requests_per_trial")
+	p.IndependentTrialsPerBoundarySide = o.integer("independent_trials_per_boundary_side")
+	p.CachePolicy = o.str("cache_policy")
+	o.finish()
+	return p
+}
+
+func (r *reader) slo(o *object) SLO {
+	var s SLO
+	if o == nil {
+		return s
+	}
+	s.Metric = o.str("metric")
+	s.Percentile = o.num("percentile")
+	s.ThresholdMs = o.num("threshold_ms")
+	s.Comparison = o.str("comparison")
+	s.AllConfirmationTrialsMustPass = o.boolean("all_confirmation_trials_must_pass")
+	o.finish()
+	return s
+}
+
+func (r *reader) workload(o *object) Workload {
+	var w Workload
+	if o == nil {
+		return w
+	}
+	w.Label = o.str("label")
+	w.ConfiguredISL = o.integer("configured_isl")
+	w.ConfiguredOSL = o.integer("configured_osl")
+	w.ServerPromptTokens = r.minMax(o.child("server_prompt_tokens"))
+	w.MaximumPassingConcurrency = o.nullableInt("maximum_passing_concurrency")
+	w.FirstFailingConcurrency = o.nullableInt("first_failing_concurrency")
+	w.PassingTrials = r.trials(o, "passing_trials")
+	w.FailingTrials = r.trials(o, "failing_trials")
+	o.finish()
+	return w
+}
+
+func (r *reader) trials(o *object, key string) []Trial {
+	items, p := o.array(key)
+	ts := make([]Trial, 0, len(items))
+	for i, it := range items {
+		ts = append(ts, r.trial(r.asObject(joinIndex(p, i), it)))
+	}
+	return ts
+}
+
+func (r *reader) trial(o *object) Trial {
+	var t Trial
+	if o == nil {
+		return t
+	}
+	t.TTFTMs = r.percentiles(o.child("ttft_ms"))
+	t.RequestLatencyMs = r.percentiles(o.child("request_latency_ms"))
+	t.ITLMs = r.percentiles(o.child("itl_ms"))
+	t.OutputThroughputTPS = o.num("output_throughput_tps")
+	if uo := o.child("per_user_output_throughput_tps"); uo != nil {
+		t.PerUserOutputThroughputTPS = UserThroughput{Avg: uo.num("avg"), P50: uo.num("p50"), P95: uo.num("p95")}
+		uo.finish()
+	}
+	t.RequestThroughputRPS = o.num("request_throughput_rps")
+	t.BenchmarkDurationS = o.num("benchmark_duration_s")
+	t.ServerPromptTokens = r.minMax(o.child("server_prompt_tokens"))
+	t.ServerCompletionTokens = r.minMax(o.child("server_completion_tokens"))
+	t.Correctness = r.correctness(o.child("correctness"))
+	t.Trial = o.integer("trial")
+	if v, p := o.optional("concurrency"); v != nil {
+		t.Concurrency = r.integer(p, v)
+	}
+	o.finish()
+	return t
+}
+
+func (r *reader) percentiles(o *object) Percentiles {
+	var p Percentiles
+	if o == nil {
+		return p
+	}
+	p.P50 = o.num("p50")
+	p.P95 = o.num("p95")
+	p.P99 = o.num("p99")
+	o.finish()
+	return p
+}
+
+func (r *reader) minMax(o *object) MinMax {
+	var m MinMax
+	if o == nil {
+		return m
+	}
+	m.Min = o.num("min")
+	m.Max = o.num("max")
+	o.finish()
+	return m
+}
+
+func (r *reader) correctness(o *object) Correctness {
+	var c Correctness
+	if o == nil {
+		return c
+	}
+	c.WarmupRecords = o.integer("warmup_records")
+	c.UniqueWarmupPrompts = o.integer("unique_warmup_prompts")
+	c.WarmupProfilePromptOverlap = o.integer("warmup_profile_prompt_overlap")
+	c.ProfilingRecords = o.integer("profiling_records")
+	c.HTTP200 = o.integer("http_200")
+	c.UniquePrompts = o.integer("unique_prompts")
+	c.UniqueOutputs = o.integer("unique_outputs")
+	c.GeneratedChunks = o.integer("generated_chunks")
+	c.GeneratedUTF8Bytes = o.integer("generated_utf8_bytes")
+	c.CompletionTokensTotal = o.integer("completion_tokens_total")
+	c.FinishReasonLength = o.integer("finish_reason_length")
+	c.Errors = o.integer("errors")
+	c.Cancelled = o.boolean("cancelled")
+	c.OutputLengthMismatches = o.num("output_length_mismatches")
+	if v, p := o.optional("uniqueness_scope"); v != nil {
+		c.UniquenessScope = r.str(p, v)
+	}
+	o.finish()
+	return c
+}

@@ -1,0 +1,472 @@
+package results
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"os"
+	"reflect"
+	"sort"
+	"strings"
+	"testing"
+)
+
+func readReference(t testing.TB) []byte {
+	t.Helper()
+	data, err := os.ReadFile("testdata/reference.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return data
+}
+
+func parseReference(t testing.TB) *Document {
+	t.Helper()
+	d, err := Parse(readReference(t))
+	if err != nil {
+		t.Fatalf("Parse(reference): %v", err)
+	}
+	return d
+}
+
+// decodeAny decodes with float64 numbers, so 2099.0 and 2099 compare equal as JSON does.
+func decodeAny(t *testing.T, data []byte) any {
+	t.Helper()
+	var v any
+	if err := json.Unmarshal(data, &v); err != nil {
+		t.Fatalf("not JSON: %v\n%s", err, data)
+	}
+	return v
+}
+
+func TestParseReferenceValues(t *testing.T) {
+	d := parseReference(t)
+	type boundary struct {
+		label             string
+		isl, osl          int
+		passing, failing  int
+		nPassing, nFailed int
+	}
+	want := []boundary{
+		{"2K / 512", 2048, 512, 11, 12, 3, 3},
+		{"8K / 1K", 8192, 1024, 7, 8, 3, 3},
+		{"16K / 2K", 16384, 2048, 5, 6, 3, 3},
+	}
+	if len(d.Workloads) != len(want) {
+		t.Fatalf("got %d workloads, want %d", len(d.Workloads), len(want))
+	}
+	for i, w := range want {
+		got := d.Workloads[i]
+		if got.Label != w.label || got.ConfiguredISL != w.isl || got.ConfiguredOSL != w.osl ||
+			got.MaximumPassingConcurrency == nil || *got.MaximumPassingConcurrency != w.passing ||
+			got.FirstFailingConcurrency == nil || *got.FirstFailingConcurrency != w.failing ||
+			len(got.PassingTrials) != w.nPassing || len(got.FailingTrials) != w.nFailed {
+			t.Errorf("workload %d = %+v, want %+v", i, got, w)
+		}
+	}
+	// Spot values copied from the file by hand: full float precision must survive.
+	if got := d.Workloads[0].PassingTrials[0].TTFTMs.P99; got != 11215.331829699991 {
+		t.Errorf("ttft p99 = %v", got)
+	}
+	if got := d.Workloads[0].ServerPromptTokens; got != (MinMax{Min: 2099, Max: 2102}) {
+		t.Errorf("server_prompt_tokens = %v", got)
+	}
+	if d.SLO != (SLO{Metric: "time_to_first_token", Percentile: 95, ThresholdMs: 10000, Comparison: "strictly_less_than", AllConfirmationTrialsMustPass: true}) {
+		t.Errorf("slo = %+v", d.SLO)
+	}
+	if d.Experiment.SpeculativeMode == nil || *d.Experiment.SpeculativeMode != (SpeculativeMode{Algorithm: "EAGLE/MTP", Steps: 7, TopK: 1, DraftTokens: 8}) {
+		t.Errorf("speculative_mode = %+v", d.Experiment.SpeculativeMode)
+	}
+	if d.CorrectnessTotal.UniquenessScope != "within_each_trial" || d.CorrectnessTotal.GeneratedUTF8Bytes != 5281875 {
+		t.Errorf("correctness_total = %+v", d.CorrectnessTotal)
+	}
+}
+
+func TestRoundTripReference(t *testing.T) {
+	in := readReference(t)
+	d := parseReference(t)
+	out, err := Marshal(d)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !reflect.DeepEqual(decodeAny(t, in), decodeAny(t, out)) {
+		t.Fatalf("round trip changed the document:\n%s", out)
+	}
+	// Written twice, the bytes must not drift.
+	d2, err := Parse(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	out2, err := Marshal(d2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(out, out2) {
+		t.Fatal("second round trip changed the bytes")
+	}
+}
+
+// TestRoundTripUnknownKeys adds keys this version does not know at every level, including
+// nulls and number literals float64 cannot hold, and checks they come back literally.
+func TestRoundTripUnknownKeys(t *testing.T) {
+	in := readReference(t)
+	var m map[string]any
+	dec := json.NewDecoder(bytes.NewReader(in))
+	dec.UseNumber()
+	if err := dec.Decode(&m); err != nil {
+		t.Fatal(err)
+	}
+	m["generator"] = map[string]any{"name": "aiperf", "args": []any{"--x", json.Number("1")}}
+	m["note"] = nil
+	m["experiment"].(map[string]any)["gpu_clock_mhz"] = json.Number("2400.000000000000000001")
+	w1 := m["workloads"].([]any)[1].(map[string]any)
+	w1["comment"] = "re-run after driver update"
+	tr := w1["failing_trials"].([]any)[2].(map[string]any)
+	tr["concurrency"] = nil // a known optional key as null must stay null
+	tr["ttft_ms"].(map[string]any)["p999"] = json.Number("12345.678901234567890")
+	m["correctness_total"].(map[string]any)["retries"] = json.Number("0")
+	in, err := json.Marshal(m)
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	d, err := Parse(in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	out, err := Marshal(d)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var a, b any
+	for _, p := range []struct {
+		data []byte
+		v    *any
+	}{{in, &a}, {out, &b}} {
+		dec := json.NewDecoder(bytes.NewReader(p.data))
+		dec.UseNumber()
+		if err := dec.Decode(p.v); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// Known numbers may change spelling (2099.0 -> 2099); unknown ones must not.
+	for _, lit := range []string{`"gpu_clock_mhz": 2400.000000000000000001`, `"p999": 12345.678901234567890`, `"concurrency": null`, `"note": null`, `"comment": "re-run after driver update"`, `"retries": 0`, `"args": [`} {
+		if !bytes.Contains(out, []byte(lit)) {
+			t.Errorf("output lacks %s", lit)
+		}
+	}
+	if !reflect.DeepEqual(decodeAny(t, in), decodeAny(t, out)) {
+		t.Fatalf("round trip changed the document:\n%s", out)
+	}
+}
+
+func intp(i int) *int { return &i }
+
+// TestMarshalFromScratchHasReferenceShape builds a document in code, as the benchmark
+// resource does, and checks it has every key of the reference with the same JSON types.
+func TestMarshalFromScratchHasReferenceShape(t *testing.T) {
+	trial := func(n, c int) Trial {
+		return Trial{
+			TTFTMs:                     Percentiles{P50: 1, P95: 2, P99: 3},
+			RequestLatencyMs:           Percentiles{P50: 4, P95: 5, P99: 6},
+			ITLMs:                      Percentiles{P50: 7, P95: 8, P99: 9},
+			OutputThroughputTPS:        10,
+			PerUserOutputThroughputTPS: UserThroughput{Avg: 11, P50: 12, P95: 13},
+			RequestThroughputRPS:       14,
+			BenchmarkDurationS:         15,
+			ServerPromptTokens:         MinMax{Min: 16, Max: 17},
+			ServerCompletionTokens:     MinMax{Min: 18, Max: 18},
+			Correctness:                Correctness{ProfilingRecords: 64},
+			Trial:                      n,
+			Concurrency:                c,
+		}
+	}
+	d := &Document{
+		Experiment: Experiment{ImageTag: "img", SpeculativeMode: &SpeculativeMode{Algorithm: "EAGLE"}},
+		SLO:        SLO{Metric: "time_to_first_token", Percentile: 95, ThresholdMs: 10000},
+		Workloads: []Workload{{
+			Label: "2K / 512", ConfiguredISL: 2048, ConfiguredOSL: 512,
+			MaximumPassingConcurrency: intp(3), FirstFailingConcurrency: intp(4),
+			PassingTrials: []Trial{trial(1, 3)}, FailingTrials: []Trial{trial(1, 4)},
+		}},
+	}
+	out, err := Marshal(d)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ref := decodeAny(t, readReference(t))
+	var problems []string
+	shapeDiff("", ref, decodeAny(t, out), &problems)
+	if len(problems) > 0 {
+		t.Fatalf("written document differs in shape from the reference:\n%s\n%s", strings.Join(problems, "\n"), out)
+	}
+	if _, err := Parse(out); err != nil {
+		t.Fatalf("Parse(Marshal(doc)): %v", err)
+	}
+}
+
+// shapeDiff reports every path of ref that ours lacks or holds with another JSON type. Each
+// item of an array of ours is compared with the reference's first item.
+func shapeDiff(path string, ref, ours any, problems *[]string) {
+	typeOf := func(v any) string {
+		switch v.(type) {
+		case map[string]any:
+			return "object"
+		case []any:
+			return "array"
+		case string:
+			return "string"
+		case float64:
+			return "number"
+		case bool:
+			return "boolean"
+		default:
+			return "null"
+		}
+	}
+	if typeOf(ref) != typeOf(ours) {
+		*problems = append(*problems, fmt.Sprintf("%s: reference has %s, ours %s", path, typeOf(ref), typeOf(ours)))
+		return
+	}
+	switch r := ref.(type) {
+	case map[string]any:
+		o := ours.(map[string]any)
+		keys := make([]string, 0, len(r))
+		for k := range r {
+			keys = append(keys, k)
+		}
+		sort.Strings(keys)
+		for _, k := range keys {
+			ov, ok := o[k]
+			if !ok {
+				*problems = append(*problems, fmt.Sprintf("%s: missing", joinKey(path, k)))
+				continue
+			}
+			shapeDiff(joinKey(path, k), r[k], ov, problems)
+		}
+	case []any:
+		o := ours.([]any)
+		if len(r) == 0 {
+			return
+		}
+		if len(o) == 0 {
+			*problems = append(*problems, fmt.Sprintf("%s: empty, reference is not", path))
+		}
+		for i, it := range o {
+			shapeDiff(joinIndex(path, i), r[0], it, problems)
+		}
+	}
+}
+
+func TestMarshalDoesNotModifyInput(t *testing.T) {
+	d := &Document{Workloads: []Workload{{Label: "a"}}}
+	if _, err := Marshal(d); err != nil {
+		t.Fatal(err)
+	}
+	if d.SchemaVersion != 0 || d.Workloads[0].PassingTrials != nil {
+		t.Fatalf("Marshal modified its input: %+v", d)
+	}
+}
+
+func TestMarshalErrors(t *testing.T) {
+	cases := []struct {
+		name string
+		doc  *Document
+		want string
+	}{
+		{"nil", nil, "nil results document"},
+		{"other version", &Document{SchemaVersion: 2}, "cannot write schema_version 2"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := Marshal(tc.doc)
+			if err == nil || !strings.Contains(err.Error(), tc.want) {
+				t.Fatalf("Marshal() error = %v, want it to contain %q", err, tc.want)
+			}
+		})
+	}
+}
+
+// mutated returns the reference with one change applied to its generic tree.
+func mutated(t *testing.T, change func(m map[string]any)) []byte {
+	t.Helper()
+	var m map[string]any
+	if err := json.Unmarshal(readReference(t), &m); err != nil {
+		t.Fatal(err)
+	}
+	change(m)
+	out, err := json.Marshal(m)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
+func obj(v any, keys ...any) map[string]any {
+	for _, k := range keys {
+		switch k := k.(type) {
+		case string:
+			v = v.(map[string]any)[k]
+		case int:
+			v = v.([]any)[k]
+		}
+	}
+	return v.(map[string]any)
+}
+
+func TestParseErrors(t *testing.T) {
+	cases := []struct {
+		name string
+		data []byte
+		want []string // each must appear in the error
+	}{
+		{"not JSON", []byte(`{"schema_version": 1,`), []string{"not valid JSON"}},
+		{"empty", []byte(``), []string{"not valid JSON"}},
+		{"trailing data", []byte(`{"schema_version": 1} {}`), []string{"not valid JSON", "after the top-level value"}},
+		{"array at top", []byte(`[1]`), []string{"document: expected object, got array"}},
+		{"too deep", []byte(strings.Repeat("[", 200) + strings.Repeat("]", 200)), []string{"nesting deeper than 100"}},
+		{"no version", []byte(`{"workloads": []}`), []string{"schema_version: missing required key"}},
+		{"version 2", []byte(`{"schema_version": 2}`), []string{"schema_version: unsupported version 2: this provider reads version 1"}},
+		{"version as string", []byte(`{"schema_version": "1"}`), []string{"schema_version: expected integer, got string"}},
+		{"only a version", []byte(`{"schema_version": 1}`), []string{
+			"experiment: missing required key", "aiperf: missing required key", "slo: missing required key",
+			"workloads: missing required key", "correctness_total: missing required key",
+		}},
+		{"mistyped p95", mutated(t, func(m map[string]any) {
+			obj(m, "workloads", 1, "passing_trials", 0, "ttft_ms")["p95"] = "fast"
+		}), []string{"workloads[1].passing_trials[0].ttft_ms.p95: expected number, got string"}},
+		{"missing counter", mutated(t, func(m map[string]any) {
+			delete(obj(m, "workloads", 2, "failing_trials", 1, "correctness"), "http_200")
+		}), []string{"workloads[2].failing_trials[1].correctness.http_200: missing required key"}},
+		{"null threshold", mutated(t, func(m map[string]any) {
+			obj(m, "slo")["threshold_ms"] = nil
+		}), []string{"slo.threshold_ms: expected number, got null"}},
+		{"fractional count", mutated(t, func(m map[string]any) {
+			obj(m, "experiment")["tensor_parallelism"] = 4.5
+		}), []string{"experiment.tensor_parallelism: expected integer, got 4.5"}},
+		{"boundary as string", mutated(t, func(m map[string]any) {
+			obj(m, "workloads", 0)["maximum_passing_concurrency"] = "11"
+		}), []string{"workloads[0].maximum_passing_concurrency: expected integer, got string"}},
+		{"workloads not array", mutated(t, func(m map[string]any) {
+			m["workloads"] = map[string]any{}
+		}), []string{"workloads: expected array, got object"}},
+		{"trial not object", mutated(t, func(m map[string]any) {
+			obj(m, "workloads", 0)["failing_trials"].([]any)[2] = 7
+		}), []string{"workloads[0].failing_trials[2]: expected object, got number"}},
+		{"bool as string", mutated(t, func(m map[string]any) {
+			obj(m, "aiperf")["streaming"] = "yes"
+		}), []string{"aiperf.streaming: expected boolean, got string"}},
+		{"speculative mode mistyped", mutated(t, func(m map[string]any) {
+			obj(m, "experiment")["speculative_mode"] = "EAGLE"
+		}), []string{"experiment.speculative_mode: expected object, got string"}},
+		{"concurrency mistyped", mutated(t, func(m map[string]any) {
+			obj(m, "workloads", 0, "passing_trials", 1)["concurrency"] = "eleven"
+		}), []string{"workloads[0].passing_trials[1].concurrency: expected integer, got string"}},
+		{"number out of range", []byte(strings.Replace(string(readReference(t)), `"output_throughput_tps": 255.27724311247786`, `"output_throughput_tps": 1e999`, 1)),
+			[]string{"workloads[0].passing_trials[0].output_throughput_tps: number 1e999 is out of range"}},
+		{"duplicate label", mutated(t, func(m map[string]any) {
+			obj(m, "workloads", 2)["label"] = "2K / 512"
+		}), []string{`workloads[2].label: duplicate workload label "2K / 512" (also workloads[0])`}},
+		{"two problems", mutated(t, func(m map[string]any) {
+			obj(m, "workloads", 0, "passing_trials", 0, "itl_ms")["p50"] = true
+			delete(obj(m, "correctness_total"), "errors")
+		}), []string{"workloads[0].passing_trials[0].itl_ms.p50: expected number, got boolean", "correctness_total.errors: missing required key"}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			d, err := Parse(tc.data)
+			if err == nil {
+				t.Fatalf("Parse() = %+v, want an error", d)
+			}
+			for _, w := range tc.want {
+				if !strings.Contains(err.Error(), w) {
+					t.Errorf("Parse() error = %q\nwant it to contain %q", err, w)
+				}
+			}
+		})
+	}
+}
+
+func TestParseErrorsAreCapped(t *testing.T) {
+	// Every trial's every number mistyped: thousands of problems, a bounded message.
+	data := mutated(t, func(m map[string]any) {
+		for _, w := range m["workloads"].([]any) {
+			for _, side := range []string{"passing_trials", "failing_trials"} {
+				for _, tr := range w.(map[string]any)[side].([]any) {
+					for k := range tr.(map[string]any) {
+						tr.(map[string]any)[k] = "x"
+					}
+				}
+			}
+		}
+	})
+	_, err := Parse(data)
+	if err == nil {
+		t.Fatal("want an error")
+	}
+	if n := strings.Count(err.Error(), "\n"); n != maxErrors {
+		t.Errorf("error has %d lines, want %d:\n%v", n+1, maxErrors+1, err)
+	}
+	if !strings.Contains(err.Error(), "more problems") {
+		t.Errorf("error does not say more problems were left out: %v", err)
+	}
+}
+
+func TestParseNullsAndWholeFloats(t *testing.T) {
+	d, err := Parse(mutated(t, func(m map[string]any) {
+		obj(m, "workloads", 0)["maximum_passing_concurrency"] = nil
+		obj(m, "experiment")["speculative_mode"] = nil
+	}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d.Workloads[0].MaximumPassingConcurrency != nil || d.Experiment.SpeculativeMode != nil {
+		t.Fatalf("nulls not read as nil: %+v", d.Workloads[0])
+	}
+	out, err := Marshal(d)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, lit := range []string{`"maximum_passing_concurrency": null`, `"speculative_mode": null`} {
+		if !bytes.Contains(out, []byte(lit)) {
+			t.Errorf("output lacks %s", lit)
+		}
+	}
+	d, err = Parse([]byte(strings.Replace(string(readReference(t)), `"tensor_parallelism": 4`, `"tensor_parallelism": 4.0`, 1)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d.Experiment.TensorParallelism != 4 {
+		t.Errorf("tensor_parallelism = %d, want 4", d.Experiment.TensorParallelism)
+	}
+}
+
+func FuzzParse(f *testing.F) {
+	f.Add(readReference(f))
+	f.Add([]byte(`{"schema_version": 1}`))
+	f.Add([]byte(`{"schema_version": 1, "experiment": {"speculative_mode": null}, "workloads": [{"passing_trials": [{}]}]}`))
+	f.Add([]byte(`[[[[`))
+	f.Add([]byte(`{"a":1e999}`))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		d, err := Parse(data)
+		if err != nil {
+			return
+		}
+		// Whatever Parse accepts must write, read back, and write to the same bytes.
+		out, err := Marshal(d)
+		if err != nil {
+			t.Fatalf("Marshal(Parse(data)): %v", err)
+		}
+		d2, err := Parse(out)
+		if err != nil {
+			t.Fatalf("Parse(Marshal(Parse(data))): %v\n%s", err, out)
+		}
+		out2, err := Marshal(d2)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !bytes.Equal(out, out2) {
+			t.Fatalf("writing is not stable:\n%s\n%s", out, out2)
+		}
+	})
+}

@@ -1,0 +1,65 @@
+package results
+
+import (
+	"encoding/csv"
+	"strconv"
+	"strings"
+)
+
+// CSVHeader is the header row of CSV. Columns are only ever appended, so spreadsheets and
+// scripts that read by position keep working across versions.
+var CSVHeader = []string{
+	"workload", "configured_isl", "configured_osl", "side", "trial", "concurrency",
+	"slo_value_ms", "verdict",
+	"ttft_ms_p50", "ttft_ms_p95", "ttft_ms_p99",
+	"request_latency_ms_p50", "request_latency_ms_p95", "request_latency_ms_p99",
+	"itl_ms_p50", "itl_ms_p95", "itl_ms_p99",
+	"output_throughput_tps",
+	"per_user_output_throughput_tps_avg", "per_user_output_throughput_tps_p50", "per_user_output_throughput_tps_p95",
+	"request_throughput_rps", "benchmark_duration_s",
+	"server_prompt_tokens_min", "server_prompt_tokens_max",
+	"server_completion_tokens_min", "server_completion_tokens_max",
+	"warmup_records", "unique_warmup_prompts", "warmup_profile_prompt_overlap", "profiling_records",
+	"http_200", "unique_prompts", "unique_outputs", "generated_chunks", "generated_utf8_bytes",
+	"completion_tokens_total", "finish_reason_length", "errors", "cancelled", "output_length_mismatches",
+}
+
+// CSV renders one row per confirmation trial, every number as recorded (unrounded).
+// Unknown values (no concurrency, an SLO the trial cannot be judged by) are empty cells.
+func CSV(d *Document) string {
+	var b strings.Builder
+	w := csv.NewWriter(&b)
+	// Writes to a strings.Builder cannot fail, so the writer's errors need no handling.
+	_ = w.Write(CSVHeader)
+	for _, wl := range d.Workloads {
+		for _, st := range wl.Trials() {
+			t := st.Trial
+			conc, sloValue := "", ""
+			if st.Concurrency != 0 {
+				conc = strconv.Itoa(st.Concurrency)
+			}
+			if v, err := d.SLO.Value(t); err == nil {
+				sloValue = formatFloat(v)
+			}
+			c := t.Correctness
+			f, i := formatFloat, strconv.Itoa
+			_ = w.Write([]string{
+				wl.Label, i(wl.ConfiguredISL), i(wl.ConfiguredOSL), string(st.Side), i(t.Trial), conc,
+				sloValue, d.SLO.Verdict(t),
+				f(t.TTFTMs.P50), f(t.TTFTMs.P95), f(t.TTFTMs.P99),
+				f(t.RequestLatencyMs.P50), f(t.RequestLatencyMs.P95), f(t.RequestLatencyMs.P99),
+				f(t.ITLMs.P50), f(t.ITLMs.P95), f(t.ITLMs.P99),
+				f(t.OutputThroughputTPS),
+				f(t.PerUserOutputThroughputTPS.Avg), f(t.PerUserOutputThroughputTPS.P50), f(t.PerUserOutputThroughputTPS.P95),
+				f(t.RequestThroughputRPS), f(t.BenchmarkDurationS),
+				f(t.ServerPromptTokens.Min), f(t.ServerPromptTokens.Max),
+				f(t.ServerCompletionTokens.Min), f(t.ServerCompletionTokens.Max),
+				i(c.WarmupRecords), i(c.UniqueWarmupPrompts), i(c.WarmupProfilePromptOverlap), i(c.ProfilingRecords),
+				i(c.HTTP200), i(c.UniquePrompts), i(c.UniqueOutputs), i(c.GeneratedChunks), i(c.GeneratedUTF8Bytes),
+				i(c.CompletionTokensTotal), i(c.FinishReasonLength), i(c.Errors), strconv.FormatBool(c.Cancelled), f(c.OutputLengthMismatches),
+			})
+		}
+	}
+	w.Flush()
+	return b.String()
+}

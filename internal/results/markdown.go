@@ -1,0 +1,178 @@
+package results
+
+import (
+	"fmt"
+	"strconv"
+	"strings"
+)
+
+// Markdown renders the document for a pull request or a wiki page: the setup, a summary of
+// the boundaries, and per workload a table of its confirmation trials.
+func Markdown(d *Document) string {
+	var b strings.Builder
+	e := d.Experiment
+	title := e.Model
+	if title == "" {
+		title = "LLM inference server"
+	}
+	fmt.Fprintf(&b, "# Capacity report: %s\n\n", mdText(title))
+	fmt.Fprintf(&b, "SLO: %s", mdText(d.SLO.Sentence()))
+	if d.SLO.AllConfirmationTrialsMustPass {
+		b.WriteString(" in every confirmation trial")
+	}
+	b.WriteString(".\n\n")
+
+	b.WriteString("## Setup\n\n| | |\n|---|---|\n")
+	row := func(k, v string) {
+		if strings.TrimSpace(v) != "" {
+			fmt.Fprintf(&b, "| %s | %s |\n", k, v)
+		}
+	}
+	row("Model", joinNonEmpty(" @ ", mdCode(e.Model), mdCode(e.Checkpoint)))
+	row("Image", joinNonEmpty(" ", mdCode(e.ImageTag), mdCode(e.ImageDigest)))
+	row("Hardware", mdText(e.Hardware))
+	row("Driver", mdText(e.Driver))
+	row("Kernel", mdText(e.Kernel))
+	if e.TensorParallelism > 0 {
+		row("Tensor parallelism", strconv.Itoa(e.TensorParallelism))
+	}
+	if e.ContextLength > 0 {
+		row("Context length", fmt.Sprintf("%d tokens (physical token pool %d)", e.ContextLength, e.PhysicalTokenPool))
+	}
+	if s := e.SpeculativeMode; s != nil {
+		row("Speculative decoding", fmt.Sprintf("%s, %d steps, top-k %d, %d draft tokens", mdText(s.Algorithm), s.Steps, s.TopK, s.DraftTokens))
+	} else {
+		row("Speculative decoding", "off")
+	}
+	p := d.AIPerf
+	row("Load generator version", mdText(p.Version))
+	var load []string
+	if p.ArrivalPattern != "" {
+		load = append(load, mdText(p.ArrivalPattern))
+	}
+	if p.Streaming {
+		load = append(load, "streaming")
+	}
+	load = append(load, "temperature "+formatFloat(p.Temperature))
+	if p.IgnoreEOS {
+		load = append(load, "ignore_eos")
+	}
+	if p.ServerTokenCount {
+		load = append(load, "token counts from the server")
+	}
+	row("Load", strings.Join(load, ", "))
+	row("Trials", fmt.Sprintf("%d warmup + %d measured requests per trial, %d confirmation trials per boundary side",
+		p.WarmupsPerTrial, p.MeasuredRequestsPerTrial, p.IndependentTrialsPerBoundarySide))
+	row("Cache", mdText(p.CachePolicy))
+	b.WriteString("\n")
+
+	b.WriteString("## Summary\n\n| Workload | ISL / OSL | Maximum passing concurrency | First failing concurrency |\n|---|---:|---:|---:|\n")
+	for _, w := range d.Workloads {
+		fmt.Fprintf(&b, "| %s | %d / %d | %s | %s |\n", mdText(w.Label), w.ConfiguredISL, w.ConfiguredOSL,
+			boundaryText(w.MaximumPassingConcurrency, "none (even the lowest failed)"),
+			boundaryText(w.FirstFailingConcurrency, "none within the bounds"))
+	}
+	b.WriteString("\n")
+
+	metric := d.SLO.MetricShort()
+	// The verdict column repeats the judged value only when no other column shows it.
+	shown := d.SLO.Metric == "time_to_first_token" || (d.SLO.Metric == "inter_token_latency" && d.SLO.Percentile == 50)
+	for _, w := range d.Workloads {
+		fmt.Fprintf(&b, "## %s\n\n", mdText(w.Label))
+		fmt.Fprintf(&b, "%d input / %d output tokens configured", w.ConfiguredISL, w.ConfiguredOSL)
+		if w.ServerPromptTokens.Max > 0 {
+			fmt.Fprintf(&b, " (%s–%s prompt tokens as the server counted them)", formatFloat(w.ServerPromptTokens.Min), formatFloat(w.ServerPromptTokens.Max))
+		}
+		fmt.Fprintf(&b, ". Maximum passing concurrency **%s**, first failing **%s**.\n\n",
+			boundaryText(w.MaximumPassingConcurrency, "none"), boundaryText(w.FirstFailingConcurrency, "none"))
+		trials := w.Trials()
+		if len(trials) == 0 {
+			b.WriteString("No confirmation trials recorded.\n\n")
+			continue
+		}
+		b.WriteString("| Side | Concurrency | Trial | TTFT p50 (ms) | TTFT p95 (ms) | TTFT p99 (ms) | ITL p50 (ms) | Output (tok/s) | Per-user avg (tok/s) | Verdict |\n")
+		b.WriteString("|---|---:|---:|---:|---:|---:|---:|---:|---:|---|\n")
+		for _, st := range trials {
+			t := st.Trial
+			verdict := d.SLO.Verdict(t)
+			if v, err := d.SLO.Value(t); err == nil && !shown {
+				verdict = fmt.Sprintf("%s (%s p%s %s ms)", verdict, metric, formatFloat(d.SLO.Percentile), fixed(v, 1))
+			}
+			fmt.Fprintf(&b, "| %s | %s | %d | %s | %s | %s | %s | %s | %s | %s |\n",
+				st.Side, concurrencyText(st.Concurrency), t.Trial,
+				fixed(t.TTFTMs.P50, 1), fixed(t.TTFTMs.P95, 1), fixed(t.TTFTMs.P99, 1), fixed(t.ITLMs.P50, 2),
+				fixed(t.OutputThroughputTPS, 1), fixed(t.PerUserOutputThroughputTPS.Avg, 1), mdText(verdict))
+		}
+		b.WriteString("\n")
+	}
+
+	c := d.CorrectnessTotal
+	b.WriteString("## Correctness\n\n")
+	fmt.Fprintf(&b, "%d measured requests (%d HTTP 200), %d errors, %d cancelled trials, %s output length mismatches, "+
+		"%d warmup/profile prompt overlaps, %d unique prompts and %d unique outputs",
+		c.ProfilingRecords, c.HTTP200, c.Errors, boolCount(c.Cancelled), formatFloat(c.OutputLengthMismatches),
+		c.WarmupProfilePromptOverlap, c.UniquePrompts, c.UniqueOutputs)
+	if c.UniquenessScope != "" {
+		fmt.Fprintf(&b, " (%s)", mdText(strings.ReplaceAll(c.UniquenessScope, "_", " ")))
+	}
+	b.WriteString(".\n")
+	return b.String()
+}
+
+func boundaryText(c *int, none string) string {
+	if c == nil {
+		return none
+	}
+	return strconv.Itoa(*c)
+}
+
+func concurrencyText(c int) string {
+	if c == 0 {
+		return "?"
+	}
+	return strconv.Itoa(c)
+}
+
+func boolCount(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
+}
+
+// fixed rounds for reading; the CSV and OpenMetrics renderings keep every digit.
+func fixed(v float64, decimals int) string {
+	return strconv.FormatFloat(v, 'f', decimals, 64)
+}
+
+// mdText keeps free text from breaking a table row or starting markup.
+func mdText(s string) string {
+	r := strings.NewReplacer("|", `\|`, "\n", " ", "\r", " ", "*", `\*`, "_", `\_`, "`", "\\`", "<", "&lt;", ">", "&gt;")
+	return r.Replace(s)
+}
+
+// mdCode shows identifiers (model, digest) as code; an empty value stays empty.
+func mdCode(s string) string {
+	if s == "" {
+		return ""
+	}
+	s = strings.NewReplacer("\n", " ", "\r", " ", "|", `\|`).Replace(s)
+	fence := "`"
+	for strings.Contains(s, fence) {
+		fence += "`"
+	}
+	if strings.HasPrefix(s, "`") || strings.HasSuffix(s, "`") {
+		return fence + " " + s + " " + fence
+	}
+	return fence + s + fence
+}
+
+func joinNonEmpty(sep string, parts ...string) string {
+	var keep []string
+	for _, p := range parts {
+		if p != "" {
+			keep = append(keep, p)
+		}
+	}
+	return strings.Join(keep, sep)
+}

@@ -1,0 +1,163 @@
+package results
+
+import (
+	"fmt"
+	"math"
+	"strconv"
+	"strings"
+)
+
+// OpenMetrics renders the document as gauges in the text exposition format that both
+// Prometheus (text 0.0.4) and OpenMetrics parsers read, ending with "# EOF". Latencies are
+// in seconds, Prometheus' base unit; trial series carry workload, side and trial labels.
+func OpenMetrics(d *Document) string {
+	var b strings.Builder
+	family := func(name, help string) {
+		fmt.Fprintf(&b, "# HELP %s %s\n# TYPE %s gauge\n", name, help, name)
+	}
+	sample := func(name string, v float64, labels ...string) {
+		b.WriteString(name)
+		if len(labels) > 0 {
+			b.WriteByte('{')
+			for i := 0; i+1 < len(labels); i += 2 {
+				if i > 0 {
+					b.WriteByte(',')
+				}
+				fmt.Fprintf(&b, `%s="%s"`, labels[i], escapeLabel(labels[i+1]))
+			}
+			b.WriteByte('}')
+		}
+		b.WriteByte(' ')
+		b.WriteString(promFloat(v))
+		b.WriteByte('\n')
+	}
+
+	e := d.Experiment
+	family("llmserve_experiment_info", "What was measured; the value is always 1.")
+	sample("llmserve_experiment_info", 1, "model", e.Model, "checkpoint", e.Checkpoint, "image_tag", e.ImageTag,
+		"image_digest", e.ImageDigest, "hardware", e.Hardware, "tensor_parallelism", strconv.Itoa(e.TensorParallelism))
+
+	family("llmserve_slo_threshold_seconds", "Threshold of the service level objective each trial is judged by.")
+	sample("llmserve_slo_threshold_seconds", d.SLO.ThresholdMs/1000, "metric", d.SLO.Metric,
+		"quantile", quantile(d.SLO.Percentile), "comparison", d.SLO.Comparison)
+
+	type workloadGauge struct {
+		name, help string
+		value      func(Workload) (float64, bool)
+	}
+	boundary := func(c *int) (float64, bool) {
+		if c == nil {
+			return 0, false
+		}
+		return float64(*c), true
+	}
+	for _, g := range []workloadGauge{
+		{"llmserve_maximum_passing_concurrency", "Highest concurrency at which every confirmation trial met the SLO; absent when even the lowest failed.",
+			func(w Workload) (float64, bool) { return boundary(w.MaximumPassingConcurrency) }},
+		{"llmserve_first_failing_concurrency", "Lowest concurrency above the maximum passing one at which a confirmation trial missed the SLO; absent when none failed within the bounds.",
+			func(w Workload) (float64, bool) { return boundary(w.FirstFailingConcurrency) }},
+		{"llmserve_configured_input_tokens", "Configured input sequence length of the workload.",
+			func(w Workload) (float64, bool) { return float64(w.ConfiguredISL), true }},
+		{"llmserve_configured_output_tokens", "Configured output sequence length of the workload.",
+			func(w Workload) (float64, bool) { return float64(w.ConfiguredOSL), true }},
+	} {
+		family(g.name, g.help)
+		for _, w := range d.Workloads {
+			if v, ok := g.value(w); ok {
+				sample(g.name, v, "workload", w.Label)
+			}
+		}
+	}
+
+	// Every trial series; a family's samples must be contiguous in the text format.
+	type trialRow struct {
+		w  Workload
+		st SideTrial
+	}
+	var rows []trialRow
+	for _, w := range d.Workloads {
+		for _, st := range w.Trials() {
+			rows = append(rows, trialRow{w, st})
+		}
+	}
+	each := func(name, help string, emit func(r trialRow, labels []string)) {
+		family(name, help)
+		for _, r := range rows {
+			emit(r, []string{"workload", r.w.Label, "side", string(r.st.Side), "trial", strconv.Itoa(r.st.Trial.Trial)})
+		}
+	}
+	quantiles := func(name string, p func(Trial) Percentiles) func(trialRow, []string) {
+		return func(r trialRow, l []string) {
+			ps := p(r.st.Trial)
+			sample(name, ps.P50/1000, append(l, "quantile", "0.5")...)
+			sample(name, ps.P95/1000, append(l, "quantile", "0.95")...)
+			sample(name, ps.P99/1000, append(l, "quantile", "0.99")...)
+		}
+	}
+	scalar := func(name string, v func(Trial) float64) func(trialRow, []string) {
+		return func(r trialRow, l []string) { sample(name, v(r.st.Trial), l...) }
+	}
+
+	each("llmserve_trial_concurrency", "Concurrent requests the confirmation trial kept in flight.", func(r trialRow, l []string) {
+		if r.st.Concurrency != 0 {
+			sample("llmserve_trial_concurrency", float64(r.st.Concurrency), l...)
+		}
+	})
+	each("llmserve_trial_slo_met", "1 when the trial on its own met the SLO, 0 when it missed it.", func(r trialRow, l []string) {
+		switch d.SLO.Verdict(r.st.Trial) {
+		case "pass":
+			sample("llmserve_trial_slo_met", 1, l...)
+		case "fail":
+			sample("llmserve_trial_slo_met", 0, l...)
+		}
+	})
+	each("llmserve_trial_time_to_first_token_seconds", "Time to first token of the trial's measured requests.",
+		quantiles("llmserve_trial_time_to_first_token_seconds", func(t Trial) Percentiles { return t.TTFTMs }))
+	each("llmserve_trial_inter_token_latency_seconds", "Inter-token latency of the trial's measured requests.",
+		quantiles("llmserve_trial_inter_token_latency_seconds", func(t Trial) Percentiles { return t.ITLMs }))
+	each("llmserve_trial_request_latency_seconds", "End-to-end latency of the trial's measured requests.",
+		quantiles("llmserve_trial_request_latency_seconds", func(t Trial) Percentiles { return t.RequestLatencyMs }))
+	each("llmserve_trial_output_throughput_tokens_per_second", "Output tokens of all measured requests over the trial's duration.",
+		scalar("llmserve_trial_output_throughput_tokens_per_second", func(t Trial) float64 { return t.OutputThroughputTPS }))
+	each("llmserve_trial_per_user_output_throughput_tokens_per_second", "Output rate one user sees (1/ITL per request): its average and percentiles.",
+		func(r trialRow, l []string) {
+			u := r.st.Trial.PerUserOutputThroughputTPS
+			name := "llmserve_trial_per_user_output_throughput_tokens_per_second"
+			sample(name, u.Avg, append(l, "stat", "avg")...)
+			sample(name, u.P50, append(l, "stat", "p50")...)
+			sample(name, u.P95, append(l, "stat", "p95")...)
+		})
+	each("llmserve_trial_request_throughput_requests_per_second", "Successful measured requests over the trial's duration.",
+		scalar("llmserve_trial_request_throughput_requests_per_second", func(t Trial) float64 { return t.RequestThroughputRPS }))
+	each("llmserve_trial_duration_seconds", "From the first measured request sent to the last response received.",
+		scalar("llmserve_trial_duration_seconds", func(t Trial) float64 { return t.BenchmarkDurationS }))
+	each("llmserve_trial_measured_requests", "Measured (profiling) requests of the trial.",
+		scalar("llmserve_trial_measured_requests", func(t Trial) float64 { return float64(t.Correctness.ProfilingRecords) }))
+	each("llmserve_trial_errors", "Measured requests that failed.",
+		scalar("llmserve_trial_errors", func(t Trial) float64 { return float64(t.Correctness.Errors) }))
+	each("llmserve_trial_output_length_mismatches", "Measured requests whose output length missed the configured one.",
+		scalar("llmserve_trial_output_length_mismatches", func(t Trial) float64 { return t.Correctness.OutputLengthMismatches }))
+	b.WriteString("# EOF\n")
+	return b.String()
+}
+
+// quantile writes a percentile as the quantile label Prometheus uses (95 -> "0.95").
+func quantile(percentile float64) string {
+	return strconv.FormatFloat(percentile/100, 'g', -1, 64)
+}
+
+func promFloat(v float64) string {
+	switch {
+	case math.IsNaN(v):
+		return "NaN"
+	case math.IsInf(v, 1):
+		return "+Inf"
+	case math.IsInf(v, -1):
+		return "-Inf"
+	}
+	return strconv.FormatFloat(v, 'g', -1, 64)
+}
+
+func escapeLabel(s string) string {
+	return strings.NewReplacer(`\`, `\\`, `"`, `\"`, "\n", `\n`).Replace(s)
+}

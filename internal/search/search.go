@@ -1,0 +1,427 @@
+// Package search finds the capacity boundary: the highest concurrency whose confirmation trials
+// all pass the SLO. It reports exactly what the exhaustive grid protocol reports (k confirmation
+// trials at every concurrency from the minimum up to the first failure) while running far fewer
+// trials: single probes that may stop as soon as their verdict is decided bracket and bisect the
+// boundary, and only the two levels around it get the k full confirmation trials.
+//
+// The package knows nothing of HTTP, metrics or Terraform: a TrialRunner runs one trial and says
+// whether it passed.
+package search
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math"
+	"slices"
+)
+
+// Kind tells a probe from a confirmation trial.
+type Kind int
+
+const (
+	// Probe is a single trial used to locate the boundary. The runner may stop it as soon as its
+	// verdict is decided; it is never reported as a confirmation trial.
+	Probe Kind = iota + 1
+	// Confirmation is a full trial at a boundary side; k of them run at each confirmed level,
+	// all in full even after one fails, because the result reports all of them.
+	Confirmation
+)
+
+func (k Kind) String() string {
+	switch k {
+	case Probe:
+		return "probe"
+	case Confirmation:
+		return "confirmation"
+	}
+	return fmt.Sprintf("Kind(%d)", int(k))
+}
+
+// Request identifies one trial. (Concurrency, Kind, Index) is its identity for resuming: the
+// search asks for the same requests in the same order whenever it sees the same outcomes.
+type Request struct {
+	Concurrency int
+	Kind        Kind
+	Index       int // 1-based: confirmation trial number at this concurrency; probes are always 1
+}
+
+// Outcome is what one trial produced.
+type Outcome struct {
+	Request
+	Pass bool
+	// Value is the SLO metric's value (for example p95 TTFT in ms). For a probe stopped early it
+	// may be a bound rather than the exact value; the search only reads confirmation values.
+	Value        float64
+	DecidedEarly bool    // the runner stopped the trial once its verdict was decided
+	Cost         float64 // request-seconds the trial occupied the server, warmups included
+	Detail       any     // the caller's full trial metrics, carried through untouched
+	Resumed      bool    // taken from Config.History rather than run by this search
+}
+
+// TrialRunner runs one trial. It must honour ctx: when ctx ends it stops the load and returns
+// an error wrapping ctx.Err().
+type TrialRunner interface {
+	RunTrial(ctx context.Context, req Request) (Outcome, error)
+}
+
+// RunnerFunc adapts a function to TrialRunner.
+type RunnerFunc func(ctx context.Context, req Request) (Outcome, error)
+
+// RunTrial calls f.
+func (f RunnerFunc) RunTrial(ctx context.Context, req Request) (Outcome, error) { return f(ctx, req) }
+
+// Config is one search.
+type Config struct {
+	Min, Max           int // concurrency bounds, inclusive
+	ConfirmationTrials int // k >= 1 full trials per confirmed level
+
+	// History holds outcomes of an earlier, interrupted search of the same workload. A request
+	// found there is not run again.
+	History []Outcome
+
+	// Progress, when set, is called once per outcome the search uses, in order, including those
+	// taken from History (marked Resumed).
+	Progress func(Outcome)
+
+	// Threshold and GuardBand make the result safer against noise: the grid would also run the
+	// levels just below the boundary, and where the boundary's confirmation trials came within
+	// GuardBand (relative) of Threshold, one of those lower trials may fail too. The search then
+	// confirms the level below as well, and so on down while the evidence stays that close.
+	// Zero GuardBand turns this off. Values are compared as "lower is better" (latencies).
+	Threshold float64
+	GuardBand float64
+}
+
+func (c Config) validate() error {
+	switch {
+	case c.Min < 1:
+		return fmt.Errorf("search: minimum concurrency must be at least 1, got %d", c.Min)
+	case c.Max < c.Min:
+		return fmt.Errorf("search: maximum concurrency %d is below the minimum %d", c.Max, c.Min)
+	case c.ConfirmationTrials < 1:
+		return fmt.Errorf("search: confirmation trials must be at least 1, got %d", c.ConfirmationTrials)
+	case c.GuardBand < 0 || c.GuardBand >= 1:
+		return fmt.Errorf("search: guard band must be in [0, 1), got %g", c.GuardBand)
+	case c.GuardBand > 0 && !(c.Threshold > 0):
+		return fmt.Errorf("search: a guard band needs a positive threshold, got %g", c.Threshold)
+	}
+	return nil
+}
+
+// NonMonotone records a level that passed while a lower level failed: the capacity curve is not
+// monotone there (noise or a real effect), and the reader should know.
+type NonMonotone struct {
+	Passed int // a concurrency with a passing trial
+	Failed int // the highest lower concurrency with a failing trial
+}
+
+func (n NonMonotone) String() string {
+	return fmt.Sprintf("concurrency %d passed although %d failed", n.Passed, n.Failed)
+}
+
+// Result is the boundary and every trial behind it.
+type Result struct {
+	MaximumPassing *int // nil: even the minimum failed (or the search did not finish)
+	FirstFailing   *int // nil: nothing failed up to the maximum (or the search did not finish)
+	PassingTrials  []Outcome
+	FailingTrials  []Outcome
+	All            []Outcome // every trial used, in order, then unused History entries
+	NonMonotone    []NonMonotone
+	Cost           float64 // request-seconds of All
+}
+
+// level is what is known about one concurrency.
+type level struct {
+	probe *Outcome
+	conf  []Outcome
+}
+
+type searcher struct {
+	cfg     Config
+	runner  TrialRunner
+	history map[Request]int // index into cfg.History
+	used    []bool
+	levels  map[int]*level
+	res     Result
+}
+
+// Run searches for the boundary. On error (a failed trial or a cancelled ctx) it returns what was
+// measured so far in Result.All, with the boundaries left nil, so the caller can store the
+// outcomes and resume later by passing them as History.
+func Run(ctx context.Context, cfg Config, runner TrialRunner) (Result, error) {
+	if err := cfg.validate(); err != nil {
+		return Result{}, err
+	}
+	if runner == nil {
+		return Result{}, errors.New("search: no trial runner")
+	}
+	s := &searcher{cfg: cfg, runner: runner, history: map[Request]int{}, used: make([]bool, len(cfg.History)), levels: map[int]*level{}}
+	for i, o := range cfg.History {
+		if _, dup := s.history[o.Request]; !dup {
+			s.history[o.Request] = i
+		}
+	}
+	err := s.search(ctx)
+	for i, o := range cfg.History {
+		if !s.used[i] {
+			o.Resumed = true
+			s.res.All = append(s.res.All, o)
+		}
+	}
+	for _, o := range s.res.All {
+		s.res.Cost += o.Cost
+	}
+	s.res.NonMonotone = nonMonotone(s.res.All)
+	if err != nil {
+		s.res.MaximumPassing, s.res.FirstFailing, s.res.PassingTrials, s.res.FailingTrials = nil, nil, nil, nil
+		return s.res, err
+	}
+	return s.res, nil
+}
+
+// belief is the best knowledge of a level's verdict: its confirmation trials when it has them,
+// else its probe. ok is false for a level never tried.
+func (s *searcher) belief(c int) (pass, ok bool) {
+	if c < s.cfg.Min {
+		return true, true // below the bounds counts as passing: nothing to find there
+	}
+	if c > s.cfg.Max {
+		return false, true // above the bounds counts as failing: the search stops at Max
+	}
+	l := s.levels[c]
+	switch {
+	case l == nil:
+		return false, false
+	case len(l.conf) == s.cfg.ConfirmationTrials:
+		return allPass(l.conf), true
+	case l.probe != nil:
+		return l.probe.Pass, true
+	}
+	return false, false
+}
+
+func (s *searcher) confirmed(c int) bool {
+	l := s.levels[c]
+	return l != nil && len(l.conf) == s.cfg.ConfirmationTrials
+}
+
+func (s *searcher) search(ctx context.Context) error {
+	for {
+		// The lowest level believed failing, and the highest believed passing below it. Levels
+		// strictly between them have never been tried, so no level is probed twice.
+		hi := s.cfg.Max + 1
+		for c := s.cfg.Min; c <= s.cfg.Max; c++ {
+			if pass, ok := s.belief(c); ok && !pass {
+				hi = c
+				break
+			}
+		}
+		lo := s.cfg.Min - 1
+		for c := hi - 1; c >= s.cfg.Min; c-- {
+			if pass, ok := s.belief(c); ok && pass {
+				lo = c
+				break
+			}
+		}
+		if hi-lo == 2 {
+			// One untried level left: it will be confirmed whatever a probe says, so skip the probe.
+			if err := s.confirm(ctx, lo+1); err != nil {
+				return err
+			}
+			continue
+		}
+		if hi-lo > 2 {
+			if err := s.probe(ctx, s.nextProbe(lo, hi)); err != nil {
+				return err
+			}
+			continue
+		}
+		// Adjacent: lo passes and hi fails, by belief. Make both confirmed facts.
+		if lo >= s.cfg.Min && !s.confirmed(lo) {
+			if err := s.confirm(ctx, lo); err != nil {
+				return err
+			}
+			continue
+		}
+		if hi <= s.cfg.Max && !s.confirmed(hi) {
+			if err := s.confirm(ctx, hi); err != nil {
+				return err
+			}
+			continue
+		}
+		if g, ok := s.guardLevel(lo); ok {
+			if err := s.confirm(ctx, g); err != nil {
+				return err
+			}
+			continue
+		}
+		s.finish(lo, hi)
+		return nil
+	}
+}
+
+// nextProbe picks the level to probe in (lo, hi). With no failure above lo it gallops: the step
+// doubles from 1 since the last level that failed (or from the minimum), because passing probes
+// cost a full trial while an overshoot fails early and cheaply. Otherwise it bisects.
+func (s *searcher) nextProbe(lo, hi int) int {
+	if hi > s.cfg.Max {
+		lastFail := s.cfg.Min - 1
+		for c := lo; c >= s.cfg.Min; c-- {
+			if s.anyFail(c) {
+				lastFail = c
+				break
+			}
+		}
+		step := max(1, lo-lastFail)
+		return min(lo+step, s.cfg.Max)
+	}
+	return lo + (hi-lo)/2
+}
+
+func (s *searcher) anyFail(c int) bool {
+	l := s.levels[c]
+	if l == nil {
+		return false
+	}
+	if l.probe != nil && !l.probe.Pass {
+		return true
+	}
+	return !allPass(l.conf)
+}
+
+// guardLevel returns the level below the boundary that still needs confirming because the
+// confirmed levels from lo downwards came within the guard band of the threshold.
+func (s *searcher) guardLevel(lo int) (int, bool) {
+	if s.cfg.GuardBand == 0 {
+		return 0, false
+	}
+	near := s.cfg.Threshold * (1 - s.cfg.GuardBand)
+	for g := lo; g > s.cfg.Min && s.confirmed(g); g-- {
+		worst := math.Inf(-1)
+		for _, o := range s.levels[g].conf {
+			worst = max(worst, o.Value)
+		}
+		if worst < near {
+			return 0, false
+		}
+		if !s.confirmed(g - 1) {
+			return g - 1, true
+		}
+	}
+	return 0, false
+}
+
+func (s *searcher) finish(lo, hi int) {
+	if lo >= s.cfg.Min {
+		s.res.MaximumPassing = ptr(lo)
+		s.res.PassingTrials = slices.Clone(s.levels[lo].conf)
+	}
+	if hi <= s.cfg.Max {
+		s.res.FirstFailing = ptr(hi)
+		s.res.FailingTrials = slices.Clone(s.levels[hi].conf)
+	}
+}
+
+func (s *searcher) lvl(c int) *level {
+	l := s.levels[c]
+	if l == nil {
+		l = &level{}
+		s.levels[c] = l
+	}
+	return l
+}
+
+func (s *searcher) probe(ctx context.Context, c int) error {
+	o, err := s.trial(ctx, Request{Concurrency: c, Kind: Probe, Index: 1})
+	if err != nil {
+		return err
+	}
+	s.lvl(c).probe = &o
+	return nil
+}
+
+// confirm runs all k confirmation trials at c, in full even after one fails.
+func (s *searcher) confirm(ctx context.Context, c int) error {
+	l := s.lvl(c)
+	for i := len(l.conf) + 1; i <= s.cfg.ConfirmationTrials; i++ {
+		o, err := s.trial(ctx, Request{Concurrency: c, Kind: Confirmation, Index: i})
+		if err != nil {
+			return err
+		}
+		l.conf = append(l.conf, o)
+	}
+	return nil
+}
+
+func (s *searcher) trial(ctx context.Context, req Request) (Outcome, error) {
+	if i, ok := s.history[req]; ok && !s.used[i] {
+		s.used[i] = true
+		o := s.cfg.History[i]
+		o.Request = req
+		o.Resumed = true
+		s.record(o)
+		return o, nil
+	}
+	if err := ctx.Err(); err != nil {
+		return Outcome{}, fmt.Errorf("search stopped before %s %d at concurrency %d: %w", req.Kind, req.Index, req.Concurrency, err)
+	}
+	o, err := s.runner.RunTrial(ctx, req)
+	if err != nil {
+		return Outcome{}, fmt.Errorf("%s %d at concurrency %d: %w", req.Kind, req.Index, req.Concurrency, err)
+	}
+	o.Request = req
+	o.Resumed = false
+	s.record(o)
+	return o, nil
+}
+
+func (s *searcher) record(o Outcome) {
+	s.res.All = append(s.res.All, o)
+	if s.cfg.Progress != nil {
+		s.cfg.Progress(o)
+	}
+}
+
+// nonMonotone lists, for every level with a passing trial, the highest lower level with a failing
+// trial, if any.
+func nonMonotone(all []Outcome) []NonMonotone {
+	passed := map[int]bool{}
+	failed := map[int]bool{}
+	for _, o := range all {
+		if o.Pass {
+			passed[o.Concurrency] = true
+		} else {
+			failed[o.Concurrency] = true
+		}
+	}
+	var fails []int
+	for c := range failed {
+		fails = append(fails, c)
+	}
+	slices.Sort(fails)
+	var passes []int
+	for c := range passed {
+		passes = append(passes, c)
+	}
+	slices.Sort(passes)
+	var out []NonMonotone
+	for _, p := range passes {
+		i, _ := slices.BinarySearch(fails, p) // fails[:i] are below p
+		if i > 0 {
+			out = append(out, NonMonotone{Passed: p, Failed: fails[i-1]})
+		}
+	}
+	return out
+}
+
+func allPass(os []Outcome) bool {
+	for _, o := range os {
+		if !o.Pass {
+			return false
+		}
+	}
+	return true
+}
+
+func ptr(v int) *int { return &v }

@@ -1,0 +1,275 @@
+package search_test
+
+import (
+	"context"
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/llmserve/terraform-provider-llmserve/internal/search"
+	"github.com/llmserve/terraform-provider-llmserve/internal/simengine"
+)
+
+// The trial shape of the issue: p95 TTFT over 64 measured requests after 8 warmups, 3
+// confirmation trials per side, concurrency 1..64.
+const (
+	warmups      = 8
+	measured     = 64
+	percentile   = 95.0
+	confirmK     = 3
+	minC, maxC   = 1, 64
+	probeIndex   = 1000 // probes draw their own noise, apart from confirmation trials 1..k
+	trialNoise   = 0.03 // a few % per trial, as repeated runs on real servers show
+	requestNoise = 0.02
+)
+
+// scenario is one simulated engine, workload and threshold.
+type scenario struct {
+	model       simengine.Model
+	input       int
+	output      int
+	thresholdMs float64
+}
+
+// trial runs one trial on the virtual-time engine and judges it like the real runner would:
+// p95 TTFT strictly below the threshold passes; a probe stops the moment its verdict is decided.
+func (s scenario) trial(c, index int, probe bool) (search.Outcome, error) {
+	reqs, err := s.model.Run(simengine.Trial{Concurrency: c, Warmups: warmups, Measured: measured,
+		InputTokens: s.input, OutputTokens: s.output, Index: index})
+	if err != nil {
+		return search.Outcome{}, fmt.Errorf("simulate c=%d trial %d: %w", c, index, err)
+	}
+	thr := time.Duration(s.thresholdMs * float64(time.Millisecond))
+	end := time.Duration(0)
+	var ttfts []float64
+	var passAt, failAt []time.Duration
+	lastFirst := time.Duration(0)
+	for _, r := range reqs {
+		end = max(end, r.End)
+		if r.Warmup {
+			continue
+		}
+		ttfts = append(ttfts, float64(r.TTFT())/float64(time.Millisecond))
+		lastFirst = max(lastFirst, r.FirstToken)
+		if r.TTFT() >= thr {
+			failAt = append(failAt, r.Start+thr) // known to be past the threshold from then on
+		} else {
+			passAt = append(passAt, r.FirstToken)
+		}
+	}
+	value := percentileOf(ttfts, percentile)
+	o := search.Outcome{Pass: value < s.thresholdMs, Value: value}
+	stop := end
+	if probe {
+		// The early-decision count rule: with rank = (n-1)p/100, the trial fails once
+		// n - floor(rank) values are past the threshold and passes once ceil(rank)+1 are known
+		// to be below it; otherwise the verdict is known when the last first token arrives.
+		rank := float64(measured-1) * percentile / 100
+		needFail := measured - int(math.Floor(rank))
+		needPass := int(math.Ceil(rank)) + 1
+		slices.Sort(passAt)
+		slices.Sort(failAt)
+		stop = lastFirst
+		if len(failAt) >= needFail {
+			stop = failAt[needFail-1]
+		} else if len(passAt) >= needPass {
+			stop = passAt[needPass-1]
+		}
+		o.DecidedEarly = stop < end
+	}
+	for _, r := range reqs {
+		if r.Start < stop {
+			o.Cost += (min(r.End, stop) - r.Start).Seconds()
+		}
+	}
+	return o, nil
+}
+
+// percentileOf interpolates linearly between closest ranks (numpy's default).
+func percentileOf(v []float64, p float64) float64 {
+	s := slices.Clone(v)
+	slices.Sort(s)
+	rank := p / 100 * float64(len(s)-1)
+	lo := int(math.Floor(rank))
+	hi := min(lo+1, len(s)-1)
+	return s[lo] + (rank-float64(lo))*(s[hi]-s[lo])
+}
+
+// grid is the exhaustive protocol: k full trials at every level from the minimum up to the first
+// level with a failing trial. It returns the maximum passing level (minC-1 when the minimum
+// fails) and the request-seconds spent.
+func (s scenario) grid() (maxPassing int, cost float64, err error) {
+	for c := minC; c <= maxC; c++ {
+		failed := false
+		for i := 1; i <= confirmK; i++ {
+			o, err := s.trial(c, i, false)
+			if err != nil {
+				return 0, 0, err
+			}
+			cost += o.Cost
+			failed = failed || !o.Pass
+		}
+		if failed {
+			return c - 1, cost, nil
+		}
+	}
+	return maxC, cost, nil
+}
+
+func (s scenario) search(guard float64) (search.Result, error) {
+	runner := search.RunnerFunc(func(_ context.Context, q search.Request) (search.Outcome, error) {
+		if q.Kind == search.Probe {
+			return s.trial(q.Concurrency, probeIndex+q.Index, true)
+		}
+		return s.trial(q.Concurrency, q.Index, false)
+	})
+	return search.Run(context.Background(), search.Config{Min: minC, Max: maxC, ConfirmationTrials: confirmK,
+		Threshold: s.thresholdMs, GuardBand: guard}, runner)
+}
+
+// scenarios draws n engines and workloads and sets each threshold between the noise-free p95
+// TTFT at a target level and the next one, so grid boundaries spread over the whole range.
+func scenarios(n int) ([]scenario, error) {
+	var out []scenario
+	r := rand.New(rand.NewPCG(2026, 2))
+	for seed := uint64(1); len(out) < n; seed++ {
+		m := simengine.Model{
+			Slots:            []int{4, 8, 12, 16, 24, 32, 48, 64}[r.IntN(8)],
+			PrefillPerToken:  time.Duration(5+r.IntN(60)) * time.Microsecond,
+			PrefillOverhead:  time.Duration(1+r.IntN(10)) * time.Millisecond,
+			DecodeStep:       time.Duration(5+r.IntN(25)) * time.Millisecond,
+			DecodePerSeq:     time.Duration(100+r.IntN(900)) * time.Microsecond,
+			MaxPrefillTokens: []int{2048, 4096, 8192, 16384}[r.IntN(4)],
+			Seed:             seed,
+		}
+		s := scenario{model: m, input: []int{256, 512, 1024, 2048, 4096, 8192}[r.IntN(6)], output: []int{64, 128, 256, 512}[r.IntN(4)]}
+		target := 1 + r.IntN(maxC-4)
+		at := func(c int) (float64, error) {
+			o, err := s.trial(c, 0, false)
+			return o.Value, err
+		}
+		lo, err := at(target)
+		if err != nil {
+			return nil, err
+		}
+		hi, err := at(target + 1)
+		if err != nil {
+			return nil, err
+		}
+		if hi <= lo {
+			continue // flat here: no threshold separates the two levels
+		}
+		s.thresholdMs = (lo + hi) / 2
+		s.model.TrialNoise, s.model.RequestNoise = trialNoise, requestNoise
+		out = append(out, s)
+	}
+	return out, nil
+}
+
+type figures struct {
+	scenarios, agree         int
+	searchCost, gridCost     float64
+	searchTrials, gridTrials int
+	nonMonotone              int
+	worstRatio, medianRatio  float64
+	boundaryMin, boundaryMax int
+	disagreements            []string
+}
+
+func measure(n int, guard float64) (figures, error) {
+	ss, err := scenarios(n)
+	if err != nil {
+		return figures{}, err
+	}
+	f := figures{scenarios: len(ss), boundaryMin: maxC, boundaryMax: 0}
+	var ratios []float64
+	for i, s := range ss {
+		gridMax, gridCost, err := s.grid()
+		if err != nil {
+			return f, err
+		}
+		res, err := s.search(guard)
+		if err != nil {
+			return f, fmt.Errorf("scenario %d: %w", i, err)
+		}
+		got := minC - 1
+		if res.MaximumPassing != nil {
+			got = *res.MaximumPassing
+		}
+		if got == gridMax {
+			f.agree++
+		} else {
+			f.disagreements = append(f.disagreements, fmt.Sprintf("scenario %d: search %d, grid %d", i, got, gridMax))
+		}
+		f.boundaryMin, f.boundaryMax = min(f.boundaryMin, gridMax), max(f.boundaryMax, gridMax)
+		f.searchCost += res.Cost
+		f.gridCost += gridCost
+		f.searchTrials += len(res.All)
+		f.gridTrials += confirmK * min(gridMax+1-minC+1, maxC-minC+1)
+		ratios = append(ratios, res.Cost/gridCost)
+		if len(res.NonMonotone) > 0 {
+			f.nonMonotone++
+		}
+	}
+	slices.Sort(ratios)
+	f.worstRatio = ratios[len(ratios)-1]
+	f.medianRatio = ratios[len(ratios)/2]
+	return f, nil
+}
+
+// guardBand is the relative margin below the threshold within which the search also confirms
+// the level under the boundary: about 2.5 times the 3 % per-trial noise. Over 600 scenarios,
+// 0 agrees with the grid in 86 % of them, 0.05 in 99.7 %, 0.07 in 100 % at 33 % of the grid's
+// request-seconds, 0.10 in 100 % at 36 %.
+const guardBand = 0.07
+
+// BenchmarkSearchVsGrid reports, over 120 seeded noisy scenarios, how often the search's boundary
+// equals the exhaustive grid's (agree_%) and the search's request-seconds as a share of the
+// grid's (cost_%). Run: go test ./internal/search -run '^$' -bench SearchVsGrid -benchtime 1x
+func BenchmarkSearchVsGrid(b *testing.B) {
+	var f figures
+	var err error
+	for b.Loop() {
+		if f, err = measure(120, guardBand); err != nil {
+			b.Fatal(err)
+		}
+	}
+	b.ReportMetric(100*float64(f.agree)/float64(f.scenarios), "agree_%")
+	b.ReportMetric(100*f.searchCost/f.gridCost, "cost_%")
+	b.ReportMetric(100*f.medianRatio, "median_scenario_cost_%")
+	b.ReportMetric(float64(f.searchTrials)/float64(f.scenarios), "search_trials/scenario")
+	b.ReportMetric(float64(f.gridTrials)/float64(f.scenarios), "grid_trials/scenario")
+	b.Logf("%d scenarios, grid boundaries %d..%d, %d with non-monotone notes, worst scenario cost %.0f%%",
+		f.scenarios, f.boundaryMin, f.boundaryMax, f.nonMonotone, 100*f.worstRatio)
+	for _, d := range f.disagreements {
+		b.Log(d)
+	}
+}
+
+// TestSearchVsGridGoals keeps the figures from regressing: the boundary must equal the grid's in
+// at least 99 % of the scenarios for at most 35 % of the grid's request-seconds.
+func TestSearchVsGridGoals(t *testing.T) {
+	if testing.Short() {
+		t.Skip("simulates thousands of trials")
+	}
+	f, err := measure(120, guardBand)
+	if err != nil {
+		t.Fatal(err)
+	}
+	agree := float64(f.agree) / float64(f.scenarios)
+	ratio := f.searchCost / f.gridCost
+	t.Logf("agree %.1f%% (%d/%d), cost %.1f%% of the grid, median scenario %.1f%%, boundaries %d..%d",
+		100*agree, f.agree, f.scenarios, 100*ratio, 100*f.medianRatio, f.boundaryMin, f.boundaryMax)
+	for _, d := range f.disagreements {
+		t.Log(d)
+	}
+	if agree < 0.99 {
+		t.Errorf("search agrees with the grid in %.1f%% of scenarios, want >= 99%%", 100*agree)
+	}
+	if ratio > 0.35 {
+		t.Errorf("search costs %.1f%% of the grid's request-seconds, want <= 35%%", 100*ratio)
+	}
+}
