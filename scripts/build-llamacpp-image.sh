@@ -12,24 +12,36 @@
 # Debian/Ubuntu machine it installs debootstrap itself.
 #
 # Usage:
-#   scripts/build-llamacpp-image.sh              rootfs + image (needs dockerd)
+#   scripts/build-llamacpp-image.sh               rootfs + image (needs dockerd)
 #   scripts/build-llamacpp-image.sh --rootfs-only rootfs only, for chroot use
 #   scripts/build-llamacpp-image.sh --print-image print the image reference and exit
-#   scripts/build-llamacpp-image.sh --force      rebuild rootfs and image
+#   scripts/build-llamacpp-image.sh --force       rebuild rootfs and image
 #
-# The rootfs runs llama-server without Docker too (see scripts/smoke-llamacpp.sh):
+# Stdout carries only the result (the image reference, or the rootfs path with
+# --rootfs-only), so callers can write img=$(scripts/build-llamacpp-image.sh);
+# progress and timings go to stderr. First build: about a minute on 2 idle
+# cores (mostly debootstrap download and unpack), ~125 MB; reuse: under 1 s.
 #
-#   mkdir -p .cache/llamacpp-rootfs/models
-#   mount --bind /path/to/models .cache/llamacpp-rootfs/models
-#   mount -t proc proc .cache/llamacpp-rootfs/proc   # CPU/thread detection reads /proc
-#   chroot .cache/llamacpp-rootfs /usr/bin/llama-server -m /models/tiny.gguf \
-#       --host 127.0.0.1 --port 8080
-#   umount .cache/llamacpp-rootfs/proc .cache/llamacpp-rootfs/models
+# Running llama-server from the rootfs without Docker (what
+# scripts/smoke-llamacpp.sh does): a private mount namespace holds the model
+# bind mount and /proc, so nothing stays mounted on the host when it exits.
 #
-# The chroot shares the host network namespace, so 127.0.0.1 is the host's loopback.
+#   scripts/build-llamacpp-image.sh --rootfs-only
+#   unshare --mount --propagation private sh -c '
+#     mount --bind /path/to/models .cache/llamacpp-rootfs/models
+#     mount -t proc proc .cache/llamacpp-rootfs/proc
+#     exec chroot .cache/llamacpp-rootfs /usr/bin/llama-server \
+#       -m /models/tiny-llama.gguf --host 127.0.0.1 --port 8080 --metrics'
+#
+# The chroot shares the host's network namespace, so 127.0.0.1 is the host's
+# loopback. The image equivalent:
+#
+#   docker run --rm --network host -v /path/to/models:/models:ro \
+#     llmserve/llamacpp:latest -m /models/tiny-llama.gguf --host 127.0.0.1 --port 8080
 #
 # Environment overrides: LLAMACPP_SUITE, LLAMACPP_MIRROR, LLAMACPP_PACKAGES,
-# LLAMACPP_ROOTFS, LLAMACPP_IMAGE_REPO (see scripts/lib-llamacpp.sh).
+# LLAMACPP_ROOTFS, LLAMACPP_DEB_CACHE, LLAMACPP_IMAGE_REPO (see
+# scripts/lib-llamacpp.sh).
 set -euo pipefail
 
 # shellcheck source=scripts/lib-llamacpp.sh

@@ -203,7 +203,6 @@ func (g *Generator) fitOne(ctx context.Context, s *sequence, target int) (best s
 		return c, nil
 	}
 	below, above := -1, math.MaxInt // largest k counted under target, smallest counted over
-	belowCount := 0
 	k := s.wordsForChars(charsFor(float64(target), g.tokensPerChar()))
 	for calls < g.maxCalls() {
 		c, err := count(s.text(k), k)
@@ -214,11 +213,11 @@ func (g *Generator) fitOne(ctx context.Context, s *sequence, target int) (best s
 			return best, bestCount, calls, nil
 		}
 		if c < target {
-			below, belowCount = max(below, k), c
+			below = max(below, k)
 		} else {
 			above = min(above, k)
 		}
-		if above == below+1 || (above == 0) {
+		if above == below+1 || above == 0 {
 			break // no word count hits it: fine-tune below
 		}
 		next := s.wordsForChars(math.Min(float64(s.chars(k))+float64(target-c)/g.tokensPerChar(), charsFor(float64(target), minTokensPerChar)))

@@ -41,6 +41,7 @@ var (
 	_ resource.ResourceWithConfigure      = (*inferenceServerResource)(nil)
 	_ resource.ResourceWithImportState    = (*inferenceServerResource)(nil)
 	_ resource.ResourceWithValidateConfig = (*inferenceServerResource)(nil)
+	_ resource.ResourceWithModifyPlan     = (*inferenceServerResource)(nil)
 )
 
 // NewInferenceServerResource is the llmserve_inference_server resource.
@@ -319,7 +320,7 @@ func (r *inferenceServerResource) ValidateConfig(ctx context.Context, req resour
 		return
 	}
 	for _, p := range spec.Validate() {
-		resp.Diagnostics.AddAttributeError(problemPath(p.Field), "Invalid "+string(spec.Engine)+" setting", p.Detail)
+		resp.Diagnostics.AddAttributeError(problemPath(p.Field), "Invalid "+string(spec.Engine)+" setting", p.Error())
 	}
 	if !m.ModelHostPath.IsNull() && !strings.HasPrefix(m.Model.ValueString(), "/") {
 		resp.Diagnostics.AddAttributeError(path.Root("model"), "model must be a container path", "model_host_path is mounted at model, so model must be an absolute path inside the container")
@@ -334,6 +335,25 @@ func (m inferenceServerModel) specKnown() bool {
 		}
 	}
 	return true
+}
+
+// ModifyPlan marks what a restart changes: Docker picks a new ephemeral host port each time a
+// container starts, so a restart of a server without a fixed host_port moves its endpoint.
+func (r *inferenceServerResource) ModifyPlan(ctx context.Context, req resource.ModifyPlanRequest, resp *resource.ModifyPlanResponse) {
+	if req.State.Raw.IsNull() || req.Plan.Raw.IsNull() {
+		return
+	}
+	var plan, state, config inferenceServerModel
+	resp.Diagnostics.Append(req.Plan.Get(ctx, &plan)...)
+	resp.Diagnostics.Append(req.State.Get(ctx, &state)...)
+	resp.Diagnostics.Append(req.Config.Get(ctx, &config)...)
+	if resp.Diagnostics.HasError() {
+		return
+	}
+	if plan.Running.ValueBool() && !state.Running.ValueBool() && config.HostPort.IsNull() && plan.NetworkMode.ValueString() != "host" {
+		resp.Diagnostics.Append(resp.Plan.SetAttribute(ctx, path.Root("host_port"), types.Int64Unknown())...)
+		resp.Diagnostics.Append(resp.Plan.SetAttribute(ctx, path.Root("endpoint"), types.StringUnknown())...)
+	}
 }
 
 func problemPath(field string) path.Path {
@@ -370,7 +390,7 @@ func (r *inferenceServerResource) Create(ctx context.Context, req resource.Creat
 	}
 	if problems := spec.Validate(); len(problems) > 0 {
 		for _, p := range problems {
-			resp.Diagnostics.AddAttributeError(problemPath(p.Field), "Invalid "+string(spec.Engine)+" setting", p.Detail)
+			resp.Diagnostics.AddAttributeError(problemPath(p.Field), "Invalid "+string(spec.Engine)+" setting", p.Error())
 		}
 		return
 	}
@@ -384,7 +404,7 @@ func (r *inferenceServerResource) Create(ctx context.Context, req resource.Creat
 	ready := plan.readiness(spec, secrets)
 	st, info, err := deploy.Launch(ctx, b, c, ready)
 	if err != nil {
-		resp.Diagnostics.AddError("Inference server did not become ready", err.Error()+"\n\nThe container was removed; nothing is left on the engine host.")
+		resp.Diagnostics.AddError("Inference server did not become ready", err.Error()+"\n\nAny container this apply created was removed; nothing is left on the engine host.")
 		return
 	}
 	kernel, _ := b.KernelVersion(ctx) // recorded for results; a missing kernel is not a failure

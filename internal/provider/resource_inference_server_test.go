@@ -13,7 +13,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/docker/docker/api/types/container"
 	"github.com/hashicorp/terraform-plugin-testing/helper/resource"
 	"github.com/hashicorp/terraform-plugin-testing/knownvalue"
 	"github.com/hashicorp/terraform-plugin-testing/plancheck"
@@ -21,7 +20,6 @@ import (
 	"github.com/hashicorp/terraform-plugin-testing/terraform"
 	"github.com/hashicorp/terraform-plugin-testing/tfjsonpath"
 
-	"github.com/llmserve/terraform-provider-llmserve/internal/deploy"
 	"github.com/llmserve/terraform-provider-llmserve/internal/deploy/docker"
 	"github.com/llmserve/terraform-provider-llmserve/internal/deploy/enginetest"
 )
@@ -260,11 +258,15 @@ func TestAccInferenceServer_lifecycle(t *testing.T) {
 				),
 			},
 			{
-				ResourceName:            accResource,
-				ImportState:             true,
-				ImportStateId:           accContainer, // by name
-				ImportStateVerify:       true,
-				ImportStateVerifyIgnore: []string{"hub_token_wo", "api_key_wo", "timeouts"},
+				ResourceName:      accResource,
+				ImportState:       true,
+				ImportStateId:     accContainer, // by name
+				ImportStateVerify: true,
+				// The server demands the API key, which is write-only and so unknown to an
+				// import: what only the server reports stays empty. The drift test, without a
+				// key, verifies those too.
+				ImportStateVerifyIgnore: []string{"hub_token_wo", "api_key_wo", "timeouts",
+					"server_version", "experiment.context_length", "experiment.physical_token_pool"},
 			},
 		},
 	})
@@ -331,7 +333,7 @@ func TestAccInferenceServer_exitAtStart(t *testing.T) {
 		Steps: []resource.TestStep{{
 			Config: testAccInferenceServerConfig(name, `  environment = { SIMENGINE_ARGS = "-startup-delay=30s -exit-after=300ms -exit-code=3" }`),
 			// The diagnostic carries the engine's last log line and says the container is gone.
-			ExpectError: regexp.MustCompile(`(?s)exited with code 3.*simulated crash.*container was removed`),
+			ExpectError: regexp.MustCompile(`(?s)exited with code 3.*simulated crash.*container\s+this\s+apply\s+created\s+was\s+removed`),
 		}},
 	})
 	if _, err := b.Inspect(context.Background(), name); !docker.IsNotFound(err) {
@@ -347,7 +349,7 @@ func TestAccInferenceServer_validation(t *testing.T) {
 		name, extra string
 		want        *regexp.Regexp
 	}{
-		{"sglang topk 1 draft tokens", `  speculative = { algorithm = "EAGLE", steps = 7, topk = 1, draft_tokens = 7 }`, regexp.MustCompile(`(?s)speculative.draft_tokens.*draft_tokens = steps \+ 1 = 8`)},
+		{"sglang topk 1 draft tokens", `  speculative = { algorithm = "EAGLE", steps = 7, topk = 1, draft_tokens = 7 }`, regexp.MustCompile(`speculative\.draft_tokens:\s+with\s+topk\s+=\s+1\s+SGLang\s+needs\s+draft_tokens\s+=\s+steps\s+\+\s+1\s+=\s+8`)},
 		{"tensor parallel zero", `  tensor_parallel_size = 0`, regexp.MustCompile(`(?s)tensor_parallel_size.*at least 1`)},
 		{"port range", `  port = 70000`, regexp.MustCompile(`(?s)port.*between 1 and 65535`)},
 		{"unsupported accelerator", `
@@ -366,7 +368,7 @@ resource "llmserve_inference_server" "test" {
   model       = "/models/tiny.gguf"
   accelerator = "xpu"
 }`, accImage)
-				tt.want = regexp.MustCompile(`(?s)accelerator.*use one of "cpu", "cuda"`)
+				tt.want = regexp.MustCompile(`accelerator:\s+engine\s+"llamacpp"\s+does\s+not\s+run\s+on\s+"xpu"\s+here;\s+use\s+one\s+of\s+"cpu",\s+"cuda"`)
 			}
 			resource.Test(t, resource.TestCase{
 				ProtoV6ProviderFactories: testAccProtoV6ProviderFactories,
@@ -375,7 +377,3 @@ resource "llmserve_inference_server" "test" {
 		})
 	}
 }
-
-// keep the container import used even when the remote test is compiled out.
-var _ = container.ListOptions{}
-var _ = deploy.ManagedLabel

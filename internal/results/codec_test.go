@@ -468,5 +468,7 @@ func FuzzParse(f *testing.F) {
 		if !bytes.Equal(out, out2) {
 			t.Fatalf("writing is not stable:\n%s\n%s", out, out2)
 		}
+		// Renderings of anything Parse accepts must finish without panicking.
+		_, _, _, _ = Markdown(d), CSV(d), OpenMetrics(d), SVG(d)
 	})
 }

@@ -257,11 +257,15 @@ func TestRenderingsOnEdgeDocuments(t *testing.T) {
 	itlSLO.SLO = SLO{Metric: "inter_token_latency", Percentile: 50, ThresholdMs: 40, Comparison: "less_than_or_equal"}
 	oddSLO := *base
 	oddSLO.SLO = SLO{Metric: "queue_time", Percentile: 90, ThresholdMs: 1, Comparison: "roughly"}
+	huge := *base
+	huge.SLO.ThresholdMs = 1.7e308 // an axis of 1.1 x this overflows to +Inf
+	huge.Workloads = []Workload{{Label: "huge", MaximumPassingConcurrency: intp(1 << 53), PassingTrials: base.Workloads[0].PassingTrials}}
 	cases := []struct {
 		name string
 		doc  *Document
 	}{
 		{"empty", &Document{}},
+		{"values at the float64 limit", &huge},
 		{"nothing failed", &noneFailed},
 		{"even the lowest failed", &evenLowestFailed},
 		{"ITL SLO in ms", &itlSLO},

@@ -138,14 +138,18 @@ func writePanel(b *strings.Builder, index int, x0, y0 float64, w Workload, value
 		scale, unit = 1000, "s"
 	}
 	yStep := niceStep(maxV / scale * 1.1 / 5)
-	yMax := math.Ceil(maxV/scale*1.1/yStep) * yStep
-	if yMax <= 0 {
-		yMax, yStep = 1, 0.2
+	yTicks := math.Ceil(maxV / scale * 1.1 / yStep)
+	if !(yTicks >= 1 && yTicks <= 20) {
+		// Nothing above zero, or a value so large the axis overflows: fall back to a unit axis
+		// rather than loop over an unbounded number of ticks.
+		yTicks, yStep = 5, 0.2
 	}
+	yMax := yTicks * yStep
 	// One spare unit right of the highest concurrency keeps its markers off the frame; the
 	// axis then ends on a whole tick so grid lines stay inside the plot.
 	xStep := math.Max(1, math.Round(niceStep(float64(maxC+1)/8)))
-	xMax := math.Ceil(float64(maxC+1)/xStep) * xStep
+	xTicks := math.Ceil(float64(maxC+1) / xStep)
+	xMax := xTicks * xStep
 
 	plotX, plotY := x0+svgPlotLeft, y0+svgPlotTop
 	plotW, plotH := svgPanelW-svgPlotLeft-svgPlotRight, svgPanelH-svgPlotTop-svgPlotBot
@@ -162,12 +166,14 @@ func writePanel(b *strings.Builder, index int, x0, y0 float64, w Workload, value
 		esc(boundaryText(w.MaximumPassingConcurrency, "none")), esc(boundaryText(w.FirstFailingConcurrency, "none")))
 
 	// Grid and tick labels.
-	for v := 0.0; v <= yMax+yStep/2; v += yStep {
+	for i := 0.0; i <= yTicks; i++ {
+		v := i * yStep
 		y := py(v * scale)
 		fmt.Fprintf(b, `<line x1="%s" y1="%s" x2="%s" y2="%s" stroke="%s"/>`, num(plotX), num(y), num(plotX+plotW), num(y), colorGrid)
 		fmt.Fprintf(b, `<text x="%s" y="%s" text-anchor="end" fill="%s">%s</text>`+"\n", num(plotX-6), num(y+4), colorMuted, tick(v, yStep))
 	}
-	for c := 0.0; c <= xMax+xStep/2; c += xStep {
+	for i := 0.0; i <= xTicks; i++ {
+		c := i * xStep
 		x := px(c)
 		fmt.Fprintf(b, `<line x1="%s" y1="%s" x2="%s" y2="%s" stroke="%s"/>`, num(x), num(plotY), num(x), num(plotY+plotH), colorGrid)
 		fmt.Fprintf(b, `<text x="%s" y="%s" text-anchor="middle" fill="%s">%s</text>`+"\n", num(x), num(plotY+plotH+16), colorMuted, tick(c, xStep))

@@ -1,0 +1,248 @@
+package capacity
+
+import (
+	"context"
+	"errors"
+	"net/http"
+	"net/http/httptest"
+	"path/filepath"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/llmserve/terraform-provider-llmserve/internal/load"
+	"github.com/llmserve/terraform-provider-llmserve/internal/simengine"
+)
+
+// twoSlotEngine has a boundary at concurrency 2 for a 150 ms p95 TTFT SLO: two requests
+// start at once, a third waits about 8 × 40 ms for a slot.
+func twoSlotEngine(t *testing.T, opts simengine.Options) *simengine.Server {
+	t.Helper()
+	m := simengine.DefaultModel()
+	m.Slots = 2
+	m.PrefillPerToken = 20 * time.Microsecond
+	m.PrefillOverhead = 2 * time.Millisecond
+	m.DecodeStep = 40 * time.Millisecond
+	m.DecodePerSeq = 0
+	opts.Model = m
+	if opts.ModelName == "" {
+		opts.ModelName = "sim"
+	}
+	s, err := simengine.NewServer(opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s
+}
+
+func testConfig(endpoint string) Config {
+	return Config{
+		Endpoint: endpoint, Model: "sim", API: "chat",
+		Workloads:      []Workload{{Label: "64 / 8", InputTokens: 64, OutputTokens: 8}},
+		SLO:            SLO{Metric: "time_to_first_token", Percentile: 95, ThresholdMs: 150},
+		MinConcurrency: 1, MaxConcurrency: 5,
+		WarmupRequests: 1, MeasuredRequests: 8, ConfirmationTrials: 2,
+		CacheFlush: "auto", Seed: 1,
+	}
+}
+
+func TestRunFindsBoundary(t *testing.T) {
+	engine := twoSlotEngine(t, simengine.Options{})
+	srv := httptest.NewServer(engine)
+	defer srv.Close()
+
+	var trials []TrialRecord
+	cfg := testConfig(srv.URL)
+	cfg.Progress = func(r TrialRecord) { trials = append(trials, r) }
+	doc, err := Run(context.Background(), cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	w := doc.Workloads[0]
+	if w.MaximumPassingConcurrency == nil || *w.MaximumPassingConcurrency != 2 || w.FirstFailingConcurrency == nil || *w.FirstFailingConcurrency != 3 {
+		t.Fatalf("boundary = %v / %v, want 2 / 3", w.MaximumPassingConcurrency, w.FirstFailingConcurrency)
+	}
+	if len(w.PassingTrials) != 2 || len(w.FailingTrials) != 2 {
+		t.Fatalf("got %d passing and %d failing confirmation trials, want 2 and 2", len(w.PassingTrials), len(w.FailingTrials))
+	}
+	for i, tr := range w.PassingTrials {
+		if tr.Trial != i+1 || tr.Concurrency != 2 || tr.TTFTMs.P95 >= 150 {
+			t.Errorf("passing trial %d: trial=%d concurrency=%d p95=%.1f", i, tr.Trial, tr.Concurrency, tr.TTFTMs.P95)
+		}
+	}
+	if engine.Stats().Flushes < 4 {
+		t.Errorf("flushes = %d, want one before each of at least 4 trials", engine.Stats().Flushes)
+	}
+	if doc.AIPerf.CachePolicy != "radix enabled; flushed before every trial" {
+		t.Errorf("cache policy %q", doc.AIPerf.CachePolicy)
+	}
+	if len(trials) < 4 {
+		t.Errorf("progress saw %d trials, want at least 4", len(trials))
+	}
+}
+
+func TestRunPreflightDiagnostics(t *testing.T) {
+	noUsage := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		switch r.URL.Path {
+		case "/v1/models":
+			w.Write([]byte(`{"data":[{"id":"sim"}]}`))
+		case "/v1/chat/completions":
+			w.Header().Set("Content-Type", "text/event-stream")
+			w.Write([]byte("data: {\"choices\":[{\"delta\":{\"content\":\"hi\"}}]}\n\ndata: {\"choices\":[{\"delta\":{\"content\":\" there\"},\"finish_reason\":\"length\"}]}\n\ndata: [DONE]\n\n"))
+		default:
+			http.NotFound(w, r)
+		}
+	})
+	notStreaming := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		switch r.URL.Path {
+		case "/v1/models":
+			w.Write([]byte(`{"data":[{"id":"sim"}]}`))
+		case "/v1/chat/completions":
+			w.Header().Set("Content-Type", "application/json")
+			w.Write([]byte(`{"choices":[{"message":{"content":"hi"}}],"usage":{"prompt_tokens":3,"completion_tokens":2}}`))
+		default:
+			http.NotFound(w, r)
+		}
+	})
+	cases := []struct {
+		name    string
+		handler http.Handler
+		mutate  func(*Config)
+		want    string
+	}{
+		{"wrong api key", twoSlotEngine(t, simengine.Options{APIKey: "right"}), func(c *Config) { c.APIKey = "sk-not-the-right-one-93b1" }, "api_key is missing or wrong"},
+		{"missing api key", twoSlotEngine(t, simengine.Options{APIKey: "right"}), nil, "api_key is missing or wrong"},
+		{"unknown model", twoSlotEngine(t, simengine.Options{}), func(c *Config) { c.Model = "llama" }, `set model to one of them`},
+		{"no usage", noUsage, func(c *Config) { c.CacheFlush = "none" }, "sent no usage"},
+		{"not streaming", notStreaming, func(c *Config) { c.CacheFlush = "none" }, "preflight"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			srv := httptest.NewServer(tc.handler)
+			defer srv.Close()
+			cfg := testConfig(srv.URL)
+			if tc.mutate != nil {
+				tc.mutate(&cfg)
+			}
+			_, err := Run(context.Background(), cfg)
+			if err == nil || !strings.Contains(err.Error(), tc.want) {
+				t.Fatalf("error = %v, want it to contain %q", err, tc.want)
+			}
+			if cfg.APIKey != "" && strings.Contains(err.Error(), cfg.APIKey) {
+				t.Fatalf("error reveals the API key: %v", err)
+			}
+		})
+	}
+}
+
+func TestRunUnreachable(t *testing.T) {
+	srv := httptest.NewServer(http.NotFoundHandler())
+	url := srv.URL
+	srv.Close() // nothing listens there any more
+	cfg := testConfig(url)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	_, err := Run(ctx, cfg)
+	if err == nil || !errors.Is(err, load.ErrUnreachable) {
+		t.Fatalf("error = %v, want ErrUnreachable", err)
+	}
+}
+
+// TestRunServerDiesThenResumes: the server starts failing mid-benchmark; the run stops with
+// a diagnostic, the journal keeps every finished trial, and a second run with a healthy
+// server resumes from them instead of measuring again.
+func TestRunServerDiesThenResumes(t *testing.T) {
+	engine := twoSlotEngine(t, simengine.Options{})
+	var generations, failAfter atomic.Int64
+	failAfter.Store(40) // enough for a few trials, not the whole search
+	flaky := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if strings.HasSuffix(r.URL.Path, "/completions") && generations.Add(1) > failAfter.Load() {
+			http.Error(w, "CUDA error: device lost", http.StatusInternalServerError)
+			return
+		}
+		engine.ServeHTTP(w, r)
+	})
+	srv := httptest.NewServer(flaky)
+	defer srv.Close()
+
+	journalPath := filepath.Join(t.TempDir(), "progress.jsonl")
+	cfg := testConfig(srv.URL)
+	j, err := OpenJournal(journalPath, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg.Progress = func(r TrialRecord) {
+		if err := j.Append(r); err != nil {
+			t.Error(err)
+		}
+	}
+	_, err = Run(context.Background(), cfg)
+	j.Close()
+	if err == nil || !errors.Is(err, ErrServerFailing) || !strings.Contains(err.Error(), "device lost") {
+		t.Fatalf("error = %v, want ErrServerFailing quoting the server", err)
+	}
+	if !strings.Contains(err.Error(), `workload "64 / 8"`) || !strings.Contains(err.Error(), "concurrency") {
+		t.Fatalf("error %q does not say which workload and concurrency failed", err)
+	}
+
+	cfg2 := testConfig(srv.URL)
+	j2, err := OpenJournal(journalPath, cfg2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer j2.Close()
+	finished := len(j2.History())
+	if finished == 0 {
+		t.Fatal("the journal kept no finished trial")
+	}
+	failAfter.Store(1 << 40)
+	cfg2.History = j2.History()
+	var rerun int
+	cfg2.Progress = func(TrialRecord) { rerun++ }
+	doc, err := Run(context.Background(), cfg2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := doc.Workloads[0].MaximumPassingConcurrency; got == nil || *got != 2 {
+		t.Fatalf("resumed boundary = %v, want 2", got)
+	}
+	plain := testConfig(srv.URL)
+	var fresh int
+	plain.Progress = func(TrialRecord) { fresh++ }
+	if _, err := Run(context.Background(), plain); err != nil {
+		t.Fatal(err)
+	}
+	if rerun+finished != fresh {
+		t.Errorf("resumed run measured %d trials after reusing %d; a fresh run measures %d", rerun, finished, fresh)
+	}
+}
+
+func TestJournalIgnoresOtherConfigurations(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "p.jsonl")
+	a := testConfig("http://a:1")
+	j, err := OpenJournal(path, a)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := j.Append(TrialRecord{Workload: "64 / 8", Concurrency: 3, Kind: "probe", Index: 1}); err != nil {
+		t.Fatal(err)
+	}
+	j.Close()
+
+	b := a
+	b.SLO.ThresholdMs = 200
+	jb, err := OpenJournal(path, b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer jb.Close()
+	if n := len(jb.History()); n != 0 {
+		t.Fatalf("a different SLO reused %d trials", n)
+	}
+	keyed := a
+	keyed.APIKey = "another-key"
+	if keyed.Fingerprint() != a.Fingerprint() {
+		t.Fatal("the API key changed the fingerprint; it must not matter (and must not be hashed into files)")
+	}
+}

@@ -1,0 +1,35 @@
+#!/usr/bin/env bash
+# Every test of the project on a fresh machine (as root): installs and starts what the
+# tests need (docker.io + dockerd, debootstrap), builds the llama.cpp engine image and the
+# tiny model when missing, checks formatting, vet and that docs/ is generated from the
+# current schemas, then runs unit and acceptance tests against the real Terraform CLI.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+export CHECKPOINT_DISABLE=1
+export TF_ACC=1
+export TF_ACC_TERRAFORM_PATH="${TF_ACC_TERRAFORM_PATH:-/usr/local/bin/terraform}"
+export PATH="$(dirname "$TF_ACC_TERRAFORM_PATH"):$PATH"
+# The machine image points TF_CLI_CONFIG_FILE at a missing file; the tests write their own.
+unset TF_CLI_CONFIG_FILE
+
+step() { printf '\n== %s (%s)\n' "$*" "$(date +%T)"; }
+
+step "host setup"
+scripts/setup-host.sh
+
+step "llama.cpp engine image and model"
+scripts/build-llamacpp-image.sh >/dev/null
+scripts/build-model.sh >/dev/null
+
+step "format, vet, generated docs"
+make lint
+make generate >/dev/null
+if ! git diff --quiet -- docs/ || [ -n "$(git status --porcelain -- docs/)" ]; then
+	git status --short -- docs/
+	echo "docs/ is stale: run 'make generate' and commit the result" >&2
+	exit 1
+fi
+
+step "unit and acceptance tests"
+go test -count=1 -timeout 75m -p 2 ./...
