@@ -1,12 +1,11 @@
 #!/usr/bin/env bash
-# Generate the tiny random-weight llama GGUF the real-engine tests and the quickstart load,
-# unless it already exists. Prints the model's path on stdout.
+# Generate the tiny random-weight llama GGUF the real-engine tests and the quickstart load.
+# Generation is deterministic and takes about a second, so it always runs: a model left by an
+# older generator is replaced. Prints the model's path on stdout.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 model="${LLMSERVE_MODEL:-$PWD/.cache/models/tiny-llama.gguf}"
-if [ ! -s "$model" ]; then
-	mkdir -p "$(dirname "$model")"
-	go run ./tools/ggufgen -out "$model.tmp" >&2
-	mv "$model.tmp" "$model"
-fi
+mkdir -p "$(dirname "$model")"
+go run ./tools/ggufgen -out "$model.tmp" >&2
+if cmp -s "$model.tmp" "$model"; then rm "$model.tmp"; else mv "$model.tmp" "$model"; fi
 echo "$model"

@@ -9,6 +9,8 @@ need=()
 command -v dockerd >/dev/null 2>&1 || need+=(docker.io)
 command -v debootstrap >/dev/null 2>&1 || need+=(debootstrap)
 command -v openssl >/dev/null 2>&1 || need+=(openssl)
+command -v ip >/dev/null 2>&1 || need+=(iproute2)
+command -v python3 >/dev/null 2>&1 || need+=(python3)
 if [ ${#need[@]} -gt 0 ]; then
 	log "installing ${need[*]}"
 	export DEBIAN_FRONTEND=noninteractive

@@ -67,7 +67,7 @@ func DefaultLlamaConfig() LlamaConfig {
 	return LlamaConfig{
 		Seed:        1,
 		Embedding:   512,
-		Layers:      8,
+		Layers:      6,
 		FeedForward: 1536,
 		Heads:       8,
 		Vocab:       4096,

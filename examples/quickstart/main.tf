@@ -1,0 +1,113 @@
+# Quickstart: deploy a llama.cpp server in Docker, measure its SLO capacity for two workloads,
+# and gate on the result, in one apply. `make quickstart` builds the engine image and the tiny
+# model this expects and runs it; see the README.
+
+terraform {
+  required_version = ">= 1.11"
+  required_providers {
+    llmserve = {
+      source = "registry.terraform.io/llmserve/llmserve"
+    }
+  }
+}
+
+variable "model_path" {
+  description = "Absolute host path of the GGUF model (scripts/build-model.sh prints it)."
+  type        = string
+}
+
+variable "image" {
+  description = "llama.cpp engine image (scripts/build-llamacpp-image.sh builds it)."
+  type        = string
+  default     = "llmserve/llamacpp:latest"
+}
+
+variable "slots" {
+  description = "Requests llama-server decodes together (--parallel)."
+  type        = number
+  default     = 2
+}
+
+variable "ttft_p95_ms" {
+  description = "SLO: p95 time to first token must stay strictly below this."
+  type        = number
+  default     = 1500
+}
+
+variable "minimum_capacity" {
+  description = "Gate: the smallest capacity (users) the short workload must hold."
+  type        = number
+  default     = 1
+}
+
+variable "measured_requests" {
+  type    = number
+  default = 8
+}
+
+resource "llmserve_inference_server" "tiny" {
+  name                 = "llmserve-quickstart"
+  image                = var.image
+  engine               = "llamacpp"
+  model                = "/models/tiny-llama.gguf"
+  model_host_path      = var.model_path
+  served_model_name    = "tiny"
+  max_running_requests = var.slots
+  context_length       = var.slots * 2048 # llama.cpp splits the context between slots
+  readiness_timeout    = "3m"
+}
+
+resource "llmserve_capacity_benchmark" "tiny" {
+  endpoint = llmserve_inference_server.tiny.endpoint
+  model    = "tiny"
+  api      = "chat"
+
+  workloads = [
+    { label = "256 / 32", input_tokens = 256, output_tokens = 32 },
+    { label = "1024 / 32", input_tokens = 1024, output_tokens = 32 },
+  ]
+  slo    = { metric = "time_to_first_token", percentile = 95, threshold_ms = var.ttft_p95_ms }
+  search = { min_concurrency = 1, max_concurrency = 8 }
+  trial = {
+    warmup_requests     = 2
+    measured_requests   = var.measured_requests
+    confirmation_trials = 2
+    cache_flush         = "auto" # llama.cpp: cache_prompt = false on every request
+  }
+
+  # A new container (any change to the server) re-runs the benchmark.
+  triggers   = { container = llmserve_inference_server.tiny.id }
+  experiment = llmserve_inference_server.tiny.experiment
+
+  progress_file = "${path.root}/capacity.progress.jsonl"
+
+  lifecycle {
+    postcondition {
+      condition     = coalesce(self.maximum_passing_concurrency["256 / 32"], 0) >= var.minimum_capacity
+      error_message = "The server holds p95 TTFT < ${var.ttft_p95_ms} ms for fewer than ${var.minimum_capacity} users at 256 in / 32 out."
+    }
+  }
+}
+
+check "long_prompts_served" {
+  assert {
+    condition     = llmserve_capacity_benchmark.tiny.maximum_passing_concurrency["1024 / 32"] != null
+    error_message = "Even one user at 1024 in / 32 out misses the TTFT SLO."
+  }
+}
+
+output "endpoint" {
+  value = llmserve_inference_server.tiny.endpoint
+}
+
+output "maximum_passing_concurrency" {
+  value = llmserve_capacity_benchmark.tiny.maximum_passing_concurrency
+}
+
+output "first_failing_concurrency" {
+  value = llmserve_capacity_benchmark.tiny.first_failing_concurrency
+}
+
+output "report_markdown" {
+  value = provider::llmserve::report_markdown(llmserve_capacity_benchmark.tiny.results_json)
+}

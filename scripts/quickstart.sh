@@ -1,0 +1,61 @@
+#!/usr/bin/env bash
+# The README's first command: from a fresh Debian machine (as root) to a deployed llama.cpp
+# server with its measured SLO capacity, in one terraform apply.
+#
+#   scripts/quickstart.sh apply     set up what is missing, deploy, measure, gate, print
+#   scripts/quickstart.sh destroy   remove the container (and forget the result)
+#
+# The provider is installed through a dev override in a CLI config generated under .cache/,
+# so the user's own Terraform configuration is never touched.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+root=$PWD
+action="${1:-apply}"
+terraform="${TERRAFORM:-/usr/local/bin/terraform}"
+export CHECKPOINT_DISABLE=1
+
+step() { printf '\n== %s (%s)\n' "$*" "$(date +%T)" >&2; }
+start=$(date +%s)
+
+step "host setup"
+scripts/setup-host.sh
+
+step "llama.cpp engine image"
+image=$(scripts/build-llamacpp-image.sh)
+step "tiny model"
+model=$(scripts/build-model.sh)
+
+step "provider (dev override)"
+mkdir -p .cache/provider
+go build -o .cache/provider/terraform-provider-llmserve .
+cat >.cache/quickstart.tfrc <<RC
+provider_installation {
+  dev_overrides {
+    "registry.terraform.io/llmserve/llmserve" = "$root/.cache/provider"
+  }
+  direct {}
+}
+RC
+export TF_CLI_CONFIG_FILE="$root/.cache/quickstart.tfrc"
+
+cd examples/quickstart
+vars=(-var "model_path=$model" -var "image=$image")
+case "$action" in
+apply)
+	step "terraform apply (deploy, wait until it generates, measure; tail -f examples/quickstart/capacity.progress.jsonl)"
+	"$terraform" apply -auto-approve -input=false "${vars[@]}"
+	step "capacity per workload (p95 TTFT SLO)"
+	"$terraform" output -json maximum_passing_concurrency
+	"$terraform" output -raw report_markdown
+	printf '\nquickstart: done in %ss; remove it with: make quickstart-destroy\n' "$(($(date +%s) - start))" >&2
+	;;
+destroy)
+	step "terraform destroy"
+	"$terraform" destroy -auto-approve -input=false "${vars[@]}"
+	rm -f capacity.progress.jsonl
+	;;
+*)
+	echo "usage: $0 apply|destroy" >&2
+	exit 2
+	;;
+esac
