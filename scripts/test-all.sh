@@ -32,4 +32,8 @@ if ! git diff --quiet -- docs/ || [ -n "$(git status --porcelain -- docs/)" ]; t
 fi
 
 step "unit and acceptance tests"
-go test -count=1 -timeout 75m -p 2 ./...
+go test -count=1 -timeout 60m -p 2 -skip 'TestAccQuickstart' ./...
+
+# The real-engine chain runs alone: its SLO is set for a machine not also running other tests.
+step "end to end: quickstart on llama.cpp in Docker"
+go test -count=1 -timeout 20m -run 'TestAccQuickstart' -v ./internal/provider/

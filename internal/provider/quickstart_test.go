@@ -1,0 +1,153 @@
+package provider
+
+import (
+	"context"
+	"fmt"
+	"math"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/hashicorp/terraform-plugin-testing/config"
+	"github.com/hashicorp/terraform-plugin-testing/helper/resource"
+	"github.com/hashicorp/terraform-plugin-testing/knownvalue"
+	"github.com/hashicorp/terraform-plugin-testing/statecheck"
+	"github.com/hashicorp/terraform-plugin-testing/terraform"
+	"github.com/hashicorp/terraform-plugin-testing/tfjsonpath"
+
+	"github.com/llmserve/terraform-provider-llmserve/internal/deploy/docker"
+	"github.com/llmserve/terraform-provider-llmserve/internal/results"
+)
+
+// The real chain: the quickstart configuration itself, applied by the real Terraform CLI,
+// deploys llama.cpp's llama-server (Debian forky's llama.cpp-tools, imported into the local
+// dockerd) with the project's generated GGUF model, measures both workloads and gates.
+// scripts/test-all.sh builds the image and the model first; run by hand:
+//
+//	scripts/build-llamacpp-image.sh && scripts/build-model.sh
+//	TF_ACC=1 TF_ACC_TERRAFORM_PATH=/usr/local/bin/terraform go test ./internal/provider -run TestAccQuickstart -v
+const (
+	quickstartImage = "llmserve/llamacpp:latest"
+	// The model's chat template wraps a user message in 4 tokens (BOS, <|user|>, <|end|>,
+	// <|assistant|>); /tokenize counts the message alone.
+	quickstartTemplateTokens = 4
+	quickstartMeasured       = 8
+	quickstartConfirmations  = 2
+)
+
+func TestAccQuickstart_llamaCpp(t *testing.T) {
+	if os.Getenv("TF_ACC") == "" {
+		t.Skip("acceptance test: set TF_ACC=1")
+	}
+	model, err := filepath.Abs("../../.cache/models/tiny-llama.gguf")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(model); err != nil {
+		t.Fatalf("the tiny model is missing (%v): run scripts/build-model.sh", err)
+	}
+	b, err := docker.NewLazy(docker.ConfigFromEnv(docker.Config{})).Backend()
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	if _, _, err := b.Client().ImageInspectWithRaw(ctx, quickstartImage); err != nil {
+		t.Fatalf("image %s is missing (%v): run scripts/build-llamacpp-image.sh", quickstartImage, err)
+	}
+	// The quickstart names its provider registry.terraform.io/llmserve/llmserve, as users do.
+	t.Setenv("TF_ACC_PROVIDER_NAMESPACE", "llmserve")
+
+	const bench = "llmserve_capacity_benchmark.tiny"
+	labels := []string{"256 / 32", "1024 / 32"}
+	notNullMap := knownvalue.MapExact(map[string]knownvalue.Check{labels[0]: knownvalue.NotNull(), labels[1]: knownvalue.NotNull()})
+
+	resource.Test(t, resource.TestCase{
+		ProtoV6ProviderFactories: testAccProtoV6ProviderFactories,
+		CheckDestroy:             testAccCheckGone(b, "llmserve-quickstart"),
+		Steps: []resource.TestStep{{
+			ConfigFile: config.StaticFile("../../examples/quickstart/main.tf"),
+			ConfigVariables: config.Variables{
+				"model_path":        config.StringVariable(model),
+				"image":             config.StringVariable(quickstartImage),
+				"measured_requests": config.IntegerVariable(quickstartMeasured),
+			},
+			ConfigStateChecks: []statecheck.StateCheck{
+				// Every workload found a failing level within 1..8: llama-server runs 2 slots,
+				// so from 3 users on requests queue behind whole requests.
+				statecheck.ExpectKnownValue(bench, tfjsonpath.New("first_failing_concurrency"), notNullMap),
+				statecheck.ExpectKnownValue("llmserve_inference_server.tiny", tfjsonpath.New("running"), knownvalue.Bool(true)),
+				statecheck.ExpectKnownValue("llmserve_inference_server.tiny", tfjsonpath.New("command"),
+					knownvalue.ListPartial(map[int]knownvalue.Check{0: knownvalue.StringExact("llama-server")})),
+				statecheck.ExpectKnownOutputValue("maximum_passing_concurrency", knownvalue.MapSizeExact(2)),
+			},
+			Check: checkQuickstartResults(t, bench, labels),
+		}},
+	})
+}
+
+// checkQuickstartResults reads results_json and asserts what the issue asks of a real run:
+// a boundary per workload, confirmation trials with the configured counts, no errors, no
+// warmup/measured overlap, every request cut at max_tokens, and prompt lengths within 1 % of
+// the configured input plus the chat template.
+func checkQuickstartResults(t *testing.T, name string, labels []string) resource.TestCheckFunc {
+	return func(s *terraform.State) error {
+		doc, err := results.Parse([]byte(s.RootModule().Resources[name].Primary.Attributes["results_json"]))
+		if err != nil {
+			return err
+		}
+		if len(doc.Workloads) != len(labels) {
+			return fmt.Errorf("%d workloads in results_json, want %d", len(doc.Workloads), len(labels))
+		}
+		for i, w := range doc.Workloads {
+			if w.Label != labels[i] {
+				return fmt.Errorf("workload %d is %q, want %q", i, w.Label, labels[i])
+			}
+			if w.FirstFailingConcurrency == nil {
+				return fmt.Errorf("%s: no failing concurrency found up to 8", w.Label)
+			}
+			ff := *w.FirstFailingConcurrency
+			if mp := w.MaximumPassingConcurrency; (mp == nil) != (ff == 1) || (mp != nil && *mp != ff-1) {
+				return fmt.Errorf("%s: maximum passing %v does not sit just below first failing %d", w.Label, mp, ff)
+			}
+			wantPassing := quickstartConfirmations
+			if w.MaximumPassingConcurrency == nil {
+				wantPassing = 0
+			}
+			if len(w.PassingTrials) != wantPassing || len(w.FailingTrials) != quickstartConfirmations {
+				return fmt.Errorf("%s: %d passing and %d failing confirmation trials, want %d and %d",
+					w.Label, len(w.PassingTrials), len(w.FailingTrials), wantPassing, quickstartConfirmations)
+			}
+			want := float64(w.ConfiguredISL + quickstartTemplateTokens)
+			for _, tr := range append(append([]results.Trial{}, w.PassingTrials...), w.FailingTrials...) {
+				c := tr.Correctness
+				if c.ProfilingRecords != quickstartMeasured || c.WarmupRecords != 2 || c.HTTP200 != quickstartMeasured {
+					return fmt.Errorf("%s c=%d: %d measured / %d warmup / %d HTTP 200, want %d / 2 / %d",
+						w.Label, tr.Concurrency, c.ProfilingRecords, c.WarmupRecords, c.HTTP200, quickstartMeasured, quickstartMeasured)
+				}
+				if c.Errors != 0 || c.WarmupProfilePromptOverlap != 0 || c.FinishReasonLength != quickstartMeasured || c.OutputLengthMismatches != 0 {
+					return fmt.Errorf("%s c=%d: counters %+v", w.Label, tr.Concurrency, c)
+				}
+				if c.UniquePrompts != quickstartMeasured || c.CompletionTokensTotal != quickstartMeasured*w.ConfiguredOSL {
+					return fmt.Errorf("%s c=%d: %d unique prompts, %d completion tokens", w.Label, tr.Concurrency, c.UniquePrompts, c.CompletionTokensTotal)
+				}
+				for _, got := range []float64{tr.ServerPromptTokens.Min, tr.ServerPromptTokens.Max} {
+					if math.Abs(got-want) > 0.01*want {
+						return fmt.Errorf("%s c=%d: server prompt tokens %v, want %v ± 1 %%", w.Label, tr.Concurrency, tr.ServerPromptTokens, want)
+					}
+				}
+			}
+			t.Logf("%s: maximum passing %v, first failing %d, server prompt tokens %v",
+				w.Label, deref(w.MaximumPassingConcurrency), ff, w.ServerPromptTokens)
+		}
+		return nil
+	}
+}
+
+func deref(p *int) any {
+	if p == nil {
+		return nil
+	}
+	return *p
+}
