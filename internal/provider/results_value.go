@@ -72,6 +72,7 @@ type workloadResultValue struct {
 	ServerPromptTokens        minMaxValue  `tfsdk:"server_prompt_tokens"`
 	PassingTrials             []trialValue `tfsdk:"passing_trials"`
 	FailingTrials             []trialValue `tfsdk:"failing_trials"`
+	Notes                     []string     `tfsdk:"notes"`
 }
 
 func computedNumber(desc string) schema.Attribute {
@@ -146,6 +147,8 @@ func workloadResultSchemaAttributes() map[string]schema.Attribute {
 		"server_prompt_tokens":        computedObject("Prompt tokens the server counted across the reported trials.", minMaxAttributes()),
 		"passing_trials":              trials("Confirmation trials at the maximum passing concurrency."),
 		"failing_trials":              trials("Confirmation trials at the first failing concurrency."),
+		"notes": schema.ListAttribute{Computed: true, ElementType: types.StringType,
+			MarkdownDescription: "What the search observed that a reader should know, e.g. a non-monotone capacity curve (a level passed although a lower one failed)."},
 	}
 }
 
@@ -178,6 +181,7 @@ func workloadResultsValue(ctx context.Context, doc *results.Document) (types.Lis
 			ServerPromptTokens:        minMaxValue(w.ServerPromptTokens),
 			PassingTrials:             trialValues(w.PassingTrials, w.MaximumPassingConcurrency),
 			FailingTrials:             trialValues(w.FailingTrials, w.FirstFailingConcurrency),
+			Notes:                     append([]string{}, w.Notes...),
 		}
 		values = append(values, v)
 	}

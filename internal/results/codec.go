@@ -449,6 +449,14 @@ func (r *reader) workload(o *object) Workload {
 	w.FirstFailingConcurrency = o.nullableInt("first_failing_concurrency")
 	w.PassingTrials = r.trials(o, "passing_trials")
 	w.FailingTrials = r.trials(o, "failing_trials")
+	if v, p := o.optional("notes"); v != nil {
+		if v.kind != kindArray {
+			r.fail(p, "expected array, got %s", v.kind)
+		}
+		for i, it := range v.items {
+			w.Notes = append(w.Notes, r.str(joinIndex(p, i), it))
+		}
+	}
 	o.finish()
 	return w
 }
