@@ -266,3 +266,51 @@ resource "llmserve_capacity_benchmark" "bad" {
 		})
 	}
 }
+
+// A benchmark that cannot reach its server fails the apply with a diagnostic and leaves
+// nothing in state: the next apply plans a plain create (not a replace of a tainted
+// half-result) and, once the server is there, measures.
+func TestAccCapacityBenchmark_failedApplyLeavesNoState(t *testing.T) {
+	engine := newBoundaryEngine(t)
+	srv := httptest.NewServer(engine)
+	defer srv.Close()
+	down := httptest.NewServer(engine)
+	downURL := down.URL
+	down.Close() // nothing listens there any more
+
+	config := func(endpoint string) string {
+		return fmt.Sprintf(`
+resource "llmserve_capacity_benchmark" "test" {
+  endpoint  = %q
+  model     = "sim-qwen"
+  api_key   = %q
+  workloads = [{ label = "64 / 8", input_tokens = 64, output_tokens = 8 }]
+  slo       = { percentile = 95, threshold_ms = 150 }
+  search    = { min_concurrency = 1, max_concurrency = 1 }
+  trial     = { warmup_requests = 1, measured_requests = 4, confirmation_trials = 1 }
+}`, endpoint, benchAPIKey)
+	}
+	resource.Test(t, resource.TestCase{
+		ProtoV6ProviderFactories: testAccProtoV6ProviderFactories,
+		Steps: []resource.TestStep{
+			{
+				Config:      config(downURL),
+				ExpectError: regexp.MustCompile(`(?s)Capacity benchmark failed.*` + regexp.QuoteMeta(strings.TrimPrefix(downURL, "http://"))),
+			},
+			{
+				Config: config(srv.URL),
+				ConfigPlanChecks: resource.ConfigPlanChecks{
+					PreApply: []plancheck.PlanCheck{
+						plancheck.ExpectResourceAction("llmserve_capacity_benchmark.test", plancheck.ResourceActionCreate),
+					},
+				},
+				ConfigStateChecks: []statecheck.StateCheck{
+					statecheck.ExpectKnownValue("llmserve_capacity_benchmark.test", tfjsonpath.New("maximum_passing_concurrency"),
+						knownvalue.MapExact(map[string]knownvalue.Check{"64 / 8": knownvalue.Int64Exact(1)})),
+					statecheck.ExpectKnownValue("llmserve_capacity_benchmark.test", tfjsonpath.New("first_failing_concurrency"),
+						knownvalue.MapExact(map[string]knownvalue.Check{"64 / 8": knownvalue.Null()})),
+				},
+			},
+		},
+	})
+}
