@@ -280,13 +280,15 @@ func (r *trialRunner) RunTrial(ctx context.Context, req search.Request) (search.
 	}
 
 	spec := load.TrialSpec{Concurrency: req.Concurrency, Warmup: warmups, Measured: measured, OutputTokens: w.OutputTokens}
+	// Probes stop the moment their verdict is certain; confirmations always run in full
+	// because their metrics are reported.
+	waitedOut := false
 	if req.Kind == search.Probe {
-		// Probes stop the moment their verdict is certain; confirmations always run in full
-		// because their metrics are reported.
 		decider, err := metrics.NewDecider(s.slo, len(measured))
 		if err != nil {
 			return search.Outcome{}, err
 		}
+		spec.Tick = probeTick(s.cfg.SLO.ThresholdMs)
 		spec.Observe = func(e load.Event) bool {
 			var d metrics.Decision
 			switch {
@@ -294,6 +296,12 @@ func (r *trialRunner) RunTrial(ctx context.Context, req search.Request) (search.
 				d = decider.Observe(e.Record.Index, metrics.TTFTMs(e.Record))
 			case e.Kind == load.EventCompleted:
 				d = decider.Complete(e.Record)
+			case e.Kind == load.EventTick:
+				// Requests still waiting already have a metric at least as long as their
+				// wait: five requests waiting past a 10 s TTFT threshold decide a p95 fail
+				// without waiting for their first tokens.
+				d = decider.WithPending(waitingMs(s.slo.Metric, e)...)
+				waitedOut = d == metrics.DecidedFail
 			}
 			return d != metrics.Undecided
 		}
@@ -306,9 +314,11 @@ func (r *trialRunner) RunTrial(ctx context.Context, req search.Request) (search.
 	if err := allFailed(records); err != nil {
 		return search.Outcome{}, fmt.Errorf("%s: %w", where, err)
 	}
-	verdict, err := s.slo.Verdict(records)
-	if err != nil {
-		return search.Outcome{}, fmt.Errorf("%s: %w", where, err)
+	verdict := metrics.Verdict{Pass: false, ValueMs: s.cfg.SLO.ThresholdMs} // a lower bound when waiting decided it
+	if !waitedOut {
+		if verdict, err = s.slo.Verdict(records); err != nil {
+			return search.Outcome{}, fmt.Errorf("%s: %w", where, err)
+		}
 	}
 	out := search.Outcome{
 		Request: req, Pass: verdict.Pass, Value: verdict.ValueMs,
@@ -324,6 +334,28 @@ func (r *trialRunner) RunTrial(ctx context.Context, req search.Request) (search.
 		out.Detail = &trial
 	}
 	return out, nil
+}
+
+// probeTick is how often a probe re-checks what waiting requests prove: a twentieth of the
+// threshold, within [10 ms, 1 s], so the stop comes at most 5 % after it became certain.
+func probeTick(thresholdMs float64) time.Duration {
+	d := time.Duration(thresholdMs / 20 * float64(time.Millisecond))
+	return min(max(d, 10*time.Millisecond), time.Second)
+}
+
+// waitingMs lower-bounds the metric of requests still in flight by how long they have
+// waited: TTFT for those without a first token, request latency for all. ITL has no such
+// bound.
+func waitingMs(metric string, e load.Event) []float64 {
+	var out []float64
+	for _, f := range e.InFlight {
+		waited := float64(e.Now.Sub(f.Sent)) / float64(time.Millisecond)
+		switch {
+		case metric == metrics.MetricTTFT && !f.FirstContent, metric == metrics.MetricRequestLatency:
+			out = append(out, waited)
+		}
+	}
+	return out
 }
 
 // allFailed reports ErrServerFailing, with the first failure's text, when no finished

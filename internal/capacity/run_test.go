@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/llmserve/terraform-provider-llmserve/internal/load"
+	"github.com/llmserve/terraform-provider-llmserve/internal/search"
 	"github.com/llmserve/terraform-provider-llmserve/internal/simengine"
 )
 
@@ -244,5 +245,54 @@ func TestJournalIgnoresOtherConfigurations(t *testing.T) {
 	keyed.APIKey = "another-key"
 	if keyed.Fingerprint() != a.Fingerprint() {
 		t.Fatal("the API key changed the fingerprint; it must not matter (and must not be hashed into files)")
+	}
+}
+
+// A probe whose requests queue far past the threshold is decided by their waiting alone:
+// it stops before any request completes, where counting first tokens would have had to
+// wait for whole requests to finish and free the single slot.
+func TestProbeDecidedByWaiting(t *testing.T) {
+	m := simengine.DefaultModel()
+	m.Slots = 1
+	m.DecodeStep = 100 * time.Millisecond // one request holds the slot for 0.8 s
+	m.DecodePerSeq = 0
+	engine, err := simengine.NewServer(simengine.Options{Model: m, ModelName: "sim"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := httptest.NewServer(engine)
+	defer srv.Close()
+	cfg := testConfig(srv.URL)
+	cfg.WarmupRequests = 0
+	s, err := connect(context.Background(), cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	engine.ResetStats()
+	runner := &trialRunner{s: s, w: cfg.Workloads[0]}
+	out, err := runner.RunTrial(context.Background(), search.Request{Concurrency: 4, Kind: search.Probe, Index: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if out.Pass || !out.DecidedEarly {
+		t.Fatalf("probe pass=%v decidedEarly=%v, want a fail decided early", out.Pass, out.DecidedEarly)
+	}
+	if served := engine.Stats().RequestsServed; served != 0 {
+		t.Fatalf("%d requests completed before the probe stopped; waiting should have decided it first", served)
+	}
+}
+
+func TestProbeTick(t *testing.T) {
+	for _, tc := range []struct {
+		thresholdMs float64
+		want        time.Duration
+	}{
+		{10000, 500 * time.Millisecond},
+		{100, 10 * time.Millisecond},
+		{60000, time.Second},
+	} {
+		if got := probeTick(tc.thresholdMs); got != tc.want {
+			t.Errorf("probeTick(%v) = %v, want %v", tc.thresholdMs, got, tc.want)
+		}
 	}
 }

@@ -143,6 +143,10 @@ type Request struct {
 	// first content chunk has been recorded, with the record so far (Sent and FirstContent
 	// set). It should return quickly: the stream is not read while it runs.
 	OnFirstContent func(partial Record)
+
+	// OnSent, when set, is called from the request's goroutine with the Sent timestamp as
+	// soon as the request is about to be written, so a runner knows how long it has waited.
+	OnSent func(sent time.Time)
 }
 
 // Do sends prompt with max_tokens = maxTokens and records the streamed response.
@@ -176,7 +180,12 @@ func (c *Client) Stream(ctx context.Context, req Request) Record {
 	}
 	// Sent is when a connection is ready and the request is about to be written, so TCP
 	// set-up is not counted as server latency.
-	trace := &httptrace.ClientTrace{GotConn: func(httptrace.GotConnInfo) { rec.Sent = time.Now() }}
+	trace := &httptrace.ClientTrace{GotConn: func(httptrace.GotConnInfo) {
+		rec.Sent = time.Now()
+		if req.OnSent != nil {
+			req.OnSent(rec.Sent)
+		}
+	}}
 	hreq = hreq.WithContext(httptrace.WithClientTrace(ctx, trace))
 	before := time.Now()
 

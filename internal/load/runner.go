@@ -23,6 +23,10 @@ const (
 	EventFirstContent EventKind = iota + 1
 	// EventCompleted: the request finished (successfully or not); Record is final.
 	EventCompleted
+	// EventTick: sent every TrialSpec.Tick during the measured phase; InFlight lists the
+	// measured requests sent and not finished, so an observer can bound what they will
+	// measure (a request waiting 12 s for its first token has a TTFT over 12 s).
+	EventTick
 )
 
 func (k EventKind) String() string {
@@ -31,14 +35,25 @@ func (k EventKind) String() string {
 		return "first_content"
 	case EventCompleted:
 		return "completed"
+	case EventTick:
+		return "tick"
 	}
 	return fmt.Sprintf("EventKind(%d)", int(k))
 }
 
 // Event reports progress of a measured request to TrialSpec.Observe.
 type Event struct {
-	Kind   EventKind
-	Record Record // partial for EventFirstContent, final for EventCompleted
+	Kind     EventKind
+	Record   Record     // partial for EventFirstContent, final for EventCompleted
+	Now      time.Time  // EventTick: when the snapshot was taken
+	InFlight []InFlight // EventTick: measured requests sent and not yet finished
+}
+
+// InFlight is a measured request on the wire.
+type InFlight struct {
+	Index        int
+	Sent         time.Time
+	FirstContent bool // its first content chunk has arrived
 }
 
 // TrialSpec is one closed-loop trial.
@@ -53,6 +68,8 @@ type TrialSpec struct {
 	// (recorded with Cancelled) and unsent prompts are not sent. It must not block for long:
 	// while it runs, further events queue.
 	Observe func(Event) (stop bool)
+	// Tick, when positive, adds an EventTick every Tick while measured requests run.
+	Tick time.Duration
 }
 
 // TrialResult is what a trial produced.
@@ -104,7 +121,7 @@ func RunTrial(ctx context.Context, s Streamer, spec TrialSpec) (TrialResult, err
 	slots := make([]Record, nw+len(spec.Measured))
 	sent := make([]bool, len(slots))
 
-	runPhase(trialCtx, s, spec.Concurrency, spec.Warmup, 0, true, spec.OutputTokens, slots, sent, nil)
+	runPhase(trialCtx, s, spec.Concurrency, spec.Warmup, 0, true, spec.OutputTokens, slots, sent, nil, nil)
 	if err := ctx.Err(); err != nil {
 		res.Records = collect(slots, sent)
 		res.Stopped = true
@@ -116,21 +133,40 @@ func RunTrial(ctx context.Context, s Streamer, spec TrialSpec) (TrialResult, err
 	// in-flight request to post both its events without waiting on a slow observer.
 	events := make(chan Event, 2*spec.Concurrency+2)
 	done := make(chan struct{})
+	flight := &inFlight{m: map[int]InFlight{}}
 	res.MeasuredStart = time.Now()
 	go func() {
 		defer close(done)
-		runPhase(trialCtx, s, spec.Concurrency, spec.Measured, nw, false, spec.OutputTokens, slots, sent, events)
+		runPhase(trialCtx, s, spec.Concurrency, spec.Measured, nw, false, spec.OutputTokens, slots, sent, events, flight)
 		close(events)
 	}()
 
+	var tick <-chan time.Time
+	if spec.Tick > 0 && spec.Observe != nil {
+		ticker := time.NewTicker(spec.Tick)
+		defer ticker.Stop()
+		tick = ticker.C
+	}
 	stopped := false
-	for ev := range events {
+	observe := func(ev Event) {
 		if stopped || spec.Observe == nil {
-			continue
+			return
 		}
 		if spec.Observe(ev) {
 			stopped = true
 			cancel()
+		}
+	}
+	for events != nil {
+		select {
+		case ev, ok := <-events:
+			if !ok {
+				events = nil
+				continue
+			}
+			observe(ev)
+		case now := <-tick:
+			observe(Event{Kind: EventTick, Now: now, InFlight: flight.snapshot()})
 		}
 	}
 	<-done
@@ -154,7 +190,7 @@ func RunTrial(ctx context.Context, s Streamer, spec TrialSpec) (TrialResult, err
 // runPhase keeps c requests in flight over prompts. Each worker takes the next prompt as soon
 // as its previous request ends, which is what makes the loop closed.
 func runPhase(ctx context.Context, s Streamer, c int, prompts []string, offset int, warmup bool,
-	maxTokens int, slots []Record, sent []bool, events chan<- Event) {
+	maxTokens int, slots []Record, sent []bool, events chan<- Event, flight *inFlight) {
 	if len(prompts) == 0 {
 		return
 	}
@@ -179,10 +215,15 @@ func runPhase(ctx context.Context, s Streamer, c int, prompts []string, offset i
 				if events != nil {
 					req.OnFirstContent = func(partial Record) {
 						partial.Index, partial.Warmup = offset+i, warmup
+						flight.firstContent(offset + i)
 						events <- Event{Kind: EventFirstContent, Record: partial}
 					}
 				}
+				if flight != nil {
+					req.OnSent = func(at time.Time) { flight.sent(offset+i, at) }
+				}
 				rec := s.Stream(ctx, req)
+				flight.done(offset + i)
 				rec.Index, rec.Warmup = offset+i, warmup
 				rec.Prompt, rec.RequestedOutputTokens = prompts[i], maxTokens
 				slots[offset+i] = rec
@@ -219,4 +260,51 @@ func lastDone(recs []Record, fallback time.Time) time.Time {
 		return fallback
 	}
 	return last
+}
+
+// inFlight tracks the measured requests on the wire for tick events. A nil *inFlight
+// tracks nothing (the warmup phase).
+type inFlight struct {
+	mu sync.Mutex
+	m  map[int]InFlight
+}
+
+func (f *inFlight) sent(index int, at time.Time) {
+	if f == nil {
+		return
+	}
+	f.mu.Lock()
+	f.m[index] = InFlight{Index: index, Sent: at}
+	f.mu.Unlock()
+}
+
+func (f *inFlight) firstContent(index int) {
+	if f == nil {
+		return
+	}
+	f.mu.Lock()
+	if r, ok := f.m[index]; ok {
+		r.FirstContent = true
+		f.m[index] = r
+	}
+	f.mu.Unlock()
+}
+
+func (f *inFlight) done(index int) {
+	if f == nil {
+		return
+	}
+	f.mu.Lock()
+	delete(f.m, index)
+	f.mu.Unlock()
+}
+
+func (f *inFlight) snapshot() []InFlight {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	out := make([]InFlight, 0, len(f.m))
+	for _, r := range f.m {
+		out = append(out, r)
+	}
+	return out
 }
