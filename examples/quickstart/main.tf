@@ -45,6 +45,12 @@ variable "measured_requests" {
   default = 8
 }
 
+variable "progress_file" {
+  description = "Where each finished trial is appended as a JSON line (default: beside this file)."
+  type        = string
+  default     = ""
+}
+
 resource "llmserve_inference_server" "tiny" {
   name                 = "llmserve-quickstart"
   image                = var.image
@@ -79,7 +85,7 @@ resource "llmserve_capacity_benchmark" "tiny" {
   triggers   = { container = llmserve_inference_server.tiny.id }
   experiment = llmserve_inference_server.tiny.experiment
 
-  progress_file = "${path.root}/capacity.progress.jsonl"
+  progress_file = var.progress_file != "" ? var.progress_file : "${path.root}/capacity.progress.jsonl"
 
   lifecycle {
     postcondition {

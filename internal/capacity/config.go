@@ -30,6 +30,9 @@ type Config struct {
 
 	Seed       int64               // prompt text seed; fixed per resource so re-runs are comparable
 	Experiment *results.Experiment // what was measured, copied into the document as given
+	// RunKey names what else makes this a new measurement (the resource's triggers): a
+	// journal entry recorded under another run key is never reused.
+	RunKey string
 
 	// History holds trials finished by an earlier, interrupted run of the same
 	// configuration; they are reused instead of measured again.

@@ -20,15 +20,16 @@ type TrialRecord struct {
 	Fingerprint  string         `json:"fingerprint"` // which configuration measured it
 	Workload     string         `json:"workload"`
 	Concurrency  int            `json:"concurrency"`
-	Kind         string         `json:"kind"`  // probe | confirmation
+	Kind         string         `json:"kind"`  // probe | confirmation | run_completed
 	Index        int            `json:"index"` // 1-based confirmation trial number; 0 for probes
 	Pass         bool           `json:"pass"`
 	Metric       string         `json:"metric"`
 	Percentile   float64        `json:"percentile"`
-	ValueMs      float64        `json:"value_ms"` // the SLO metric at its percentile
+	ValueMs      float64        `json:"value_ms"`                       // the SLO metric at its percentile
+	ValueIsBound bool           `json:"value_is_lower_bound,omitempty"` // a probe cut short knows only a lower bound
 	DecidedEarly bool           `json:"decided_early"`
-	Requests     int            `json:"requests"` // requests sent, warmups included
-	Errors       int            `json:"errors"`
+	Requests     int            `json:"requests,omitempty"` // confirmation trials: requests sent, warmups included
+	Errors       int            `json:"errors,omitempty"`   // confirmation trials: failed measured requests
 	CostS        float64        `json:"cost_request_seconds"`
 	Metrics      *results.Trial `json:"metrics,omitempty"` // full metrics of a confirmation trial
 }
@@ -56,8 +57,13 @@ func verdictWord(pass bool) string {
 	return "fail"
 }
 
+// kindRunCompleted marks the end of a finished run in the journal: trials before it belong
+// to a result already delivered and are never reused.
+const kindRunCompleted = "run_completed"
+
 // Fingerprint identifies what a trial's outcome depends on, so journal entries from another
-// configuration are never reused. The API key is deliberately left out.
+// configuration (or another run key: a changed trigger, another server) are never reused.
+// The API key is deliberately left out.
 func (c Config) Fingerprint() string {
 	key := struct {
 		Endpoint, Model, API            string
@@ -66,8 +72,11 @@ func (c Config) Fingerprint() string {
 		Min, Max, Warmup, Measured, Cfm int
 		Flush                           string
 		Seed                            int64
+		Experiment                      *results.Experiment
+		RunKey                          string
 	}{c.Endpoint, c.Model, c.API, c.Workloads, c.SLO, c.MinConcurrency, c.MaxConcurrency,
-		c.WarmupRequests, c.MeasuredRequests, c.ConfirmationTrials, c.CacheFlush, c.Seed}
+		c.WarmupRequests, c.MeasuredRequests, c.ConfirmationTrials, c.CacheFlush, c.Seed,
+		c.Experiment, c.RunKey}
 	raw, _ := json.Marshal(key) // plain values only; cannot fail
 	sum := sha256.Sum256(raw)
 	return hex.EncodeToString(sum[:8])
@@ -80,8 +89,9 @@ type Journal struct {
 	history     []TrialRecord
 }
 
-// OpenJournal opens (creating) the journal at path and loads the entries it holds for this
-// configuration. An empty path gives a journal that records nothing.
+// OpenJournal opens (creating) the journal at path and loads the entries of this
+// configuration's unfinished run: entries recorded after its last completed run. An empty
+// path gives a journal that records nothing.
 func OpenJournal(path string, cfg Config) (*Journal, error) {
 	j := &Journal{fingerprint: cfg.Fingerprint()}
 	if path == "" {
@@ -96,9 +106,14 @@ func OpenJournal(path string, cfg Config) (*Journal, error) {
 	for scanner.Scan() {
 		var t TrialRecord
 		// Lines from other tools, or a line cut by a crash, are skipped, not fatal.
-		if json.Unmarshal(scanner.Bytes(), &t) == nil && t.Fingerprint == j.fingerprint {
-			j.history = append(j.history, t)
+		if json.Unmarshal(scanner.Bytes(), &t) != nil || t.Fingerprint != j.fingerprint {
+			continue
 		}
+		if t.Kind == kindRunCompleted {
+			j.history = nil
+			continue
+		}
+		j.history = append(j.history, t)
 	}
 	if err := scanner.Err(); err != nil {
 		f.Close()
@@ -123,6 +138,13 @@ func (j *Journal) Append(t TrialRecord) error {
 	}
 	_, err = j.file.Write(append(line, '\n'))
 	return err
+}
+
+// Complete records that the run finished and its result was delivered, so a later run of
+// the same configuration measures afresh instead of replaying it.
+func (j *Journal) Complete() error {
+	j.history = nil
+	return j.Append(TrialRecord{Time: time.Now().UTC(), Kind: kindRunCompleted})
 }
 
 // Close closes the file; safe on a journal without one.

@@ -261,30 +261,30 @@ type trialRunner struct {
 }
 
 func (r *trialRunner) RunTrial(ctx context.Context, req search.Request) (search.Outcome, error) {
-	s, w := r.s, r.w
-	where := fmt.Sprintf("concurrency %d, %s %d", req.Concurrency, req.Kind, req.Index)
+	s, w := r.s, r.w // errors need no location: search.Run names the trial
 	// The flush method was fixed at connect; re-detecting per trial would only add calls.
 	if s.flush.Engine != "" && s.flush.Engine != load.EngineLlamaCpp {
 		if _, err := s.control.FlushCache(ctx, s.flush.Engine); err != nil {
-			return search.Outcome{}, fmt.Errorf("%s: %w", where, err)
+			return search.Outcome{}, err
 		}
 	}
 	stream := fmt.Sprintf("%s c=%d %s t=%d", w.Label, req.Concurrency, req.Kind, req.Index)
 	warmups, _, err := s.prompts.Prompts(ctx, stream+" warmup", s.cfg.WarmupRequests, w.InputTokens)
 	if err != nil {
-		return search.Outcome{}, fmt.Errorf("%s: warmup prompts: %w", where, err)
+		return search.Outcome{}, fmt.Errorf("warmup prompts: %w", err)
 	}
 	measured, _, err := s.prompts.Prompts(ctx, stream+" measured", s.cfg.MeasuredRequests, w.InputTokens)
 	if err != nil {
-		return search.Outcome{}, fmt.Errorf("%s: measured prompts: %w", where, err)
+		return search.Outcome{}, fmt.Errorf("measured prompts: %w", err)
 	}
 
 	spec := load.TrialSpec{Concurrency: req.Concurrency, Warmup: warmups, Measured: measured, OutputTokens: w.OutputTokens}
 	// Probes stop the moment their verdict is certain; confirmations always run in full
 	// because their metrics are reported.
 	waitedOut := false
+	var decider *metrics.Decider
 	if req.Kind == search.Probe {
-		decider, err := metrics.NewDecider(s.slo, len(measured))
+		decider, err = metrics.NewDecider(s.slo, len(measured))
 		if err != nil {
 			return search.Outcome{}, err
 		}
@@ -308,17 +308,28 @@ func (r *trialRunner) RunTrial(ctx context.Context, req search.Request) (search.
 	}
 	res, err := load.RunTrial(ctx, s.client, spec)
 	if err != nil {
-		return search.Outcome{}, fmt.Errorf("%s: %w", where, err)
+		return search.Outcome{}, err
 	}
 	records := res.Measured()
-	if err := allFailed(records); err != nil {
-		return search.Outcome{}, fmt.Errorf("%s: %w", where, err)
+	// Only a trial that ran in full can say the server fails everything: a probe stopped at
+	// its first failed request (a server shedding load past its capacity) is just a fail.
+	if !res.Stopped {
+		if err := allFailed(records); err != nil {
+			return search.Outcome{}, err
+		}
 	}
-	verdict := metrics.Verdict{Pass: false, ValueMs: s.cfg.SLO.ThresholdMs} // a lower bound when waiting decided it
+	verdict := metrics.Verdict{Pass: false}
 	if !waitedOut {
 		if verdict, err = s.slo.Verdict(records); err != nil {
-			return search.Outcome{}, fmt.Errorf("%s: %w", where, err)
+			return search.Outcome{}, err
 		}
+	}
+	if res.Stopped && !verdict.Pass && decider != nil {
+		// A probe cut short knows only a lower bound of its metric; record that bound (at
+		// least the threshold it failed) rather than a percentile over the few requests
+		// that happened to finish.
+		lo, _ := decider.Bounds()
+		verdict.ValueMs = max(lo, s.cfg.SLO.ThresholdMs)
 	}
 	out := search.Outcome{
 		Request: req, Pass: verdict.Pass, Value: verdict.ValueMs,
@@ -327,7 +338,7 @@ func (r *trialRunner) RunTrial(ctx context.Context, req search.Request) (search.
 	if req.Kind == search.Confirmation {
 		trial, err := metrics.Summarize(res.Records, w.OutputTokens)
 		if err != nil {
-			return search.Outcome{}, fmt.Errorf("%s: %w", where, err)
+			return search.Outcome{}, err
 		}
 		trial.Trial = req.Index
 		trial.Concurrency = req.Concurrency
@@ -395,7 +406,7 @@ func (r *trialRunner) record(o search.Outcome) TrialRecord {
 		Time: time.Now().UTC(), Workload: r.w.Label, Concurrency: o.Concurrency,
 		Kind: o.Kind.String(), Index: o.Index, Pass: o.Pass,
 		Metric: r.s.cfg.SLO.Metric, Percentile: r.s.cfg.SLO.Percentile, ValueMs: o.Value,
-		DecidedEarly: o.DecidedEarly, CostS: o.Cost,
+		DecidedEarly: o.DecidedEarly, ValueIsBound: o.DecidedEarly && !o.Pass, CostS: o.Cost,
 	}
 	if m, ok := o.Detail.(*results.Trial); ok {
 		t.Metrics = m

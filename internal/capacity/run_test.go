@@ -1,12 +1,14 @@
 package capacity
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"net/http"
 	"net/http/httptest"
 	"path/filepath"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -296,3 +298,105 @@ func TestProbeTick(t *testing.T) {
 		}
 	}
 }
+
+// A finished run is never replayed: applying the same configuration again (a replaced
+// resource, a tainted one) measures afresh, and so does a changed run key (a trigger).
+func TestJournalCompletedRunIsNotReplayed(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "p.jsonl")
+	cfg := testConfig("http://a:1")
+	j, err := OpenJournal(path, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []int{1, 2} {
+		if err := j.Append(TrialRecord{Workload: "64 / 8", Concurrency: c, Kind: "probe", Index: 1, Pass: true}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	j.Close()
+
+	again, err := OpenJournal(path, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := len(again.History()); n != 2 {
+		t.Fatalf("an interrupted run resumes from %d trials, want 2", n)
+	}
+	if err := again.Complete(); err != nil {
+		t.Fatal(err)
+	}
+	again.Close()
+
+	after, err := OpenJournal(path, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer after.Close()
+	if n := len(after.History()); n != 0 {
+		t.Fatalf("a completed run was replayed: %d trials reused", n)
+	}
+	retriggered := cfg
+	retriggered.RunKey = `{"server":"two"}`
+	if retriggered.Fingerprint() == cfg.Fingerprint() {
+		t.Fatal("a changed run key (trigger) keeps the fingerprint; its trials would be reused")
+	}
+}
+
+// A server that sheds load above its capacity (503 past 3 concurrent requests) gives failing
+// trials there, not an aborted benchmark: the probe that meets the first 503 is a fail.
+func TestRunServerSheddingLoadIsAFail(t *testing.T) {
+	engine := twoSlotEngine(t, simengine.Options{})
+	var inFlight atomic.Int64
+	shedding := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if !strings.HasSuffix(r.URL.Path, "/completions") {
+			engine.ServeHTTP(w, r)
+			return
+		}
+		if inFlight.Add(1) > 3 {
+			inFlight.Add(-1)
+			http.Error(w, "server overloaded", http.StatusServiceUnavailable)
+			return
+		}
+		// Leave the count before the client can see the end of the stream, or its next
+		// request could race the handler's return and meet a 503 at concurrency 3.
+		dw := &doneWriter{ResponseWriter: w, done: func() { inFlight.Add(-1) }}
+		engine.ServeHTTP(dw, r)
+		dw.finish()
+	})
+	srv := httptest.NewServer(shedding)
+	defer srv.Close()
+	cfg := testConfig(srv.URL)
+	cfg.SLO.ThresholdMs = 5000 // queueing alone never fails; only the 503s do
+	cfg.MaxConcurrency = 8
+	doc, err := Run(context.Background(), cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	w := doc.Workloads[0]
+	if w.MaximumPassingConcurrency == nil || *w.MaximumPassingConcurrency != 3 || w.FirstFailingConcurrency == nil || *w.FirstFailingConcurrency != 4 {
+		t.Fatalf("boundary = %v / %v, want 3 / 4", w.MaximumPassingConcurrency, w.FirstFailingConcurrency)
+	}
+	for _, tr := range w.FailingTrials {
+		if tr.Correctness.Errors == 0 {
+			t.Errorf("failing trial %d at 4 has no errors; the 503s are what fail it", tr.Trial)
+		}
+	}
+}
+
+// doneWriter calls done once, just before the stream's [DONE] is written (or at finish).
+type doneWriter struct {
+	http.ResponseWriter
+	done func()
+	once sync.Once
+}
+
+func (d *doneWriter) Write(p []byte) (int, error) {
+	if bytes.Contains(p, []byte("[DONE]")) {
+		d.finish()
+	}
+	return d.ResponseWriter.Write(p)
+}
+
+func (d *doneWriter) Flush() { d.ResponseWriter.(http.Flusher).Flush() }
+
+func (d *doneWriter) finish() { d.once.Do(d.done) }

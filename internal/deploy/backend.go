@@ -10,6 +10,9 @@ import (
 // ErrNotFound is returned (wrapped) by a Backend when the container does not exist.
 var ErrNotFound = errors.New("container not found")
 
+// ErrContainerLeft means a failed launch could not remove its container either.
+var ErrContainerLeft = errors.New("the failed container could not be removed")
+
 // Backend runs containers somewhere: a Docker Engine today, a Kubernetes cluster later. It
 // knows nothing of engines; Launch and WaitReady supply that.
 type Backend interface {
@@ -85,7 +88,7 @@ func Launch(ctx context.Context, b Backend, c Container, r Readiness) (Status, S
 	cleanupCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), time.Minute)
 	defer cancel()
 	if rmErr := b.Remove(cleanupCtx, id, 0); rmErr != nil {
-		return Status{}, ServerInfo{}, errors.Join(err, fmt.Errorf("removing the failed container %s also failed; remove it by hand (docker rm -f %s): %w", shortID(id), shortID(id), rmErr))
+		return Status{}, ServerInfo{}, errors.Join(err, fmt.Errorf("%w: remove it by hand (docker rm -f %s): %w", ErrContainerLeft, shortID(id), rmErr))
 	}
 	return Status{}, ServerInfo{}, err
 }
@@ -98,8 +101,7 @@ func StartAndWait(ctx context.Context, b Backend, id string, r Readiness) (Statu
 
 func startAndWait(ctx context.Context, b Backend, id string, r Readiness) (Status, ServerInfo, error) {
 	if err := b.Start(ctx, id); err != nil {
-		logs, _ := b.Logs(context.WithoutCancel(ctx), id, LogTail)
-		return Status{}, ServerInfo{}, fmt.Errorf("starting container %s: %w\nLast log lines:\n%s", shortID(id), err, logs)
+		return Status{}, ServerInfo{}, fmt.Errorf("starting container %s: %w\nLast log lines:\n%s", shortID(id), err, tailLogs(ctx, b, id, r.Redact))
 	}
 	info, err := WaitReady(ctx, b, id, r)
 	if err != nil {

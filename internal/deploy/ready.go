@@ -24,6 +24,9 @@ type Readiness struct {
 	Interval time.Duration
 	// HTTPClient talks to the engine; nil means a client without keep-alive reuse surprises.
 	HTTPClient *http.Client
+	// Redact lists secrets to blank out of the log lines a failure quotes: engines print
+	// their arguments at start (SGLang logs server_args, api_key included).
+	Redact []string
 }
 
 // DefaultPollInterval keeps the provider's share of time-to-ready well under a second while
@@ -70,10 +73,7 @@ func WaitReady(ctx context.Context, b Backend, id string, r Readiness) (ServerIn
 				baseRestarts = st.RestartCount
 			}
 			if !st.Running || st.State == "restarting" || st.RestartCount > baseRestarts {
-				logs, lerr := b.Logs(context.WithoutCancel(ctx), id, LogTail)
-				if lerr != nil {
-					logs = fmt.Sprintf("(logs unavailable: %v)", lerr)
-				}
+				logs := tailLogs(ctx, b, id, r.Redact)
 				return ServerInfo{}, &ExitedError{ID: id, State: st.State, ExitCode: st.ExitCode, Restarts: st.RestartCount - baseRestarts, Logs: logs}
 			}
 			if st.Endpoint != "" {
@@ -85,7 +85,7 @@ func WaitReady(ctx context.Context, b Backend, id string, r Readiness) (ServerIn
 		}
 		select {
 		case <-ctx.Done():
-			logs, _ := b.Logs(context.WithoutCancel(ctx), id, LogTail)
+			logs := tailLogs(ctx, b, id, r.Redact)
 			return ServerInfo{}, fmt.Errorf("engine in container %s not ready: %w (last probe: %v); raise readiness_timeout if the model is still loading. Last log lines:\n%s", shortID(id), ctx.Err(), lastErr, logs)
 		case <-ticker.C:
 		}
@@ -224,4 +224,18 @@ type sglangLimits struct {
 func IsExited(err error) bool {
 	var e *ExitedError
 	return errors.As(err, &e)
+}
+
+// tailLogs fetches the container's last LogTail lines for a diagnostic, with secrets blanked.
+func tailLogs(ctx context.Context, b Backend, id string, redact []string) string {
+	logs, err := b.Logs(context.WithoutCancel(ctx), id, LogTail)
+	if err != nil {
+		return fmt.Sprintf("(logs unavailable: %v)", err)
+	}
+	for _, secret := range redact {
+		if secret != "" {
+			logs = strings.ReplaceAll(logs, secret, "[redacted]")
+		}
+	}
+	return logs
 }

@@ -44,6 +44,7 @@ type Client struct {
 	url        string
 	redacted   string // url for messages: no user info
 	auth       string
+	apiKey     string // only to scrub it from error text a server might echo
 	http       *http.Client
 	bodyPrefix []byte // JSON up to the prompt value
 	bodyMid    []byte // JSON between the prompt and max_tokens value
@@ -113,6 +114,7 @@ func NewClient(cfg ClientConfig) (*Client, error) {
 	}
 	if cfg.APIKey != "" {
 		c.auth = "Bearer " + cfg.APIKey
+		c.apiKey = cfg.APIKey
 	}
 	return c, nil
 }
@@ -159,6 +161,16 @@ func (c *Client) Do(ctx context.Context, prompt string, maxTokens int) Record {
 // stopped by ctx has Cancelled set and Err empty, so error and cancellation counts never
 // overlap.
 func (c *Client) Stream(ctx context.Context, req Request) Record {
+	rec := c.stream(ctx, req)
+	if c.apiKey != "" && rec.Err != "" {
+		// A server may echo the request's headers in an error body; errors reach
+		// diagnostics and logs, the key must not.
+		rec.Err = strings.ReplaceAll(rec.Err, c.apiKey, "[redacted]")
+	}
+	return rec
+}
+
+func (c *Client) stream(ctx context.Context, req Request) Record {
 	rec := Record{Prompt: req.Prompt, RequestedOutputTokens: req.MaxTokens}
 
 	body, err := c.body(req.Prompt, req.MaxTokens)

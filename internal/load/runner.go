@@ -78,7 +78,7 @@ type TrialResult struct {
 	// the position across warmup and measured prompts). Unsent prompts have no record.
 	Records []Record
 
-	Stopped bool // Observe asked to stop, or ctx was cancelled
+	Stopped bool // Observe or ctx stopped the trial before every measured request had finished
 	Unsent  int  // measured prompts never sent because the trial stopped
 
 	// MeasuredStart is just before the first measured request was started; MeasuredEnd is
@@ -183,8 +183,18 @@ func RunTrial(ctx context.Context, s Streamer, spec TrialSpec) (TrialResult, err
 		res.Stopped = true
 		return res, fmt.Errorf("run trial at concurrency %d: %w", spec.Concurrency, err)
 	}
-	res.Stopped = stopped
+	// A stop asked for after the last request finished cut nothing short.
+	res.Stopped = stopped && (res.Unsent > 0 || anyCancelled(res.Records))
 	return res, nil
+}
+
+func anyCancelled(recs []Record) bool {
+	for _, r := range recs {
+		if r.Cancelled {
+			return true
+		}
+	}
+	return false
 }
 
 // runPhase keeps c requests in flight over prompts. Each worker takes the next prompt as soon

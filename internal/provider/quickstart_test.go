@@ -72,6 +72,7 @@ func TestAccQuickstart_llamaCpp(t *testing.T) {
 				"model_path":        config.StringVariable(model),
 				"image":             config.StringVariable(quickstartImage),
 				"measured_requests": config.IntegerVariable(quickstartMeasured),
+				"progress_file":     config.StringVariable(filepath.Join(t.TempDir(), "progress.jsonl")),
 			},
 			ConfigStateChecks: []statecheck.StateCheck{
 				// Every workload found a failing level within 1..8: llama-server runs 2 slots,

@@ -325,10 +325,16 @@ func (r *capacityBenchmarkResource) ValidateConfig(ctx context.Context, req reso
 	var workloads types.List
 	resp.Diagnostics.Append(req.Config.GetAttribute(ctx, path.Root("workloads"), &workloads)...)
 	if !workloads.IsNull() && !workloads.IsUnknown() {
-		var items []workloadModel
+		// Elements may be unknown objects (built from another resource's attributes).
+		var items []types.Object
 		resp.Diagnostics.Append(workloads.ElementsAs(ctx, &items, false)...)
 		seen := map[string]int{}
-		for i, w := range items {
+		for i, obj := range items {
+			if obj.IsNull() || obj.IsUnknown() {
+				continue
+			}
+			var w workloadModel
+			resp.Diagnostics.Append(obj.As(ctx, &w, basetypes.ObjectAsOptions{UnhandledUnknownAsEmpty: true})...)
 			if w.Label.IsNull() || w.Label.IsUnknown() {
 				continue
 			}
@@ -409,6 +415,9 @@ func (r *capacityBenchmarkResource) Create(ctx context.Context, req resource.Cre
 	if resp.Diagnostics.HasError() {
 		return
 	}
+	if err := journal.Complete(); err != nil {
+		tflog.Warn(ctx, "cannot mark the run complete in the progress file", map[string]any{"error": err.Error()})
+	}
 	plan.ID = types.StringValue(randomID())
 	plan.APIKey = types.StringNull()
 	resp.Diagnostics.Append(resp.State.Set(ctx, &plan)...)
@@ -484,6 +493,7 @@ func (m capacityBenchmarkModel) capacityConfig(ctx context.Context) (capacity.Co
 	exp, d := experimentFromObject(ctx, m.Experiment)
 	diags.Append(d...)
 	cfg.Experiment = exp
+	cfg.RunKey = m.Triggers.String() // a changed trigger is a new measurement, never a replay
 	if err := cfg.Validate(); err != nil {
 		diags.AddError("Invalid capacity benchmark configuration", err.Error())
 	}

@@ -314,3 +314,30 @@ resource "llmserve_capacity_benchmark" "test" {
 		},
 	})
 }
+
+// Workload values built from another resource's attributes are unknown at plan; validation
+// must leave them to apply instead of failing to decode them. (A whole workload object that is
+// unknown is refused by the framework itself, which requires its attributes to be set.)
+func TestAccCapacityBenchmark_unknownWorkloadPlans(t *testing.T) {
+	resource.UnitTest(t, resource.TestCase{
+		ProtoV6ProviderFactories: testAccProtoV6ProviderFactories,
+		Steps: []resource.TestStep{{
+			Config: `
+resource "terraform_data" "shape" {
+  input = "from another resource"
+}
+
+resource "llmserve_capacity_benchmark" "u" {
+  endpoint  = "http://127.0.0.1:9"
+  model     = "m"
+  workloads = [
+    { label = terraform_data.shape.output, input_tokens = 8, output_tokens = 8 },
+    { label = "literal", input_tokens = 8, output_tokens = 8 },
+  ]
+  slo       = { percentile = 95, threshold_ms = 100 }
+}`,
+			PlanOnly:           true,
+			ExpectNonEmptyPlan: true,
+		}},
+	})
+}

@@ -404,7 +404,11 @@ func (r *inferenceServerResource) Create(ctx context.Context, req resource.Creat
 	ready := plan.readiness(spec, secrets)
 	st, info, err := deploy.Launch(ctx, b, c, ready)
 	if err != nil {
-		resp.Diagnostics.AddError("Inference server did not become ready", err.Error()+"\n\nAny container this apply created was removed; nothing is left on the engine host.")
+		detail := err.Error()
+		if !errors.Is(err, deploy.ErrContainerLeft) {
+			detail += "\n\nThe container this apply created was removed; nothing is left on the engine host."
+		}
+		resp.Diagnostics.AddError("Inference server did not become ready", detail)
 		return
 	}
 	kernel, _ := b.KernelVersion(ctx) // recorded for results; a missing kernel is not a failure
@@ -607,7 +611,8 @@ func (m inferenceServerModel) placement(ctx context.Context) (deploy.Placement, 
 
 func (m inferenceServerModel) readiness(spec deploy.Spec, sec deploy.Secrets) deploy.Readiness {
 	d, _ := time.ParseDuration(m.ReadinessTimeout.ValueString()) // validated at plan time
-	return deploy.Readiness{Engine: spec.Engine, Model: spec.RequestModel(), APIKey: sec.APIKey, Timeout: d}
+	return deploy.Readiness{Engine: spec.Engine, Model: spec.RequestModel(), APIKey: sec.APIKey, Timeout: d,
+		Redact: []string{sec.APIKey, sec.HubToken}}
 }
 
 // setStatus copies what the engine host reports; these are the values that drift.
