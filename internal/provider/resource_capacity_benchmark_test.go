@@ -206,6 +206,9 @@ func checkProgressFile(path string) error {
 		if err := json.Unmarshal([]byte(l), &rec); err != nil {
 			return fmt.Errorf("progress line %q: %w", l, err)
 		}
+		if rec.Kind == "run_completed" {
+			continue
+		}
 		if rec.Workload != "64 / 8" || rec.Concurrency < 1 {
 			return fmt.Errorf("progress line %q lacks workload or concurrency", l)
 		}
@@ -215,6 +218,9 @@ func checkProgressFile(path string) error {
 		if strings.Contains(l, benchAPIKey) {
 			return fmt.Errorf("progress file holds the API key")
 		}
+	}
+	if !strings.Contains(lines[len(lines)-1], `"kind":"run_completed"`) {
+		return fmt.Errorf("the progress file does not end with the run's completion marker: %s", lines[len(lines)-1])
 	}
 	if confirmations < 4 {
 		return fmt.Errorf("progress file has %d confirmation trials, want at least 4", confirmations)
