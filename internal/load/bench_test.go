@@ -27,9 +27,17 @@ import (
 // open after its first chunk, so the memory benchmark measures the client alone.
 const holdServerEnv = "LOAD_BENCH_HOLD_SERVER"
 
+// fidelityServerEnv makes the test binary act as the timing-fidelity server, so the client
+// process runs nothing but the client, as it does against a real engine.
+const fidelityServerEnv = "LOAD_BENCH_FIDELITY_SERVER"
+
 func TestMain(m *testing.M) {
 	if os.Getenv(holdServerEnv) == "1" {
 		runHoldServer()
+		return
+	}
+	if n, err := strconv.Atoi(os.Getenv(fidelityServerEnv)); err == nil && n > 0 {
+		runFidelityServer(n)
 		return
 	}
 	os.Exit(m.Run())
@@ -57,6 +65,137 @@ func runHoldServer() {
 		os.Exit(0)
 	}()
 	_ = srv.Serve(ln)
+}
+
+// runFidelityServer serves n streams like fidelityRound's in-process server: it waits until
+// all n requests have arrived, then sends each stream's first chunk 1 ms after the previous
+// one while the others keep streaming at 50 chunks/s. GET /emits returns, per prompt, the
+// wall-clock UnixNano right after its first chunk was flushed.
+func runFidelityServer(n int) {
+	raiseNoFile()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	fmt.Println(ln.Addr().String())
+	var mu sync.Mutex
+	emitted := make(map[string]int64, n)
+	var arrived sync.WaitGroup
+	arrived.Add(n)
+	allArrived := make(chan struct{})
+	go func() { arrived.Wait(); close(allArrived) }()
+	var t0 time.Time
+	var t0Once sync.Once
+	first := []byte("data: " + contentChunk("first") + "\n\n")
+	next := []byte("data: " + contentChunk(" tok") + "\n\n")
+	mux := http.NewServeMux()
+	mux.HandleFunc("GET /emits", func(w http.ResponseWriter, _ *http.Request) {
+		mu.Lock()
+		defer mu.Unlock()
+		_ = json.NewEncoder(w).Encode(emitted)
+	})
+	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
+		var body struct {
+			Messages []struct{ Content string } `json:"messages"`
+		}
+		_ = json.NewDecoder(r.Body).Decode(&body)
+		p := body.Messages[0].Content
+		idx, _ := strconv.Atoi(strings.TrimPrefix(p, "s"))
+		w.Header().Set("Content-Type", "text/event-stream")
+		fl := w.(http.Flusher)
+		fl.Flush()
+		arrived.Done()
+		<-allArrived
+		t0Once.Do(func() { t0 = time.Now().Add(20 * time.Millisecond) })
+		time.Sleep(time.Until(t0.Add(time.Duration(idx) * time.Millisecond)))
+		_, _ = w.Write(first)
+		fl.Flush()
+		at := time.Now().UnixNano()
+		mu.Lock()
+		emitted[p] = at
+		mu.Unlock()
+		tick := time.NewTicker(20 * time.Millisecond)
+		defer tick.Stop()
+		for k := 0; k < 20; k++ {
+			<-tick.C
+			_, _ = w.Write(next)
+			fl.Flush()
+		}
+		_, _ = io.WriteString(w, "data: [DONE]\n\n")
+	})
+	go func() {
+		_, _ = io.Copy(io.Discard, os.Stdin)
+		os.Exit(0)
+	}()
+	_ = (&http.Server{Handler: mux}).Serve(ln)
+}
+
+// BenchmarkTimingFidelityServerProcess is BenchmarkTimingFidelity with the server in a child
+// process, as a real engine is: client FirstContent minus the server's first-chunk flush, both
+// read from the system's wall clock, over 512 concurrent streams on loopback.
+func BenchmarkTimingFidelityServerProcess(b *testing.B) {
+	const streams = 512
+	raiseNoFile()
+	var diffs []time.Duration
+	for i := 0; i < b.N; i++ {
+		diffs = append(diffs, fidelityProcessRound(b, streams)...)
+	}
+	sort.Slice(diffs, func(i, j int) bool { return diffs[i] < diffs[j] })
+	b.ReportMetric(float64(pctDur(diffs, 50).Nanoseconds())/1e3, "p50_us")
+	b.ReportMetric(float64(pctDur(diffs, 99).Nanoseconds())/1e3, "p99_us")
+	b.ReportMetric(float64(diffs[len(diffs)-1].Nanoseconds())/1e3, "max_us")
+}
+
+func fidelityProcessRound(b *testing.B, streams int) []time.Duration {
+	cmd := exec.Command(os.Args[0], "-test.run=^$")
+	cmd.Env = append(os.Environ(), fidelityServerEnv+"="+strconv.Itoa(streams))
+	stdin, _ := cmd.StdinPipe()
+	stdout, _ := cmd.StdoutPipe()
+	cmd.Stderr = os.Stderr
+	if err := cmd.Start(); err != nil {
+		b.Fatal(err)
+	}
+	defer func() {
+		stdin.Close()
+		_ = cmd.Wait()
+	}()
+	addr, err := bufio.NewReader(stdout).ReadString('\n')
+	if err != nil {
+		b.Fatalf("fidelity server: %v", err)
+	}
+	base := "http://" + strings.TrimSpace(addr)
+	client, err := NewClient(ClientConfig{BaseURL: base, Model: "m"})
+	if err != nil {
+		b.Fatal(err)
+	}
+	recs := make([]Record, streams)
+	var wg sync.WaitGroup
+	for i := 0; i < streams; i++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			recs[i] = client.Do(context.Background(), "s"+strconv.Itoa(i), 21)
+		}()
+	}
+	wg.Wait()
+	resp, err := http.Get(base + "/emits")
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer resp.Body.Close()
+	var emitted map[string]int64
+	if err := json.NewDecoder(resp.Body).Decode(&emitted); err != nil {
+		b.Fatal(err)
+	}
+	out := make([]time.Duration, 0, streams)
+	for i, r := range recs {
+		if !r.OK() {
+			b.Fatalf("stream %d failed: %s", i, r.Err)
+		}
+		out = append(out, time.Duration(r.FirstContent.UnixNano()-emitted["s"+strconv.Itoa(i)]))
+	}
+	return out
 }
 
 func raiseNoFile() {
