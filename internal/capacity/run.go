@@ -57,6 +57,7 @@ type session struct {
 	control *load.Control
 	client  *load.Client
 	flush   load.CacheFlush
+	engine  string // sglang | vllm | llamacpp, or empty when the server did not say
 	info    load.ServerInfo
 	prompts *prompt.Generator
 }
@@ -84,6 +85,10 @@ func connect(ctx context.Context, cfg Config) (*session, error) {
 	s.flush, err = control.FlushCache(ctx, cfg.CacheFlush)
 	if err != nil {
 		return nil, err
+	}
+	s.engine = s.flush.Engine
+	if s.engine == "" {
+		s.engine, _ = control.Engine(ctx) // only for the idle check; unknown servers skip it
 	}
 	s.client, err = load.NewClient(load.ClientConfig{
 		BaseURL: cfg.Endpoint, Model: cfg.Model, API: cfg.API, APIKey: cfg.APIKey,
@@ -262,6 +267,11 @@ type trialRunner struct {
 
 func (r *trialRunner) RunTrial(ctx context.Context, req search.Request) (search.Outcome, error) {
 	s, w := r.s, r.w // errors need no location: search.Run names the trial
+	// Requests a stopped probe cancelled may still be processed; the next trial starts on an
+	// idle server.
+	if err := s.control.WaitIdle(ctx, s.engine); err != nil {
+		return search.Outcome{}, err
+	}
 	// The flush method was fixed at connect; re-detecting per trial would only add calls.
 	if s.flush.Engine != "" && s.flush.Engine != load.EngineLlamaCpp {
 		if _, err := s.control.FlushCache(ctx, s.flush.Engine); err != nil {

@@ -10,6 +10,7 @@ import (
 	"net/http"
 	"net/url"
 	"sort"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -499,4 +500,86 @@ func (c *Control) flushSGLang(ctx context.Context) (CacheFlush, error) {
 			wait *= 2
 		}
 	}
+}
+
+// ErrBusy: the server kept running requests that are not ours past the idle wait.
+var ErrBusy = errors.New("the server stayed busy")
+
+// idleWait bounds WaitIdle: requests cancelled by a stopped probe end within seconds; a
+// server busy for longer is serving someone else, and a trial measured then would be wrong.
+const idleWait = 2 * time.Minute
+
+// WaitIdle returns once the server runs no request, so a trial never starts while requests
+// of a previous (stopped) trial are still being processed. llama.cpp is asked through
+// GET /slots, vLLM through its /metrics gauges; SGLang's flush already waits for idle, and
+// servers that cannot tell are taken as idle.
+func (c *Control) WaitIdle(ctx context.Context, engine string) error {
+	var busy func(context.Context) (bool, error)
+	switch engine {
+	case EngineLlamaCpp:
+		busy = c.llamaCppBusy
+	case EngineVLLM:
+		busy = c.vllmBusy
+	default:
+		return nil
+	}
+	deadline := time.Now().Add(idleWait)
+	for {
+		b, err := busy(ctx)
+		if err != nil || !b {
+			return err
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("%w: %s still ran requests %s after the previous trial ended; is another client using it?", ErrBusy, c.redacted, idleWait)
+		}
+		t := time.NewTimer(50 * time.Millisecond)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return fmt.Errorf("waiting for %s to become idle: %w", c.redacted, ctx.Err())
+		case <-t.C:
+		}
+	}
+}
+
+func (c *Control) llamaCppBusy(ctx context.Context) (bool, error) {
+	status, body, err := c.call(ctx, http.MethodGet, "/slots", nil)
+	if err != nil {
+		return false, fmt.Errorf("idle check: %w", err)
+	}
+	if status != http.StatusOK {
+		return false, nil // slots endpoint disabled (--no-slots): cannot tell
+	}
+	var slots []struct {
+		IsProcessing bool `json:"is_processing"`
+	}
+	if err := json.Unmarshal(body, &slots); err != nil {
+		return false, nil
+	}
+	for _, s := range slots {
+		if s.IsProcessing {
+			return true, nil
+		}
+	}
+	return false, nil
+}
+
+func (c *Control) vllmBusy(ctx context.Context) (bool, error) {
+	status, body, err := c.call(ctx, http.MethodGet, "/metrics", nil)
+	if err != nil {
+		return false, fmt.Errorf("idle check: %w", err)
+	}
+	if status != http.StatusOK {
+		return false, nil
+	}
+	for _, line := range strings.Split(string(body), "\n") {
+		if !strings.HasPrefix(line, "vllm:num_requests_running") && !strings.HasPrefix(line, "vllm:num_requests_waiting") {
+			continue
+		}
+		f := strings.Fields(line)
+		if v, err := strconv.ParseFloat(f[len(f)-1], 64); err == nil && v > 0 {
+			return true, nil
+		}
+	}
+	return false, nil
 }
