@@ -67,10 +67,8 @@ func runHoldServer() {
 	_ = srv.Serve(ln)
 }
 
-// runFidelityServer serves n streams like fidelityRound's in-process server: it waits until
-// all n requests have arrived, then sends each stream's first chunk 1 ms after the previous
-// one while the others keep streaming at 50 chunks/s. GET /emits returns, per prompt, the
-// wall-clock UnixNano right after its first chunk was flushed.
+// runFidelityServer serves fidelityHandler's n streams in this (child) process; GET /emits
+// returns, per prompt, the wall-clock UnixNano right after its first chunk was flushed.
 func runFidelityServer(n int) {
 	raiseNoFile()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
@@ -81,49 +79,17 @@ func runFidelityServer(n int) {
 	fmt.Println(ln.Addr().String())
 	var mu sync.Mutex
 	emitted := make(map[string]int64, n)
-	var arrived sync.WaitGroup
-	arrived.Add(n)
-	allArrived := make(chan struct{})
-	go func() { arrived.Wait(); close(allArrived) }()
-	var t0 time.Time
-	var t0Once sync.Once
-	first := []byte("data: " + contentChunk("first") + "\n\n")
-	next := []byte("data: " + contentChunk(" tok") + "\n\n")
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /emits", func(w http.ResponseWriter, _ *http.Request) {
 		mu.Lock()
 		defer mu.Unlock()
 		_ = json.NewEncoder(w).Encode(emitted)
 	})
-	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
-		var body struct {
-			Messages []struct{ Content string } `json:"messages"`
-		}
-		_ = json.NewDecoder(r.Body).Decode(&body)
-		p := body.Messages[0].Content
-		idx, _ := strconv.Atoi(strings.TrimPrefix(p, "s"))
-		w.Header().Set("Content-Type", "text/event-stream")
-		fl := w.(http.Flusher)
-		fl.Flush()
-		arrived.Done()
-		<-allArrived
-		t0Once.Do(func() { t0 = time.Now().Add(20 * time.Millisecond) })
-		time.Sleep(time.Until(t0.Add(time.Duration(idx) * time.Millisecond)))
-		_, _ = w.Write(first)
-		fl.Flush()
-		at := time.Now().UnixNano()
+	mux.Handle("/", fidelityHandler(n, func(p string, at time.Time) {
 		mu.Lock()
-		emitted[p] = at
+		emitted[p] = at.UnixNano() // wall clock: compared across processes
 		mu.Unlock()
-		tick := time.NewTicker(20 * time.Millisecond)
-		defer tick.Stop()
-		for k := 0; k < 20; k++ {
-			<-tick.C
-			_, _ = w.Write(next)
-			fl.Flush()
-		}
-		_, _ = io.WriteString(w, "data: [DONE]\n\n")
-	})
+	}))
 	go func() {
 		_, _ = io.Copy(io.Discard, os.Stdin)
 		os.Exit(0)
@@ -169,16 +135,7 @@ func fidelityProcessRound(b *testing.B, streams int) []time.Duration {
 	if err != nil {
 		b.Fatal(err)
 	}
-	recs := make([]Record, streams)
-	var wg sync.WaitGroup
-	for i := 0; i < streams; i++ {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			recs[i] = client.Do(context.Background(), "s"+strconv.Itoa(i), 21)
-		}()
-	}
-	wg.Wait()
+	recs := streamAll(b, client, streams)
 	resp, err := http.Get(base + "/emits")
 	if err != nil {
 		b.Fatal(err)
@@ -190,12 +147,50 @@ func fidelityProcessRound(b *testing.B, streams int) []time.Duration {
 	}
 	out := make([]time.Duration, 0, streams)
 	for i, r := range recs {
-		if !r.OK() {
-			b.Fatalf("stream %d failed: %s", i, r.Err)
-		}
 		out = append(out, time.Duration(r.FirstContent.UnixNano()-emitted["s"+strconv.Itoa(i)]))
 	}
 	return out
+}
+
+// fidelityHandler serves n streams for the timing-fidelity benchmarks: it waits until all n
+// requests have arrived, then sends each stream's first chunk 1 ms after the previous one
+// while the others keep streaming at 50 chunks/s, and calls emitted right after each first
+// chunk was flushed.
+func fidelityHandler(n int, emitted func(prompt string, at time.Time)) http.HandlerFunc {
+	var arrived sync.WaitGroup
+	arrived.Add(n)
+	allArrived := make(chan struct{})
+	go func() { arrived.Wait(); close(allArrived) }()
+	var t0 time.Time
+	var t0Once sync.Once
+	first := []byte("data: " + contentChunk("first") + "\n\n")
+	next := []byte("data: " + contentChunk(" tok") + "\n\n")
+	return func(w http.ResponseWriter, r *http.Request) {
+		var body struct {
+			Messages []struct{ Content string } `json:"messages"`
+		}
+		_ = json.NewDecoder(r.Body).Decode(&body)
+		p := body.Messages[0].Content
+		idx, _ := strconv.Atoi(strings.TrimPrefix(p, "s"))
+		w.Header().Set("Content-Type", "text/event-stream")
+		fl := w.(http.Flusher)
+		fl.Flush()
+		arrived.Done()
+		<-allArrived
+		t0Once.Do(func() { t0 = time.Now().Add(20 * time.Millisecond) })
+		time.Sleep(time.Until(t0.Add(time.Duration(idx) * time.Millisecond)))
+		_, _ = w.Write(first)
+		fl.Flush()
+		emitted(p, time.Now())
+		tick := time.NewTicker(20 * time.Millisecond)
+		defer tick.Stop()
+		for k := 0; k < 20; k++ {
+			<-tick.C
+			_, _ = w.Write(next)
+			fl.Flush()
+		}
+		_, _ = io.WriteString(w, "data: [DONE]\n\n")
+	}
 }
 
 func raiseNoFile() {
@@ -313,49 +308,26 @@ func pctDur(sorted []time.Duration, p float64) time.Duration {
 func fidelityRound(b *testing.B, streams int) []time.Duration {
 	var mu sync.Mutex
 	emitted := make(map[string]time.Time, streams)
-	var arrived sync.WaitGroup
-	arrived.Add(streams)
-	allArrived := make(chan struct{})
-	go func() { arrived.Wait(); close(allArrived) }()
-	var t0 time.Time
-	var t0Once sync.Once
-
-	first := []byte("data: " + contentChunk("first") + "\n\n")
-	next := []byte("data: " + contentChunk(" tok") + "\n\n")
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		var body struct {
-			Messages []struct{ Content string } `json:"messages"`
-		}
-		_ = json.NewDecoder(r.Body).Decode(&body)
-		p := body.Messages[0].Content
-		idx, _ := strconv.Atoi(strings.TrimPrefix(p, "s"))
-		w.Header().Set("Content-Type", "text/event-stream")
-		fl := w.(http.Flusher)
-		fl.Flush()
-		arrived.Done()
-		<-allArrived
-		t0Once.Do(func() { t0 = time.Now().Add(20 * time.Millisecond) })
-		time.Sleep(time.Until(t0.Add(time.Duration(idx) * time.Millisecond)))
-		_, _ = w.Write(first)
-		fl.Flush()
-		now := time.Now()
+	srv := httptest.NewServer(fidelityHandler(streams, func(p string, at time.Time) {
 		mu.Lock()
-		emitted[p] = now
+		emitted[p] = at
 		mu.Unlock()
-		tick := time.NewTicker(20 * time.Millisecond)
-		defer tick.Stop()
-		for k := 0; k < 20; k++ {
-			<-tick.C
-			_, _ = w.Write(next)
-			fl.Flush()
-		}
-		_, _ = io.WriteString(w, "data: [DONE]\n\n")
 	}))
 	defer srv.Close()
 	client, err := NewClient(ClientConfig{BaseURL: srv.URL, Model: "m"})
 	if err != nil {
 		b.Fatal(err)
 	}
+	recs := streamAll(b, client, streams)
+	out := make([]time.Duration, 0, streams)
+	for i, r := range recs {
+		out = append(out, r.FirstContent.Sub(emitted["s"+strconv.Itoa(i)]))
+	}
+	return out
+}
+
+// streamAll opens the fidelity benchmarks' streams "s0".."s<n-1>" at once and waits for all.
+func streamAll(b *testing.B, client *Client, streams int) []Record {
 	recs := make([]Record, streams)
 	var wg sync.WaitGroup
 	for i := 0; i < streams; i++ {
@@ -366,14 +338,12 @@ func fidelityRound(b *testing.B, streams int) []time.Duration {
 		}()
 	}
 	wg.Wait()
-	out := make([]time.Duration, 0, streams)
 	for i, r := range recs {
 		if !r.OK() {
 			b.Fatalf("stream %d failed: %s", i, r.Err)
 		}
-		out = append(out, r.FirstContent.Sub(emitted["s"+strconv.Itoa(i)]))
 	}
-	return out
+	return recs
 }
 
 // BenchmarkOpenStreams10k holds 10 000 streams open mid-response against a server in a child
