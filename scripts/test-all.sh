@@ -31,6 +31,9 @@ if ! git diff --quiet -- docs/ || [ -n "$(git status --porcelain -- docs/)" ]; t
 	exit 1
 fi
 
+step "examples validate against the built provider"
+scripts/validate-examples.sh
+
 step "unit and acceptance tests"
 go test -count=1 -timeout 60m -p 2 -skip 'TestAccQuickstart' ./...
 
