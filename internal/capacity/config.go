@@ -30,6 +30,8 @@ type Config struct {
 
 	Seed       int64               // prompt text seed; fixed per resource so re-runs are comparable
 	Experiment *results.Experiment // what was measured, copied into the document as given
+	// ToolVersion is this tool's version, recorded as the load generator's in the document.
+	ToolVersion string
 	// RunKey names what else makes this a new measurement (the resource's triggers): a
 	// journal entry recorded under another run key is never reused.
 	RunKey string

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/llmserve/terraform-provider-llmserve/internal/load"
@@ -154,7 +155,7 @@ func (s *session) skeleton() *results.Document {
 		SchemaVersion: results.SchemaVersion,
 		Experiment:    exp,
 		AIPerf: results.Protocol{
-			Version:                          "terraform-provider-llmserve",
+			Version:                          strings.TrimSpace("terraform-provider-llmserve " + cfg.ToolVersion),
 			ArrivalPattern:                   "closed-loop concurrency burst",
 			Streaming:                        true,
 			ServerTokenCount:                 true,

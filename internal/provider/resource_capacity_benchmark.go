@@ -384,6 +384,9 @@ func (r *capacityBenchmarkResource) Create(ctx context.Context, req resource.Cre
 		return
 	}
 	cfg.APIKey = apiKey.ValueString()
+	if r.data != nil {
+		cfg.ToolVersion = r.data.version
+	}
 
 	journal, err := capacity.OpenJournal(plan.ProgressFile.ValueString(), cfg)
 	if err != nil {
