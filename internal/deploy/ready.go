@@ -228,7 +228,11 @@ func IsExited(err error) bool {
 
 // tailLogs fetches the container's last LogTail lines for a diagnostic, with secrets blanked.
 func tailLogs(ctx context.Context, b Backend, id string, redact []string) string {
-	logs, err := b.Logs(context.WithoutCancel(ctx), id, LogTail)
+	// The caller's context may be what ended; the logs get their own short deadline so a
+	// hung engine host cannot hold the diagnostic back.
+	lctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 15*time.Second)
+	defer cancel()
+	logs, err := b.Logs(lctx, id, LogTail)
 	if err != nil {
 		return fmt.Sprintf("(logs unavailable: %v)", err)
 	}

@@ -325,6 +325,10 @@ func (r *inferenceServerResource) ValidateConfig(ctx context.Context, req resour
 	if !m.ModelHostPath.IsNull() && !strings.HasPrefix(m.Model.ValueString(), "/") {
 		resp.Diagnostics.AddAttributeError(path.Root("model"), "model must be a container path", "model_host_path is mounted at model, so model must be an absolute path inside the container")
 	}
+	if m.NetworkMode.ValueString() == "host" && !m.HostPort.IsNull() && !m.HostPort.IsUnknown() {
+		resp.Diagnostics.AddAttributeError(path.Root("host_port"), "host_port does not apply with host networking",
+			"With network_mode = \"host\" the engine listens on the host at port; remove host_port and set port instead.")
+	}
 }
 
 func (m inferenceServerModel) specKnown() bool {
@@ -337,10 +341,21 @@ func (m inferenceServerModel) specKnown() bool {
 	return true
 }
 
-// ModifyPlan marks what a restart changes: Docker picks a new ephemeral host port each time a
+// ModifyPlan refuses to create a stopped server and marks what a restart changes: Docker picks a new ephemeral host port each time a
 // container starts, so a restart of a server without a fixed host_port moves its endpoint.
 func (r *inferenceServerResource) ModifyPlan(ctx context.Context, req resource.ModifyPlanRequest, resp *resource.ModifyPlanResponse) {
-	if req.State.Raw.IsNull() || req.Plan.Raw.IsNull() {
+	if req.Plan.Raw.IsNull() {
+		return
+	}
+	if req.State.Raw.IsNull() {
+		// Create launches the server and waits until it generates; a server created stopped
+		// would be a different operation with no endpoint to hand to a benchmark.
+		var running types.Bool
+		resp.Diagnostics.Append(req.Plan.GetAttribute(ctx, path.Root("running"), &running)...)
+		if !running.IsUnknown() && !running.ValueBool() {
+			resp.Diagnostics.AddAttributeError(path.Root("running"), "A new inference server starts running",
+				"running = false stops an existing server; create it with running = true (the default), then set false to stop it.")
+		}
 		return
 	}
 	var plan, state, config inferenceServerModel

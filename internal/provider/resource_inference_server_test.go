@@ -352,6 +352,10 @@ func TestAccInferenceServer_validation(t *testing.T) {
 		{"sglang topk 1 draft tokens", `  speculative = { algorithm = "EAGLE", steps = 7, topk = 1, draft_tokens = 7 }`, regexp.MustCompile(`speculative\.draft_tokens:\s+with\s+topk\s+=\s+1\s+SGLang\s+needs\s+draft_tokens\s+=\s+steps\s+\+\s+1\s+=\s+8`)},
 		{"tensor parallel zero", `  tensor_parallel_size = 0`, regexp.MustCompile(`(?s)tensor_parallel_size.*at least 1`)},
 		{"port range", `  port = 70000`, regexp.MustCompile(`(?s)port.*between 1 and 65535`)},
+		{"created stopped", `  running = false`, regexp.MustCompile(`(?s)A new inference server starts running.*running = false stops an existing server`)},
+		{"host port with host networking", `
+  network_mode = "host"
+  host_port    = 18080`, regexp.MustCompile(`(?s)host_port does not apply with host networking`)},
 		{"unsupported accelerator", `
   engine = "llamacpp"
   accelerator = "xpu"`, nil},

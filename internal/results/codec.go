@@ -210,6 +210,14 @@ func (o *object) optional(key string) (*node, string) {
 	return v, joinKey(o.path, key)
 }
 
+// keepAsWritten hands a present optional key whose value is the Go zero value (which the
+// typed writer omits) to the extras, so it is written back exactly as it was read.
+func (o *object) keepAsWritten(key string) {
+	if o != nil {
+		delete(o.used, key)
+	}
+}
+
 // finish records the keys nobody asked for.
 func (o *object) finish() {
 	if o == nil {
@@ -456,6 +464,9 @@ func (r *reader) workload(o *object) Workload {
 		for i, it := range v.items {
 			w.Notes = append(w.Notes, r.str(joinIndex(p, i), it))
 		}
+		if len(w.Notes) == 0 {
+			o.keepAsWritten("notes")
+		}
 	}
 	o.finish()
 	return w
@@ -490,7 +501,9 @@ func (r *reader) trial(o *object) Trial {
 	t.Correctness = r.correctness(o.child("correctness"))
 	t.Trial = o.integer("trial")
 	if v, p := o.optional("concurrency"); v != nil {
-		t.Concurrency = r.integer(p, v)
+		if t.Concurrency = r.integer(p, v); t.Concurrency == 0 {
+			o.keepAsWritten("concurrency")
+		}
 	}
 	o.finish()
 	return t
@@ -539,7 +552,9 @@ func (r *reader) correctness(o *object) Correctness {
 	c.Cancelled = o.boolean("cancelled")
 	c.OutputLengthMismatches = o.num("output_length_mismatches")
 	if v, p := o.optional("uniqueness_scope"); v != nil {
-		c.UniquenessScope = r.str(p, v)
+		if c.UniquenessScope = r.str(p, v); c.UniquenessScope == "" {
+			o.keepAsWritten("uniqueness_scope")
+		}
 	}
 	o.finish()
 	return c

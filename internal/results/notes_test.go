@@ -28,3 +28,29 @@ func TestWorkloadNotesRoundTrip(t *testing.T) {
 		t.Fatalf("mistyped note: error %v", err)
 	}
 }
+
+// Optional keys present with zero values survive a round trip: the typed writer would omit
+// them, so the reader keeps them as read.
+func TestZeroValuedOptionalKeysRoundTrip(t *testing.T) {
+	doc := `{"schema_version":1,"experiment":{"image_tag":"","image_digest":"","model":"m","checkpoint":"","hardware":"","driver":"","kernel":"","tensor_parallelism":1,"context_length":1,"physical_token_pool":1,"speculative_mode":null},
+"aiperf":{"version":"v","arrival_pattern":"a","streaming":true,"server_token_count":true,"temperature":0,"ignore_eos":true,"warmups_per_trial":1,"measured_requests_per_trial":1,"independent_trials_per_boundary_side":1,"cache_policy":"c"},
+"slo":{"metric":"time_to_first_token","percentile":95,"threshold_ms":10,"comparison":"strictly_less_than","all_confirmation_trials_must_pass":true},
+"workloads":[{"label":"a","configured_isl":1,"configured_osl":1,"server_prompt_tokens":{"min":1,"max":1},"maximum_passing_concurrency":null,"first_failing_concurrency":null,"passing_trials":[],"failing_trials":[],"notes":[]}],
+"correctness_total":{"warmup_records":0,"unique_warmup_prompts":0,"warmup_profile_prompt_overlap":0,"profiling_records":0,"http_200":0,"unique_prompts":0,"unique_outputs":0,"generated_chunks":0,"generated_utf8_bytes":0,"completion_tokens_total":0,"finish_reason_length":0,"errors":0,"cancelled":false,"output_length_mismatches":0.0,"uniqueness_scope":""}}`
+	d, err := Parse([]byte(doc))
+	if err != nil {
+		t.Fatal(err)
+	}
+	out, err := Marshal(d)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{`"notes": []`, `"uniqueness_scope": ""`} {
+		if !strings.Contains(string(out), want) {
+			t.Errorf("round trip lost %s:\n%s", want, out)
+		}
+	}
+	if strings.Contains(string(out), "within_each_trial") {
+		t.Errorf("an empty uniqueness_scope that was read was replaced by the default:\n%s", out)
+	}
+}

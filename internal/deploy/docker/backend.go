@@ -202,8 +202,16 @@ func (b *Backend) Inspect(ctx context.Context, idOrName string) (deploy.Status, 
 // binding, or the port itself under host networking.
 func publishedPort(ci container.InspectResponse) (string, int) {
 	if ci.HostConfig != nil && ci.HostConfig.NetworkMode.IsHost() {
-		for p := range ci.Config.ExposedPorts {
-			return "", p.Int()
+		// The image may expose ports of its own; the engine's is the one it was launched on.
+		if ci.Config != nil {
+			if rec, err := deploy.ParseRecord(ci.Config.Labels[deploy.SpecLabel]); err == nil && rec.Spec.Port > 0 {
+				return "", rec.Spec.Port
+			}
+			if len(ci.Config.ExposedPorts) == 1 {
+				for p := range ci.Config.ExposedPorts {
+					return "", p.Int()
+				}
+			}
 		}
 		return "", 0
 	}
