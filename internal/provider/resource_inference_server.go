@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net"
+	"net/url"
 	"regexp"
 	"strconv"
 	"strings"
@@ -356,6 +358,7 @@ func (r *inferenceServerResource) ModifyPlan(ctx context.Context, req resource.M
 			resp.Diagnostics.AddAttributeError(path.Root("running"), "A new inference server starts running",
 				"running = false stops an existing server; create it with running = true (the default), then set false to stop it.")
 		}
+		r.warnLoopbackOnRemoteHost(ctx, req, resp)
 		return
 	}
 	var plan, state, config inferenceServerModel
@@ -369,6 +372,29 @@ func (r *inferenceServerResource) ModifyPlan(ctx context.Context, req resource.M
 		resp.Diagnostics.Append(resp.Plan.SetAttribute(ctx, path.Root("host_port"), types.Int64Unknown())...)
 		resp.Diagnostics.Append(resp.Plan.SetAttribute(ctx, path.Root("endpoint"), types.StringUnknown())...)
 	}
+}
+
+// warnLoopbackOnRemoteHost flags a port published on a remote engine host's loopback: this
+// machine cannot reach it, so readiness would wait out readiness_timeout.
+func (r *inferenceServerResource) warnLoopbackOnRemoteHost(ctx context.Context, req resource.ModifyPlanRequest, resp *resource.ModifyPlanResponse) {
+	if r.docker == nil {
+		return
+	}
+	u, err := url.Parse(r.docker.Host())
+	if err != nil || (u.Scheme != "tcp" && u.Scheme != "ssh") {
+		return
+	}
+	if h := u.Hostname(); h == "localhost" || net.ParseIP(h).IsLoopback() {
+		return
+	}
+	var bind, network types.String
+	resp.Diagnostics.Append(req.Plan.GetAttribute(ctx, path.Root("bind_address"), &bind)...)
+	resp.Diagnostics.Append(req.Plan.GetAttribute(ctx, path.Root("network_mode"), &network)...)
+	if network.ValueString() == "host" || bind.IsUnknown() || !net.ParseIP(bind.ValueString()).IsLoopback() {
+		return
+	}
+	resp.Diagnostics.AddAttributeWarning(path.Root("bind_address"), "Endpoint unreachable from this machine",
+		fmt.Sprintf("The engine host %s is remote, and bind_address %s publishes the port only on its loopback, so this machine (and a benchmark run from it) cannot reach the server; readiness would wait out readiness_timeout. Set bind_address = \"0.0.0.0\" (or the host's address) and restrict access with a firewall.", u.Hostname(), bind.ValueString()))
 }
 
 func problemPath(field string) path.Path {

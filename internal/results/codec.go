@@ -370,6 +370,9 @@ func (r *reader) document(root *node) *Document {
 	for i, it := range items {
 		ip := joinIndex(wp, i)
 		w := r.workload(r.asObject(ip, it))
+		if lv, ok := it.get("label"); ok && lv.kind == kindString && lv.text == "" {
+			r.fail(joinKey(ip, "label"), "must not be empty: labels key the capacity maps")
+		}
 		if first, dup := labels[w.Label]; dup && w.Label != "" {
 			r.fail(joinKey(ip, "label"), "duplicate workload label %q (also workloads[%d]); labels key the capacity maps", w.Label, first)
 		}

@@ -54,3 +54,13 @@ func TestZeroValuedOptionalKeysRoundTrip(t *testing.T) {
 		t.Errorf("an empty uniqueness_scope that was read was replaced by the default:\n%s", out)
 	}
 }
+
+func TestEmptyWorkloadLabelRejected(t *testing.T) {
+	raw, err := Marshal(&Document{SchemaVersion: 1, Workloads: []Workload{{Label: ""}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := Parse(raw); err == nil || !strings.Contains(err.Error(), "workloads[0].label: must not be empty") {
+		t.Fatalf("error = %v, want workloads[0].label: must not be empty", err)
+	}
+}
