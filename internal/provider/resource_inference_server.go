@@ -535,8 +535,18 @@ func (r *inferenceServerResource) Update(ctx context.Context, req resource.Updat
 	case want && !is:
 		secrets := deploy.Secrets{HubToken: config.HubTokenWO.ValueString(), APIKey: config.APIKeyWO.ValueString()}
 		if _, _, err := deploy.StartAndWait(ctx, b, id, plan.readiness(spec, secrets)); err != nil {
-			resp.Diagnostics.AddError("Inference server did not become ready after restart", err.Error()+
-				"\n\nThe container is kept stopped; fix the cause and apply again, or taint it to replace it.")
+			// Stop what did not become ready, so state (still stopped) tells the truth and the
+			// next plan offers the restart again.
+			stopCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), grace+time.Minute)
+			defer cancel()
+			detail := "\n\nThe container was stopped again; fix the cause and apply again, or taint it to replace it."
+			if serr := b.Stop(stopCtx, id, grace); serr != nil {
+				detail = fmt.Sprintf("\n\nStopping it again also failed (%v); it may still be running, not ready.", serr)
+			}
+			state.RestartPolicy, state.StopGraceSeconds = plan.RestartPolicy, plan.StopGraceSeconds
+			state.ReadinessTimeout, state.Timeouts = plan.ReadinessTimeout, plan.Timeouts
+			resp.Diagnostics.Append(resp.State.Set(ctx, &state)...)
+			resp.Diagnostics.AddError("Inference server did not become ready after restart", err.Error()+detail)
 			return
 		}
 	case !want && is:

@@ -244,11 +244,19 @@ func (d *sshDialer) client(ctx context.Context) (*ssh.Client, error) {
 	if err != nil {
 		return nil, fmt.Errorf("connecting to ssh %s: %w", d.addr, err)
 	}
+	// The handshake has no context of its own; a deadline keeps a stalled sshd from hanging
+	// every engine call (this runs under d.mu).
+	deadline := time.Now().Add(30 * time.Second)
+	if dl, ok := ctx.Deadline(); ok && dl.Before(deadline) {
+		deadline = dl
+	}
+	_ = conn.SetDeadline(deadline)
 	c, chans, reqs, err := ssh.NewClientConn(conn, d.addr, d.cfg)
 	if err != nil {
 		_ = conn.Close()
 		return nil, fmt.Errorf("ssh handshake with %s as %s: %w; check the key and known_hosts", d.addr, d.cfg.User, err)
 	}
+	_ = conn.SetDeadline(time.Time{})
 	d.cli = ssh.NewClient(c, chans, reqs)
 	return d.cli, nil
 }
