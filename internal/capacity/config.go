@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 
+	"github.com/llmserve/terraform-provider-llmserve/internal/metrics"
 	"github.com/llmserve/terraform-provider-llmserve/internal/results"
 )
 
@@ -18,7 +19,7 @@ type Config struct {
 	APIKey   string // sent as a Bearer token; never logged or stored
 
 	Workloads []Workload
-	SLO       SLO
+	SLO       metrics.SLO
 
 	MinConcurrency int
 	MaxConcurrency int
@@ -50,14 +51,6 @@ type Workload struct {
 	OutputTokens int
 }
 
-// SLO is the objective each trial is judged by.
-type SLO struct {
-	Metric      string // time_to_first_token | inter_token_latency | request_latency
-	Percentile  float64
-	ThresholdMs float64
-	Comparison  string // strictly_less_than | less_than_or_equal
-}
-
 // Validate reports the first configuration problem, naming the attribute to fix.
 func (c Config) Validate() error {
 	var errs []error
@@ -86,11 +79,8 @@ func (c Config) Validate() error {
 			errs = append(errs, fmt.Errorf("workloads[%d].output_tokens: must be at least 1, got %d", i, w.OutputTokens))
 		}
 	}
-	if c.SLO.Percentile <= 0 || c.SLO.Percentile > 100 {
-		errs = append(errs, fmt.Errorf("slo.percentile: must be in (0, 100], got %g", c.SLO.Percentile))
-	}
-	if c.SLO.ThresholdMs <= 0 {
-		errs = append(errs, fmt.Errorf("slo.threshold_ms: must be greater than 0, got %g", c.SLO.ThresholdMs))
+	if err := c.SLO.Validate(); err != nil {
+		errs = append(errs, err)
 	}
 	if c.MinConcurrency < 1 {
 		errs = append(errs, fmt.Errorf("search.min_concurrency: must be at least 1, got %d", c.MinConcurrency))

@@ -10,6 +10,7 @@ import (
 	"os"
 	"time"
 
+	"github.com/llmserve/terraform-provider-llmserve/internal/metrics"
 	"github.com/llmserve/terraform-provider-llmserve/internal/results"
 )
 
@@ -68,7 +69,7 @@ func (c Config) Fingerprint() string {
 	key := struct {
 		Endpoint, Model, API            string
 		Workloads                       []Workload
-		SLO                             SLO
+		SLO                             metrics.SLO
 		Min, Max, Warmup, Measured, Cfm int
 		Flush                           string
 		Seed                            int64

@@ -54,7 +54,6 @@ func Run(ctx context.Context, cfg Config) (*results.Document, error) {
 // session is one benchmark's connection to the server.
 type session struct {
 	cfg     Config
-	slo     metrics.SLO
 	control *load.Control
 	client  *load.Client
 	flush   load.CacheFlush
@@ -66,13 +65,7 @@ type session struct {
 // connect checks that the endpoint is usable before any load is sent: reachable, the model
 // served, credentials accepted, streaming with usage.
 func connect(ctx context.Context, cfg Config) (*session, error) {
-	s := &session{cfg: cfg, slo: metrics.SLO{
-		Metric: cfg.SLO.Metric, Percentile: cfg.SLO.Percentile,
-		ThresholdMs: cfg.SLO.ThresholdMs, Comparison: cfg.SLO.Comparison,
-	}}
-	if err := s.slo.Validate(); err != nil {
-		return nil, err
-	}
+	s := &session{cfg: cfg}
 	control, err := load.NewControl(load.ControlConfig{BaseURL: cfg.Endpoint, Model: cfg.Model, APIKey: cfg.APIKey})
 	if err != nil {
 		return nil, err
@@ -295,7 +288,7 @@ func (r *trialRunner) RunTrial(ctx context.Context, req search.Request) (search.
 	waitedOut := false
 	var decider *metrics.Decider
 	if req.Kind == search.Probe {
-		decider, err = metrics.NewDecider(s.slo, len(measured))
+		decider, err = metrics.NewDecider(s.cfg.SLO, len(measured))
 		if err != nil {
 			return search.Outcome{}, err
 		}
@@ -303,7 +296,7 @@ func (r *trialRunner) RunTrial(ctx context.Context, req search.Request) (search.
 		spec.Observe = func(e load.Event) bool {
 			var d metrics.Decision
 			switch {
-			case e.Kind == load.EventFirstContent && s.slo.Metric == metrics.MetricTTFT:
+			case e.Kind == load.EventFirstContent && s.cfg.SLO.Metric == metrics.MetricTTFT:
 				d = decider.Observe(e.Record.Index, metrics.TTFTMs(e.Record))
 			case e.Kind == load.EventCompleted:
 				d = decider.Complete(e.Record)
@@ -311,7 +304,7 @@ func (r *trialRunner) RunTrial(ctx context.Context, req search.Request) (search.
 				// Requests still waiting already have a metric at least as long as their
 				// wait: five requests waiting past a 10 s TTFT threshold decide a p95 fail
 				// without waiting for their first tokens.
-				d = decider.WithPending(waitingMs(s.slo.Metric, e)...)
+				d = decider.WithPending(waitingMs(s.cfg.SLO.Metric, e)...)
 				waitedOut = d == metrics.DecidedFail
 			}
 			return d != metrics.Undecided
@@ -331,7 +324,7 @@ func (r *trialRunner) RunTrial(ctx context.Context, req search.Request) (search.
 	}
 	verdict := metrics.Verdict{Pass: false}
 	if !waitedOut {
-		if verdict, err = s.slo.Verdict(records); err != nil {
+		if verdict, err = s.cfg.SLO.Verdict(records); err != nil {
 			return search.Outcome{}, err
 		}
 	}

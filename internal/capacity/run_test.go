@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/llmserve/terraform-provider-llmserve/internal/load"
+	"github.com/llmserve/terraform-provider-llmserve/internal/metrics"
 	"github.com/llmserve/terraform-provider-llmserve/internal/search"
 	"github.com/llmserve/terraform-provider-llmserve/internal/simengine"
 )
@@ -43,7 +44,7 @@ func testConfig(endpoint string) Config {
 	return Config{
 		Endpoint: endpoint, Model: "sim", API: "chat",
 		Workloads:      []Workload{{Label: "64 / 8", InputTokens: 64, OutputTokens: 8}},
-		SLO:            SLO{Metric: "time_to_first_token", Percentile: 95, ThresholdMs: 150},
+		SLO:            metrics.SLO{Metric: "time_to_first_token", Percentile: 95, ThresholdMs: 150},
 		MinConcurrency: 1, MaxConcurrency: 5,
 		WarmupRequests: 1, MeasuredRequests: 8, ConfirmationTrials: 2,
 		CacheFlush: "auto", Seed: 1,

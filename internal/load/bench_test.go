@@ -114,23 +114,8 @@ func BenchmarkTimingFidelityServerProcess(b *testing.B) {
 }
 
 func fidelityProcessRound(b *testing.B, streams int) []time.Duration {
-	cmd := exec.Command(os.Args[0], "-test.run=^$")
-	cmd.Env = append(os.Environ(), fidelityServerEnv+"="+strconv.Itoa(streams))
-	stdin, _ := cmd.StdinPipe()
-	stdout, _ := cmd.StdoutPipe()
-	cmd.Stderr = os.Stderr
-	if err := cmd.Start(); err != nil {
-		b.Fatal(err)
-	}
-	defer func() {
-		stdin.Close()
-		_ = cmd.Wait()
-	}()
-	addr, err := bufio.NewReader(stdout).ReadString('\n')
-	if err != nil {
-		b.Fatalf("fidelity server: %v", err)
-	}
-	base := "http://" + strings.TrimSpace(addr)
+	base, stop := startServerProcess(b, fidelityServerEnv+"="+strconv.Itoa(streams))
+	defer stop()
 	client, err := NewClient(ClientConfig{BaseURL: base, Model: "m"})
 	if err != nil {
 		b.Fatal(err)
@@ -191,6 +176,30 @@ func fidelityHandler(n int, emitted func(prompt string, at time.Time)) http.Hand
 		}
 		_, _ = io.WriteString(w, "data: [DONE]\n\n")
 	}
+}
+
+// startServerProcess runs this test binary as a server (env selects which, see TestMain) in
+// a child process, so a benchmark measures the client alone. It returns the server's base
+// URL and a stop that closes the child's stdin, which makes it exit, and waits for it.
+func startServerProcess(b *testing.B, env string) (base string, stop func()) {
+	cmd := exec.Command(os.Args[0], "-test.run=^$")
+	cmd.Env = append(os.Environ(), env)
+	stdin, _ := cmd.StdinPipe()
+	stdout, _ := cmd.StdoutPipe()
+	cmd.Stderr = os.Stderr
+	if err := cmd.Start(); err != nil {
+		b.Fatal(err)
+	}
+	stop = func() {
+		stdin.Close()
+		_ = cmd.Wait()
+	}
+	addr, err := bufio.NewReader(stdout).ReadString('\n')
+	if err != nil {
+		stop()
+		b.Fatalf("server process (%s): %v", env, err)
+	}
+	return "http://" + strings.TrimSpace(addr), stop
 }
 
 func raiseNoFile() {
@@ -365,23 +374,9 @@ func BenchmarkOpenStreams10k(b *testing.B) {
 }
 
 func openStreamsRound(b *testing.B, streams int) (heapDelta, rssDelta float64) {
-	cmd := exec.Command(os.Args[0], "-test.run=^$")
-	cmd.Env = append(os.Environ(), holdServerEnv+"=1")
-	stdin, _ := cmd.StdinPipe()
-	stdout, _ := cmd.StdoutPipe()
-	cmd.Stderr = os.Stderr
-	if err := cmd.Start(); err != nil {
-		b.Fatal(err)
-	}
-	defer func() {
-		stdin.Close()
-		_ = cmd.Wait()
-	}()
-	addr, err := bufio.NewReader(stdout).ReadString('\n')
-	if err != nil {
-		b.Fatalf("hold server: %v", err)
-	}
-	client, err := NewClient(ClientConfig{BaseURL: "http://" + strings.TrimSpace(addr), Model: "m"})
+	base, stop := startServerProcess(b, holdServerEnv+"=1")
+	defer stop()
+	client, err := NewClient(ClientConfig{BaseURL: base, Model: "m"})
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -123,3 +123,26 @@ func experimentFromObject(ctx context.Context, obj types.Object) (*results.Exper
 	}
 	return exp, diags
 }
+
+// experimentValue is experimentFromObject's inverse: the computed experiment object.
+func experimentValue(ctx context.Context, e results.Experiment) (types.Object, diag.Diagnostics) {
+	spec := types.ObjectNull(speculativeModeAttrTypes)
+	var diags diag.Diagnostics
+	if e.SpeculativeMode != nil {
+		var d diag.Diagnostics
+		spec, d = types.ObjectValueFrom(ctx, speculativeModeAttrTypes, speculativeModeModel{
+			Algorithm: types.StringValue(e.SpeculativeMode.Algorithm), Steps: types.Int64Value(int64(e.SpeculativeMode.Steps)),
+			TopK: types.Int64Value(int64(e.SpeculativeMode.TopK)), DraftTokens: types.Int64Value(int64(e.SpeculativeMode.DraftTokens)),
+		})
+		diags.Append(d...)
+	}
+	obj, d := types.ObjectValueFrom(ctx, experimentAttrTypes, experimentModel{
+		ImageTag: types.StringValue(e.ImageTag), ImageDigest: types.StringValue(e.ImageDigest), Model: types.StringValue(e.Model),
+		Checkpoint: types.StringValue(e.Checkpoint), Hardware: types.StringValue(e.Hardware), Driver: types.StringValue(e.Driver),
+		Kernel: types.StringValue(e.Kernel), TensorParallelism: types.Int64Value(int64(e.TensorParallelism)),
+		ContextLength: types.Int64Value(int64(e.ContextLength)), PhysicalTokenPool: types.Int64Value(int64(e.PhysicalTokenPool)),
+		SpeculativeMode: spec,
+	})
+	diags.Append(d...)
+	return obj, diags
+}

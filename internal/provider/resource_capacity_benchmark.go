@@ -30,6 +30,7 @@ import (
 	"github.com/hashicorp/terraform-plugin-log/tflog"
 
 	"github.com/llmserve/terraform-provider-llmserve/internal/capacity"
+	"github.com/llmserve/terraform-provider-llmserve/internal/metrics"
 	"github.com/llmserve/terraform-provider-llmserve/internal/results"
 )
 
@@ -472,7 +473,7 @@ func (m capacityBenchmarkModel) capacityConfig(ctx context.Context) (capacity.Co
 		Endpoint: m.Endpoint.ValueString(),
 		Model:    m.Model.ValueString(),
 		API:      m.API.ValueString(),
-		SLO: capacity.SLO{
+		SLO: metrics.SLO{
 			Metric:      slo.Metric.ValueString(),
 			Percentile:  slo.Percentile.ValueFloat64(),
 			ThresholdMs: slo.ThresholdMs.ValueFloat64(),

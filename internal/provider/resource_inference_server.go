@@ -699,31 +699,9 @@ func (m *inferenceServerModel) setExperiment(ctx context.Context, spec deploy.Sp
 		exp.SpeculativeMode = &results.SpeculativeMode{Algorithm: sp.Algorithm, Steps: sp.Steps, TopK: sp.TopK, DraftTokens: sp.DraftTokens}
 	}
 	m.ServerVersion = types.StringValue(info.Version)
-	obj, diags := inferenceServerExperimentValue(ctx, exp)
+	obj, diags := experimentValue(ctx, exp)
 	m.Experiment = obj
 	return diags
-}
-
-func inferenceServerExperimentValue(ctx context.Context, e results.Experiment) (types.Object, diag.Diagnostics) {
-	spec := types.ObjectNull(speculativeModeAttrTypes)
-	var diags diag.Diagnostics
-	if e.SpeculativeMode != nil {
-		var d diag.Diagnostics
-		spec, d = types.ObjectValueFrom(ctx, speculativeModeAttrTypes, speculativeModeModel{
-			Algorithm: types.StringValue(e.SpeculativeMode.Algorithm), Steps: types.Int64Value(int64(e.SpeculativeMode.Steps)),
-			TopK: types.Int64Value(int64(e.SpeculativeMode.TopK)), DraftTokens: types.Int64Value(int64(e.SpeculativeMode.DraftTokens)),
-		})
-		diags.Append(d...)
-	}
-	obj, d := types.ObjectValueFrom(ctx, experimentAttrTypes, experimentModel{
-		ImageTag: types.StringValue(e.ImageTag), ImageDigest: types.StringValue(e.ImageDigest), Model: types.StringValue(e.Model),
-		Checkpoint: types.StringValue(e.Checkpoint), Hardware: types.StringValue(e.Hardware), Driver: types.StringValue(e.Driver),
-		Kernel: types.StringValue(e.Kernel), TensorParallelism: types.Int64Value(int64(e.TensorParallelism)),
-		ContextLength: types.Int64Value(int64(e.ContextLength)), PhysicalTokenPool: types.Int64Value(int64(e.PhysicalTokenPool)),
-		SpeculativeMode: spec,
-	})
-	diags.Append(d...)
-	return obj, diags
 }
 
 // fromRecord fills the configuration of an imported container from its launch record,

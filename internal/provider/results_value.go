@@ -179,53 +179,55 @@ func workloadResultsValue(ctx context.Context, doc *results.Document) (types.Lis
 			MaximumPassingConcurrency: optionalInt64(w.MaximumPassingConcurrency),
 			FirstFailingConcurrency:   optionalInt64(w.FirstFailingConcurrency),
 			ServerPromptTokens:        minMaxValue(w.ServerPromptTokens),
-			PassingTrials:             trialValues(w.PassingTrials, w.MaximumPassingConcurrency),
-			FailingTrials:             trialValues(w.FailingTrials, w.FirstFailingConcurrency),
+			PassingTrials:             []trialValue{},
+			FailingTrials:             []trialValue{},
 			Notes:                     append([]string{}, w.Notes...),
+		}
+		for _, st := range w.Trials() {
+			if st.Side == results.SidePassing {
+				v.PassingTrials = append(v.PassingTrials, newTrialValue(st))
+			} else {
+				v.FailingTrials = append(v.FailingTrials, newTrialValue(st))
+			}
 		}
 		values = append(values, v)
 	}
 	return types.ListValueFrom(ctx, workloadResultObjectType, values)
 }
 
-func trialValues(trials []results.Trial, sideConcurrency *int) []trialValue {
-	out := make([]trialValue, 0, len(trials))
-	for _, t := range trials {
-		c := t.Concurrency
-		if c == 0 && sideConcurrency != nil {
-			c = *sideConcurrency // the reference document implies concurrency by side
-		}
-		out = append(out, trialValue{
-			Trial:                      int64(t.Trial),
-			Concurrency:                int64(c),
-			TTFTMs:                     percentilesValue(t.TTFTMs),
-			RequestLatencyMs:           percentilesValue(t.RequestLatencyMs),
-			ITLMs:                      percentilesValue(t.ITLMs),
-			OutputThroughputTPS:        t.OutputThroughputTPS,
-			PerUserOutputThroughputTPS: userThroughputValue(t.PerUserOutputThroughputTPS),
-			RequestThroughputRPS:       t.RequestThroughputRPS,
-			BenchmarkDurationS:         t.BenchmarkDurationS,
-			ServerPromptTokens:         minMaxValue(t.ServerPromptTokens),
-			ServerCompletionTokens:     minMaxValue(t.ServerCompletionTokens),
-			Correctness: correctnessValue{
-				WarmupRecords:              int64(t.Correctness.WarmupRecords),
-				UniqueWarmupPrompts:        int64(t.Correctness.UniqueWarmupPrompts),
-				WarmupProfilePromptOverlap: int64(t.Correctness.WarmupProfilePromptOverlap),
-				ProfilingRecords:           int64(t.Correctness.ProfilingRecords),
-				HTTP200:                    int64(t.Correctness.HTTP200),
-				UniquePrompts:              int64(t.Correctness.UniquePrompts),
-				UniqueOutputs:              int64(t.Correctness.UniqueOutputs),
-				GeneratedChunks:            int64(t.Correctness.GeneratedChunks),
-				GeneratedUTF8Bytes:         int64(t.Correctness.GeneratedUTF8Bytes),
-				CompletionTokensTotal:      int64(t.Correctness.CompletionTokensTotal),
-				FinishReasonLength:         int64(t.Correctness.FinishReasonLength),
-				Errors:                     int64(t.Correctness.Errors),
-				Cancelled:                  t.Correctness.Cancelled,
-				OutputLengthMismatches:     t.Correctness.OutputLengthMismatches,
-			},
-		})
+// newTrialValue takes the trial's concurrency from results.Workload.Trials, which fills it
+// from the side's boundary where the document leaves it out (the reference does).
+func newTrialValue(st results.SideTrial) trialValue {
+	t := st.Trial
+	return trialValue{
+		Trial:                      int64(t.Trial),
+		Concurrency:                int64(st.Concurrency),
+		TTFTMs:                     percentilesValue(t.TTFTMs),
+		RequestLatencyMs:           percentilesValue(t.RequestLatencyMs),
+		ITLMs:                      percentilesValue(t.ITLMs),
+		OutputThroughputTPS:        t.OutputThroughputTPS,
+		PerUserOutputThroughputTPS: userThroughputValue(t.PerUserOutputThroughputTPS),
+		RequestThroughputRPS:       t.RequestThroughputRPS,
+		BenchmarkDurationS:         t.BenchmarkDurationS,
+		ServerPromptTokens:         minMaxValue(t.ServerPromptTokens),
+		ServerCompletionTokens:     minMaxValue(t.ServerCompletionTokens),
+		Correctness: correctnessValue{
+			WarmupRecords:              int64(t.Correctness.WarmupRecords),
+			UniqueWarmupPrompts:        int64(t.Correctness.UniqueWarmupPrompts),
+			WarmupProfilePromptOverlap: int64(t.Correctness.WarmupProfilePromptOverlap),
+			ProfilingRecords:           int64(t.Correctness.ProfilingRecords),
+			HTTP200:                    int64(t.Correctness.HTTP200),
+			UniquePrompts:              int64(t.Correctness.UniquePrompts),
+			UniqueOutputs:              int64(t.Correctness.UniqueOutputs),
+			GeneratedChunks:            int64(t.Correctness.GeneratedChunks),
+			GeneratedUTF8Bytes:         int64(t.Correctness.GeneratedUTF8Bytes),
+			CompletionTokensTotal:      int64(t.Correctness.CompletionTokensTotal),
+			FinishReasonLength:         int64(t.Correctness.FinishReasonLength),
+			Errors:                     int64(t.Correctness.Errors),
+			Cancelled:                  t.Correctness.Cancelled,
+			OutputLengthMismatches:     t.Correctness.OutputLengthMismatches,
+		},
 	}
-	return out
 }
 
 func optionalInt(v *int) types.Int64 {

@@ -75,8 +75,12 @@ func (s SLO) Met(v float64) (bool, error) {
 }
 
 // Verdict is "pass" or "fail" for one trial judged on its own, or "n/a" when the SLO cannot
-// be evaluated from the recorded percentiles.
+// be evaluated from the recorded percentiles. A trial with failed requests fails whatever its
+// percentiles say, as the benchmark judged it (the percentiles cover successful requests only).
 func (s SLO) Verdict(t Trial) string {
+	if t.Correctness.Errors > 0 {
+		return "fail"
+	}
 	v, err := s.Value(t)
 	if err != nil {
 		return "n/a"

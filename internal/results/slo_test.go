@@ -123,3 +123,17 @@ func TestChartHelpers(t *testing.T) {
 		}
 	}
 }
+
+// A trial whose percentiles meet the SLO but that had failed requests was failed by the
+// benchmark; the renderings must say so too.
+func TestSLOVerdictFailsTrialWithErrors(t *testing.T) {
+	slo := SLO{Metric: "time_to_first_token", Percentile: 95, ThresholdMs: 10000, Comparison: "strictly_less_than"}
+	trial := Trial{TTFTMs: Percentiles{P95: 500}}
+	if got := slo.Verdict(trial); got != "pass" {
+		t.Fatalf("clean trial: Verdict() = %q, want pass", got)
+	}
+	trial.Correctness.Errors = 2
+	if got := slo.Verdict(trial); got != "fail" {
+		t.Fatalf("trial with 2 errors: Verdict() = %q, want fail", got)
+	}
+}
