@@ -20,22 +20,18 @@ import (
 	"github.com/hashicorp/terraform-plugin-framework/resource"
 	"github.com/hashicorp/terraform-plugin-framework/resource/schema"
 	"github.com/hashicorp/terraform-plugin-framework/resource/schema/booldefault"
-	"github.com/hashicorp/terraform-plugin-framework/resource/schema/float64planmodifier"
 	"github.com/hashicorp/terraform-plugin-framework/resource/schema/int64default"
 	"github.com/hashicorp/terraform-plugin-framework/resource/schema/int64planmodifier"
 	"github.com/hashicorp/terraform-plugin-framework/resource/schema/listplanmodifier"
 	"github.com/hashicorp/terraform-plugin-framework/resource/schema/mapplanmodifier"
-	"github.com/hashicorp/terraform-plugin-framework/resource/schema/objectplanmodifier"
 	"github.com/hashicorp/terraform-plugin-framework/resource/schema/planmodifier"
 	"github.com/hashicorp/terraform-plugin-framework/resource/schema/stringdefault"
 	"github.com/hashicorp/terraform-plugin-framework/resource/schema/stringplanmodifier"
 	"github.com/hashicorp/terraform-plugin-framework/schema/validator"
 	"github.com/hashicorp/terraform-plugin-framework/types"
-	"github.com/hashicorp/terraform-plugin-framework/types/basetypes"
 
 	"github.com/llmserve/terraform-provider-llmserve/internal/deploy"
 	"github.com/llmserve/terraform-provider-llmserve/internal/deploy/docker"
-	"github.com/llmserve/terraform-provider-llmserve/internal/results"
 )
 
 var (
@@ -54,59 +50,24 @@ type inferenceServerResource struct {
 }
 
 type inferenceServerModel struct {
-	ID                 types.String   `tfsdk:"id"`
-	Name               types.String   `tfsdk:"name"`
-	Image              types.String   `tfsdk:"image"`
-	Engine             types.String   `tfsdk:"engine"`
-	Model              types.String   `tfsdk:"model"`
-	ModelHostPath      types.String   `tfsdk:"model_host_path"`
-	Revision           types.String   `tfsdk:"revision"`
-	ServedModelName    types.String   `tfsdk:"served_model_name"`
-	TensorParallelSize types.Int64    `tfsdk:"tensor_parallel_size"`
-	ContextLength      types.Int64    `tfsdk:"context_length"`
-	MaxRunningRequests types.Int64    `tfsdk:"max_running_requests"`
-	MemFraction        types.Float64  `tfsdk:"mem_fraction"`
-	Speculative        types.Object   `tfsdk:"speculative"`
-	Accelerator        types.String   `tfsdk:"accelerator"`
-	GPUIDs             types.List     `tfsdk:"gpu_ids"`
-	GroupAdd           types.List     `tfsdk:"group_add"`
-	ShmSizeMB          types.Int64    `tfsdk:"shm_size_mb"`
-	Port               types.Int64    `tfsdk:"port"`
-	HostPort           types.Int64    `tfsdk:"host_port"`
-	BindAddress        types.String   `tfsdk:"bind_address"`
-	NetworkMode        types.String   `tfsdk:"network_mode"`
-	Environment        types.Map      `tfsdk:"environment"`
-	Mounts             types.List     `tfsdk:"mounts"`
-	Labels             types.Map      `tfsdk:"labels"`
-	ExtraArgs          types.List     `tfsdk:"extra_args"`
-	Entrypoint         types.List     `tfsdk:"entrypoint"`
-	HubTokenWO         types.String   `tfsdk:"hub_token_wo"`
-	APIKeyWO           types.String   `tfsdk:"api_key_wo"`
-	SecretsVersion     types.String   `tfsdk:"secrets_version"`
-	RestartPolicy      types.String   `tfsdk:"restart_policy"`
-	StopGraceSeconds   types.Int64    `tfsdk:"stop_grace_period_seconds"`
-	ReadinessTimeout   types.String   `tfsdk:"readiness_timeout"`
-	Running            types.Bool     `tfsdk:"running"`
-	Timeouts           timeouts.Value `tfsdk:"timeouts"`
+	engineSettings
 
-	Endpoint      types.String `tfsdk:"endpoint"`
-	ImageDigest   types.String `tfsdk:"image_digest"`
-	Command       types.List   `tfsdk:"command"`
-	ServerVersion types.String `tfsdk:"server_version"`
-	Experiment    types.Object `tfsdk:"experiment"`
-}
-
-type speculativeModel struct {
-	Algorithm   types.String `tfsdk:"algorithm"`
-	Steps       types.Int64  `tfsdk:"steps"`
-	TopK        types.Int64  `tfsdk:"topk"`
-	DraftTokens types.Int64  `tfsdk:"draft_tokens"`
-	DraftModel  types.String `tfsdk:"draft_model"`
-}
-
-var speculativeAttrTypes = map[string]attr.Type{
-	"algorithm": types.StringType, "steps": types.Int64Type, "topk": types.Int64Type,
-	"draft_tokens": types.Int64Type, "draft_model": types.StringType,
+	ID               types.String   `tfsdk:"id"`
+	Name             types.String   `tfsdk:"name"`
+	ModelHostPath    types.String   `tfsdk:"model_host_path"`
+	GPUIDs           types.List     `tfsdk:"gpu_ids"`
+	GroupAdd         types.List     `tfsdk:"group_add"`
+	ShmSizeMB        types.Int64    `tfsdk:"shm_size_mb"`
+	HostPort         types.Int64    `tfsdk:"host_port"`
+	BindAddress      types.String   `tfsdk:"bind_address"`
+	NetworkMode      types.String   `tfsdk:"network_mode"`
+	Environment      types.Map      `tfsdk:"environment"`
+	Mounts           types.List     `tfsdk:"mounts"`
+	Labels           types.Map      `tfsdk:"labels"`
+	RestartPolicy    types.String   `tfsdk:"restart_policy"`
+	StopGraceSeconds types.Int64    `tfsdk:"stop_grace_period_seconds"`
+	Running          types.Bool     `tfsdk:"running"`
+	Timeouts         timeouts.Value `tfsdk:"timeouts"`
 }
 
 type mountModel struct {
@@ -124,8 +85,7 @@ var mountAttrTypes = map[string]attr.Type{
 var containerNameRE = regexp.MustCompile(`^[a-zA-Z0-9][a-zA-Z0-9_.-]*$`)
 
 const (
-	defaultReadinessTimeout = "30m"
-	defaultStopGrace        = 30
+	defaultStopGrace = 30
 	// metaReadiness and metaSecrets keep Terraform-only settings in the container's launch
 	// record so an import restores them.
 	metaReadiness = "readiness_timeout"
@@ -148,47 +108,14 @@ func (r *inferenceServerResource) Schema(ctx context.Context, _ resource.SchemaR
 			"Drift: a container removed out of band is re-created by the next apply; a stopped one shows `running: false -> true` " +
 			"and the next apply starts it again in place (and waits until it generates). Every setting of the container itself " +
 			"forces a new container; `running`, `restart_policy`, `stop_grace_period_seconds`, `readiness_timeout` and `timeouts` change in place.",
-		Attributes: map[string]schema.Attribute{
+		Attributes: withAttributes(engineSettingsAttributes(), map[string]schema.Attribute{
 			"id": schema.StringAttribute{Computed: true, PlanModifiers: keepStr,
 				MarkdownDescription: "Container id."},
 			"name": schema.StringAttribute{Required: true, PlanModifiers: replace,
 				Validators:          []validator.String{stringvalidator.RegexMatches(containerNameRE, "must be a valid container name: letters, digits, and _ . - after the first character")},
 				MarkdownDescription: "Container name, unique on the engine host."},
-			"image": schema.StringAttribute{Required: true, PlanModifiers: replace,
-				MarkdownDescription: "Engine image, by tag or pinned `repo@sha256:...`. Pulled only when the engine host lacks it."},
-			"engine": schema.StringAttribute{Required: true, PlanModifiers: replace,
-				Validators:          []validator.String{stringvalidator.OneOf(enumStrings(deploy.Engines)...)},
-				MarkdownDescription: "Inference engine: `sglang`, `vllm` or `llamacpp`. Decides the launch command, default port and readiness endpoint."},
-			"model": schema.StringAttribute{Required: true, PlanModifiers: replace,
-				MarkdownDescription: "Model the engine loads: a Hugging Face repository id or a path inside the container. For `llamacpp`, the absolute path of a `.gguf` file."},
 			"model_host_path": schema.StringAttribute{Optional: true, PlanModifiers: replace,
 				MarkdownDescription: "Host file or directory bind-mounted read-only at `model` (e.g. a GGUF file for `llamacpp`)."},
-			"revision": schema.StringAttribute{Optional: true, PlanModifiers: replace,
-				MarkdownDescription: "Model revision (commit, branch or tag) to pin."},
-			"served_model_name": schema.StringAttribute{Optional: true, PlanModifiers: replace,
-				MarkdownDescription: "Name clients send as `model`; defaults to the engine's own choice (the model path)."},
-			"tensor_parallel_size": schema.Int64Attribute{Optional: true, Computed: true, Default: int64default.StaticInt64(1), PlanModifiers: replaceInt,
-				Validators:          []validator.Int64{int64validator.AtLeast(1)},
-				MarkdownDescription: "Tensor parallel size (GPUs per replica). Default 1."},
-			"context_length": schema.Int64Attribute{Optional: true, PlanModifiers: replaceInt,
-				MarkdownDescription: "Context length in tokens; the model's own when omitted. For `llamacpp` this is the total KV cache shared by all slots."},
-			"max_running_requests": schema.Int64Attribute{Optional: true, PlanModifiers: replaceInt,
-				MarkdownDescription: "Requests decoded together: SGLang `--max-running-requests`, vLLM `--max-num-seqs`, llama.cpp `--parallel` slots."},
-			"mem_fraction": schema.Float64Attribute{Optional: true, PlanModifiers: []planmodifier.Float64{float64planmodifier.RequiresReplace()},
-				MarkdownDescription: "Fraction of accelerator memory for weights and KV cache: SGLang `--mem-fraction-static`, vLLM `--gpu-memory-utilization`."},
-			"speculative": schema.SingleNestedAttribute{Optional: true,
-				PlanModifiers:       []planmodifier.Object{objectplanmodifier.RequiresReplace()},
-				MarkdownDescription: "Speculative decoding. SGLang: `EAGLE`/`EAGLE3`/`NEXTN` with steps, topk and draft tokens (topk 1 needs draft_tokens = steps + 1). vLLM: method `eagle`/`eagle3`/`mtp`/`ngram`/`draft_model`, steps = speculative tokens. llama.cpp: `draft` with a draft GGUF.",
-				Attributes: map[string]schema.Attribute{
-					"algorithm":    schema.StringAttribute{Required: true, MarkdownDescription: "Algorithm or method, e.g. `EAGLE` (SGLang, also for MTP heads)."},
-					"steps":        schema.Int64Attribute{Required: true, MarkdownDescription: "Draft steps per verification."},
-					"topk":         schema.Int64Attribute{Optional: true, MarkdownDescription: "Branching per draft step (SGLang)."},
-					"draft_tokens": schema.Int64Attribute{Optional: true, MarkdownDescription: "Tokens verified per step (SGLang)."},
-					"draft_model":  schema.StringAttribute{Optional: true, MarkdownDescription: "Draft model repository or path, where the algorithm needs one."},
-				}},
-			"accelerator": schema.StringAttribute{Optional: true, Computed: true, Default: stringdefault.StaticString(string(deploy.CPU)), PlanModifiers: replace,
-				Validators:          []validator.String{stringvalidator.OneOf(enumStrings(deploy.Accelerators)...)},
-				MarkdownDescription: "`xpu` (Intel GPUs: maps `/dev/dri`, adds the `render` and `video` groups, host IPC), `cuda` (NVIDIA device request, host IPC) or `cpu` (default)."},
 			"gpu_ids": schema.ListAttribute{ElementType: types.StringType, Optional: true, PlanModifiers: replaceList,
 				MarkdownDescription: "NVIDIA GPU ids or UUIDs for `cuda`; all GPUs when omitted."},
 			"group_add": schema.ListAttribute{ElementType: types.StringType, Optional: true, PlanModifiers: replaceList,
@@ -196,9 +123,6 @@ func (r *inferenceServerResource) Schema(ctx context.Context, _ resource.SchemaR
 			"shm_size_mb": schema.Int64Attribute{Optional: true, PlanModifiers: replaceInt,
 				Validators:          []validator.Int64{int64validator.AtLeast(1)},
 				MarkdownDescription: "Size of `/dev/shm` in MiB when IPC is private (`cpu`); with host IPC the host's shared memory is used."},
-			"port": schema.Int64Attribute{Optional: true, Computed: true, PlanModifiers: []planmodifier.Int64{enginePortDefault{}, int64planmodifier.RequiresReplace()},
-				Validators:          []validator.Int64{int64validator.Between(1, 65535)},
-				MarkdownDescription: "Port the engine listens on inside the container; the engine's default (SGLang 30000, vLLM 8000, llama.cpp 8080) when omitted."},
 			"host_port": schema.Int64Attribute{Optional: true, Computed: true,
 				PlanModifiers:       []planmodifier.Int64{int64planmodifier.UseStateForUnknown(), int64planmodifier.RequiresReplace()},
 				Validators:          []validator.Int64{int64validator.Between(1, 65535)},
@@ -222,64 +146,16 @@ func (r *inferenceServerResource) Schema(ctx context.Context, _ resource.SchemaR
 			"labels": schema.MapAttribute{ElementType: types.StringType, Optional: true,
 				PlanModifiers:       []planmodifier.Map{mapplanmodifier.RequiresReplace()},
 				MarkdownDescription: "Container labels. The provider adds `" + deploy.ManagedLabel + "` and `" + deploy.SpecLabel + "` (the launch record import reads)."},
-			"extra_args": schema.ListAttribute{ElementType: types.StringType, Optional: true, PlanModifiers: replaceList,
-				MarkdownDescription: "Engine arguments appended verbatim after the typed ones."},
-			"entrypoint": schema.ListAttribute{ElementType: types.StringType, Optional: true, PlanModifiers: replaceList,
-				MarkdownDescription: "Program that starts the engine, when the image installs it elsewhere than the engine's default (`python3 -m sglang.launch_server`, `python3 -m vllm.entrypoints.openai.api_server`, `llama-server`)."},
-			"hub_token_wo": schema.StringAttribute{Optional: true, Sensitive: true, WriteOnly: true,
-				MarkdownDescription: "Hugging Face token (as `HF_TOKEN`). Write-only: never stored in state or plan (Terraform >= 1.11). Bump `secrets_version` to apply a new one."},
-			"api_key_wo": schema.StringAttribute{Optional: true, Sensitive: true, WriteOnly: true,
-				MarkdownDescription: "API key the server demands as `Authorization: Bearer` (vLLM `VLLM_API_KEY`, llama.cpp `LLAMA_API_KEY`, SGLang `--api-key`, kept out of `command`). Write-only, never stored."},
-			"secrets_version": schema.StringAttribute{Optional: true, PlanModifiers: replace,
-				MarkdownDescription: "Any value; changing it re-creates the server so new write-only secrets take effect."},
 			"restart_policy": schema.StringAttribute{Optional: true, Computed: true, Default: stringdefault.StaticString("no"),
 				Validators:          []validator.String{stringvalidator.OneOf("no", "on-failure", "unless-stopped", "always")},
 				MarkdownDescription: "Docker restart policy, changed in place. Default `no`, so a crash shows as drift instead of a silent restart loop."},
 			"stop_grace_period_seconds": schema.Int64Attribute{Optional: true, Computed: true, Default: int64default.StaticInt64(defaultStopGrace),
 				Validators:          []validator.Int64{int64validator.AtLeast(0)},
 				MarkdownDescription: "Seconds between SIGTERM and SIGKILL on stop and destroy. Default 30."},
-			"readiness_timeout": schema.StringAttribute{Optional: true, Computed: true, Default: stringdefault.StaticString(defaultReadinessTimeout),
-				Validators:          []validator.String{durationValidator{}},
-				MarkdownDescription: "How long to wait for the server to generate (download and load included), as a Go duration. Default `30m`. The `timeouts.create` bound applies too."},
 			"running": schema.BoolAttribute{Optional: true, Computed: true, Default: booldefault.StaticBool(true),
 				MarkdownDescription: "Whether the server should be running. A container stopped out of band reads back as `false`, so the plan shows the change and apply starts it again."},
 			"timeouts": timeouts.Attributes(ctx, timeouts.Opts{Create: true, Update: true, Delete: true}),
-
-			"endpoint": schema.StringAttribute{Computed: true, PlanModifiers: keepStr,
-				MarkdownDescription: "Base URL of the OpenAI-compatible API (`http://host:port`), the `endpoint` a `llmserve_capacity_benchmark` takes."},
-			"image_digest": schema.StringAttribute{Computed: true, PlanModifiers: keepStr,
-				MarkdownDescription: "Registry digest of the running image, or its local image id when it was built or loaded on the host."},
-			"command": schema.ListAttribute{ElementType: types.StringType, Computed: true,
-				PlanModifiers:       []planmodifier.List{listplanmodifier.UseStateForUnknown()},
-				MarkdownDescription: "The exact engine command (entrypoint and arguments), without write-only secrets."},
-			"server_version": schema.StringAttribute{Computed: true, PlanModifiers: keepStr,
-				MarkdownDescription: "Version the server reports, where it reports one."},
-			"experiment": schema.SingleNestedAttribute{Computed: true,
-				PlanModifiers:       []planmodifier.Object{objectplanmodifier.UseStateForUnknown()},
-				MarkdownDescription: "The deployment in the shape of a results document's `experiment` block (image, model, checkpoint, parallelism, context, the token pool the server reports, speculative mode), for a benchmark to carry into its results.",
-				Attributes:          inferenceServerExperimentAttributes()},
-		},
-	}
-}
-
-func inferenceServerExperimentAttributes() map[string]schema.Attribute {
-	str := func(d string) schema.Attribute { return schema.StringAttribute{Computed: true, MarkdownDescription: d} }
-	num := func(d string) schema.Attribute { return schema.Int64Attribute{Computed: true, MarkdownDescription: d} }
-	return map[string]schema.Attribute{
-		"image_tag":           str("Image reference as configured."),
-		"image_digest":        str("Image digest."),
-		"model":               str("Model repository or path."),
-		"checkpoint":          str("Model revision."),
-		"hardware":            str("Accelerator family (`xpu`, `cuda`, `cpu`); the provider cannot name the exact device."),
-		"driver":              str("Accelerator driver version; empty, the engine host does not report it."),
-		"kernel":              str("Kernel of the engine host."),
-		"tensor_parallelism":  num("Tensor parallel size."),
-		"context_length":      num("Context length the server reports, else the configured one."),
-		"physical_token_pool": num("KV cache token pool the server reports (SGLang `max_total_num_tokens`); 0 when it reports none."),
-		"speculative_mode": schema.SingleNestedAttribute{Computed: true, MarkdownDescription: "Speculative decoding; null when off.",
-			Attributes: map[string]schema.Attribute{
-				"algorithm": str("Algorithm."), "steps": num("Steps."), "topk": num("Top-k."), "draft_tokens": num("Draft tokens."),
-			}},
+		}),
 	}
 }
 
@@ -316,13 +192,10 @@ func (r *inferenceServerResource) ValidateConfig(ctx context.Context, req resour
 	if resp.Diagnostics.HasError() || !m.specKnown() {
 		return
 	}
-	spec, diags := m.spec(ctx)
+	_, diags := m.validateSpec(ctx)
 	resp.Diagnostics.Append(diags...)
 	if diags.HasError() {
 		return
-	}
-	for _, p := range spec.Validate() {
-		resp.Diagnostics.AddAttributeError(problemPath(p.Field), "Invalid "+string(spec.Engine)+" setting", p.Error())
 	}
 	if !m.ModelHostPath.IsNull() && !strings.HasPrefix(m.Model.ValueString(), "/") {
 		resp.Diagnostics.AddAttributeError(path.Root("model"), "model must be a container path", "model_host_path is mounted at model, so model must be an absolute path inside the container")
@@ -334,13 +207,7 @@ func (r *inferenceServerResource) ValidateConfig(ctx context.Context, req resour
 }
 
 func (m inferenceServerModel) specKnown() bool {
-	for _, v := range []attr.Value{m.Engine, m.Model, m.Revision, m.ServedModelName, m.TensorParallelSize, m.ContextLength,
-		m.MaxRunningRequests, m.MemFraction, m.Speculative, m.Accelerator, m.Port, m.ExtraArgs, m.Entrypoint, m.ModelHostPath} {
-		if v.IsUnknown() {
-			return false
-		}
-	}
-	return true
+	return m.engineSettings.specKnown() && !m.ModelHostPath.IsUnknown()
 }
 
 // ModifyPlan refuses to create a stopped server and marks what a restart changes: Docker picks a new ephemeral host port each time a
@@ -435,8 +302,7 @@ func (r *inferenceServerResource) Create(ctx context.Context, req resource.Creat
 		}
 		return
 	}
-	// Write-only values exist only in the configuration, never in the plan.
-	secrets := deploy.Secrets{HubToken: config.HubTokenWO.ValueString(), APIKey: config.APIKeyWO.ValueString()}
+	secrets := config.secrets()
 	c, err := spec.Container(placement, secrets)
 	if err != nil {
 		resp.Diagnostics.AddError("Invalid inference server", err.Error())
@@ -533,8 +399,7 @@ func (r *inferenceServerResource) Update(ctx context.Context, req resource.Updat
 	grace := time.Duration(plan.StopGraceSeconds.ValueInt64()) * time.Second
 	switch want, is := plan.Running.ValueBool(), state.Running.ValueBool(); {
 	case want && !is:
-		secrets := deploy.Secrets{HubToken: config.HubTokenWO.ValueString(), APIKey: config.APIKeyWO.ValueString()}
-		if _, _, err := deploy.StartAndWait(ctx, b, id, plan.readiness(spec, secrets)); err != nil {
+		if _, _, err := deploy.StartAndWait(ctx, b, id, plan.readiness(spec, config.secrets())); err != nil {
 			// Stop what did not become ready, so state (still stopped) tells the truth and the
 			// next plan offers the restart again.
 			stopCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), grace+time.Minute)
@@ -597,40 +462,6 @@ func (r *inferenceServerResource) ImportState(ctx context.Context, req resource.
 	})})...)
 }
 
-// spec translates the engine settings. Callers make sure the values are known.
-func (m inferenceServerModel) spec(ctx context.Context) (deploy.Spec, diag.Diagnostics) {
-	var diags diag.Diagnostics
-	s := deploy.Spec{
-		Engine:             deploy.Engine(m.Engine.ValueString()),
-		Model:              m.Model.ValueString(),
-		Revision:           m.Revision.ValueString(),
-		ServedModelName:    m.ServedModelName.ValueString(),
-		TensorParallel:     int(m.TensorParallelSize.ValueInt64()),
-		ContextLength:      int(m.ContextLength.ValueInt64()),
-		MaxRunningRequests: int(m.MaxRunningRequests.ValueInt64()),
-		MemFraction:        m.MemFraction.ValueFloat64(),
-		Accelerator:        deploy.Accelerator(orString(m.Accelerator.ValueString(), string(deploy.CPU))),
-		Port:               int(m.Port.ValueInt64()),
-	}
-	if m.TensorParallelSize.IsNull() {
-		s.TensorParallel = 1
-	}
-	if m.Port.IsNull() || m.Port.IsUnknown() {
-		s.Port = deploy.DefaultPort(s.Engine)
-	}
-	diags.Append(m.ExtraArgs.ElementsAs(ctx, &s.ExtraArgs, false)...)
-	diags.Append(m.Entrypoint.ElementsAs(ctx, &s.Entrypoint, false)...)
-	if !m.Speculative.IsNull() {
-		var sp speculativeModel
-		diags.Append(m.Speculative.As(ctx, &sp, basetypes.ObjectAsOptions{})...)
-		s.Speculative = &deploy.Speculative{
-			Algorithm: sp.Algorithm.ValueString(), Steps: int(sp.Steps.ValueInt64()), TopK: int(sp.TopK.ValueInt64()),
-			DraftTokens: int(sp.DraftTokens.ValueInt64()), DraftModel: sp.DraftModel.ValueString(),
-		}
-	}
-	return s, diags
-}
-
 func (m inferenceServerModel) placement(ctx context.Context) (deploy.Placement, diag.Diagnostics) {
 	var diags diag.Diagnostics
 	p := deploy.Placement{
@@ -660,12 +491,6 @@ func (m inferenceServerModel) placement(ctx context.Context) (deploy.Placement, 
 	return p, diags
 }
 
-func (m inferenceServerModel) readiness(spec deploy.Spec, sec deploy.Secrets) deploy.Readiness {
-	d, _ := time.ParseDuration(m.ReadinessTimeout.ValueString()) // validated at plan time
-	return deploy.Readiness{Engine: spec.Engine, Model: spec.RequestModel(), APIKey: sec.APIKey, Timeout: d,
-		Redact: []string{sec.APIKey, sec.HubToken}}
-}
-
 // setStatus copies what the engine host reports; these are the values that drift.
 func (m *inferenceServerModel) setStatus(ctx context.Context, spec deploy.Spec, st deploy.Status) diag.Diagnostics {
 	var diags diag.Diagnostics
@@ -680,47 +505,21 @@ func (m *inferenceServerModel) setStatus(ctx context.Context, spec deploy.Spec, 
 	if st.Endpoint != "" || m.Endpoint.IsUnknown() || m.Endpoint.IsNull() {
 		m.Endpoint = types.StringValue(st.Endpoint)
 	}
-	cmd, d := types.ListValueFrom(ctx, types.StringType, spec.Command())
-	diags.Append(d...)
-	m.Command = cmd
+	diags.Append(m.setCommand(ctx, spec)...)
 	return diags
 }
 
 func (m *inferenceServerModel) setExperiment(ctx context.Context, spec deploy.Spec, st deploy.Status, info deploy.ServerInfo, kernel string) diag.Diagnostics {
-	exp := results.Experiment{
-		ImageTag: m.Image.ValueString(), ImageDigest: st.ImageDigest, Model: spec.Model, Checkpoint: spec.Revision,
-		Hardware: string(spec.Accelerator), Kernel: kernel, TensorParallelism: spec.TensorParallel,
-		ContextLength: spec.ContextLength, PhysicalTokenPool: info.TokenPool,
-	}
-	if info.ContextLength != 0 {
-		exp.ContextLength = info.ContextLength
-	}
-	if sp := spec.Speculative; sp != nil {
-		exp.SpeculativeMode = &results.SpeculativeMode{Algorithm: sp.Algorithm, Steps: sp.Steps, TopK: sp.TopK, DraftTokens: sp.DraftTokens}
-	}
-	m.ServerVersion = types.StringValue(info.Version)
-	obj, diags := experimentValue(ctx, exp)
-	m.Experiment = obj
-	return diags
+	exp := m.experiment(spec, st.ImageDigest, info)
+	exp.Kernel = kernel
+	return m.engineSettings.setExperiment(ctx, exp, info)
 }
 
 // fromRecord fills the configuration of an imported container from its launch record,
 // writing null where the record holds the zero value so an unset attribute stays unset.
 func (m *inferenceServerModel) fromRecord(ctx context.Context, rec deploy.Record) diag.Diagnostics {
-	var diags diag.Diagnostics
 	s, p := rec.Spec, rec.Placement
-	str := func(v string) types.String {
-		if v == "" {
-			return types.StringNull()
-		}
-		return types.StringValue(v)
-	}
-	num := func(v int) types.Int64 {
-		if v == 0 {
-			return types.Int64Null()
-		}
-		return types.Int64Value(int64(v))
-	}
+	diags := m.fromSpec(ctx, p.Image, s, p.Meta[metaSecrets], p.Meta[metaReadiness])
 	list := func(vs []string) types.List {
 		if len(vs) == 0 {
 			return types.ListNull(types.StringType)
@@ -737,25 +536,9 @@ func (m *inferenceServerModel) fromRecord(ctx context.Context, rec deploy.Record
 		diags.Append(d...)
 		return v
 	}
-	m.Name, m.Image, m.Engine, m.Model = types.StringValue(p.Name), types.StringValue(p.Image), types.StringValue(string(s.Engine)), types.StringValue(s.Model)
-	m.ModelHostPath, m.Revision, m.ServedModelName = str(p.ModelHostPath), str(s.Revision), str(s.ServedModelName)
-	m.TensorParallelSize, m.ContextLength, m.MaxRunningRequests = types.Int64Value(int64(s.TensorParallel)), num(s.ContextLength), num(s.MaxRunningRequests)
-	m.MemFraction = types.Float64Null()
-	if s.MemFraction != 0 {
-		m.MemFraction = types.Float64Value(s.MemFraction)
-	}
-	m.Speculative = types.ObjectNull(speculativeAttrTypes)
-	if sp := s.Speculative; sp != nil {
-		v, d := types.ObjectValueFrom(ctx, speculativeAttrTypes, speculativeModel{
-			Algorithm: types.StringValue(sp.Algorithm), Steps: types.Int64Value(int64(sp.Steps)), TopK: num(sp.TopK),
-			DraftTokens: num(sp.DraftTokens), DraftModel: str(sp.DraftModel),
-		})
-		diags.Append(d...)
-		m.Speculative = v
-	}
-	m.Accelerator, m.Port = types.StringValue(string(s.Accelerator)), types.Int64Value(int64(s.Port))
-	m.GPUIDs, m.GroupAdd, m.ExtraArgs, m.Entrypoint = list(p.GPUIDs), list(p.GroupAdd), list(s.ExtraArgs), list(s.Entrypoint)
-	m.ShmSizeMB = num(int(p.ShmSizeBytes >> 20))
+	m.Name, m.ModelHostPath = types.StringValue(p.Name), nullableString(p.ModelHostPath)
+	m.GPUIDs, m.GroupAdd = list(p.GPUIDs), list(p.GroupAdd)
+	m.ShmSizeMB = nullableInt(int(p.ShmSizeBytes >> 20))
 	m.BindAddress = types.StringValue(orString(p.BindAddress, "127.0.0.1"))
 	m.NetworkMode = types.StringValue("bridge")
 	if p.HostNetwork {
@@ -772,12 +555,7 @@ func (m *inferenceServerModel) fromRecord(ctx context.Context, rec deploy.Record
 		diags.Append(d...)
 		m.Mounts = v
 	}
-	m.HubTokenWO, m.APIKeyWO = types.StringNull(), types.StringNull()
-	m.SecretsVersion = str(p.Meta[metaSecrets])
 	m.StopGraceSeconds = types.Int64Value(int64(p.StopTimeoutSeconds))
-	m.ReadinessTimeout = types.StringValue(orString(p.Meta[metaReadiness], defaultReadinessTimeout))
-	m.Experiment = types.ObjectNull(experimentAttrTypes)
-	m.ServerVersion = types.StringNull()
 	return diags
 }
 
@@ -794,26 +572,6 @@ func enumStrings[T ~string](vs []T) []string {
 		out[i] = string(v)
 	}
 	return out
-}
-
-// enginePortDefault fills an omitted port with the engine's own default, so the plan shows
-// the real port and switching engines does not keep the old engine's port.
-type enginePortDefault struct{}
-
-func (enginePortDefault) Description(context.Context) string {
-	return "defaults to the engine's port: sglang 30000, vllm 8000, llamacpp 8080"
-}
-func (d enginePortDefault) MarkdownDescription(ctx context.Context) string { return d.Description(ctx) }
-func (enginePortDefault) PlanModifyInt64(ctx context.Context, req planmodifier.Int64Request, resp *planmodifier.Int64Response) {
-	if !req.ConfigValue.IsNull() {
-		return
-	}
-	var engine types.String
-	resp.Diagnostics.Append(req.Config.GetAttribute(ctx, path.Root("engine"), &engine)...)
-	if engine.IsNull() || engine.IsUnknown() {
-		return
-	}
-	resp.PlanValue = types.Int64Value(int64(deploy.DefaultPort(deploy.Engine(engine.ValueString()))))
 }
 
 // durationValidator accepts Go durations ("90s", "30m").

@@ -1,0 +1,355 @@
+package provider
+
+import (
+	"context"
+	"maps"
+	"time"
+
+	"github.com/hashicorp/terraform-plugin-framework-validators/int64validator"
+	"github.com/hashicorp/terraform-plugin-framework-validators/stringvalidator"
+	"github.com/hashicorp/terraform-plugin-framework/attr"
+	"github.com/hashicorp/terraform-plugin-framework/diag"
+	"github.com/hashicorp/terraform-plugin-framework/path"
+	"github.com/hashicorp/terraform-plugin-framework/resource/schema"
+	"github.com/hashicorp/terraform-plugin-framework/resource/schema/float64planmodifier"
+	"github.com/hashicorp/terraform-plugin-framework/resource/schema/int64default"
+	"github.com/hashicorp/terraform-plugin-framework/resource/schema/int64planmodifier"
+	"github.com/hashicorp/terraform-plugin-framework/resource/schema/listplanmodifier"
+	"github.com/hashicorp/terraform-plugin-framework/resource/schema/objectplanmodifier"
+	"github.com/hashicorp/terraform-plugin-framework/resource/schema/planmodifier"
+	"github.com/hashicorp/terraform-plugin-framework/resource/schema/stringdefault"
+	"github.com/hashicorp/terraform-plugin-framework/resource/schema/stringplanmodifier"
+	"github.com/hashicorp/terraform-plugin-framework/schema/validator"
+	"github.com/hashicorp/terraform-plugin-framework/types"
+	"github.com/hashicorp/terraform-plugin-framework/types/basetypes"
+
+	"github.com/llmserve/terraform-provider-llmserve/internal/deploy"
+	"github.com/llmserve/terraform-provider-llmserve/internal/results"
+)
+
+// engineSettings are the attributes every resource that launches an engine shares
+// (llmserve_inference_server on Docker, llmserve_inference_deployment on Kubernetes): the
+// image, the typed engine settings that become the launch command, the write-only secrets,
+// the readiness bound, and what the running server reports back. Both resources embed this
+// struct in their model and take their schema from engineSettingsAttributes, so the two
+// cannot drift apart.
+type engineSettings struct {
+	Image              types.String  `tfsdk:"image"`
+	Engine             types.String  `tfsdk:"engine"`
+	Model              types.String  `tfsdk:"model"`
+	Revision           types.String  `tfsdk:"revision"`
+	ServedModelName    types.String  `tfsdk:"served_model_name"`
+	TensorParallelSize types.Int64   `tfsdk:"tensor_parallel_size"`
+	ContextLength      types.Int64   `tfsdk:"context_length"`
+	MaxRunningRequests types.Int64   `tfsdk:"max_running_requests"`
+	MemFraction        types.Float64 `tfsdk:"mem_fraction"`
+	Speculative        types.Object  `tfsdk:"speculative"`
+	Accelerator        types.String  `tfsdk:"accelerator"`
+	Port               types.Int64   `tfsdk:"port"`
+	ExtraArgs          types.List    `tfsdk:"extra_args"`
+	Entrypoint         types.List    `tfsdk:"entrypoint"`
+	HubTokenWO         types.String  `tfsdk:"hub_token_wo"`
+	APIKeyWO           types.String  `tfsdk:"api_key_wo"`
+	SecretsVersion     types.String  `tfsdk:"secrets_version"`
+	ReadinessTimeout   types.String  `tfsdk:"readiness_timeout"`
+
+	Endpoint      types.String `tfsdk:"endpoint"`
+	ImageDigest   types.String `tfsdk:"image_digest"`
+	Command       types.List   `tfsdk:"command"`
+	ServerVersion types.String `tfsdk:"server_version"`
+	Experiment    types.Object `tfsdk:"experiment"`
+}
+
+type speculativeModel struct {
+	Algorithm   types.String `tfsdk:"algorithm"`
+	Steps       types.Int64  `tfsdk:"steps"`
+	TopK        types.Int64  `tfsdk:"topk"`
+	DraftTokens types.Int64  `tfsdk:"draft_tokens"`
+	DraftModel  types.String `tfsdk:"draft_model"`
+}
+
+var speculativeAttrTypes = map[string]attr.Type{
+	"algorithm": types.StringType, "steps": types.Int64Type, "topk": types.Int64Type,
+	"draft_tokens": types.Int64Type, "draft_model": types.StringType,
+}
+
+const defaultReadinessTimeout = "30m"
+
+// engineSettingsAttributes is the schema of engineSettings. Every setting that changes the
+// launch command forces a new server: a running engine cannot change its flags. The caller
+// merges its own placement attributes in and may reword a description for its platform
+// (describe).
+func engineSettingsAttributes() map[string]schema.Attribute {
+	replace := []planmodifier.String{stringplanmodifier.RequiresReplace()}
+	replaceInt := []planmodifier.Int64{int64planmodifier.RequiresReplace()}
+	replaceList := []planmodifier.List{listplanmodifier.RequiresReplace()}
+	keepStr := []planmodifier.String{stringplanmodifier.UseStateForUnknown()}
+	return map[string]schema.Attribute{
+		"image": schema.StringAttribute{Required: true, PlanModifiers: replace,
+			MarkdownDescription: "Engine image, by tag or pinned `repo@sha256:...`. Pulled only when the engine host lacks it."},
+		"engine": schema.StringAttribute{Required: true, PlanModifiers: replace,
+			Validators:          []validator.String{stringvalidator.OneOf(enumStrings(deploy.Engines)...)},
+			MarkdownDescription: "Inference engine: `sglang`, `vllm` or `llamacpp`. Decides the launch command, default port and readiness endpoint."},
+		"model": schema.StringAttribute{Required: true, PlanModifiers: replace,
+			MarkdownDescription: "Model the engine loads: a Hugging Face repository id or a path inside the container. For `llamacpp`, the absolute path of a `.gguf` file."},
+		"revision": schema.StringAttribute{Optional: true, PlanModifiers: replace,
+			MarkdownDescription: "Model revision (commit, branch or tag) to pin."},
+		"served_model_name": schema.StringAttribute{Optional: true, PlanModifiers: replace,
+			MarkdownDescription: "Name clients send as `model`; defaults to the engine's own choice (the model path)."},
+		"tensor_parallel_size": schema.Int64Attribute{Optional: true, Computed: true, Default: int64default.StaticInt64(1), PlanModifiers: replaceInt,
+			Validators:          []validator.Int64{int64validator.AtLeast(1)},
+			MarkdownDescription: "Tensor parallel size (GPUs per replica). Default 1."},
+		"context_length": schema.Int64Attribute{Optional: true, PlanModifiers: replaceInt,
+			MarkdownDescription: "Context length in tokens; the model's own when omitted. For `llamacpp` this is the total KV cache shared by all slots."},
+		"max_running_requests": schema.Int64Attribute{Optional: true, PlanModifiers: replaceInt,
+			MarkdownDescription: "Requests decoded together: SGLang `--max-running-requests`, vLLM `--max-num-seqs`, llama.cpp `--parallel` slots."},
+		"mem_fraction": schema.Float64Attribute{Optional: true, PlanModifiers: []planmodifier.Float64{float64planmodifier.RequiresReplace()},
+			MarkdownDescription: "Fraction of accelerator memory for weights and KV cache: SGLang `--mem-fraction-static`, vLLM `--gpu-memory-utilization`."},
+		"speculative": schema.SingleNestedAttribute{Optional: true,
+			PlanModifiers:       []planmodifier.Object{objectplanmodifier.RequiresReplace()},
+			MarkdownDescription: "Speculative decoding. SGLang: `EAGLE`/`EAGLE3`/`NEXTN` with steps, topk and draft tokens (topk 1 needs draft_tokens = steps + 1). vLLM: method `eagle`/`eagle3`/`mtp`/`ngram`/`draft_model`, steps = speculative tokens. llama.cpp: `draft` with a draft GGUF.",
+			Attributes: map[string]schema.Attribute{
+				"algorithm":    schema.StringAttribute{Required: true, MarkdownDescription: "Algorithm or method, e.g. `EAGLE` (SGLang, also for MTP heads)."},
+				"steps":        schema.Int64Attribute{Required: true, MarkdownDescription: "Draft steps per verification."},
+				"topk":         schema.Int64Attribute{Optional: true, MarkdownDescription: "Branching per draft step (SGLang)."},
+				"draft_tokens": schema.Int64Attribute{Optional: true, MarkdownDescription: "Tokens verified per step (SGLang)."},
+				"draft_model":  schema.StringAttribute{Optional: true, MarkdownDescription: "Draft model repository or path, where the algorithm needs one."},
+			}},
+		"accelerator": schema.StringAttribute{Optional: true, Computed: true, Default: stringdefault.StaticString(string(deploy.CPU)), PlanModifiers: replace,
+			Validators:          []validator.String{stringvalidator.OneOf(enumStrings(deploy.Accelerators)...)},
+			MarkdownDescription: "`xpu` (Intel GPUs: maps `/dev/dri`, adds the `render` and `video` groups, host IPC), `cuda` (NVIDIA device request, host IPC) or `cpu` (default)."},
+		"port": schema.Int64Attribute{Optional: true, Computed: true, PlanModifiers: []planmodifier.Int64{enginePortDefault{}, int64planmodifier.RequiresReplace()},
+			Validators:          []validator.Int64{int64validator.Between(1, 65535)},
+			MarkdownDescription: "Port the engine listens on inside the container; the engine's default (SGLang 30000, vLLM 8000, llama.cpp 8080) when omitted."},
+		"extra_args": schema.ListAttribute{ElementType: types.StringType, Optional: true, PlanModifiers: replaceList,
+			MarkdownDescription: "Engine arguments appended verbatim after the typed ones."},
+		"entrypoint": schema.ListAttribute{ElementType: types.StringType, Optional: true, PlanModifiers: replaceList,
+			MarkdownDescription: "Program that starts the engine, when the image installs it elsewhere than the engine's default (`python3 -m sglang.launch_server`, `python3 -m vllm.entrypoints.openai.api_server`, `llama-server`)."},
+		"hub_token_wo": schema.StringAttribute{Optional: true, Sensitive: true, WriteOnly: true,
+			MarkdownDescription: "Hugging Face token (as `HF_TOKEN`). Write-only: never stored in state or plan (Terraform >= 1.11). Bump `secrets_version` to apply a new one."},
+		"api_key_wo": schema.StringAttribute{Optional: true, Sensitive: true, WriteOnly: true,
+			MarkdownDescription: "API key the server demands as `Authorization: Bearer` (vLLM `VLLM_API_KEY`, llama.cpp `LLAMA_API_KEY`, SGLang `--api-key`, kept out of `command`). Write-only, never stored."},
+		"secrets_version": schema.StringAttribute{Optional: true, PlanModifiers: replace,
+			MarkdownDescription: "Any value; changing it re-creates the server so new write-only secrets take effect."},
+		"readiness_timeout": schema.StringAttribute{Optional: true, Computed: true, Default: stringdefault.StaticString(defaultReadinessTimeout),
+			Validators:          []validator.String{durationValidator{}},
+			MarkdownDescription: "How long to wait for the server to generate (download and load included), as a Go duration. Default `30m`. The `timeouts.create` bound applies too."},
+
+		"endpoint": schema.StringAttribute{Computed: true, PlanModifiers: keepStr,
+			MarkdownDescription: "Base URL of the OpenAI-compatible API (`http://host:port`), the `endpoint` a `llmserve_capacity_benchmark` takes."},
+		"image_digest": schema.StringAttribute{Computed: true, PlanModifiers: keepStr,
+			MarkdownDescription: "Registry digest of the running image, or its local image id when it was built or loaded on the host."},
+		"command": schema.ListAttribute{ElementType: types.StringType, Computed: true,
+			PlanModifiers:       []planmodifier.List{listplanmodifier.UseStateForUnknown()},
+			MarkdownDescription: "The exact engine command (entrypoint and arguments), without write-only secrets."},
+		"server_version": schema.StringAttribute{Computed: true, PlanModifiers: keepStr,
+			MarkdownDescription: "Version the server reports, where it reports one."},
+		"experiment": schema.SingleNestedAttribute{Computed: true,
+			PlanModifiers:       []planmodifier.Object{objectplanmodifier.UseStateForUnknown()},
+			MarkdownDescription: "The deployment in the shape of a results document's `experiment` block (image, model, checkpoint, parallelism, context, the token pool the server reports, speculative mode), for a benchmark to carry into its results.",
+			Attributes:          inferenceServerExperimentAttributes()},
+	}
+}
+
+// withAttributes merges a resource's own attributes into the shared ones; a resource that
+// names a shared attribute replaces it (to reword its description for its platform).
+func withAttributes(shared, own map[string]schema.Attribute) map[string]schema.Attribute {
+	out := maps.Clone(shared)
+	maps.Copy(out, own)
+	return out
+}
+
+func inferenceServerExperimentAttributes() map[string]schema.Attribute {
+	str := func(d string) schema.Attribute { return schema.StringAttribute{Computed: true, MarkdownDescription: d} }
+	num := func(d string) schema.Attribute { return schema.Int64Attribute{Computed: true, MarkdownDescription: d} }
+	return map[string]schema.Attribute{
+		"image_tag":           str("Image reference as configured."),
+		"image_digest":        str("Image digest."),
+		"model":               str("Model repository or path."),
+		"checkpoint":          str("Model revision."),
+		"hardware":            str("Accelerator family (`xpu`, `cuda`, `cpu`); the provider cannot name the exact device."),
+		"driver":              str("Accelerator driver version; empty, the engine host does not report it."),
+		"kernel":              str("Kernel of the engine host."),
+		"tensor_parallelism":  num("Tensor parallel size."),
+		"context_length":      num("Context length the server reports, else the configured one."),
+		"physical_token_pool": num("KV cache token pool the server reports (SGLang `max_total_num_tokens`); 0 when it reports none."),
+		"speculative_mode": schema.SingleNestedAttribute{Computed: true, MarkdownDescription: "Speculative decoding; null when off.",
+			Attributes: map[string]schema.Attribute{
+				"algorithm": str("Algorithm."), "steps": num("Steps."), "topk": num("Top-k."), "draft_tokens": num("Draft tokens."),
+			}},
+	}
+}
+
+// spec translates the engine settings into the launch spec. Callers make sure the values
+// are known (specKnown).
+func (m engineSettings) spec(ctx context.Context) (deploy.Spec, diag.Diagnostics) {
+	var diags diag.Diagnostics
+	s := deploy.Spec{
+		Engine:             deploy.Engine(m.Engine.ValueString()),
+		Model:              m.Model.ValueString(),
+		Revision:           m.Revision.ValueString(),
+		ServedModelName:    m.ServedModelName.ValueString(),
+		TensorParallel:     int(m.TensorParallelSize.ValueInt64()),
+		ContextLength:      int(m.ContextLength.ValueInt64()),
+		MaxRunningRequests: int(m.MaxRunningRequests.ValueInt64()),
+		MemFraction:        m.MemFraction.ValueFloat64(),
+		Accelerator:        deploy.Accelerator(orString(m.Accelerator.ValueString(), string(deploy.CPU))),
+		Port:               int(m.Port.ValueInt64()),
+	}
+	if m.TensorParallelSize.IsNull() {
+		s.TensorParallel = 1
+	}
+	if m.Port.IsNull() || m.Port.IsUnknown() {
+		s.Port = deploy.DefaultPort(s.Engine)
+	}
+	diags.Append(m.ExtraArgs.ElementsAs(ctx, &s.ExtraArgs, false)...)
+	diags.Append(m.Entrypoint.ElementsAs(ctx, &s.Entrypoint, false)...)
+	if !m.Speculative.IsNull() {
+		var sp speculativeModel
+		diags.Append(m.Speculative.As(ctx, &sp, basetypes.ObjectAsOptions{})...)
+		s.Speculative = &deploy.Speculative{
+			Algorithm: sp.Algorithm.ValueString(), Steps: int(sp.Steps.ValueInt64()), TopK: int(sp.TopK.ValueInt64()),
+			DraftTokens: int(sp.DraftTokens.ValueInt64()), DraftModel: sp.DraftModel.ValueString(),
+		}
+	}
+	return s, diags
+}
+
+// specKnown says whether every value the launch spec depends on is known, so it can be
+// checked at plan time.
+func (m engineSettings) specKnown() bool {
+	for _, v := range []attr.Value{m.Engine, m.Model, m.Revision, m.ServedModelName, m.TensorParallelSize, m.ContextLength,
+		m.MaxRunningRequests, m.MemFraction, m.Speculative, m.Accelerator, m.Port, m.ExtraArgs, m.Entrypoint} {
+		if v.IsUnknown() {
+			return false
+		}
+	}
+	return true
+}
+
+// validateSpec checks the engine's constraints, naming the attribute to fix. It returns the
+// spec when it is usable.
+func (m engineSettings) validateSpec(ctx context.Context) (deploy.Spec, diag.Diagnostics) {
+	spec, diags := m.spec(ctx)
+	if diags.HasError() {
+		return spec, diags
+	}
+	for _, p := range spec.Validate() {
+		diags.AddAttributeError(problemPath(p.Field), "Invalid "+string(spec.Engine)+" setting", p.Error())
+	}
+	return spec, diags
+}
+
+// secrets are the write-only values, which exist only in the configuration, never in the
+// plan or state.
+func (m engineSettings) secrets() deploy.Secrets {
+	return deploy.Secrets{HubToken: m.HubTokenWO.ValueString(), APIKey: m.APIKeyWO.ValueString()}
+}
+
+func (m engineSettings) readiness(spec deploy.Spec, sec deploy.Secrets) deploy.Readiness {
+	d, _ := time.ParseDuration(m.ReadinessTimeout.ValueString()) // validated at plan time
+	return deploy.Readiness{Engine: spec.Engine, Model: spec.RequestModel(), APIKey: sec.APIKey, Timeout: d,
+		Redact: []string{sec.APIKey, sec.HubToken}}
+}
+
+func (m *engineSettings) setCommand(ctx context.Context, spec deploy.Spec) diag.Diagnostics {
+	cmd, diags := types.ListValueFrom(ctx, types.StringType, spec.Command())
+	m.Command = cmd
+	return diags
+}
+
+// experiment is the deployment in the results document's shape; a resource adds what only
+// it knows (kernel, replicas).
+func (m *engineSettings) experiment(spec deploy.Spec, imageDigest string, info deploy.ServerInfo) results.Experiment {
+	exp := results.Experiment{
+		ImageTag: m.Image.ValueString(), ImageDigest: imageDigest, Model: spec.Model, Checkpoint: spec.Revision,
+		Hardware: string(spec.Accelerator), TensorParallelism: spec.TensorParallel,
+		ContextLength: spec.ContextLength, PhysicalTokenPool: info.TokenPool,
+	}
+	if info.ContextLength != 0 {
+		exp.ContextLength = info.ContextLength
+	}
+	if sp := spec.Speculative; sp != nil {
+		exp.SpeculativeMode = &results.SpeculativeMode{Algorithm: sp.Algorithm, Steps: sp.Steps, TopK: sp.TopK, DraftTokens: sp.DraftTokens}
+	}
+	return exp
+}
+
+func (m *engineSettings) setExperiment(ctx context.Context, exp results.Experiment, info deploy.ServerInfo) diag.Diagnostics {
+	m.ServerVersion = types.StringValue(info.Version)
+	obj, diags := experimentValue(ctx, exp)
+	m.Experiment = obj
+	return diags
+}
+
+// fromSpec fills the engine settings of an imported server from its stored launch spec,
+// writing null where the spec holds the zero value so an unset attribute stays unset.
+func (m *engineSettings) fromSpec(ctx context.Context, image string, s deploy.Spec, secretsVersion, readinessTimeout string) diag.Diagnostics {
+	var diags diag.Diagnostics
+	list := func(vs []string) types.List {
+		if len(vs) == 0 {
+			return types.ListNull(types.StringType)
+		}
+		l, d := types.ListValueFrom(ctx, types.StringType, vs)
+		diags.Append(d...)
+		return l
+	}
+	m.Image, m.Engine, m.Model = types.StringValue(image), types.StringValue(string(s.Engine)), types.StringValue(s.Model)
+	m.Revision, m.ServedModelName = nullableString(s.Revision), nullableString(s.ServedModelName)
+	m.TensorParallelSize, m.ContextLength, m.MaxRunningRequests = types.Int64Value(int64(s.TensorParallel)), nullableInt(s.ContextLength), nullableInt(s.MaxRunningRequests)
+	m.MemFraction = types.Float64Null()
+	if s.MemFraction != 0 {
+		m.MemFraction = types.Float64Value(s.MemFraction)
+	}
+	m.Speculative = types.ObjectNull(speculativeAttrTypes)
+	if sp := s.Speculative; sp != nil {
+		v, d := types.ObjectValueFrom(ctx, speculativeAttrTypes, speculativeModel{
+			Algorithm: types.StringValue(sp.Algorithm), Steps: types.Int64Value(int64(sp.Steps)), TopK: nullableInt(sp.TopK),
+			DraftTokens: nullableInt(sp.DraftTokens), DraftModel: nullableString(sp.DraftModel),
+		})
+		diags.Append(d...)
+		m.Speculative = v
+	}
+	m.Accelerator, m.Port = types.StringValue(string(s.Accelerator)), types.Int64Value(int64(s.Port))
+	m.ExtraArgs, m.Entrypoint = list(s.ExtraArgs), list(s.Entrypoint)
+	m.HubTokenWO, m.APIKeyWO = types.StringNull(), types.StringNull()
+	m.SecretsVersion = nullableString(secretsVersion)
+	m.ReadinessTimeout = types.StringValue(orString(readinessTimeout, defaultReadinessTimeout))
+	m.Experiment = types.ObjectNull(experimentAttrTypes)
+	m.ServerVersion = types.StringNull()
+	return diags
+}
+
+func nullableString(v string) types.String {
+	if v == "" {
+		return types.StringNull()
+	}
+	return types.StringValue(v)
+}
+
+func nullableInt(v int) types.Int64 {
+	if v == 0 {
+		return types.Int64Null()
+	}
+	return types.Int64Value(int64(v))
+}
+
+// enginePortDefault fills an omitted port with the engine's own default, so the plan shows
+// the real port and switching engines does not keep the old engine's port.
+type enginePortDefault struct{}
+
+func (enginePortDefault) Description(context.Context) string {
+	return "defaults to the engine's port: sglang 30000, vllm 8000, llamacpp 8080"
+}
+func (d enginePortDefault) MarkdownDescription(ctx context.Context) string { return d.Description(ctx) }
+func (enginePortDefault) PlanModifyInt64(ctx context.Context, req planmodifier.Int64Request, resp *planmodifier.Int64Response) {
+	if !req.ConfigValue.IsNull() {
+		return
+	}
+	var engine types.String
+	resp.Diagnostics.Append(req.Config.GetAttribute(ctx, path.Root("engine"), &engine)...)
+	if engine.IsNull() || engine.IsUnknown() {
+		return
+	}
+	resp.PlanValue = types.Int64Value(int64(deploy.DefaultPort(deploy.Engine(engine.ValueString()))))
+}
