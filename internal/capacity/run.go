@@ -7,6 +7,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/llmserve/terraform-provider-llmserve/internal/engine"
 	"github.com/llmserve/terraform-provider-llmserve/internal/load"
 	"github.com/llmserve/terraform-provider-llmserve/internal/metrics"
 	"github.com/llmserve/terraform-provider-llmserve/internal/prompt"
@@ -54,11 +55,11 @@ func Run(ctx context.Context, cfg Config) (*results.Document, error) {
 // session is one benchmark's connection to the server.
 type session struct {
 	cfg     Config
-	control *load.Control
+	control *engine.Client
 	client  *load.Client
-	flush   load.CacheFlush
-	engine  string // sglang | vllm | llamacpp, or empty when the server did not say
-	info    load.ServerInfo
+	flush   engine.CacheFlush
+	engine  engine.Name // sglang | vllm | llamacpp, or empty when the server did not say
+	info    engine.ServerInfo
 	prompts *prompt.Generator
 }
 
@@ -66,7 +67,7 @@ type session struct {
 // served, credentials accepted, streaming with usage.
 func connect(ctx context.Context, cfg Config) (*session, error) {
 	s := &session{cfg: cfg}
-	control, err := load.NewControl(load.ControlConfig{BaseURL: cfg.Endpoint, Model: cfg.Model, APIKey: cfg.APIKey})
+	control, err := engine.NewClient(engine.ClientConfig{BaseURL: cfg.Endpoint, Model: cfg.Model, APIKey: cfg.APIKey})
 	if err != nil {
 		return nil, err
 	}
@@ -98,7 +99,7 @@ func connect(ctx context.Context, cfg Config) (*session, error) {
 	s.prompts = &prompt.Generator{Seed: cfg.Seed}
 	if _, err := control.CountTokens(ctx, "hello world"); err == nil {
 		s.prompts.Counter = control
-	} else if errors.Is(err, load.ErrNoTokenizer) {
+	} else if errors.Is(err, engine.ErrNoTokenizer) {
 		s.prompts.Probe = s.usageProbe
 	} else {
 		return nil, fmt.Errorf("prompt calibration: %w", err)
@@ -112,7 +113,7 @@ func (s *session) checkStreaming(ctx context.Context) error {
 	r := s.client.Do(ctx, "Say hello.", 2)
 	switch {
 	case r.HTTPStatus == 401 || r.HTTPStatus == 403:
-		return fmt.Errorf("preflight request: HTTP %d: %w", r.HTTPStatus, load.ErrUnauthorized)
+		return fmt.Errorf("preflight request: HTTP %d: %w", r.HTTPStatus, engine.ErrUnauthorized)
 	case r.HTTPStatus == 404:
 		return fmt.Errorf("preflight request: HTTP 404: the server has no %s endpoint or does not serve model %q; check api and model", s.cfg.API, s.cfg.Model)
 	case !r.OK():
@@ -167,13 +168,13 @@ func (s *session) skeleton() *results.Document {
 	}
 }
 
-func cachePolicy(f load.CacheFlush) string {
+func cachePolicy(f engine.CacheFlush) string {
 	switch f.Engine {
 	case "":
 		return "not flushed"
-	case load.EngineLlamaCpp:
+	case engine.LlamaCpp:
 		return "llama.cpp prompt cache disabled per request (cache_prompt: false)"
-	case load.EngineVLLM:
+	case engine.VLLM:
 		return "prefix cache reset before every trial (/reset_prefix_cache)"
 	default:
 		return "radix enabled; flushed before every trial"
@@ -267,8 +268,8 @@ func (r *trialRunner) RunTrial(ctx context.Context, req search.Request) (search.
 		return search.Outcome{}, err
 	}
 	// The flush method was fixed at connect; re-detecting per trial would only add calls.
-	if s.flush.Engine != "" && s.flush.Engine != load.EngineLlamaCpp {
-		if _, err := s.control.FlushCache(ctx, s.flush.Engine); err != nil {
+	if s.flush.Engine != "" && s.flush.Engine != engine.LlamaCpp {
+		if _, err := s.control.FlushCache(ctx, string(s.flush.Engine)); err != nil {
 			return search.Outcome{}, err
 		}
 	}

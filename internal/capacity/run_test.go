@@ -13,7 +13,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/llmserve/terraform-provider-llmserve/internal/load"
+	"github.com/llmserve/terraform-provider-llmserve/internal/engine"
 	"github.com/llmserve/terraform-provider-llmserve/internal/metrics"
 	"github.com/llmserve/terraform-provider-llmserve/internal/search"
 	"github.com/llmserve/terraform-provider-llmserve/internal/simengine"
@@ -148,7 +148,7 @@ func TestRunUnreachable(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	_, err := Run(ctx, cfg)
-	if err == nil || !errors.Is(err, load.ErrUnreachable) {
+	if err == nil || !errors.Is(err, engine.ErrUnreachable) {
 		t.Fatalf("error = %v, want ErrUnreachable", err)
 	}
 }

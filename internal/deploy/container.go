@@ -1,3 +1,7 @@
+// Package deploy turns a launch spec (internal/engine) into a running inference server: the
+// container shape an accelerator needs, the launch record kept on the container, and the wait
+// until the engine really serves. Where the container runs is a Backend's business
+// (internal/deploy/docker today, Kubernetes later); nothing here knows Terraform.
 package deploy
 
 import (
@@ -6,6 +10,8 @@ import (
 	"maps"
 	"path"
 	"slices"
+
+	"github.com/llmserve/terraform-provider-llmserve/internal/engine"
 )
 
 // Label keys the provider puts on every container it creates.
@@ -87,8 +93,8 @@ type Placement struct {
 // Record is what a container remembers about how it was launched (in SpecLabel), so it can
 // be imported into the same configuration without guessing from its argv.
 type Record struct {
-	Spec      Spec      `json:"spec"`
-	Placement Placement `json:"placement"`
+	Spec      engine.Spec `json:"spec"`
+	Placement Placement   `json:"placement"`
 }
 
 // ParseRecord decodes SpecLabel.
@@ -104,9 +110,9 @@ func ParseRecord(v string) (Record, error) {
 // owned by group render, /dev/dri/card* by video.
 var DefaultGroups = []string{"render", "video"}
 
-// Container builds the container that launches the spec. User labels are kept; the provider's
+// NewContainer builds the container that launches the spec. User labels are kept; the provider's
 // own labels are added on top so a user label cannot hide a container from the sweeper.
-func (s Spec) Container(p Placement, sec Secrets) (Container, error) {
+func NewContainer(s engine.Spec, p Placement, sec engine.Secrets) (Container, error) {
 	rec, err := json.Marshal(Record{Spec: s, Placement: p})
 	if err != nil {
 		return Container{}, fmt.Errorf("encoding launch record: %w", err)
@@ -114,7 +120,7 @@ func (s Spec) Container(p Placement, sec Secrets) (Container, error) {
 	label := string(rec)
 	entry := slices.Clone(s.Entrypoint)
 	if len(entry) == 0 {
-		entry = DefaultEntrypoint(s.Engine)
+		entry = engine.DefaultEntrypoint(s.Engine)
 	}
 	c := Container{
 		Name:               p.Name,
@@ -148,11 +154,11 @@ func (s Spec) Container(p Placement, sec Secrets) (Container, error) {
 		c.Mounts = append(c.Mounts, Mount{Type: "bind", Source: p.ModelHostPath, Target: s.Model, ReadOnly: true})
 	}
 	switch s.Accelerator {
-	case XPU:
+	case engine.XPU:
 		c.Devices = []string{"/dev/dri"}
 		c.GroupAdd = slices.Clone(DefaultGroups)
 		c.IPCHost = true
-	case CUDA:
+	case engine.CUDA:
 		c.GPURequest = []string{}
 		if len(p.GPUIDs) > 0 {
 			c.GPURequest = slices.Clone(p.GPUIDs)

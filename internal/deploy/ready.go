@@ -10,11 +10,13 @@ import (
 	"net/http"
 	"strings"
 	"time"
+
+	"github.com/llmserve/terraform-provider-llmserve/internal/engine"
 )
 
 // Readiness says how to decide that an engine really serves.
 type Readiness struct {
-	Engine Engine
+	Engine engine.Name
 	Model  string // the name a completion request carries
 	APIKey string
 	// Timeout bounds the whole wait (model download and load included); 0 waits as long as
@@ -95,7 +97,7 @@ func WaitReady(ctx context.Context, b Backend, id string, r Readiness) (ServerIn
 // probe is one readiness attempt: health, then a real one-token generation, because a health
 // endpoint can answer before the scheduler serves (vLLM, llama.cpp while loading slots).
 func probe(ctx context.Context, hc *http.Client, base string, r Readiness) error {
-	if _, err := call(ctx, hc, http.MethodGet, base+HealthPath(r.Engine), r.APIKey, nil); err != nil {
+	if _, err := call(ctx, hc, http.MethodGet, base+engine.HealthPath(r.Engine), r.APIKey, nil); err != nil {
 		return err
 	}
 	body := map[string]any{"model": r.Model, "prompt": "Hello", "max_tokens": 1, "temperature": 0, "stream": false}
@@ -168,7 +170,7 @@ func readServerInfo(ctx context.Context, hc *http.Client, base string, r Readine
 		return err == nil && json.Unmarshal(out, v) == nil
 	}
 	switch r.Engine {
-	case SGLang:
+	case engine.SGLang:
 		var si struct {
 			sglangLimits
 			Version        string         `json:"version"`
@@ -182,14 +184,14 @@ func readServerInfo(ctx context.Context, hc *http.Client, base string, r Readine
 			}
 			info.ContextLength, info.TokenPool, info.MaxRunningRequests = lim.ContextLength, lim.MaxTotalNumTokens, lim.MaxRunningRequests
 		}
-	case VLLM:
+	case engine.VLLM:
 		var v struct {
 			Version string `json:"version"`
 		}
 		if get("/version", &v) {
 			info.Version = v.Version
 		}
-	case LlamaCpp:
+	case engine.LlamaCpp:
 		var p struct {
 			BuildInfo  string `json:"build_info"`
 			TotalSlots int    `json:"total_slots"`

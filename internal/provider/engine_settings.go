@@ -24,6 +24,7 @@ import (
 	"github.com/hashicorp/terraform-plugin-framework/types/basetypes"
 
 	"github.com/llmserve/terraform-provider-llmserve/internal/deploy"
+	"github.com/llmserve/terraform-provider-llmserve/internal/engine"
 	"github.com/llmserve/terraform-provider-llmserve/internal/results"
 )
 
@@ -88,7 +89,7 @@ func engineSettingsAttributes() map[string]schema.Attribute {
 		"image": schema.StringAttribute{Required: true, PlanModifiers: replace,
 			MarkdownDescription: "Engine image, by tag or pinned `repo@sha256:...`. Pulled only when the engine host lacks it."},
 		"engine": schema.StringAttribute{Required: true, PlanModifiers: replace,
-			Validators:          []validator.String{stringvalidator.OneOf(enumStrings(deploy.Engines)...)},
+			Validators:          []validator.String{stringvalidator.OneOf(enumStrings(engine.Names)...)},
 			MarkdownDescription: "Inference engine: `sglang`, `vllm` or `llamacpp`. Decides the launch command, default port and readiness endpoint."},
 		"model": schema.StringAttribute{Required: true, PlanModifiers: replace,
 			MarkdownDescription: "Model the engine loads: a Hugging Face repository id or a path inside the container. For `llamacpp`, the absolute path of a `.gguf` file."},
@@ -115,8 +116,8 @@ func engineSettingsAttributes() map[string]schema.Attribute {
 				"draft_tokens": schema.Int64Attribute{Optional: true, MarkdownDescription: "Tokens verified per step (SGLang)."},
 				"draft_model":  schema.StringAttribute{Optional: true, MarkdownDescription: "Draft model repository or path, where the algorithm needs one."},
 			}},
-		"accelerator": schema.StringAttribute{Optional: true, Computed: true, Default: stringdefault.StaticString(string(deploy.CPU)), PlanModifiers: replace,
-			Validators:          []validator.String{stringvalidator.OneOf(enumStrings(deploy.Accelerators)...)},
+		"accelerator": schema.StringAttribute{Optional: true, Computed: true, Default: stringdefault.StaticString(string(engine.CPU)), PlanModifiers: replace,
+			Validators:          []validator.String{stringvalidator.OneOf(enumStrings(engine.Accelerators)...)},
 			MarkdownDescription: "`xpu` (Intel GPUs: maps `/dev/dri`, adds the `render` and `video` groups, host IPC), `cuda` (NVIDIA device request, host IPC) or `cpu` (default)."},
 		"port": schema.Int64Attribute{Optional: true, Computed: true, PlanModifiers: []planmodifier.Int64{enginePortDefault{}, int64planmodifier.RequiresReplace()},
 			Validators:          []validator.Int64{int64validator.Between(1, 65535)},
@@ -182,10 +183,10 @@ func inferenceServerExperimentAttributes() map[string]schema.Attribute {
 
 // spec translates the engine settings into the launch spec. Callers make sure the values
 // are known (specKnown).
-func (m engineSettings) spec(ctx context.Context) (deploy.Spec, diag.Diagnostics) {
+func (m engineSettings) spec(ctx context.Context) (engine.Spec, diag.Diagnostics) {
 	var diags diag.Diagnostics
-	s := deploy.Spec{
-		Engine:             deploy.Engine(m.Engine.ValueString()),
+	s := engine.Spec{
+		Engine:             engine.Name(m.Engine.ValueString()),
 		Model:              m.Model.ValueString(),
 		Revision:           m.Revision.ValueString(),
 		ServedModelName:    m.ServedModelName.ValueString(),
@@ -193,21 +194,21 @@ func (m engineSettings) spec(ctx context.Context) (deploy.Spec, diag.Diagnostics
 		ContextLength:      int(m.ContextLength.ValueInt64()),
 		MaxRunningRequests: int(m.MaxRunningRequests.ValueInt64()),
 		MemFraction:        m.MemFraction.ValueFloat64(),
-		Accelerator:        deploy.Accelerator(orString(m.Accelerator.ValueString(), string(deploy.CPU))),
+		Accelerator:        engine.Accelerator(orString(m.Accelerator.ValueString(), string(engine.CPU))),
 		Port:               int(m.Port.ValueInt64()),
 	}
 	if m.TensorParallelSize.IsNull() {
 		s.TensorParallel = 1
 	}
 	if m.Port.IsNull() || m.Port.IsUnknown() {
-		s.Port = deploy.DefaultPort(s.Engine)
+		s.Port = engine.DefaultPort(s.Engine)
 	}
 	diags.Append(m.ExtraArgs.ElementsAs(ctx, &s.ExtraArgs, false)...)
 	diags.Append(m.Entrypoint.ElementsAs(ctx, &s.Entrypoint, false)...)
 	if !m.Speculative.IsNull() {
 		var sp speculativeModel
 		diags.Append(m.Speculative.As(ctx, &sp, basetypes.ObjectAsOptions{})...)
-		s.Speculative = &deploy.Speculative{
+		s.Speculative = &engine.Speculative{
 			Algorithm: sp.Algorithm.ValueString(), Steps: int(sp.Steps.ValueInt64()), TopK: int(sp.TopK.ValueInt64()),
 			DraftTokens: int(sp.DraftTokens.ValueInt64()), DraftModel: sp.DraftModel.ValueString(),
 		}
@@ -229,7 +230,7 @@ func (m engineSettings) specKnown() bool {
 
 // validateSpec checks the engine's constraints, naming the attribute to fix. It returns the
 // spec when it is usable.
-func (m engineSettings) validateSpec(ctx context.Context) (deploy.Spec, diag.Diagnostics) {
+func (m engineSettings) validateSpec(ctx context.Context) (engine.Spec, diag.Diagnostics) {
 	spec, diags := m.spec(ctx)
 	if diags.HasError() {
 		return spec, diags
@@ -242,17 +243,17 @@ func (m engineSettings) validateSpec(ctx context.Context) (deploy.Spec, diag.Dia
 
 // secrets are the write-only values, which exist only in the configuration, never in the
 // plan or state.
-func (m engineSettings) secrets() deploy.Secrets {
-	return deploy.Secrets{HubToken: m.HubTokenWO.ValueString(), APIKey: m.APIKeyWO.ValueString()}
+func (m engineSettings) secrets() engine.Secrets {
+	return engine.Secrets{HubToken: m.HubTokenWO.ValueString(), APIKey: m.APIKeyWO.ValueString()}
 }
 
-func (m engineSettings) readiness(spec deploy.Spec, sec deploy.Secrets) deploy.Readiness {
+func (m engineSettings) readiness(spec engine.Spec, sec engine.Secrets) deploy.Readiness {
 	d, _ := time.ParseDuration(m.ReadinessTimeout.ValueString()) // validated at plan time
 	return deploy.Readiness{Engine: spec.Engine, Model: spec.RequestModel(), APIKey: sec.APIKey, Timeout: d,
 		Redact: []string{sec.APIKey, sec.HubToken}}
 }
 
-func (m *engineSettings) setCommand(ctx context.Context, spec deploy.Spec) diag.Diagnostics {
+func (m *engineSettings) setCommand(ctx context.Context, spec engine.Spec) diag.Diagnostics {
 	cmd, diags := types.ListValueFrom(ctx, types.StringType, spec.Command())
 	m.Command = cmd
 	return diags
@@ -260,7 +261,7 @@ func (m *engineSettings) setCommand(ctx context.Context, spec deploy.Spec) diag.
 
 // experiment is the deployment in the results document's shape; a resource adds what only
 // it knows (kernel, replicas).
-func (m *engineSettings) experiment(spec deploy.Spec, imageDigest string, info deploy.ServerInfo) results.Experiment {
+func (m *engineSettings) experiment(spec engine.Spec, imageDigest string, info deploy.ServerInfo) results.Experiment {
 	exp := results.Experiment{
 		ImageTag: m.Image.ValueString(), ImageDigest: imageDigest, Model: spec.Model, Checkpoint: spec.Revision,
 		Hardware: string(spec.Accelerator), TensorParallelism: spec.TensorParallel,
@@ -284,7 +285,7 @@ func (m *engineSettings) setExperiment(ctx context.Context, exp results.Experime
 
 // fromSpec fills the engine settings of an imported server from its stored launch spec,
 // writing null where the spec holds the zero value so an unset attribute stays unset.
-func (m *engineSettings) fromSpec(ctx context.Context, image string, s deploy.Spec, secretsVersion, readinessTimeout string) diag.Diagnostics {
+func (m *engineSettings) fromSpec(ctx context.Context, image string, s engine.Spec, secretsVersion, readinessTimeout string) diag.Diagnostics {
 	var diags diag.Diagnostics
 	list := func(vs []string) types.List {
 		if len(vs) == 0 {
@@ -346,10 +347,10 @@ func (enginePortDefault) PlanModifyInt64(ctx context.Context, req planmodifier.I
 	if !req.ConfigValue.IsNull() {
 		return
 	}
-	var engine types.String
-	resp.Diagnostics.Append(req.Config.GetAttribute(ctx, path.Root("engine"), &engine)...)
-	if engine.IsNull() || engine.IsUnknown() {
+	var name types.String
+	resp.Diagnostics.Append(req.Config.GetAttribute(ctx, path.Root("engine"), &name)...)
+	if name.IsNull() || name.IsUnknown() {
 		return
 	}
-	resp.PlanValue = types.Int64Value(int64(deploy.DefaultPort(deploy.Engine(engine.ValueString()))))
+	resp.PlanValue = types.Int64Value(int64(engine.DefaultPort(engine.Name(name.ValueString()))))
 }

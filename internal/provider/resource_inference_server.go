@@ -32,6 +32,7 @@ import (
 
 	"github.com/llmserve/terraform-provider-llmserve/internal/deploy"
 	"github.com/llmserve/terraform-provider-llmserve/internal/deploy/docker"
+	"github.com/llmserve/terraform-provider-llmserve/internal/engine"
 )
 
 var (
@@ -303,7 +304,7 @@ func (r *inferenceServerResource) Create(ctx context.Context, req resource.Creat
 		return
 	}
 	secrets := config.secrets()
-	c, err := spec.Container(placement, secrets)
+	c, err := deploy.NewContainer(spec, placement, secrets)
 	if err != nil {
 		resp.Diagnostics.AddError("Invalid inference server", err.Error())
 		return
@@ -492,7 +493,7 @@ func (m inferenceServerModel) placement(ctx context.Context) (deploy.Placement, 
 }
 
 // setStatus copies what the engine host reports; these are the values that drift.
-func (m *inferenceServerModel) setStatus(ctx context.Context, spec deploy.Spec, st deploy.Status) diag.Diagnostics {
+func (m *inferenceServerModel) setStatus(ctx context.Context, spec engine.Spec, st deploy.Status) diag.Diagnostics {
 	var diags diag.Diagnostics
 	m.ID = types.StringValue(st.ID)
 	m.Running = types.BoolValue(st.Running)
@@ -509,7 +510,7 @@ func (m *inferenceServerModel) setStatus(ctx context.Context, spec deploy.Spec, 
 	return diags
 }
 
-func (m *inferenceServerModel) setExperiment(ctx context.Context, spec deploy.Spec, st deploy.Status, info deploy.ServerInfo, kernel string) diag.Diagnostics {
+func (m *inferenceServerModel) setExperiment(ctx context.Context, spec engine.Spec, st deploy.Status, info deploy.ServerInfo, kernel string) diag.Diagnostics {
 	exp := m.experiment(spec, st.ImageDigest, info)
 	exp.Kernel = kernel
 	return m.engineSettings.setExperiment(ctx, exp, info)

@@ -15,6 +15,7 @@ import (
 	"os/signal"
 	"sort"
 
+	"github.com/llmserve/terraform-provider-llmserve/internal/engine"
 	"github.com/llmserve/terraform-provider-llmserve/internal/load"
 	"github.com/llmserve/terraform-provider-llmserve/internal/metrics"
 	"github.com/llmserve/terraform-provider-llmserve/internal/prompt"
@@ -38,11 +39,11 @@ func run() error {
 
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
 	defer stop()
-	control, err := load.NewControl(load.ControlConfig{BaseURL: *endpoint, Model: *model})
+	control, err := engine.NewClient(engine.ClientConfig{BaseURL: *endpoint, Model: *model})
 	if err != nil {
 		return err
 	}
-	flush, err := control.FlushCache(ctx, load.FlushAuto)
+	flush, err := control.FlushCache(ctx, engine.FlushAuto)
 	if err != nil {
 		return err
 	}

@@ -16,6 +16,7 @@ import (
 
 	"github.com/llmserve/terraform-provider-llmserve/internal/deploy"
 	"github.com/llmserve/terraform-provider-llmserve/internal/deploy/enginetest"
+	"github.com/llmserve/terraform-provider-llmserve/internal/engine"
 )
 
 const testImage = "llmserve-test-engine:backend"
@@ -74,12 +75,12 @@ func needEngine(tb testing.TB) *Backend {
 
 func testContainer(tb testing.TB, name string, simArgs string) deploy.Container {
 	tb.Helper()
-	spec := deploy.Spec{Engine: deploy.SGLang, Model: "sim/model", TensorParallel: 1, Accelerator: deploy.CPU, Port: 30000}
-	c, err := spec.Container(deploy.Placement{
+	spec := engine.Spec{Engine: engine.SGLang, Model: "sim/model", TensorParallel: 1, Accelerator: engine.CPU, Port: 30000}
+	c, err := deploy.NewContainer(spec, deploy.Placement{
 		Name: name, Image: testImage, BindAddress: "127.0.0.1",
 		Env:    map[string]string{"SIMENGINE_ARGS": simArgs},
 		Labels: map[string]string{enginetest.TestLabel: "true"},
-	}, deploy.Secrets{})
+	}, engine.Secrets{})
 	if err != nil {
 		tb.Fatal(err)
 	}
@@ -90,7 +91,7 @@ func TestLaunchReadyAndServes(t *testing.T) {
 	b := needEngine(t)
 	ctx := t.Context()
 	c := testContainer(t, "llmserve-test-ready", "-startup-delay=300ms")
-	st, info, err := deploy.Launch(ctx, b, c, deploy.Readiness{Engine: deploy.SGLang, Model: "sim/model", Timeout: time.Minute})
+	st, info, err := deploy.Launch(ctx, b, c, deploy.Readiness{Engine: engine.SGLang, Model: "sim/model", Timeout: time.Minute})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -120,7 +121,7 @@ func TestLaunchExitAtStartFailsWithLogsAndLeavesNothing(t *testing.T) {
 	ctx := t.Context()
 	c := testContainer(t, "llmserve-test-exit", "-startup-delay=10s -exit-after=200ms -exit-code=3")
 	start := time.Now()
-	_, _, err := deploy.Launch(ctx, b, c, deploy.Readiness{Engine: deploy.SGLang, Model: "sim/model", Timeout: time.Minute})
+	_, _, err := deploy.Launch(ctx, b, c, deploy.Readiness{Engine: engine.SGLang, Model: "sim/model", Timeout: time.Minute})
 	var ex *deploy.ExitedError
 	if !errors.As(err, &ex) {
 		t.Fatalf("want ExitedError, got %v", err)
@@ -152,7 +153,7 @@ func TestRemoveIsIdempotent(t *testing.T) {
 func BenchmarkLaunchOverhead(b *testing.B) {
 	be := needEngine(b)
 	ctx := b.Context()
-	var lag, engine, createStart time.Duration
+	var lag, engineStart, createStart time.Duration
 	for i := 0; i < b.N; i++ {
 		c := testContainer(b, fmt.Sprintf("llmserve-bench-%d", i), "-startup-delay=500ms")
 		t0 := time.Now()
@@ -164,7 +165,7 @@ func BenchmarkLaunchOverhead(b *testing.B) {
 			b.Fatal(err)
 		}
 		createStart += time.Since(t0)
-		if _, err := deploy.WaitReady(ctx, be, id, deploy.Readiness{Engine: deploy.SGLang, Model: "sim/model", Timeout: time.Minute}); err != nil {
+		if _, err := deploy.WaitReady(ctx, be, id, deploy.Readiness{Engine: engine.SGLang, Model: "sim/model", Timeout: time.Minute}); err != nil {
 			b.Fatal(err)
 		}
 		readyAt := time.Now()
@@ -172,7 +173,7 @@ func BenchmarkLaunchOverhead(b *testing.B) {
 		if err != nil {
 			b.Fatal(err)
 		}
-		engine += readyLine.Sub(started)
+		engineStart += readyLine.Sub(started)
 		lag += readyAt.Sub(readyLine)
 		if err := be.Remove(ctx, id, 0); err != nil {
 			b.Fatal(err)
@@ -180,7 +181,7 @@ func BenchmarkLaunchOverhead(b *testing.B) {
 	}
 	n := float64(b.N)
 	b.ReportMetric(float64(lag.Milliseconds())/n, "poll-lag-ms/op")
-	b.ReportMetric(float64(engine.Milliseconds())/n, "engine-start-ms/op")
+	b.ReportMetric(float64(engineStart.Milliseconds())/n, "engine-start-ms/op")
 	b.ReportMetric(float64(createStart.Milliseconds())/n, "create-start-ms/op")
 }
 

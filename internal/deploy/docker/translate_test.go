@@ -7,22 +7,23 @@ import (
 	"github.com/docker/docker/api/types/container"
 
 	"github.com/llmserve/terraform-provider-llmserve/internal/deploy"
+	"github.com/llmserve/terraform-provider-llmserve/internal/engine"
 )
 
 // TestReferenceContainerXPU asserts the Engine API objects for the B70 deployment: the Arc
 // GPUs' device nodes, the groups that own them, host IPC for the tensor-parallel workers and
 // the shared memory size. This host has no /dev/dri, so the objects are checked, not run.
 func TestReferenceContainerXPU(t *testing.T) {
-	spec := deploy.Spec{
-		Engine: deploy.SGLang, Model: "ulkaa/Qwen3.8-27B-AWQ-INT4", Revision: "2bf7f1646dc0875cff4404fdfef976cfb0ff2199",
-		TensorParallel: 4, ContextLength: 262144, Accelerator: deploy.XPU, Port: 30000,
-		Speculative: &deploy.Speculative{Algorithm: "EAGLE", Steps: 7, TopK: 1, DraftTokens: 8},
+	spec := engine.Spec{
+		Engine: engine.SGLang, Model: "ulkaa/Qwen3.8-27B-AWQ-INT4", Revision: "2bf7f1646dc0875cff4404fdfef976cfb0ff2199",
+		TensorParallel: 4, ContextLength: 262144, Accelerator: engine.XPU, Port: 30000,
+		Speculative: &engine.Speculative{Algorithm: "EAGLE", Steps: 7, TopK: 1, DraftTokens: 8},
 	}
-	c, err := spec.Container(deploy.Placement{
+	c, err := deploy.NewContainer(spec, deploy.Placement{
 		Name: "qwen", Image: "rahulunair/sglang-xpu@sha256:feb7b9130eff2fa26dfa09ab1a8b9a8423db013ad7d18f804f8b55a57cb2c175",
 		HostPort: 30000, BindAddress: "0.0.0.0", ShmSizeBytes: 32 << 30,
 		Mounts: []deploy.Mount{{Type: "bind", Source: "/srv/hf", Target: "/root/.cache/huggingface"}},
-	}, deploy.Secrets{HubToken: "hf_x"})
+	}, engine.Secrets{HubToken: "hf_x"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -63,14 +64,14 @@ func TestReferenceContainerXPU(t *testing.T) {
 }
 
 func TestCUDADeviceRequest(t *testing.T) {
-	spec := deploy.Spec{Engine: deploy.VLLM, Model: "m", TensorParallel: 2, Accelerator: deploy.CUDA, Port: 8000}
+	spec := engine.Spec{Engine: engine.VLLM, Model: "m", TensorParallel: 2, Accelerator: engine.CUDA, Port: 8000}
 	for _, tt := range []struct {
 		name  string
 		ids   []string
 		count int
 	}{{"all gpus", nil, -1}, {"two gpus", []string{"0", "1"}, 0}} {
 		t.Run(tt.name, func(t *testing.T) {
-			c, err := spec.Container(deploy.Placement{Name: "v", Image: "i", GPUIDs: tt.ids}, deploy.Secrets{})
+			c, err := deploy.NewContainer(spec, deploy.Placement{Name: "v", Image: "i", GPUIDs: tt.ids}, engine.Secrets{})
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -1,8 +1,4 @@
-// Package deploy turns typed inference-server settings into an engine launch: the exact argv
-// for SGLang, vLLM or llama.cpp, the engine's constraints, the container shape an accelerator
-// needs, and the readiness protocol. Where the container runs is a Backend's business
-// (internal/deploy/docker today, Kubernetes later); nothing here knows Terraform.
-package deploy
+package engine
 
 import (
 	"encoding/json"
@@ -12,19 +8,6 @@ import (
 	"strconv"
 	"strings"
 )
-
-// Engine names an inference server implementation.
-type Engine string
-
-// The engines the provider can launch.
-const (
-	SGLang   Engine = "sglang"
-	VLLM     Engine = "vllm"
-	LlamaCpp Engine = "llamacpp"
-)
-
-// Engines lists every supported engine, in documentation order.
-var Engines = []Engine{SGLang, VLLM, LlamaCpp}
 
 // Accelerator names the device family the engine computes on.
 type Accelerator string
@@ -43,7 +26,7 @@ var Accelerators = []Accelerator{CPU, CUDA, XPU}
 // llama.cpp runs on Intel GPUs only through a SYCL build whose image layout and device
 // selection differ from the CPU/CUDA builds; until that is tested it is refused rather than
 // launched half-configured.
-var supportedAccelerators = map[Engine][]Accelerator{
+var supportedAccelerators = map[Name][]Accelerator{
 	SGLang:   {CPU, CUDA, XPU},
 	VLLM:     {CPU, CUDA, XPU},
 	LlamaCpp: {CPU, CUDA},
@@ -62,7 +45,7 @@ type Speculative struct {
 // Spec is everything that decides how the engine is launched. It carries no secrets: those
 // travel in Secrets so a Spec can be stored (in a container label, in Terraform state).
 type Spec struct {
-	Engine             Engine       `json:"engine"`
+	Engine             Name         `json:"engine"`
 	Model              string       `json:"model"`
 	Revision           string       `json:"revision,omitempty"`
 	ServedModelName    string       `json:"served_model_name,omitempty"`
@@ -85,42 +68,6 @@ type Secrets struct {
 	APIKey   string
 }
 
-// DefaultPort is the port each engine listens on by default, kept so a container looks the way
-// the engine's own documentation says.
-func DefaultPort(e Engine) int {
-	switch e {
-	case VLLM:
-		return 8000
-	case LlamaCpp:
-		return 8080
-	default:
-		return 30000
-	}
-}
-
-// DefaultEntrypoint is the program that starts the engine in its upstream images. It is set
-// explicitly rather than inherited from the image so the launch command in state is exact.
-func DefaultEntrypoint(e Engine) []string {
-	switch e {
-	case VLLM:
-		return []string{"python3", "-m", "vllm.entrypoints.openai.api_server"}
-	case LlamaCpp:
-		return []string{"llama-server"}
-	default:
-		return []string{"python3", "-m", "sglang.launch_server"}
-	}
-}
-
-// HealthPath is the endpoint that answers 200 once the engine can serve. SGLang's
-// /health_generate runs a real generation; vLLM and llama.cpp only have /health, which is why
-// readiness also sends one completion.
-func HealthPath(e Engine) string {
-	if e == SGLang {
-		return "/health_generate"
-	}
-	return "/health"
-}
-
 // Problem is one violated constraint: Field is the attribute path in snake_case with dots
 // between nested names (e.g. "speculative.draft_tokens"), Detail says what to change.
 type Problem struct {
@@ -136,8 +83,8 @@ func (s Spec) Validate() []Problem {
 	add := func(field, format string, args ...any) {
 		out = append(out, Problem{Field: field, Detail: fmt.Sprintf(format, args...)})
 	}
-	if !slices.Contains(Engines, s.Engine) {
-		add("engine", "unknown engine %q; use one of %s", s.Engine, joinQuoted(Engines))
+	if !slices.Contains(Names, s.Engine) {
+		add("engine", "unknown engine %q; use one of %s", s.Engine, joinQuoted(Names))
 		return out
 	}
 	if strings.TrimSpace(s.Model) == "" {

@@ -1,4 +1,4 @@
-package load
+package engine
 
 import (
 	"bytes"
@@ -14,24 +14,18 @@ import (
 	"strings"
 	"sync"
 	"time"
+	"unicode/utf8"
 
 	"github.com/hashicorp/go-retryablehttp"
-)
-
-// Engines the control plane recognises.
-const (
-	EngineSGLang   = "sglang"
-	EngineVLLM     = "vllm"
-	EngineLlamaCpp = "llamacpp"
 )
 
 // Cache flush modes accepted by FlushCache.
 const (
 	FlushAuto     = "auto"
 	FlushNone     = "none"
-	FlushSGLang   = EngineSGLang
-	FlushVLLM     = EngineVLLM
-	FlushLlamaCpp = EngineLlamaCpp
+	FlushSGLang   = string(SGLang)
+	FlushVLLM     = string(VLLM)
+	FlushLlamaCpp = string(LlamaCpp)
 )
 
 var (
@@ -48,14 +42,14 @@ var (
 	ErrModelNotFound = errors.New("model not served")
 )
 
-// ControlConfig configures the control-plane client.
-type ControlConfig struct {
+// ClientConfig configures the control-plane client.
+type ClientConfig struct {
 	BaseURL string
 	Model   string // used by VerifyModel and by vLLM/SGLang tokenize
 	APIKey  string // sent as "Authorization: Bearer" on every control call
 
-	// Engine skips detection when set to EngineSGLang, EngineVLLM or EngineLlamaCpp.
-	Engine string
+	// Engine skips detection when set to SGLang, VLLM or LlamaCpp.
+	Engine Name
 
 	HTTPClient   *http.Client  // nil: a pooled client with a 30 s per-attempt timeout
 	RetryMax     int           // retries after the first attempt; 0 means 4, negative means none
@@ -64,10 +58,10 @@ type ControlConfig struct {
 	FlushPoll    time.Duration // first wait while SGLang refuses to flush; 0 means 100 ms
 }
 
-// Control makes the non-measured calls: health, models, tokenize, server info, cache flush.
+// Client makes the non-measured calls: health, models, tokenize, server info, cache flush.
 // They go through go-retryablehttp with backoff on connection errors, 429 and 5xx, unlike
 // measured requests, which are never retried.
-type Control struct {
+type Client struct {
 	base      string // no trailing slash
 	redacted  string
 	model     string
@@ -76,12 +70,12 @@ type Control struct {
 	flushPoll time.Duration
 
 	mu     sync.Mutex
-	engine string
+	engine Name
 }
 
 // ServerInfo is what the server says about itself. Zero values mean "not reported".
 type ServerInfo struct {
-	Engine     string
+	Engine     Name
 	Version    string
 	ModelPath  string
 	MaxContext int // context length per request, in tokens
@@ -91,22 +85,22 @@ type ServerInfo struct {
 
 // CacheFlush says how the cache was dealt with before a trial.
 type CacheFlush struct {
-	Engine string // engine whose method was used; empty for FlushNone
+	Engine Name // engine whose method was used; empty for FlushNone
 	// RequestFields must be merged into every measured request (ClientConfig.ExtraBody):
 	// llama.cpp has no flush endpoint, so each request is told not to reuse the cache.
 	RequestFields map[string]any
 }
 
-// NewControl validates cfg and builds the retrying client.
-func NewControl(cfg ControlConfig) (*Control, error) {
+// NewClient validates cfg and builds the retrying client.
+func NewClient(cfg ClientConfig) (*Client, error) {
 	base, err := url.Parse(strings.TrimRight(cfg.BaseURL, "/"))
 	if err != nil || base.Host == "" || (base.Scheme != "http" && base.Scheme != "https") {
 		return nil, fmt.Errorf("control client: endpoint %q is not an http(s) base URL such as http://host:30000", redactURL(cfg.BaseURL))
 	}
 	switch cfg.Engine {
-	case "", EngineSGLang, EngineVLLM, EngineLlamaCpp:
+	case "", SGLang, VLLM, LlamaCpp:
 	default:
-		return nil, fmt.Errorf("control client: engine %q is not %q, %q or %q", cfg.Engine, EngineSGLang, EngineVLLM, EngineLlamaCpp)
+		return nil, fmt.Errorf("control client: engine %q is not %q, %q or %q", cfg.Engine, SGLang, VLLM, LlamaCpp)
 	}
 	rc := retryablehttp.NewClient()
 	rc.Logger = nil // its log lines carry URLs and would bypass our redaction
@@ -131,7 +125,7 @@ func NewControl(cfg ControlConfig) (*Control, error) {
 	if cfg.RetryWaitMax > 0 {
 		rc.RetryWaitMax = cfg.RetryWaitMax
 	}
-	c := &Control{
+	c := &Client{
 		base:      base.String(),
 		redacted:  base.Redacted(),
 		model:     cfg.Model,
@@ -148,7 +142,7 @@ func NewControl(cfg ControlConfig) (*Control, error) {
 
 // call performs one control request with retries and returns the status and up to 1 MiB of
 // body. Transport failures and 401/403 come back as errors; other statuses are the caller's.
-func (c *Control) call(ctx context.Context, method, path string, body any) (int, []byte, error) {
+func (c *Client) call(ctx context.Context, method, path string, body any) (int, []byte, error) {
 	var raw []byte
 	if body != nil {
 		var err error
@@ -195,12 +189,12 @@ func (c *Control) call(ctx context.Context, method, path string, body any) (int,
 }
 
 // statusErr describes an unexpected status, with the start of the body for diagnosis.
-func (c *Control) statusErr(method, path string, status int, body []byte) error {
+func (c *Client) statusErr(method, path string, status int, body []byte) error {
 	return fmt.Errorf("%s %s%s: HTTP %d: %s", method, c.redacted, path, status, c.scrub(summarise(bytes.TrimSpace(body))))
 }
 
 // scrub is defence in depth: a server or proxy that echoes the request must not leak the key.
-func (c *Control) scrub(s string) string {
+func (c *Client) scrub(s string) string {
 	if c.apiKey == "" {
 		return s
 	}
@@ -209,7 +203,7 @@ func (c *Control) scrub(s string) string {
 
 // Health succeeds once GET /health answers 200. Servers answer 503 while loading; that is
 // retried with backoff.
-func (c *Control) Health(ctx context.Context) error {
+func (c *Client) Health(ctx context.Context) error {
 	status, body, err := c.call(ctx, http.MethodGet, "/health", nil)
 	if err != nil {
 		return fmt.Errorf("health check: %w", err)
@@ -227,7 +221,7 @@ type modelList struct {
 	} `json:"data"`
 }
 
-func (c *Control) models(ctx context.Context) (modelList, error) {
+func (c *Client) models(ctx context.Context) (modelList, error) {
 	var ml modelList
 	status, body, err := c.call(ctx, http.MethodGet, "/v1/models", nil)
 	if err != nil {
@@ -243,7 +237,7 @@ func (c *Control) models(ctx context.Context) (modelList, error) {
 }
 
 // Models returns the ids the server lists at GET /v1/models.
-func (c *Control) Models(ctx context.Context) ([]string, error) {
+func (c *Client) Models(ctx context.Context) ([]string, error) {
 	ml, err := c.models(ctx)
 	if err != nil {
 		return nil, err
@@ -257,7 +251,7 @@ func (c *Control) Models(ctx context.Context) ([]string, error) {
 
 // VerifyModel checks that the configured model is served, and lists the served ones when
 // it is not.
-func (c *Control) VerifyModel(ctx context.Context) error {
+func (c *Client) VerifyModel(ctx context.Context) error {
 	ids, err := c.Models(ctx)
 	if err != nil {
 		return err
@@ -285,17 +279,20 @@ func quoteList(ids []string) string {
 
 // Engine identifies the server (cached after the first success): SGLang answers
 // GET /get_server_info, llama.cpp GET /props, vLLM GET /version.
-func (c *Control) Engine(ctx context.Context) (string, error) {
+func (c *Client) Engine(ctx context.Context) (Name, error) {
 	c.mu.Lock()
 	e := c.engine
 	c.mu.Unlock()
 	if e != "" {
 		return e, nil
 	}
-	probes := []struct{ engine, path string }{
-		{EngineSGLang, "/get_server_info"},
-		{EngineLlamaCpp, "/props"},
-		{EngineVLLM, "/version"},
+	probes := []struct {
+		engine Name
+		path   string
+	}{
+		{SGLang, "/get_server_info"},
+		{LlamaCpp, "/props"},
+		{VLLM, "/version"},
 	}
 	for _, p := range probes {
 		status, body, err := c.call(ctx, http.MethodGet, p.path, nil)
@@ -305,7 +302,7 @@ func (c *Control) Engine(ctx context.Context) (string, error) {
 		if status != http.StatusOK || !json.Valid(body) {
 			continue
 		}
-		if p.engine == EngineLlamaCpp && !bytes.Contains(body, []byte("default_generation_settings")) &&
+		if p.engine == LlamaCpp && !bytes.Contains(body, []byte("default_generation_settings")) &&
 			!bytes.Contains(body, []byte("total_slots")) {
 			continue
 		}
@@ -319,7 +316,7 @@ func (c *Control) Engine(ctx context.Context) (string, error) {
 
 // ServerInfo reads the server's self-description: SGLang GET /get_server_info, llama.cpp
 // GET /props, vLLM GET /version plus max_model_len from /v1/models.
-func (c *Control) ServerInfo(ctx context.Context) (ServerInfo, error) {
+func (c *Client) ServerInfo(ctx context.Context) (ServerInfo, error) {
 	engine, err := c.Engine(ctx)
 	if err != nil {
 		return ServerInfo{}, fmt.Errorf("server info: %w", err)
@@ -327,9 +324,9 @@ func (c *Control) ServerInfo(ctx context.Context) (ServerInfo, error) {
 	info := ServerInfo{Engine: engine}
 	var path string
 	switch engine {
-	case EngineSGLang:
+	case SGLang:
 		path = "/get_server_info"
-	case EngineLlamaCpp:
+	case LlamaCpp:
 		path = "/props"
 	default:
 		path = "/version"
@@ -346,7 +343,7 @@ func (c *Control) ServerInfo(ctx context.Context) (ServerInfo, error) {
 		return info, fmt.Errorf("server info: GET %s%s: not JSON: %w", c.redacted, path, err)
 	}
 	switch engine {
-	case EngineSGLang:
+	case SGLang:
 		// Newer SGLang reports scheduler figures under internal_states.
 		var states map[string]any
 		if l, ok := m["internal_states"].([]any); ok && len(l) > 0 {
@@ -357,13 +354,13 @@ func (c *Control) ServerInfo(ctx context.Context) (ServerInfo, error) {
 		info.MaxContext = firstInt(m["context_length"], states["context_length"])
 		info.TokenPool = firstInt(m["max_total_num_tokens"], states["max_total_num_tokens"])
 		info.Slots = firstInt(m["max_running_requests"], states["max_running_requests"])
-	case EngineLlamaCpp:
+	case LlamaCpp:
 		gen, _ := m["default_generation_settings"].(map[string]any)
 		info.Version = str(m["build_info"])
 		info.ModelPath = str(m["model_path"])
 		info.MaxContext = firstInt(gen["n_ctx"], m["n_ctx"])
 		info.Slots = firstInt(m["total_slots"])
-	case EngineVLLM:
+	case VLLM:
 		info.Version = str(m["version"])
 	}
 	if info.MaxContext == 0 {
@@ -398,16 +395,16 @@ func firstInt(vs ...any) int {
 // tokenize endpoint: llama.cpp POST /tokenize {"content", "add_special": false}; vLLM and
 // SGLang POST /tokenize {"model", "prompt", "add_special_tokens": false}. It returns
 // ErrNoTokenizer when the server has none (older SGLang, unknown servers).
-func (c *Control) CountTokens(ctx context.Context, text string) (int, error) {
+func (c *Client) CountTokens(ctx context.Context, text string) (int, error) {
 	engine, err := c.Engine(ctx)
 	if err != nil && !errors.Is(err, ErrUnknownEngine) {
 		return 0, fmt.Errorf("count tokens: %w", err)
 	}
 	var body any
 	switch engine {
-	case EngineLlamaCpp:
+	case LlamaCpp:
 		body = map[string]any{"content": text, "add_special": false}
-	case EngineVLLM, EngineSGLang:
+	case VLLM, SGLang:
 		body = map[string]any{"model": c.model, "prompt": text, "add_special_tokens": false}
 	default:
 		return 0, fmt.Errorf("count tokens: %w", ErrNoTokenizer)
@@ -443,7 +440,7 @@ func (c *Control) CountTokens(ctx context.Context, text string) (int, error) {
 // SGLang answers 400 because requests are still running, waits and tries again until it
 // succeeds or ctx ends; FlushVLLM posts /reset_prefix_cache; FlushLlamaCpp returns
 // cache_prompt=false as a per-request field; FlushAuto identifies the server first.
-func (c *Control) FlushCache(ctx context.Context, mode string) (CacheFlush, error) {
+func (c *Client) FlushCache(ctx context.Context, mode string) (CacheFlush, error) {
 	switch mode {
 	case FlushNone:
 		return CacheFlush{}, nil
@@ -452,9 +449,9 @@ func (c *Control) FlushCache(ctx context.Context, mode string) (CacheFlush, erro
 		if err != nil {
 			return CacheFlush{}, fmt.Errorf("cache flush auto: %w; set cache_flush to \"none\" to measure without flushing, or name the engine", err)
 		}
-		return c.FlushCache(ctx, engine)
+		return c.FlushCache(ctx, string(engine))
 	case FlushLlamaCpp:
-		return CacheFlush{Engine: EngineLlamaCpp, RequestFields: map[string]any{"cache_prompt": false}}, nil
+		return CacheFlush{Engine: LlamaCpp, RequestFields: map[string]any{"cache_prompt": false}}, nil
 	case FlushVLLM:
 		status, body, err := c.call(ctx, http.MethodPost, "/reset_prefix_cache", nil)
 		if err != nil {
@@ -466,14 +463,14 @@ func (c *Control) FlushCache(ctx context.Context, mode string) (CacheFlush, erro
 		if status != http.StatusOK {
 			return CacheFlush{}, fmt.Errorf("cache flush: %w", c.statusErr(http.MethodPost, "/reset_prefix_cache", status, body))
 		}
-		return CacheFlush{Engine: EngineVLLM}, nil
+		return CacheFlush{Engine: VLLM}, nil
 	case FlushSGLang:
 		return c.flushSGLang(ctx)
 	}
 	return CacheFlush{}, fmt.Errorf("cache flush: mode %q is not one of auto, none, sglang, vllm, llamacpp", mode)
 }
 
-func (c *Control) flushSGLang(ctx context.Context) (CacheFlush, error) {
+func (c *Client) flushSGLang(ctx context.Context) (CacheFlush, error) {
 	wait := c.flushPoll
 	for attempt := 1; ; attempt++ {
 		status, body, err := c.call(ctx, http.MethodPost, "/flush_cache", nil)
@@ -482,7 +479,7 @@ func (c *Control) flushSGLang(ctx context.Context) (CacheFlush, error) {
 		}
 		switch status {
 		case http.StatusOK:
-			return CacheFlush{Engine: EngineSGLang}, nil
+			return CacheFlush{Engine: SGLang}, nil
 		case http.StatusBadRequest:
 			// SGLang refuses while requests are running; they finish on their own.
 		default:
@@ -513,12 +510,12 @@ const idleWait = 2 * time.Minute
 // of a previous (stopped) trial are still being processed. llama.cpp is asked through
 // GET /slots, vLLM through its /metrics gauges; SGLang's flush already waits for idle, and
 // servers that cannot tell are taken as idle.
-func (c *Control) WaitIdle(ctx context.Context, engine string) error {
+func (c *Client) WaitIdle(ctx context.Context, engine Name) error {
 	var busy func(context.Context) (bool, error)
 	switch engine {
-	case EngineLlamaCpp:
+	case LlamaCpp:
 		busy = c.llamaCppBusy
-	case EngineVLLM:
+	case VLLM:
 		busy = c.vllmBusy
 	default:
 		return nil
@@ -542,7 +539,7 @@ func (c *Control) WaitIdle(ctx context.Context, engine string) error {
 	}
 }
 
-func (c *Control) llamaCppBusy(ctx context.Context) (bool, error) {
+func (c *Client) llamaCppBusy(ctx context.Context) (bool, error) {
 	status, body, err := c.call(ctx, http.MethodGet, "/slots", nil)
 	if err != nil {
 		return false, fmt.Errorf("idle check: %w", err)
@@ -564,7 +561,7 @@ func (c *Control) llamaCppBusy(ctx context.Context) (bool, error) {
 	return false, nil
 }
 
-func (c *Control) vllmBusy(ctx context.Context) (bool, error) {
+func (c *Client) vllmBusy(ctx context.Context) (bool, error) {
 	status, body, err := c.call(ctx, http.MethodGet, "/metrics", nil)
 	if err != nil {
 		return false, fmt.Errorf("idle check: %w", err)
@@ -582,4 +579,36 @@ func (c *Control) vllmBusy(ctx context.Context) (bool, error) {
 		}
 	}
 	return false, nil
+}
+
+// stripURL drops the URL from a transport error: the caller names the endpoint itself,
+// redacted.
+func stripURL(err error) error {
+	var ue *url.Error
+	if errors.As(err, &ue) {
+		return ue.Err
+	}
+	return err
+}
+
+// redactURL hides any password in a user-supplied URL before it goes into a message.
+func redactURL(raw string) string {
+	u, err := url.Parse(raw)
+	if err != nil {
+		return "(unparseable URL)"
+	}
+	return u.Redacted()
+}
+
+// summarise shortens a response body for an error message, on a UTF-8 boundary.
+func summarise(b []byte) string {
+	const limit = 200
+	if len(b) > limit {
+		b = b[:limit]
+		for len(b) > 0 && !utf8.Valid(b) {
+			b = b[:len(b)-1]
+		}
+		return string(b) + "..."
+	}
+	return string(b)
 }

@@ -1,4 +1,4 @@
-package load
+package engine
 
 import (
 	"context"
@@ -13,20 +13,22 @@ import (
 	"time"
 )
 
-func newTestControl(t *testing.T, url string, mut func(*ControlConfig)) *Control {
+const testKey = "sk-test-secret-0123456789"
+
+func newTestClient(t *testing.T, url string, mut func(*ClientConfig)) *Client {
 	t.Helper()
-	cfg := ControlConfig{BaseURL: url, Model: "qwen", APIKey: testKey, RetryWaitMin: time.Millisecond, RetryWaitMax: 5 * time.Millisecond, FlushPoll: time.Millisecond}
+	cfg := ClientConfig{BaseURL: url, Model: "qwen", APIKey: testKey, RetryWaitMin: time.Millisecond, RetryWaitMax: 5 * time.Millisecond, FlushPoll: time.Millisecond}
 	if mut != nil {
 		mut(&cfg)
 	}
-	c, err := NewControl(cfg)
+	c, err := NewClient(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
 	return c
 }
 
-func TestControlHealthRetriesThenSucceeds(t *testing.T) {
+func TestClientHealthRetriesThenSucceeds(t *testing.T) {
 	var calls atomic.Int32
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.Header.Get("Authorization") != "Bearer "+testKey {
@@ -39,7 +41,7 @@ func TestControlHealthRetriesThenSucceeds(t *testing.T) {
 		io.WriteString(w, `{"status":"ok"}`)
 	}))
 	defer srv.Close()
-	if err := newTestControl(t, srv.URL, nil).Health(context.Background()); err != nil {
+	if err := newTestClient(t, srv.URL, nil).Health(context.Background()); err != nil {
 		t.Fatal(err)
 	}
 	if calls.Load() != 3 {
@@ -47,24 +49,24 @@ func TestControlHealthRetriesThenSucceeds(t *testing.T) {
 	}
 }
 
-func TestControlHealthGivesUp(t *testing.T) {
+func TestClientHealthGivesUp(t *testing.T) {
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, "Loading model", http.StatusServiceUnavailable)
 	}))
 	defer srv.Close()
-	err := newTestControl(t, srv.URL, func(c *ControlConfig) { c.RetryMax = 2 }).Health(context.Background())
+	err := newTestClient(t, srv.URL, func(c *ClientConfig) { c.RetryMax = 2 }).Health(context.Background())
 	if err == nil || !strings.Contains(err.Error(), "HTTP 503") || !strings.Contains(err.Error(), "Loading model") {
 		t.Fatalf("err = %v", err)
 	}
 }
 
-func TestControlAuthErrors(t *testing.T) {
+func TestClientAuthErrors(t *testing.T) {
 	for _, status := range []int{401, 403} {
 		srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 			// A careless proxy echoing the header must not leak the key through our errors.
 			http.Error(w, "bad auth: "+r.Header.Get("Authorization"), status)
 		}))
-		_, err := newTestControl(t, srv.URL, nil).Models(context.Background())
+		_, err := newTestClient(t, srv.URL, nil).Models(context.Background())
 		srv.Close()
 		if !errors.Is(err, ErrUnauthorized) {
 			t.Fatalf("%d: err = %v, want ErrUnauthorized", status, err)
@@ -81,11 +83,11 @@ func TestControlAuthErrors(t *testing.T) {
 	}
 }
 
-func TestControlUnreachable(t *testing.T) {
+func TestClientUnreachable(t *testing.T) {
 	srv := httptest.NewServer(http.NotFoundHandler())
 	url := srv.URL
 	srv.Close()
-	err := newTestControl(t, url, func(c *ControlConfig) { c.RetryMax = 1 }).Health(context.Background())
+	err := newTestClient(t, url, func(c *ClientConfig) { c.RetryMax = 1 }).Health(context.Background())
 	if !errors.Is(err, ErrUnreachable) {
 		t.Fatalf("err = %v", err)
 	}
@@ -96,31 +98,31 @@ func TestControlUnreachable(t *testing.T) {
 	}
 }
 
-func TestControlVerifyModel(t *testing.T) {
+func TestClientVerifyModel(t *testing.T) {
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		io.WriteString(w, `{"object":"list","data":[{"id":"llama","max_model_len":4096},{"id":"gemma"}]}`)
 	}))
 	defer srv.Close()
-	err := newTestControl(t, srv.URL, nil).VerifyModel(context.Background())
+	err := newTestClient(t, srv.URL, nil).VerifyModel(context.Background())
 	if !errors.Is(err, ErrModelNotFound) || !strings.Contains(err.Error(), `"gemma", "llama"`) || !strings.Contains(err.Error(), `not "qwen"`) {
 		t.Fatalf("err = %v", err)
 	}
-	if err := newTestControl(t, srv.URL, func(c *ControlConfig) { c.Model = "gemma" }).VerifyModel(context.Background()); err != nil {
+	if err := newTestClient(t, srv.URL, func(c *ClientConfig) { c.Model = "gemma" }).VerifyModel(context.Background()); err != nil {
 		t.Fatal(err)
 	}
 }
 
 // engineServer imitates the identifying endpoints of one engine.
-func engineServer(t *testing.T, engine string, extra http.HandlerFunc) *httptest.Server {
+func engineServer(t *testing.T, engine Name, extra http.HandlerFunc) *httptest.Server {
 	return httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		switch {
-		case engine == EngineSGLang && r.URL.Path == "/get_server_info":
+		case engine == SGLang && r.URL.Path == "/get_server_info":
 			io.WriteString(w, `{"model_path":"/models/qwen","context_length":262144,"max_running_requests":48,"version":"0.4.9","internal_states":[{"max_total_num_tokens":1100000}]}`)
-		case engine == EngineLlamaCpp && r.URL.Path == "/props":
+		case engine == LlamaCpp && r.URL.Path == "/props":
 			io.WriteString(w, `{"default_generation_settings":{"n_ctx":8192},"total_slots":4,"model_path":"/m/tiny.gguf","build_info":"b5000-abc"}`)
-		case engine == EngineVLLM && r.URL.Path == "/version":
+		case engine == VLLM && r.URL.Path == "/version":
 			io.WriteString(w, `{"version":"0.9.1"}`)
-		case engine == EngineVLLM && r.URL.Path == "/v1/models":
+		case engine == VLLM && r.URL.Path == "/v1/models":
 			io.WriteString(w, `{"data":[{"id":"qwen","max_model_len":32768}]}`)
 		case extra != nil:
 			extra(w, r)
@@ -130,20 +132,20 @@ func engineServer(t *testing.T, engine string, extra http.HandlerFunc) *httptest
 	}))
 }
 
-func TestControlServerInfo(t *testing.T) {
+func TestClientServerInfo(t *testing.T) {
 	tests := []struct {
-		engine string
+		engine Name
 		want   ServerInfo
 	}{
-		{EngineSGLang, ServerInfo{Engine: "sglang", Version: "0.4.9", ModelPath: "/models/qwen", MaxContext: 262144, TokenPool: 1100000, Slots: 48}},
-		{EngineLlamaCpp, ServerInfo{Engine: "llamacpp", Version: "b5000-abc", ModelPath: "/m/tiny.gguf", MaxContext: 8192, Slots: 4}},
-		{EngineVLLM, ServerInfo{Engine: "vllm", Version: "0.9.1", MaxContext: 32768}},
+		{SGLang, ServerInfo{Engine: "sglang", Version: "0.4.9", ModelPath: "/models/qwen", MaxContext: 262144, TokenPool: 1100000, Slots: 48}},
+		{LlamaCpp, ServerInfo{Engine: "llamacpp", Version: "b5000-abc", ModelPath: "/m/tiny.gguf", MaxContext: 8192, Slots: 4}},
+		{VLLM, ServerInfo{Engine: "vllm", Version: "0.9.1", MaxContext: 32768}},
 	}
 	for _, tc := range tests {
-		t.Run(tc.engine, func(t *testing.T) {
+		t.Run(string(tc.engine), func(t *testing.T) {
 			srv := engineServer(t, tc.engine, nil)
 			defer srv.Close()
-			info, err := newTestControl(t, srv.URL, nil).ServerInfo(context.Background())
+			info, err := newTestClient(t, srv.URL, nil).ServerInfo(context.Background())
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -154,21 +156,21 @@ func TestControlServerInfo(t *testing.T) {
 	}
 	srv := engineServer(t, "other", nil)
 	defer srv.Close()
-	if _, err := newTestControl(t, srv.URL, nil).ServerInfo(context.Background()); !errors.Is(err, ErrUnknownEngine) {
+	if _, err := newTestClient(t, srv.URL, nil).ServerInfo(context.Background()); !errors.Is(err, ErrUnknownEngine) {
 		t.Errorf("unknown server: err = %v", err)
 	}
 }
 
-func TestControlCountTokens(t *testing.T) {
+func TestClientCountTokens(t *testing.T) {
 	tests := []struct {
 		name    string
-		engine  string
+		engine  Name
 		handler http.HandlerFunc
 		want    int
 		wantErr error
 	}{
 		{
-			name: "llama.cpp tokens list", engine: EngineLlamaCpp, want: 3,
+			name: "llama.cpp tokens list", engine: LlamaCpp, want: 3,
 			handler: func(w http.ResponseWriter, r *http.Request) {
 				var b map[string]any
 				_ = json.NewDecoder(r.Body).Decode(&b)
@@ -179,7 +181,7 @@ func TestControlCountTokens(t *testing.T) {
 			},
 		},
 		{
-			name: "vLLM count", engine: EngineVLLM, want: 7,
+			name: "vLLM count", engine: VLLM, want: 7,
 			handler: func(w http.ResponseWriter, r *http.Request) {
 				var b map[string]any
 				_ = json.NewDecoder(r.Body).Decode(&b)
@@ -190,7 +192,7 @@ func TestControlCountTokens(t *testing.T) {
 			},
 		},
 		{
-			name: "SGLang without tokenize", engine: EngineSGLang, wantErr: ErrNoTokenizer,
+			name: "SGLang without tokenize", engine: SGLang, wantErr: ErrNoTokenizer,
 			handler: func(w http.ResponseWriter, r *http.Request) { http.NotFound(w, r) },
 		},
 		{
@@ -208,7 +210,7 @@ func TestControlCountTokens(t *testing.T) {
 				http.NotFound(w, r)
 			})
 			defer srv.Close()
-			n, err := newTestControl(t, srv.URL, nil).CountTokens(context.Background(), "a b c")
+			n, err := newTestClient(t, srv.URL, nil).CountTokens(context.Background(), "a b c")
 			if tc.wantErr != nil {
 				if !errors.Is(err, tc.wantErr) {
 					t.Fatalf("err = %v, want %v", err, tc.wantErr)
@@ -222,10 +224,10 @@ func TestControlCountTokens(t *testing.T) {
 	}
 }
 
-func TestControlFlushCache(t *testing.T) {
+func TestClientFlushCache(t *testing.T) {
 	t.Run("sglang retries while 400", func(t *testing.T) {
 		var flushes atomic.Int32
-		srv := engineServer(t, EngineSGLang, func(w http.ResponseWriter, r *http.Request) {
+		srv := engineServer(t, SGLang, func(w http.ResponseWriter, r *http.Request) {
 			if r.URL.Path != "/flush_cache" || r.Method != http.MethodPost {
 				http.NotFound(w, r)
 				return
@@ -237,8 +239,8 @@ func TestControlFlushCache(t *testing.T) {
 			io.WriteString(w, "Cache flushed.")
 		})
 		defer srv.Close()
-		res, err := newTestControl(t, srv.URL, nil).FlushCache(context.Background(), FlushAuto)
-		if err != nil || res.Engine != EngineSGLang || res.RequestFields != nil {
+		res, err := newTestClient(t, srv.URL, nil).FlushCache(context.Background(), FlushAuto)
+		if err != nil || res.Engine != SGLang || res.RequestFields != nil {
 			t.Fatalf("res %+v err %v", res, err)
 		}
 		if flushes.Load() != 4 {
@@ -246,20 +248,20 @@ func TestControlFlushCache(t *testing.T) {
 		}
 	})
 	t.Run("sglang busy until ctx ends", func(t *testing.T) {
-		srv := engineServer(t, EngineSGLang, func(w http.ResponseWriter, r *http.Request) {
+		srv := engineServer(t, SGLang, func(w http.ResponseWriter, r *http.Request) {
 			http.Error(w, "pending requests", http.StatusBadRequest)
 		})
 		defer srv.Close()
 		ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
 		defer cancel()
-		_, err := newTestControl(t, srv.URL, nil).FlushCache(ctx, FlushSGLang)
+		_, err := newTestClient(t, srv.URL, nil).FlushCache(ctx, FlushSGLang)
 		if !errors.Is(err, context.DeadlineExceeded) || !strings.Contains(err.Error(), "still refused") {
 			t.Fatalf("err = %v", err)
 		}
 	})
 	t.Run("vllm reset_prefix_cache", func(t *testing.T) {
 		var resets atomic.Int32
-		srv := engineServer(t, EngineVLLM, func(w http.ResponseWriter, r *http.Request) {
+		srv := engineServer(t, VLLM, func(w http.ResponseWriter, r *http.Request) {
 			if r.URL.Path == "/reset_prefix_cache" && r.Method == http.MethodPost {
 				resets.Add(1)
 				return
@@ -267,21 +269,21 @@ func TestControlFlushCache(t *testing.T) {
 			http.NotFound(w, r)
 		})
 		defer srv.Close()
-		res, err := newTestControl(t, srv.URL, nil).FlushCache(context.Background(), FlushAuto)
-		if err != nil || res.Engine != EngineVLLM || resets.Load() != 1 {
+		res, err := newTestClient(t, srv.URL, nil).FlushCache(context.Background(), FlushAuto)
+		if err != nil || res.Engine != VLLM || resets.Load() != 1 {
 			t.Fatalf("res %+v err %v resets %d", res, err, resets.Load())
 		}
 	})
 	t.Run("llamacpp per-request field", func(t *testing.T) {
-		srv := engineServer(t, EngineLlamaCpp, nil)
+		srv := engineServer(t, LlamaCpp, nil)
 		defer srv.Close()
-		res, err := newTestControl(t, srv.URL, nil).FlushCache(context.Background(), FlushAuto)
-		if err != nil || res.Engine != EngineLlamaCpp || res.RequestFields["cache_prompt"] != false {
+		res, err := newTestClient(t, srv.URL, nil).FlushCache(context.Background(), FlushAuto)
+		if err != nil || res.Engine != LlamaCpp || res.RequestFields["cache_prompt"] != false {
 			t.Fatalf("res %+v err %v", res, err)
 		}
 	})
 	t.Run("none and bad mode", func(t *testing.T) {
-		c := newTestControl(t, "http://127.0.0.1:1", nil)
+		c := newTestClient(t, "http://127.0.0.1:1", nil)
 		if res, err := c.FlushCache(context.Background(), FlushNone); err != nil || res.Engine != "" {
 			t.Fatalf("none: %+v %v", res, err)
 		}
@@ -292,7 +294,7 @@ func TestControlFlushCache(t *testing.T) {
 	t.Run("auto on unknown server", func(t *testing.T) {
 		srv := engineServer(t, "other", nil)
 		defer srv.Close()
-		_, err := newTestControl(t, srv.URL, nil).FlushCache(context.Background(), FlushAuto)
+		_, err := newTestClient(t, srv.URL, nil).FlushCache(context.Background(), FlushAuto)
 		if !errors.Is(err, ErrUnknownEngine) || !strings.Contains(err.Error(), `"none"`) {
 			t.Fatalf("err = %v", err)
 		}

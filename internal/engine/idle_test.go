@@ -1,4 +1,4 @@
-package load
+package engine
 
 import (
 	"context"
@@ -10,13 +10,15 @@ import (
 
 func TestWaitIdle(t *testing.T) {
 	cases := []struct {
-		name, engine, path string
-		busy, idle         string
+		name       string
+		engine     Name
+		path       string
+		busy, idle string
 	}{
-		{"llama.cpp slots", EngineLlamaCpp, "/slots",
+		{"llama.cpp slots", LlamaCpp, "/slots",
 			`[{"id":0,"is_processing":true},{"id":1,"is_processing":false}]`,
 			`[{"id":0,"is_processing":false},{"id":1,"is_processing":false}]`},
-		{"vLLM metrics", EngineVLLM, "/metrics",
+		{"vLLM metrics", VLLM, "/metrics",
 			"# HELP x\nvllm:num_requests_running{model_name=\"m\"} 2.0\nvllm:num_requests_waiting{model_name=\"m\"} 0.0\n",
 			"vllm:num_requests_running{model_name=\"m\"} 0.0\nvllm:num_requests_waiting{model_name=\"m\"} 0.0\n"},
 	}
@@ -35,7 +37,7 @@ func TestWaitIdle(t *testing.T) {
 				w.Write([]byte(tc.idle))
 			}))
 			defer srv.Close()
-			c, err := NewControl(ControlConfig{BaseURL: srv.URL, Model: "m"})
+			c, err := NewClient(ClientConfig{BaseURL: srv.URL, Model: "m"})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -52,15 +54,15 @@ func TestWaitIdle(t *testing.T) {
 			w.Write([]byte(`[{"is_processing":true}]`))
 		}))
 		defer srv.Close()
-		c, _ := NewControl(ControlConfig{BaseURL: srv.URL, Model: "m"})
+		c, _ := NewClient(ClientConfig{BaseURL: srv.URL, Model: "m"})
 		ctx, cancel := context.WithCancel(context.Background())
 		cancel()
-		if err := c.WaitIdle(ctx, EngineLlamaCpp); err == nil {
+		if err := c.WaitIdle(ctx, LlamaCpp); err == nil {
 			t.Fatal("WaitIdle on a cancelled context returned nil")
 		}
 	})
 	t.Run("unknown engine is idle", func(t *testing.T) {
-		c, _ := NewControl(ControlConfig{BaseURL: "http://127.0.0.1:9", Model: "m"})
+		c, _ := NewClient(ClientConfig{BaseURL: "http://127.0.0.1:9", Model: "m"})
 		if err := c.WaitIdle(context.Background(), ""); err != nil {
 			t.Fatal(err)
 		}
