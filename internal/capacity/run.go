@@ -219,7 +219,28 @@ func (s *session) measure(ctx context.Context, w Workload, history []search.Outc
 	for _, n := range res.NonMonotone {
 		out.Notes = append(out.Notes, n.String())
 	}
+	if n := BoundNote(out); n != "" {
+		out.Notes = append(out.Notes, n)
+	}
 	return out, nil
+}
+
+// BoundNote says, in the words of the configuration, when a workload's numbers are the edge
+// of the search rather than its capacity, and what to change; "" when the boundary was found.
+// A reader would otherwise take max_concurrency for the capacity.
+func BoundNote(w results.Workload) string {
+	switch w.SearchBound() {
+	case results.BoundCeiling:
+		c := *w.MaximumPassingConcurrency
+		return fmt.Sprintf("every concurrency tried passed, up to %d: capacity is at least %d; raise search.max_concurrency to find the boundary", c, c)
+	case results.BoundFloor:
+		c := *w.FirstFailingConcurrency
+		return fmt.Sprintf("even the lowest concurrency tried, %d, failed: capacity is below %d; lower search.min_concurrency to find the boundary", c, c)
+	}
+	if w.MaximumPassingConcurrency == nil && w.FirstFailingConcurrency != nil {
+		return "even 1 concurrent request missed the SLO: capacity is 0"
+	}
+	return ""
 }
 
 func trialsOf(outcomes []search.Outcome) []results.Trial {

@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -66,6 +67,9 @@ func TestRunFindsBoundary(t *testing.T) {
 	w := doc.Workloads[0]
 	if w.MaximumPassingConcurrency == nil || *w.MaximumPassingConcurrency != 2 || w.FirstFailingConcurrency == nil || *w.FirstFailingConcurrency != 3 {
 		t.Fatalf("boundary = %v / %v, want 2 / 3", w.MaximumPassingConcurrency, w.FirstFailingConcurrency)
+	}
+	if len(w.Notes) != 0 {
+		t.Errorf("notes %q on a boundary found inside the search", w.Notes)
 	}
 	if len(w.PassingTrials) != 2 || len(w.FailingTrials) != 2 {
 		t.Fatalf("got %d passing and %d failing confirmation trials, want 2 and 2", len(w.PassingTrials), len(w.FailingTrials))
@@ -401,3 +405,47 @@ func (d *doneWriter) Write(p []byte) (int, error) {
 func (d *doneWriter) Flush() { d.ResponseWriter.(http.Flusher).Flush() }
 
 func (d *doneWriter) finish() { d.once.Do(d.done) }
+
+// The two-slot engine's boundary is 2 / 3; bounds that leave it outside the search must say
+// so in the notes instead of passing the edge of the search off as the capacity.
+func TestRunSearchBoundNotes(t *testing.T) {
+	engine := twoSlotEngine(t, simengine.Options{})
+	srv := httptest.NewServer(engine)
+	defer srv.Close()
+
+	for _, tc := range []struct {
+		name               string
+		min, max           int
+		wantPass, wantFail string
+		wantNote           string
+	}{
+		{"ceiling", 1, 2, "2", "none", "every concurrency tried passed, up to 2: capacity is at least 2; raise search.max_concurrency to find the boundary"},
+		{"floor", 3, 5, "none", "3", "even the lowest concurrency tried, 3, failed: capacity is below 3; lower search.min_concurrency to find the boundary"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			cfg := testConfig(srv.URL)
+			cfg.MinConcurrency, cfg.MaxConcurrency = tc.min, tc.max
+			doc, err := Run(context.Background(), cfg)
+			if err != nil {
+				t.Fatal(err)
+			}
+			w := doc.Workloads[0]
+			show := func(c *int) string {
+				if c == nil {
+					return "none"
+				}
+				return strconv.Itoa(*c)
+			}
+			if show(w.MaximumPassingConcurrency) != tc.wantPass || show(w.FirstFailingConcurrency) != tc.wantFail {
+				t.Fatalf("boundary = %s / %s, want %s / %s", show(w.MaximumPassingConcurrency), show(w.FirstFailingConcurrency), tc.wantPass, tc.wantFail)
+			}
+			var got string
+			if len(w.Notes) > 0 {
+				got = w.Notes[len(w.Notes)-1]
+			}
+			if got != tc.wantNote {
+				t.Errorf("last note = %q, want %q", got, tc.wantNote)
+			}
+		})
+	}
+}

@@ -33,6 +33,7 @@ type capacityReportModel struct {
 	Content                   types.String `tfsdk:"content"`
 	MaximumPassingConcurrency types.Map    `tfsdk:"maximum_passing_concurrency"`
 	FirstFailingConcurrency   types.Map    `tfsdk:"first_failing_concurrency"`
+	CapacityBoundedBySearch   types.Map    `tfsdk:"capacity_bounded_by_search"`
 	WorkloadResults           types.List   `tfsdk:"workload_results"`
 	SLO                       types.Object `tfsdk:"slo"`
 }
@@ -71,14 +72,17 @@ func (d *capacityReportDataSource) Schema(_ context.Context, _ datasource.Schema
 			"maximum_passing_concurrency": schema.MapAttribute{
 				Computed:    true,
 				ElementType: types.Int64Type,
-				MarkdownDescription: "Per workload label, the highest concurrency at which every confirmation trial met " +
-					"the SLO; null for a workload where even the lowest concurrency failed.",
+				MarkdownDescription: "Per workload label, " + descMaximumPassing,
 			},
 			"first_failing_concurrency": schema.MapAttribute{
 				Computed:    true,
 				ElementType: types.Int64Type,
-				MarkdownDescription: "Per workload label, the lowest concurrency above the maximum passing one where a " +
-					"confirmation trial missed the SLO; null for a workload where nothing failed within the bounds.",
+				MarkdownDescription: "Per workload label, " + descFirstFailing,
+			},
+			"capacity_bounded_by_search": schema.MapAttribute{
+				Computed:            true,
+				ElementType:         types.BoolType,
+				MarkdownDescription: "Per workload label, " + descBoundedBySearch + " Read from the boundary alone, so it holds for any schema v1 document.",
 			},
 			"workload_results": schema.ListNestedAttribute{
 				Computed: true,
@@ -130,7 +134,7 @@ func (d *capacityReportDataSource) Read(ctx context.Context, req datasource.Read
 	}
 
 	var diags diag.Diagnostics
-	m.MaximumPassingConcurrency, m.FirstFailingConcurrency, diags = boundaryMaps(doc)
+	m.MaximumPassingConcurrency, m.FirstFailingConcurrency, m.CapacityBoundedBySearch, diags = boundaryMaps(doc)
 	resp.Diagnostics.Append(diags...)
 	m.WorkloadResults, diags = workloadResultsValue(ctx, doc)
 	resp.Diagnostics.Append(diags...)

@@ -47,6 +47,9 @@ func TestAccCapacityReportDataSource(t *testing.T) {
 	checks := []statecheck.StateCheck{
 		statecheck.ExpectKnownValue(addr, tfjsonpath.New("maximum_passing_concurrency"), referenceMaximumPassing),
 		statecheck.ExpectKnownValue(addr, tfjsonpath.New("first_failing_concurrency"), referenceFirstFailing),
+		statecheck.ExpectKnownValue(addr, tfjsonpath.New("capacity_bounded_by_search"), knownvalue.MapExact(map[string]knownvalue.Check{
+			"2K / 512": knownvalue.Bool(false), "8K / 1K": knownvalue.Bool(false), "16K / 2K": knownvalue.Bool(false),
+		})),
 		statecheck.ExpectKnownValue(addr, tfjsonpath.New("slo"), knownvalue.ObjectExact(map[string]knownvalue.Check{
 			"metric":                            knownvalue.StringExact("time_to_first_token"),
 			"percentile":                        knownvalue.Float64Exact(95),
@@ -128,6 +131,12 @@ func TestAccCapacityReportDataSource_missingBoundaries(t *testing.T) {
 					"2K / 512": knownvalue.Null(),
 					"8K / 1K":  knownvalue.Int64Exact(8),
 					"16K / 2K": knownvalue.Int64Exact(6),
+				})),
+				// 2K / 512 passed everything tried (ceiling); 16K / 2K failed at its lowest, 6 (floor).
+				statecheck.ExpectKnownValue(addr, tfjsonpath.New("capacity_bounded_by_search"), knownvalue.MapExact(map[string]knownvalue.Check{
+					"2K / 512": knownvalue.Bool(true),
+					"8K / 1K":  knownvalue.Bool(false),
+					"16K / 2K": knownvalue.Bool(true),
 				})),
 			},
 		}},

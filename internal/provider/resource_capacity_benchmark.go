@@ -38,6 +38,7 @@ var (
 	_ resource.Resource                   = (*capacityBenchmarkResource)(nil)
 	_ resource.ResourceWithConfigure      = (*capacityBenchmarkResource)(nil)
 	_ resource.ResourceWithValidateConfig = (*capacityBenchmarkResource)(nil)
+	_ resource.ResourceWithModifyPlan     = (*capacityBenchmarkResource)(nil)
 )
 
 // defaultBenchmarkTimeout is generous because the reference trials took up to 13 minutes each.
@@ -67,6 +68,7 @@ type capacityBenchmarkModel struct {
 
 	MaximumPassingConcurrency types.Map    `tfsdk:"maximum_passing_concurrency"`
 	FirstFailingConcurrency   types.Map    `tfsdk:"first_failing_concurrency"`
+	CapacityBoundedBySearch   types.Map    `tfsdk:"capacity_bounded_by_search"`
 	WorkloadResults           types.List   `tfsdk:"workload_results"`
 	ResultsJSON               types.String `tfsdk:"results_json"`
 }
@@ -278,19 +280,30 @@ func (r *capacityBenchmarkResource) Schema(ctx context.Context, _ resource.Schem
 				MarkdownDescription: "Path of a file to append one JSON line per finished trial (workload, concurrency, kind, verdict, metric value), " +
 					"so `tail -f` shows a long run. Trials recorded there for the same configuration are reused when an interrupted run is applied again.",
 			},
-			"timeouts": timeouts.Attributes(ctx, timeouts.Opts{Create: true}),
+			"timeouts": timeouts.Attributes(ctx, timeouts.Opts{
+				Create:            true,
+				CreateDescription: "How long the whole benchmark may run, as a Go duration (`\"90m\"`, `\"36h\"`). Default `24h`.",
+			}),
 
 			"maximum_passing_concurrency": schema.MapAttribute{
 				Computed:            true,
 				ElementType:         types.Int64Type,
-				MarkdownDescription: "Per workload label, the highest concurrency at which every confirmation trial met the SLO; null when even `search.min_concurrency` failed.",
+				MarkdownDescription: "Per workload label, " + descMaximumPassing + labelKeyedPlan,
 				PlanModifiers:       []planmodifier.Map{mapplanmodifier.UseStateForUnknown()},
 			},
 			"first_failing_concurrency": schema.MapAttribute{
 				Computed:            true,
 				ElementType:         types.Int64Type,
-				MarkdownDescription: "Per workload label, the lowest concurrency where a confirmation trial failed; null when nothing failed up to `search.max_concurrency`.",
+				MarkdownDescription: "Per workload label, " + descFirstFailing + labelKeyedPlan,
 				PlanModifiers:       []planmodifier.Map{mapplanmodifier.UseStateForUnknown()},
+			},
+			"capacity_bounded_by_search": schema.MapAttribute{
+				Computed:    true,
+				ElementType: types.BoolType,
+				MarkdownDescription: "Per workload label, " + descBoundedBySearch + " A bounded workload also gets a warning at apply " +
+					"and a note in `workload_results` and `results_json`. Gate on it: " +
+					"`condition = !self.capacity_bounded_by_search[\"8K / 1K\"]`." + labelKeyedPlan,
+				PlanModifiers: []planmodifier.Map{mapplanmodifier.UseStateForUnknown()},
 			},
 			"workload_results": schema.ListNestedAttribute{
 				Computed:            true,
@@ -367,6 +380,64 @@ func (r *capacityBenchmarkResource) ValidateConfig(ctx context.Context, req reso
 	}
 }
 
+// labelKeyedPlan is appended to the descriptions of the maps ModifyPlan plans by label.
+const labelKeyedPlan = " Planned with one key per configured workload label (values known after apply), so a " +
+	"misspelt label in a `postcondition` or `check` fails at plan, before any load is sent."
+
+// ModifyPlan plans the per-label result maps with their keys, the configured labels, and
+// unknown values: `self.maximum_passing_concurrency["typo"]` then fails at plan instead of
+// after hours of load. Only a new measurement is planned this way; an in-place update keeps
+// the stored result (UseStateForUnknown).
+func (r *capacityBenchmarkResource) ModifyPlan(ctx context.Context, req resource.ModifyPlanRequest, resp *resource.ModifyPlanResponse) {
+	if req.Plan.Raw.IsNull() || !req.State.Raw.IsNull() {
+		return
+	}
+	var workloads types.List
+	resp.Diagnostics.Append(req.Plan.GetAttribute(ctx, path.Root("workloads"), &workloads)...)
+	if resp.Diagnostics.HasError() || workloads.IsNull() || workloads.IsUnknown() {
+		return
+	}
+	var items []types.Object
+	resp.Diagnostics.Append(workloads.ElementsAs(ctx, &items, false)...)
+	if resp.Diagnostics.HasError() {
+		return
+	}
+	labels := make([]string, 0, len(items))
+	for _, obj := range items {
+		if obj.IsNull() || obj.IsUnknown() {
+			return
+		}
+		label, ok := obj.Attributes()["label"].(types.String)
+		if !ok || label.IsNull() || label.IsUnknown() {
+			return // a label known only at apply: the maps stay wholly unknown
+		}
+		labels = append(labels, label.ValueString())
+	}
+	for name, elem := range map[string]attr.Type{
+		"maximum_passing_concurrency": types.Int64Type,
+		"first_failing_concurrency":   types.Int64Type,
+		"capacity_bounded_by_search":  types.BoolType,
+	} {
+		values := make(map[string]attr.Value, len(labels))
+		for _, l := range labels {
+			values[l] = unknownOf(elem)
+		}
+		m, d := types.MapValue(elem, values)
+		resp.Diagnostics.Append(d...)
+		if d.HasError() {
+			return
+		}
+		resp.Diagnostics.Append(resp.Plan.SetAttribute(ctx, path.Root(name), m)...)
+	}
+}
+
+func unknownOf(t attr.Type) attr.Value {
+	if t == types.BoolType {
+		return types.BoolUnknown()
+	}
+	return types.Int64Unknown()
+}
+
 func (r *capacityBenchmarkResource) Create(ctx context.Context, req resource.CreateRequest, resp *resource.CreateResponse) {
 	var plan capacityBenchmarkModel
 	resp.Diagnostics.Append(req.Plan.Get(ctx, &plan)...)
@@ -418,6 +489,13 @@ func (r *capacityBenchmarkResource) Create(ctx context.Context, req resource.Cre
 	resp.Diagnostics.Append(plan.setResults(ctx, doc)...)
 	if resp.Diagnostics.HasError() {
 		return
+	}
+	for _, w := range doc.Workloads {
+		if w.SearchBound() != results.BoundNone {
+			resp.Diagnostics.AddAttributeWarning(path.Root("capacity_bounded_by_search").AtMapKey(w.Label),
+				fmt.Sprintf("Capacity of workload %q is bounded by the search", w.Label),
+				fmt.Sprintf("Workload %q: %s. maximum_passing_concurrency and first_failing_concurrency are the edge of the search, not the capacity; capacity_bounded_by_search[%q] is true.", w.Label, capacity.BoundNote(w), w.Label))
+		}
 	}
 	if err := journal.Complete(); err != nil {
 		tflog.Warn(ctx, "cannot mark the run complete in the progress file", map[string]any{"error": err.Error()})
@@ -514,7 +592,7 @@ func (m *capacityBenchmarkModel) setResults(ctx context.Context, doc *results.Do
 	}
 	m.ResultsJSON = types.StringValue(string(raw))
 	var d diag.Diagnostics
-	m.MaximumPassingConcurrency, m.FirstFailingConcurrency, d = boundaryMaps(doc)
+	m.MaximumPassingConcurrency, m.FirstFailingConcurrency, m.CapacityBoundedBySearch, d = boundaryMaps(doc)
 	diags.Append(d...)
 	m.WorkloadResults, d = workloadResultsValue(ctx, doc)
 	diags.Append(d...)

@@ -81,7 +81,19 @@ func TestAccCapacityBenchmark_boundary(t *testing.T) {
 		Steps: []resource.TestStep{
 			{
 				Config: benchmarkConfig(srv.URL, "one", progress),
+				ConfigPlanChecks: resource.ConfigPlanChecks{
+					// Keyed by the configured label at plan, values known after apply.
+					PreApply: []plancheck.PlanCheck{
+						plancheck.ExpectUnknownValue("llmserve_capacity_benchmark.test", tfjsonpath.New("maximum_passing_concurrency").AtMapKey("64 / 8")),
+						plancheck.ExpectUnknownValue("llmserve_capacity_benchmark.test", tfjsonpath.New("first_failing_concurrency").AtMapKey("64 / 8")),
+						plancheck.ExpectUnknownValue("llmserve_capacity_benchmark.test", tfjsonpath.New("capacity_bounded_by_search").AtMapKey("64 / 8")),
+					},
+				},
 				ConfigStateChecks: []statecheck.StateCheck{
+					statecheck.ExpectKnownValue("llmserve_capacity_benchmark.test", tfjsonpath.New("capacity_bounded_by_search"),
+						knownvalue.MapExact(map[string]knownvalue.Check{"64 / 8": knownvalue.Bool(false)})),
+					statecheck.ExpectKnownValue("llmserve_capacity_benchmark.test", tfjsonpath.New("workload_results").AtSliceIndex(0).AtMapKey("notes"),
+						knownvalue.ListSizeExact(0)),
 					statecheck.ExpectKnownValue("llmserve_capacity_benchmark.test", tfjsonpath.New("maximum_passing_concurrency"),
 						knownvalue.MapExact(map[string]knownvalue.Check{"64 / 8": knownvalue.Int64Exact(2)})),
 					statecheck.ExpectKnownValue("llmserve_capacity_benchmark.test", tfjsonpath.New("first_failing_concurrency"),
@@ -127,6 +139,8 @@ func TestAccCapacityBenchmark_boundary(t *testing.T) {
 				ConfigPlanChecks: resource.ConfigPlanChecks{
 					PreApply: []plancheck.PlanCheck{
 						plancheck.ExpectResourceAction("llmserve_capacity_benchmark.test", plancheck.ResourceActionReplace),
+						// A replacement plans a new measurement, not the old numbers.
+						plancheck.ExpectUnknownValue("llmserve_capacity_benchmark.test", tfjsonpath.New("maximum_passing_concurrency").AtMapKey("64 / 8")),
 					},
 				},
 				ConfigStateChecks: []statecheck.StateCheck{
@@ -315,6 +329,12 @@ resource "llmserve_capacity_benchmark" "test" {
 						knownvalue.MapExact(map[string]knownvalue.Check{"64 / 8": knownvalue.Int64Exact(1)})),
 					statecheck.ExpectKnownValue("llmserve_capacity_benchmark.test", tfjsonpath.New("first_failing_concurrency"),
 						knownvalue.MapExact(map[string]knownvalue.Check{"64 / 8": knownvalue.Null()})),
+					// max_concurrency 1 passed: the capacity is at least 1, and the result says so.
+					statecheck.ExpectKnownValue("llmserve_capacity_benchmark.test", tfjsonpath.New("capacity_bounded_by_search"),
+						knownvalue.MapExact(map[string]knownvalue.Check{"64 / 8": knownvalue.Bool(true)})),
+					statecheck.ExpectKnownValue("llmserve_capacity_benchmark.test", tfjsonpath.New("workload_results").AtSliceIndex(0).AtMapKey("notes"),
+						knownvalue.ListExact([]knownvalue.Check{knownvalue.StringExact(
+							"every concurrency tried passed, up to 1: capacity is at least 1; raise search.max_concurrency to find the boundary")})),
 				},
 			},
 		},
@@ -345,5 +365,42 @@ resource "llmserve_capacity_benchmark" "u" {
 			PlanOnly:           true,
 			ExpectNonEmptyPlan: true,
 		}},
+	})
+}
+
+// A misspelt workload label in a gate fails at plan, before any load: the result maps are
+// planned with the configured labels as keys. No server is needed, none is contacted.
+func TestAccCapacityBenchmark_labelTypoFailsAtPlan(t *testing.T) {
+	config := func(key string) string {
+		return fmt.Sprintf(`
+resource "llmserve_capacity_benchmark" "gate" {
+  endpoint  = "http://127.0.0.1:9"
+  model     = "m"
+  workloads = [{ label = "8K / 1K", input_tokens = 8192, output_tokens = 1024 }]
+  slo       = { percentile = 95, threshold_ms = 10000 }
+
+  lifecycle {
+    postcondition {
+      condition     = coalesce(self.maximum_passing_concurrency[%q], 0) >= 7
+      error_message = "capacity too low"
+    }
+  }
+}`, key)
+	}
+	resource.UnitTest(t, resource.TestCase{
+		ProtoV6ProviderFactories: testAccProtoV6ProviderFactories,
+		Steps: []resource.TestStep{
+			{
+				Config:      config("8K/1K"),
+				PlanOnly:    true,
+				ExpectError: regexp.MustCompile(`(?s)Invalid index.*8K/1K`),
+			},
+			{
+				// The right label plans (the condition waits for apply).
+				Config:             config("8K / 1K"),
+				PlanOnly:           true,
+				ExpectNonEmptyPlan: true,
+			},
+		},
 	})
 }

@@ -2,6 +2,7 @@ package provider
 
 import (
 	"context"
+	"strings"
 
 	"github.com/hashicorp/terraform-plugin-framework/attr"
 	"github.com/hashicorp/terraform-plugin-framework/diag"
@@ -142,31 +143,51 @@ func workloadResultSchemaAttributes() map[string]schema.Attribute {
 		"label":                       schema.StringAttribute{Computed: true, MarkdownDescription: "Workload label."},
 		"input_tokens":                computedInt("Configured input tokens."),
 		"output_tokens":               computedInt("Configured output tokens."),
-		"maximum_passing_concurrency": computedInt("Highest concurrency where every confirmation trial passed; null if even the minimum failed."),
-		"first_failing_concurrency":   computedInt("Lowest concurrency where a confirmation trial failed; null if none failed within bounds."),
+		"maximum_passing_concurrency": computedInt(capitalize(descMaximumPassing)),
+		"first_failing_concurrency":   computedInt(capitalize(descFirstFailing)),
 		"server_prompt_tokens":        computedObject("Prompt tokens the server counted across the reported trials.", minMaxAttributes()),
 		"passing_trials":              trials("Confirmation trials at the maximum passing concurrency."),
 		"failing_trials":              trials("Confirmation trials at the first failing concurrency."),
 		"notes": schema.ListAttribute{Computed: true, ElementType: types.StringType,
-			MarkdownDescription: "What the search observed that a reader should know, e.g. a non-monotone capacity curve (a level passed although a lower one failed)."},
+			MarkdownDescription: "What the search observed that a reader should know: a non-monotone capacity curve (a level passed although a lower one failed), " +
+				"or a capacity bounded by the search (\"capacity is at least 64; raise search.max_concurrency to find the boundary\")."},
 	}
 }
 
 // workloadResultObjectType is derived from the schema so the two cannot drift apart.
 var workloadResultObjectType = schema.NestedAttributeObject{Attributes: workloadResultSchemaAttributes()}.Type().(types.ObjectType)
 
-func boundaryMaps(doc *results.Document) (passing, failing types.Map, diags diag.Diagnostics) {
+// One definition of each boundary attribute, shared by the resource, the data source and
+// workload_results, so the three cannot drift apart.
+const (
+	descMaximumPassing = "the highest concurrency at which every confirmation trial met the SLO; " +
+		"null when no concurrency tried passed."
+	descFirstFailing = "the first concurrency tried above the maximum passing one (the lowest tried when none passed) " +
+		"at which at least one confirmation trial missed the SLO; with `search` bounds that is the maximum passing " +
+		"concurrency + 1. Null when every concurrency tried passed. A lower concurrency that failed in a non-monotone " +
+		"curve is reported in `notes`, not here."
+	descBoundedBySearch = "whether the numbers are the edge of the search rather than the capacity: `true` when every " +
+		"concurrency tried passed (capacity is at least the maximum passing one; raise `search.max_concurrency`) or when " +
+		"even the lowest concurrency tried, above 1, failed (capacity is below it; lower `search.min_concurrency`). " +
+		"`false` when the boundary was found, or when even 1 concurrent request failed (capacity 0)."
+)
+
+func boundaryMaps(doc *results.Document) (passing, failing, bounded types.Map, diags diag.Diagnostics) {
 	pass := map[string]attr.Value{}
 	fail := map[string]attr.Value{}
+	bound := map[string]attr.Value{}
 	for _, w := range doc.Workloads {
 		pass[w.Label] = optionalInt(w.MaximumPassingConcurrency)
 		fail[w.Label] = optionalInt(w.FirstFailingConcurrency)
+		bound[w.Label] = types.BoolValue(w.SearchBound() != results.BoundNone)
 	}
 	passing, d := types.MapValue(types.Int64Type, pass)
 	diags.Append(d...)
 	failing, d = types.MapValue(types.Int64Type, fail)
 	diags.Append(d...)
-	return passing, failing, diags
+	bounded, d = types.MapValue(types.BoolType, bound)
+	diags.Append(d...)
+	return passing, failing, bounded, diags
 }
 
 func workloadResultsValue(ctx context.Context, doc *results.Document) (types.List, diag.Diagnostics) {
@@ -243,4 +264,11 @@ func optionalInt64(v *int) *int64 {
 	}
 	n := int64(*v)
 	return &n
+}
+
+func capitalize(s string) string {
+	if s == "" {
+		return s
+	}
+	return strings.ToUpper(s[:1]) + s[1:]
 }

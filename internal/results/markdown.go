@@ -85,6 +85,13 @@ func Markdown(d *Document) string {
 		}
 		fmt.Fprintf(&b, ". Maximum passing concurrency **%s**, first failing **%s**.\n\n",
 			boundaryText(w.MaximumPassingConcurrency, "none"), boundaryText(w.FirstFailingConcurrency, "none"))
+		// Notes change how the numbers read (a ceiling is not a capacity), so they come first.
+		for _, n := range w.Notes {
+			fmt.Fprintf(&b, "> **Note:** %s\n", mdText(n))
+		}
+		if len(w.Notes) > 0 {
+			b.WriteString("\n")
+		}
 		trials := w.Trials()
 		if len(trials) == 0 {
 			b.WriteString("No confirmation trials recorded.\n\n")

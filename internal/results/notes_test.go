@@ -64,3 +64,13 @@ func TestEmptyWorkloadLabelRejected(t *testing.T) {
 		t.Fatalf("error = %v, want workloads[0].label: must not be empty", err)
 	}
 }
+
+func TestMarkdownShowsNotes(t *testing.T) {
+	c := 64
+	doc := &Document{SchemaVersion: 1, Workloads: []Workload{{Label: "a", MaximumPassingConcurrency: &c,
+		Notes: []string{"every concurrency tried passed, up to 64: capacity is at least 64; raise search.max_concurrency to find the boundary"}}}}
+	want := "> **Note:** every concurrency tried passed, up to 64: capacity is at least 64; raise search.max\\_concurrency to find the boundary\n"
+	if got := Markdown(doc); !strings.Contains(got, want) {
+		t.Fatalf("markdown lacks %q:\n%s", want, got)
+	}
+}
