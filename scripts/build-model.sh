@@ -6,6 +6,6 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 model="${LLMSERVE_MODEL:-$PWD/.cache/models/tiny-llama.gguf}"
 mkdir -p "$(dirname "$model")"
-go run ./tools/ggufgen -out "$model.tmp" >&2
+go run ./cmd/ggufgen -out "$model.tmp" >&2
 if cmp -s "$model.tmp" "$model"; then rm "$model.tmp"; else mv "$model.tmp" "$model"; fi
 echo "$model"

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Start llama-server (the project's image and tiny model) in Docker on a loopback port, run
-# tools/crosscheck against it (client TTFT/ITL vs llama.cpp's own timings), remove it.
+# cmd/crosscheck against it (client TTFT/ITL vs llama.cpp's own timings), remove it.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/setup-host.sh
@@ -15,4 +15,4 @@ for _ in $(seq 1 120); do
 	curl -fsS "http://127.0.0.1:$port/health" >/dev/null 2>&1 && break
 	sleep 0.5
 done
-go run ./tools/crosscheck -endpoint "http://127.0.0.1:$port" -model tiny "$@"
+go run ./cmd/crosscheck -endpoint "http://127.0.0.1:$port" -model tiny "$@"

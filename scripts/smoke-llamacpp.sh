@@ -18,7 +18,7 @@
 # Environment:
 #   SMOKE_PORT     loopback port for the server (default: a free one)
 #   SMOKE_MODEL    model file (default .cache/models/tiny-llama.gguf, generated
-#                  with tools/ggufgen defaults if missing)
+#                  with cmd/ggufgen defaults if missing)
 #   SMOKE_THREADS  llama-server --threads (default: llama.cpp's choice, all CPUs)
 #   SMOKE_TTFT_RUNS  TTFT requests per prompt length (default 3; 0 skips the
 #                  measurement, for a quick functional check)
@@ -48,7 +48,7 @@ command -v curl >/dev/null || die "curl is needed (apt-get install curl)"
 model="${SMOKE_MODEL:-$LLAMACPP_REPO_ROOT/.cache/models/tiny-llama.gguf}"
 if [[ ! -f "$model" ]]; then
 	log "generating $model"
-	go run ./tools/ggufgen -out "$model"
+	go run ./cmd/ggufgen -out "$model"
 fi
 model="$(cd "$(dirname "$model")" && pwd)/$(basename "$model")"
 model_dir="$(dirname "$model")"

@@ -1,4 +1,4 @@
-// Package enginetest builds the test engine image: the simulated engine (tools/simengine)
+// Package enginetest builds the test engine image: the simulated engine (cmd/simengine)
 // behind the engineshim launcher, FROM scratch, on whatever Docker Engine a test uses. No
 // registry is involved.
 package enginetest
@@ -43,7 +43,7 @@ func BuildBinaries(ctx context.Context, dir string) error {
 		return err
 	}
 	for name, pkg := range map[string]string{
-		"simengine":  "./tools/simengine",
+		"simengine":  "./cmd/simengine",
 		"engineshim": "./internal/deploy/enginetest/engineshim",
 	} {
 		cmd := exec.CommandContext(ctx, "go", "build", "-trimpath", "-ldflags=-s -w", "-o", filepath.Join(dir, name), pkg)

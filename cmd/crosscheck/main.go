@@ -2,7 +2,7 @@
 // requests: TTFT against timings.prompt_ms and ITL against timings.predicted_per_token_ms,
 // over one closed-loop trial at concurrency 1. It prints the medians of the differences.
 //
-//	go run ./tools/crosscheck -endpoint http://127.0.0.1:8080 -model tiny
+//	go run ./cmd/crosscheck -endpoint http://127.0.0.1:8080 -model tiny
 //
 // scripts/crosscheck-llamacpp.sh starts llama-server in Docker and runs it.
 package main

@@ -2,7 +2,7 @@
 // for exercising a real llama-server without downloading one. The output is a
 // pure function of the flags: the same flags give a byte-identical file.
 //
-//	go run ./tools/ggufgen -out .cache/models/tiny-llama.gguf
+//	go run ./cmd/ggufgen -out .cache/models/tiny-llama.gguf
 //
 // The text it generates is meaningless but always printable ASCII, and the
 // model never emits its end token, so a request for N tokens returns N.
