@@ -16,6 +16,12 @@ variable "model_path" {
   type        = string
 }
 
+variable "name" {
+  description = "Container name; the acceptance test uses its own so a quickstart left running is untouched."
+  type        = string
+  default     = "llmserve-quickstart"
+}
+
 variable "image" {
   description = "llama.cpp engine image (scripts/build-llamacpp-image.sh builds it)."
   type        = string
@@ -52,7 +58,7 @@ variable "progress_file" {
 }
 
 resource "llmserve_inference_server" "tiny" {
-  name                 = "llmserve-quickstart"
+  name                 = var.name
   image                = var.image
   engine               = "llamacpp"
   model                = "/models/tiny-llama.gguf"

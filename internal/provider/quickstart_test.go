@@ -29,6 +29,8 @@ import (
 //	TF_ACC=1 TF_ACC_TERRAFORM_PATH=/usr/local/bin/terraform go test ./internal/provider -run TestAccQuickstart -v
 const (
 	quickstartImage = "llmserve/llamacpp:latest"
+	// Not the quickstart's own name: a quickstart a user left running must survive the test.
+	quickstartContainer = "llmserve-acc-quickstart"
 	// The model's chat template wraps a user message in 4 tokens (BOS, <|user|>, <|end|>,
 	// <|assistant|>); /tokenize counts the message alone.
 	quickstartTemplateTokens = 4
@@ -65,10 +67,11 @@ func TestAccQuickstart_llamaCpp(t *testing.T) {
 
 	resource.Test(t, resource.TestCase{
 		ProtoV6ProviderFactories: testAccProtoV6ProviderFactories,
-		CheckDestroy:             testAccCheckGone(b, "llmserve-quickstart"),
+		CheckDestroy:             testAccCheckGone(b, quickstartContainer),
 		Steps: []resource.TestStep{{
 			ConfigFile: config.StaticFile("../../examples/quickstart/main.tf"),
 			ConfigVariables: config.Variables{
+				"name":              config.StringVariable(quickstartContainer),
 				"model_path":        config.StringVariable(model),
 				"image":             config.StringVariable(quickstartImage),
 				"measured_requests": config.IntegerVariable(quickstartMeasured),
