@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/llmserve/terraform-provider-llmserve/internal/engine"
+	"github.com/llmserve/terraform-provider-llmserve/internal/httpbody"
 )
 
 // Readiness says how to decide that an engine really serves.
@@ -146,7 +147,7 @@ func call(ctx context.Context, hc *http.Client, method, url, apiKey string, body
 		return nil, fmt.Errorf("%s %s: reading body: %w", method, url, err)
 	}
 	if resp.StatusCode != http.StatusOK {
-		return out, fmt.Errorf("%s %s: HTTP %d: %.200s", method, url, resp.StatusCode, strings.TrimSpace(string(out)))
+		return out, fmt.Errorf("%s %s: HTTP %d: %s", method, url, resp.StatusCode, httpbody.OneLine(out))
 	}
 	return out, nil
 }

@@ -14,9 +14,10 @@ import (
 	"strings"
 	"sync"
 	"time"
-	"unicode/utf8"
 
 	"github.com/hashicorp/go-retryablehttp"
+
+	"github.com/llmserve/terraform-provider-llmserve/internal/httpbody"
 )
 
 // Cache flush modes accepted by FlushCache.
@@ -190,7 +191,7 @@ func (c *Client) call(ctx context.Context, method, path string, body any) (int, 
 
 // statusErr describes an unexpected status, with the start of the body for diagnosis.
 func (c *Client) statusErr(method, path string, status int, body []byte) error {
-	return fmt.Errorf("%s %s%s: HTTP %d: %s", method, c.redacted, path, status, c.scrub(summarise(bytes.TrimSpace(body))))
+	return fmt.Errorf("%s %s%s: HTTP %d: %s", method, c.redacted, path, status, c.scrub(httpbody.OneLine(body)))
 }
 
 // scrub is defence in depth: a server or proxy that echoes the request must not leak the key.
@@ -430,7 +431,7 @@ func (c *Client) CountTokens(ctx context.Context, text string) (int, error) {
 		return *out.Count, nil
 	}
 	if out.Tokens == nil {
-		return 0, fmt.Errorf("count tokens: POST %s/tokenize: answer has neither count nor tokens: %s", c.redacted, c.scrub(summarise(resp)))
+		return 0, fmt.Errorf("count tokens: POST %s/tokenize: answer has neither count nor tokens: %s", c.redacted, c.scrub(httpbody.OneLine(resp)))
 	}
 	return len(out.Tokens), nil
 }
@@ -598,17 +599,4 @@ func redactURL(raw string) string {
 		return "(unparseable URL)"
 	}
 	return u.Redacted()
-}
-
-// summarise shortens a response body for an error message, on a UTF-8 boundary.
-func summarise(b []byte) string {
-	const limit = 200
-	if len(b) > limit {
-		b = b[:limit]
-		for len(b) > 0 && !utf8.Valid(b) {
-			b = b[:len(b)-1]
-		}
-		return string(b) + "..."
-	}
-	return string(b)
 }

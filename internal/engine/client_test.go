@@ -300,3 +300,18 @@ func TestClientFlushCache(t *testing.T) {
 		}
 	})
 }
+
+// A proxy's HTML error page becomes one line naming the call and the page's title.
+func TestClientErrorBodyIsOneLine(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "text/html")
+		w.WriteHeader(http.StatusNotFound)
+		io.WriteString(w, "<html>\r\n<head><title>404 Not Found</title></head>\r\n<body>\r\n<center><h1>404 Not Found</h1></center>\r\n<hr><center>nginx</center>\r\n</body>\r\n</html>\r\n")
+	}))
+	defer srv.Close()
+	err := newTestClient(t, srv.URL, nil).VerifyModel(context.Background())
+	want := "GET " + srv.URL + "/v1/models: HTTP 404: 404 Not Found"
+	if err == nil || !strings.HasSuffix(err.Error(), want) || strings.ContainsAny(err.Error(), "\r\n<") {
+		t.Fatalf("err = %q, want one line ending in %q", err, want)
+	}
+}

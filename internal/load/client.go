@@ -13,6 +13,8 @@ import (
 	"net/url"
 	"strings"
 	"time"
+
+	"github.com/llmserve/terraform-provider-llmserve/internal/httpbody"
 )
 
 // API styles of OpenAI-compatible servers.
@@ -217,13 +219,13 @@ func (c *Client) stream(ctx context.Context, req Request) Record {
 	defer resp.Body.Close()
 	rec.HTTPStatus = resp.StatusCode
 	if resp.StatusCode != http.StatusOK {
-		head, _ := io.ReadAll(io.LimitReader(resp.Body, 512))
+		head, _ := io.ReadAll(io.LimitReader(resp.Body, 4096)) // enough for an error page's title
 		rec.Done = time.Now()
 		if ctx.Err() != nil {
 			rec.Cancelled = true
 			return rec
 		}
-		rec.Err = fmt.Sprintf("HTTP %d from %s: %s", resp.StatusCode, c.redacted, summarise(bytes.TrimSpace(head)))
+		rec.Err = fmt.Sprintf("HTTP %d from %s: %s", resp.StatusCode, c.redacted, httpbody.OneLine(head))
 		return rec
 	}
 

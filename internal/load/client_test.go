@@ -147,6 +147,15 @@ func TestClientFailures(t *testing.T) {
 			status:  503,
 		},
 		{
+			name: "HTML error page is one line",
+			handler: func(w http.ResponseWriter, r *http.Request) {
+				w.WriteHeader(http.StatusNotFound)
+				io.WriteString(w, "<html>\r\n<head><title>404 Not Found</title></head>\r\n<body><h1>404 Not Found</h1>"+strings.Repeat("<p>padding</p>\n", 100)+"</body></html>")
+			},
+			wantErr: []string{"HTTP 404", ": 404 Not Found"},
+			status:  404,
+		},
+		{
 			name: "server not streaming",
 			handler: func(w http.ResponseWriter, r *http.Request) {
 				w.Header().Set("Content-Type", "application/json")
@@ -197,6 +206,9 @@ func TestClientFailures(t *testing.T) {
 			}
 			if strings.Contains(rec.Err, testKey) {
 				t.Errorf("Err leaks the API key: %q", rec.Err)
+			}
+			if strings.ContainsAny(rec.Err, "\r\n") {
+				t.Errorf("Err spans several lines: %q", rec.Err)
 			}
 			if rec.HTTPStatus != tc.status {
 				t.Errorf("HTTPStatus = %d, want %d", rec.HTTPStatus, tc.status)
