@@ -70,13 +70,13 @@ func (d *capacityReportDataSource) Schema(_ context.Context, _ datasource.Schema
 				Validators: []validator.String{nonEmptyString{}},
 			},
 			"maximum_passing_concurrency": schema.MapAttribute{
-				Computed:    true,
-				ElementType: types.Int64Type,
+				Computed:            true,
+				ElementType:         types.Int64Type,
 				MarkdownDescription: "Per workload label, " + descMaximumPassing,
 			},
 			"first_failing_concurrency": schema.MapAttribute{
-				Computed:    true,
-				ElementType: types.Int64Type,
+				Computed:            true,
+				ElementType:         types.Int64Type,
 				MarkdownDescription: "Per workload label, " + descFirstFailing,
 			},
 			"capacity_bounded_by_search": schema.MapAttribute{
