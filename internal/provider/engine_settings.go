@@ -3,6 +3,7 @@ package provider
 import (
 	"context"
 	"maps"
+	"slices"
 	"time"
 
 	"github.com/hashicorp/terraform-plugin-framework-validators/int64validator"
@@ -233,6 +234,11 @@ func (m engineSettings) specKnown() bool {
 func (m engineSettings) validateSpec(ctx context.Context) (engine.Spec, diag.Diagnostics) {
 	spec, diags := m.spec(ctx)
 	if diags.HasError() {
+		return spec, diags
+	}
+	if !slices.Contains(engine.Names, spec.Engine) {
+		// The engine attribute's own validator names the typo; the other constraints of an
+		// engine that does not exist would only add a second, confusing error.
 		return spec, diags
 	}
 	for _, p := range spec.Validate() {
