@@ -2,10 +2,13 @@ package provider
 
 import (
 	"context"
+	"fmt"
 	"maps"
 	"slices"
+	"strings"
 	"time"
 
+	"github.com/hashicorp/terraform-plugin-framework-timeouts/resource/timeouts"
 	"github.com/hashicorp/terraform-plugin-framework-validators/int64validator"
 	"github.com/hashicorp/terraform-plugin-framework-validators/stringvalidator"
 	"github.com/hashicorp/terraform-plugin-framework/attr"
@@ -77,6 +80,73 @@ var speculativeAttrTypes = map[string]attr.Type{
 
 const defaultReadinessTimeout = "30m"
 
+// Defaults of the timeouts block of a resource that launches an engine: long enough for a
+// first pull of a multi-GiB image and a model download within the 30 m readiness bound.
+const (
+	defaultServerCreateTimeout = 40 * time.Minute
+	defaultServerUpdateTimeout = 40 * time.Minute
+	defaultServerDeleteTimeout = 10 * time.Minute
+)
+
+// readinessBeyondTimeouts warns when readiness_timeout is longer than an operation's bound
+// (keyed by the timeouts attribute, create or update): the wait would be cut short by the
+// operation's deadline, silently, and the error would blame the timeout the user did not set.
+func readinessBeyondTimeouts(_ context.Context, readiness types.String, bounds map[string]time.Duration) diag.Diagnostics {
+	var diags diag.Diagnostics
+	if readiness.IsUnknown() {
+		return diags
+	}
+	wait, err := time.ParseDuration(orString(readiness.ValueString(), defaultReadinessTimeout))
+	if err != nil {
+		return diags // the attribute's validator reports it
+	}
+	for _, op := range slices.Sorted(maps.Keys(bounds)) {
+		if bound := bounds[op]; bound > 0 && wait > bound {
+			diags.AddAttributeWarning(path.Root("readiness_timeout"), "readiness_timeout is longer than timeouts."+op,
+				fmt.Sprintf("readiness_timeout is %s but timeouts.%s is %s, so the wait for the server would be cut at %s. "+
+					"Raise timeouts.%s above %s (timeouts = { %s = %q }), or shorten readiness_timeout.",
+					shortDuration(wait), op, shortDuration(bound), shortDuration(bound), op, shortDuration(wait), op, shortDuration(wait+10*time.Minute)))
+		}
+	}
+	return diags
+}
+
+// shortDuration writes a duration as a user would, "1h10m" rather than "1h10m0s".
+func shortDuration(d time.Duration) string {
+	s := d.String()
+	if strings.HasSuffix(s, "m0s") {
+		s = strings.TrimSuffix(s, "0s")
+	}
+	if strings.HasSuffix(s, "h0m") {
+		s = strings.TrimSuffix(s, "0m")
+	}
+	return s
+}
+
+// configuredTimeout reads one bound of a timeouts block at validation: the configured value,
+// the default when it is left out, and 0 (no comparison) while it is unknown or unparsable,
+// which the timeouts attribute reports itself.
+func configuredTimeout(t timeouts.Value, name string, def time.Duration) time.Duration {
+	if t.IsUnknown() {
+		return 0
+	}
+	if t.IsNull() {
+		return def
+	}
+	v, ok := t.Attributes()[name].(types.String)
+	switch {
+	case !ok || v.IsNull():
+		return def
+	case v.IsUnknown():
+		return 0
+	}
+	d, err := time.ParseDuration(v.ValueString())
+	if err != nil {
+		return 0
+	}
+	return d
+}
+
 // engineSettingsAttributes is the schema of engineSettings. Every setting that changes the
 // launch command forces a new server: a running engine cannot change its flags. The caller
 // merges its own placement attributes in and may reword a description for its platform
@@ -134,8 +204,9 @@ func engineSettingsAttributes() map[string]schema.Attribute {
 		"secrets_version": schema.StringAttribute{Optional: true, PlanModifiers: replace,
 			MarkdownDescription: "Any value; changing it re-creates the server so new write-only secrets take effect."},
 		"readiness_timeout": schema.StringAttribute{Optional: true, Computed: true, Default: stringdefault.StaticString(defaultReadinessTimeout),
-			Validators:          []validator.String{durationValidator{}},
-			MarkdownDescription: "How long to wait for the server to generate (download and load included), as a Go duration. Default `30m`. The `timeouts.create` bound applies too."},
+			Validators: []validator.String{durationValidator{}},
+			MarkdownDescription: "How long to wait for the server to generate (download and load included), as a Go duration. Default `30m`. " +
+				"The operation's own bound (`timeouts.create`, default `40m`) applies too: plan warns when this is longer."},
 
 		"endpoint": schema.StringAttribute{Computed: true, PlanModifiers: keepStr,
 			MarkdownDescription: "Base URL of the OpenAI-compatible API (`http://host:port`), the `endpoint` a `llmserve_capacity_benchmark` takes."},

@@ -5,6 +5,7 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/hashicorp/terraform-plugin-framework-timeouts/resource/timeouts"
@@ -120,7 +121,11 @@ func (r *capacityBenchmarkResource) Schema(ctx context.Context, _ resource.Schem
 	resp.Schema = schema.Schema{
 		MarkdownDescription: "Measures the SLO capacity of an OpenAI-compatible streaming endpoint: for each workload, " +
 			"the highest concurrency at which every confirmation trial meets the SLO. The benchmark runs at create; " +
-			"plan never sends load. Any change of an input or of `triggers` replaces the resource, which re-runs it.",
+			"plan never sends load. Any change of an input or of `triggers` replaces the resource, which re-runs it " +
+			"(so does `terraform apply -replace=<address>`).\n\n" +
+			"A measurement cannot be imported: there is nothing remote to read it back from. Archive `results_json` and read it " +
+			"with the `llmserve_capacity_report` data source instead. Destroy only forgets the result in state: the server is " +
+			"left as it is, and `progress_file`, if set, is kept on disk.",
 		Attributes: map[string]schema.Attribute{
 			"id": schema.StringAttribute{
 				Computed:            true,
@@ -361,6 +366,14 @@ func (r *capacityBenchmarkResource) ValidateConfig(ctx context.Context, req reso
 		}
 	}
 
+	var slo types.Object
+	resp.Diagnostics.Append(req.Config.GetAttribute(ctx, path.Root("slo"), &slo)...)
+	if !slo.IsNull() && !slo.IsUnknown() {
+		var o sloModel
+		resp.Diagnostics.Append(slo.As(ctx, &o, basetypes.ObjectAsOptions{UnhandledUnknownAsEmpty: true})...)
+		resp.Diagnostics.Append(sloUnitSlips(path.Root("slo"), o)...)
+	}
+
 	var minC, maxC types.Int64
 	resp.Diagnostics.Append(req.Config.GetAttribute(ctx, path.Root("search").AtName("min_concurrency"), &minC)...)
 	resp.Diagnostics.Append(req.Config.GetAttribute(ctx, path.Root("search").AtName("max_concurrency"), &maxC)...)
@@ -436,6 +449,29 @@ func unknownOf(t attr.Type) attr.Value {
 		return types.BoolUnknown()
 	}
 	return types.Int64Unknown()
+}
+
+// sloUnitSlips warns about values that are valid but almost certainly a slip of units, with
+// the likely intent: a percentile written as a fraction, a latency threshold written in
+// seconds. Both would otherwise measure for hours against an objective nobody meant.
+func sloUnitSlips(p path.Path, o sloModel) diag.Diagnostics {
+	var diags diag.Diagnostics
+	if pct := o.Percentile; !pct.IsNull() && !pct.IsUnknown() && pct.ValueFloat64() > 0 && pct.ValueFloat64() < 1 {
+		v := pct.ValueFloat64()
+		diags.AddAttributeWarning(p.AtName("percentile"), "Percentile below 1",
+			fmt.Sprintf("percentile = %g asks for p%g, almost the fastest request of each trial: percentiles are on a 0-100 scale. Did you mean %g (p%g)?", v, v, v*100, v*100))
+	}
+	metric := o.Metric.ValueString()
+	if o.Metric.IsNull() {
+		metric = metrics.MetricTTFT // the attribute's default
+	}
+	if th := o.ThresholdMs; !th.IsNull() && !th.IsUnknown() && th.ValueFloat64() > 0 && th.ValueFloat64() < 50 &&
+		(metric == metrics.MetricTTFT || metric == metrics.MetricRequestLatency) {
+		v := th.ValueFloat64()
+		diags.AddAttributeWarning(p.AtName("threshold_ms"), "Latency threshold below 50 ms",
+			fmt.Sprintf("threshold_ms = %g demands a %s under %g ms: thresholds are in milliseconds. Did you mean %g s (threshold_ms = %g)?", v, strings.ReplaceAll(metric, "_", " "), v, v, v*1000))
+	}
+	return diags
 }
 
 func (r *capacityBenchmarkResource) Create(ctx context.Context, req resource.CreateRequest, resp *resource.CreateResponse) {

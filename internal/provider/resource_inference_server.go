@@ -155,7 +155,12 @@ func (r *inferenceServerResource) Schema(ctx context.Context, _ resource.SchemaR
 				MarkdownDescription: "Seconds between SIGTERM and SIGKILL on stop and destroy. Default 30."},
 			"running": schema.BoolAttribute{Optional: true, Computed: true, Default: booldefault.StaticBool(true),
 				MarkdownDescription: "Whether the server should be running. A container stopped out of band reads back as `false`, so the plan shows the change and apply starts it again."},
-			"timeouts": timeouts.Attributes(ctx, timeouts.Opts{Create: true, Update: true, Delete: true}),
+			"timeouts": timeouts.Attributes(ctx, timeouts.Opts{
+				Create: true, Update: true, Delete: true,
+				CreateDescription: "How long creating the server may take, pull, start and `readiness_timeout` included, as a Go duration. Default `40m`.",
+				UpdateDescription: "How long an in-place change (a restart included) may take, as a Go duration. Default `40m`.",
+				DeleteDescription: "How long stopping and removing the container may take, as a Go duration. Default `10m`.",
+			}),
 		}),
 	}
 }
@@ -190,7 +195,14 @@ func (r *inferenceServerResource) backend() (*docker.Backend, diag.Diagnostics) 
 func (r *inferenceServerResource) ValidateConfig(ctx context.Context, req resource.ValidateConfigRequest, resp *resource.ValidateConfigResponse) {
 	var m inferenceServerModel
 	resp.Diagnostics.Append(req.Config.Get(ctx, &m)...)
-	if resp.Diagnostics.HasError() || !m.specKnown() {
+	if resp.Diagnostics.HasError() {
+		return
+	}
+	resp.Diagnostics.Append(readinessBeyondTimeouts(ctx, m.ReadinessTimeout, map[string]time.Duration{
+		"create": configuredTimeout(m.Timeouts, "create", defaultServerCreateTimeout),
+		"update": configuredTimeout(m.Timeouts, "update", defaultServerUpdateTimeout),
+	})...)
+	if !m.specKnown() {
 		return
 	}
 	_, diags := m.validateSpec(ctx)
@@ -281,7 +293,7 @@ func (r *inferenceServerResource) Create(ctx context.Context, req resource.Creat
 	if resp.Diagnostics.HasError() {
 		return
 	}
-	timeout, diags := plan.Timeouts.Create(ctx, 40*time.Minute)
+	timeout, diags := plan.Timeouts.Create(ctx, defaultServerCreateTimeout)
 	resp.Diagnostics.Append(diags...)
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
@@ -379,7 +391,7 @@ func (r *inferenceServerResource) Update(ctx context.Context, req resource.Updat
 	if resp.Diagnostics.HasError() {
 		return
 	}
-	timeout, diags := plan.Timeouts.Update(ctx, 40*time.Minute)
+	timeout, diags := plan.Timeouts.Update(ctx, defaultServerUpdateTimeout)
 	resp.Diagnostics.Append(diags...)
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
@@ -438,7 +450,7 @@ func (r *inferenceServerResource) Delete(ctx context.Context, req resource.Delet
 	if resp.Diagnostics.HasError() {
 		return
 	}
-	timeout, diags := state.Timeouts.Delete(ctx, 10*time.Minute)
+	timeout, diags := state.Timeouts.Delete(ctx, defaultServerDeleteTimeout)
 	resp.Diagnostics.Append(diags...)
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
