@@ -78,7 +78,7 @@ resource "llmserve_capacity_benchmark" "tiny" {
     { label = "256 / 32", input_tokens = 256, output_tokens = 32 },
     { label = "1024 / 32", input_tokens = 1024, output_tokens = 32 },
   ]
-  slo    = { metric = "time_to_first_token", percentile = 95, threshold_ms = var.ttft_p95_ms }
+  slos   = [{ metric = "time_to_first_token", percentile = 95, threshold_ms = var.ttft_p95_ms }]
   search = { min_concurrency = 1, max_concurrency = 8 }
   trial = {
     warmup_requests     = 2

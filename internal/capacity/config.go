@@ -7,7 +7,6 @@ import (
 	"errors"
 	"fmt"
 
-	"github.com/llmserve/terraform-provider-llmserve/internal/metrics"
 	"github.com/llmserve/terraform-provider-llmserve/internal/results"
 )
 
@@ -19,7 +18,8 @@ type Config struct {
 	APIKey   string // sent as a Bearer token; never logged or stored
 
 	Workloads []Workload
-	SLO       metrics.SLO
+	// SLOs must all hold in every confirmation trial at the maximum passing concurrency.
+	SLOs []results.SLO
 
 	MinConcurrency int
 	MaxConcurrency int
@@ -79,7 +79,11 @@ func (c Config) Validate() error {
 			errs = append(errs, fmt.Errorf("workloads[%d].output_tokens: must be at least 1, got %d", i, w.OutputTokens))
 		}
 	}
-	if err := c.SLO.Validate(); err != nil {
+	slos := make([]results.SLO, len(c.SLOs))
+	for i, o := range c.SLOs {
+		slos[i] = o.WithDefaults() // an empty comparison is the metric's default
+	}
+	if err := results.ValidateSLOs(slos); err != nil {
 		errs = append(errs, err)
 	}
 	if c.MinConcurrency < 1 {

@@ -10,29 +10,29 @@ import (
 	"os"
 	"time"
 
-	"github.com/llmserve/terraform-provider-llmserve/internal/metrics"
 	"github.com/llmserve/terraform-provider-llmserve/internal/results"
 )
 
 // TrialRecord is one finished trial as the progress journal stores it: enough for a person
 // watching `tail -f` and enough for a resumed search to skip it.
 type TrialRecord struct {
-	Time         time.Time      `json:"time"`
-	Fingerprint  string         `json:"fingerprint"` // which configuration measured it
-	Workload     string         `json:"workload"`
-	Concurrency  int            `json:"concurrency"`
-	Kind         string         `json:"kind"`  // probe | confirmation | run_completed
-	Index        int            `json:"index"` // 1-based confirmation trial number; 0 for probes
-	Pass         bool           `json:"pass"`
-	Metric       string         `json:"metric"`
-	Percentile   float64        `json:"percentile"`
-	ValueMs      float64        `json:"value_ms"`                       // the SLO metric at its percentile
-	ValueIsBound bool           `json:"value_is_lower_bound,omitempty"` // a probe cut short knows only a lower bound
-	DecidedEarly bool           `json:"decided_early"`
-	Requests     int            `json:"requests,omitempty"` // confirmation trials: requests sent, warmups included
-	Errors       int            `json:"errors,omitempty"`   // confirmation trials: failed measured requests
-	CostS        float64        `json:"cost_request_seconds"`
-	Metrics      *results.Trial `json:"metrics,omitempty"` // full metrics of a confirmation trial
+	Time        time.Time `json:"time"`
+	Fingerprint string    `json:"fingerprint"` // which configuration measured it
+	Workload    string    `json:"workload"`
+	Concurrency int       `json:"concurrency"`
+	Kind        string    `json:"kind"`  // probe | confirmation | run_completed
+	Index       int       `json:"index"` // 1-based confirmation trial number; 0 for probes
+	Pass        bool      `json:"pass"`
+	// SLOs is each objective's value. Closeness is the largest objective value relative to
+	// its threshold (at least 1: missed), the search's guard band reads it.
+	SLOs         []results.SLOResult `json:"slos"`
+	Closeness    float64             `json:"closeness"`
+	ValueIsBound bool                `json:"closeness_is_lower_bound,omitempty"` // a probe cut short knows only a bound
+	DecidedEarly bool                `json:"decided_early"`
+	Requests     int                 `json:"requests,omitempty"` // confirmation trials: requests sent, warmups included
+	Errors       int                 `json:"errors,omitempty"`   // confirmation trials: failed measured requests
+	CostS        float64             `json:"cost_request_seconds"`
+	Metrics      *results.Trial      `json:"metrics,omitempty"` // full metrics of a confirmation trial
 }
 
 // LogFields is the record as structured log fields.
@@ -43,12 +43,21 @@ func (t TrialRecord) LogFields() map[string]any {
 		"kind":          t.Kind,
 		"index":         t.Index,
 		"verdict":       verdictWord(t.Pass),
-		"metric":        t.Metric,
-		"percentile":    t.Percentile,
-		"value_ms":      t.ValueMs,
+		"slos":          sloFields(t.SLOs),
+		"closeness":     t.Closeness,
 		"decided_early": t.DecidedEarly,
 		"errors":        t.Errors,
 	}
+}
+
+// sloFields reads like "p95 time_to_first_token=8123.4 (met)" per objective.
+func sloFields(rs []results.SLOResult) []string {
+	out := make([]string, len(rs))
+	for i, r := range rs {
+		key := results.SLO{Metric: r.Metric, Percentile: r.Percentile}.Key()
+		out[i] = fmt.Sprintf("%s=%.1f (%s)", key, r.Value, map[bool]string{true: "met", false: "missed"}[r.Met])
+	}
+	return out
 }
 
 func verdictWord(pass bool) string {
@@ -69,13 +78,13 @@ func (c Config) Fingerprint() string {
 	key := struct {
 		Endpoint, Model, API            string
 		Workloads                       []Workload
-		SLO                             metrics.SLO
+		SLOs                            []results.SLO
 		Min, Max, Warmup, Measured, Cfm int
 		Flush                           string
 		Seed                            int64
 		Experiment                      *results.Experiment
 		RunKey                          string
-	}{c.Endpoint, c.Model, c.API, c.Workloads, c.SLO, c.MinConcurrency, c.MaxConcurrency,
+	}{c.Endpoint, c.Model, c.API, c.Workloads, c.SLOs, c.MinConcurrency, c.MaxConcurrency,
 		c.WarmupRequests, c.MeasuredRequests, c.ConfirmationTrials, c.CacheFlush, c.Seed,
 		c.Experiment, c.RunKey}
 	raw, _ := json.Marshal(key) // plain values only; cannot fail

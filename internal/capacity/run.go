@@ -16,8 +16,9 @@ import (
 )
 
 // guardBand makes the search confirm the level below the boundary too when the boundary's
-// trials came within 7 % of the threshold, where the exhaustive grid could have seen a
-// noisy failure lower down.
+// trials came within 7 % of a threshold, where the exhaustive grid could have seen a
+// noisy failure lower down. The search sees each trial's closeness (the largest objective
+// value relative to its threshold), so its threshold is 1.
 const guardBand = 0.07
 
 // ErrServerFailing means every measured request of a trial failed: the server, not the
@@ -160,10 +161,7 @@ func (s *session) skeleton() *results.Document {
 			IndependentTrialsPerBoundarySide: cfg.ConfirmationTrials,
 			CachePolicy:                      cachePolicy(s.flush),
 		},
-		SLO: results.SLO{
-			Metric: cfg.SLO.Metric, Percentile: cfg.SLO.Percentile, ThresholdMs: cfg.SLO.ThresholdMs,
-			Comparison: comparisonOrDefault(cfg.SLO.Comparison), AllConfirmationTrialsMustPass: true,
-		},
+		SLOs:      s.slos(),
 		Workloads: []results.Workload{},
 	}
 }
@@ -181,11 +179,13 @@ func cachePolicy(f engine.CacheFlush) string {
 	}
 }
 
-func comparisonOrDefault(c string) string {
-	if c == "" {
-		return metrics.StrictlyLessThan
+// slos are the configured objectives with their defaults filled in, as documents state them.
+func (s *session) slos() []results.SLO {
+	out := make([]results.SLO, len(s.cfg.SLOs))
+	for i, o := range s.cfg.SLOs {
+		out[i] = o.WithDefaults()
 	}
-	return c
+	return out
 }
 
 // measure runs the search for one workload.
@@ -195,7 +195,7 @@ func (s *session) measure(ctx context.Context, w Workload, history []search.Outc
 		Min: s.cfg.MinConcurrency, Max: s.cfg.MaxConcurrency,
 		ConfirmationTrials: s.cfg.ConfirmationTrials,
 		History:            history,
-		Threshold:          s.cfg.SLO.ThresholdMs,
+		Threshold:          1,
 		GuardBand:          guardBand,
 		Progress: func(o search.Outcome) {
 			if !o.Resumed && s.cfg.Progress != nil {
@@ -216,6 +216,7 @@ func (s *session) measure(ctx context.Context, w Workload, history []search.Outc
 		FailingTrials:             trialsOf(res.FailingTrials),
 	}
 	out.ServerPromptTokens = promptTokenRange(append(append([]results.Trial{}, out.PassingTrials...), out.FailingTrials...))
+	out.BoundBy = boundBy(s.slos(), out.FailingTrials)
 	for _, n := range res.NonMonotone {
 		out.Notes = append(out.Notes, n.String())
 	}
@@ -241,6 +242,31 @@ func BoundNote(w results.Workload) string {
 		return "even 1 concurrent request missed the SLO: capacity is 0"
 	}
 	return ""
+}
+
+// boundBy lists what the failing side's trials missed: each objective's key, in the
+// objectives' order, and metrics.BoundByErrors when requests failed.
+func boundBy(slos []results.SLO, failing []results.Trial) []string {
+	missed := make([]bool, len(slos))
+	errs := false
+	for _, t := range failing {
+		errs = errs || t.Correctness.Errors > 0
+		for i, r := range t.SLOs {
+			if i < len(missed) && !r.Met {
+				missed[i] = true
+			}
+		}
+	}
+	var out []string
+	for i, m := range missed {
+		if m {
+			out = append(out, slos[i].Key())
+		}
+	}
+	if errs {
+		out = append(out, metrics.BoundByErrors)
+	}
+	return out
 }
 
 func trialsOf(outcomes []search.Outcome) []results.Trial {
@@ -307,26 +333,27 @@ func (r *trialRunner) RunTrial(ctx context.Context, req search.Request) (search.
 	spec := load.TrialSpec{Concurrency: req.Concurrency, Warmup: warmups, Measured: measured, OutputTokens: w.OutputTokens}
 	// Probes stop the moment their verdict is certain; confirmations always run in full
 	// because their metrics are reported.
+	slos := s.slos()
 	waitedOut := false
-	var decider *metrics.Decider
+	var decider *metrics.TrialDecider
 	if req.Kind == search.Probe {
-		decider, err = metrics.NewDecider(s.cfg.SLO, len(measured))
+		decider, err = metrics.NewTrialDecider(slos, len(measured))
 		if err != nil {
 			return search.Outcome{}, err
 		}
-		spec.Tick = probeTick(s.cfg.SLO.ThresholdMs)
+		spec.Tick = probeTick(slos)
 		spec.Observe = func(e load.Event) bool {
 			var d metrics.Decision
-			switch {
-			case e.Kind == load.EventFirstContent && s.cfg.SLO.Metric == metrics.MetricTTFT:
-				d = decider.Observe(e.Record.Index, metrics.TTFTMs(e.Record))
-			case e.Kind == load.EventCompleted:
+			switch e.Kind {
+			case load.EventFirstContent:
+				d = decider.FirstContent(e.Record)
+			case load.EventCompleted:
 				d = decider.Complete(e.Record)
-			case e.Kind == load.EventTick:
+			case load.EventTick:
 				// Requests still waiting already have a metric at least as long as their
 				// wait: five requests waiting past a 10 s TTFT threshold decide a p95 fail
 				// without waiting for their first tokens.
-				d = decider.WithPending(waitingMs(s.cfg.SLO.Metric, e)...)
+				d = decider.WithPending(e.Now, e.InFlight)
 				waitedOut = d == metrics.DecidedFail
 			}
 			return d != metrics.Undecided
@@ -344,55 +371,49 @@ func (r *trialRunner) RunTrial(ctx context.Context, req search.Request) (search.
 			return search.Outcome{}, err
 		}
 	}
-	verdict := metrics.Verdict{Pass: false}
+	var verdict metrics.Verdict
 	if !waitedOut {
-		if verdict, err = s.cfg.SLO.Verdict(records); err != nil {
+		if verdict, err = metrics.Evaluate(slos, records); err != nil {
 			return search.Outcome{}, err
 		}
 	}
-	if res.Stopped && !verdict.Pass && decider != nil {
-		// A probe cut short knows only a lower bound of its metric; record that bound (at
-		// least the threshold it failed) rather than a percentile over the few requests
-		// that happened to finish.
-		lo, _ := decider.Bounds()
-		verdict.ValueMs = max(lo, s.cfg.SLO.ThresholdMs)
+	if res.Stopped && !verdict.Pass {
+		// A probe cut short knows only that it missed an objective; its closeness is at
+		// least 1 whatever the few finished requests say.
+		verdict.Closeness = max(verdict.Closeness, 1)
 	}
 	out := search.Outcome{
-		Request: req, Pass: verdict.Pass, Value: verdict.ValueMs,
+		Request: req, Pass: verdict.Pass, Value: verdict.Closeness,
 		DecidedEarly: res.Stopped, Cost: requestSeconds(res.Records),
 	}
-	if req.Kind == search.Confirmation {
-		trial, err := metrics.Summarize(res.Records, w.OutputTokens)
-		if err != nil {
-			return search.Outcome{}, err
-		}
-		trial.Trial = req.Index
-		trial.Concurrency = req.Concurrency
-		out.Detail = &trial
+	// Every trial is kept with its metrics. A probe cut short may have no successful
+	// request to take them from; its counters still say what happened.
+	trial, err := metrics.Summarize(res.Records, w.OutputTokens)
+	if err != nil && req.Kind == search.Confirmation {
+		return search.Outcome{}, err
 	}
+	trial.Trial = req.Index
+	trial.Concurrency = req.Concurrency
+	trial.SLOs = verdict.Results
+	if !waitedOut {
+		goodput := verdict.GoodputPercent
+		trial.GoodputPercent = &goodput
+	}
+	out.Detail = &trial
 	return out, nil
 }
 
 // probeTick is how often a probe re-checks what waiting requests prove: a twentieth of the
-// threshold, within [10 ms, 1 s], so the stop comes at most 5 % after it became certain.
-func probeTick(thresholdMs float64) time.Duration {
-	d := time.Duration(thresholdMs / 20 * float64(time.Millisecond))
-	return min(max(d, 10*time.Millisecond), time.Second)
-}
-
-// waitingMs lower-bounds the metric of requests still in flight by how long they have
-// waited: TTFT for those without a first token, request latency for all. ITL has no such
-// bound.
-func waitingMs(metric string, e load.Event) []float64 {
-	var out []float64
-	for _, f := range e.InFlight {
-		waited := float64(e.Now.Sub(f.Sent)) / float64(time.Millisecond)
-		switch {
-		case metric == metrics.MetricTTFT && !f.FirstContent, metric == metrics.MetricRequestLatency:
-			out = append(out, waited)
+// smallest latency threshold a wait can bound (TTFT, request latency), within [10 ms, 1 s],
+// so the stop comes at most 5 % after it became certain; 1 s when no objective has one.
+func probeTick(slos []results.SLO) time.Duration {
+	d := time.Second
+	for _, s := range slos {
+		if s.Metric == results.MetricTTFT || s.Metric == results.MetricRequestLatency {
+			d = min(d, time.Duration(s.ThresholdMs/20*float64(time.Millisecond)))
 		}
 	}
-	return out
+	return min(max(d, 10*time.Millisecond), time.Second)
 }
 
 // allFailed reports ErrServerFailing, with the first failure's text, when no finished
@@ -431,10 +452,11 @@ func (r *trialRunner) record(o search.Outcome) TrialRecord {
 	t := TrialRecord{
 		Time: time.Now().UTC(), Workload: r.w.Label, Concurrency: o.Concurrency,
 		Kind: o.Kind.String(), Index: o.Index, Pass: o.Pass,
-		Metric: r.s.cfg.SLO.Metric, Percentile: r.s.cfg.SLO.Percentile, ValueMs: o.Value,
+		Closeness:    o.Value,
 		DecidedEarly: o.DecidedEarly, ValueIsBound: o.DecidedEarly && !o.Pass, CostS: o.Cost,
 	}
-	if m, ok := o.Detail.(*results.Trial); ok {
+	if m, ok := o.Detail.(*results.Trial); ok && m != nil {
+		t.SLOs = m.SLOs
 		t.Metrics = m
 		t.Errors = m.Correctness.Errors
 		t.Requests = m.Correctness.WarmupRecords + m.Correctness.ProfilingRecords
@@ -450,7 +472,7 @@ func (t TrialRecord) outcome() search.Outcome {
 	}
 	o := search.Outcome{
 		Request: search.Request{Concurrency: t.Concurrency, Kind: kind, Index: t.Index},
-		Pass:    t.Pass, Value: t.ValueMs, DecidedEarly: t.DecidedEarly, Cost: t.CostS,
+		Pass:    t.Pass, Value: t.Closeness, DecidedEarly: t.DecidedEarly, Cost: t.CostS,
 	}
 	if t.Metrics != nil {
 		o.Detail = t.Metrics

@@ -15,7 +15,7 @@ import (
 	"time"
 
 	"github.com/llmserve/terraform-provider-llmserve/internal/engine"
-	"github.com/llmserve/terraform-provider-llmserve/internal/metrics"
+	"github.com/llmserve/terraform-provider-llmserve/internal/results"
 	"github.com/llmserve/terraform-provider-llmserve/internal/search"
 	"github.com/llmserve/terraform-provider-llmserve/internal/simengine"
 )
@@ -45,7 +45,7 @@ func testConfig(endpoint string) Config {
 	return Config{
 		Endpoint: endpoint, Model: "sim", API: "chat",
 		Workloads:      []Workload{{Label: "64 / 8", InputTokens: 64, OutputTokens: 8}},
-		SLO:            metrics.SLO{Metric: "time_to_first_token", Percentile: 95, ThresholdMs: 150},
+		SLOs:           []results.SLO{{Metric: "time_to_first_token", Percentile: 95, ThresholdMs: 150}},
 		MinConcurrency: 1, MaxConcurrency: 5,
 		WarmupRequests: 1, MeasuredRequests: 8, ConfirmationTrials: 2,
 		CacheFlush: "auto", Seed: 1,
@@ -239,7 +239,7 @@ func TestJournalIgnoresOtherConfigurations(t *testing.T) {
 	j.Close()
 
 	b := a
-	b.SLO.ThresholdMs = 200
+	b.SLOs = []results.SLO{{Metric: "time_to_first_token", Percentile: 95, ThresholdMs: 200}}
 	jb, err := OpenJournal(path, b)
 	if err != nil {
 		t.Fatal(err)
@@ -290,16 +290,24 @@ func TestProbeDecidedByWaiting(t *testing.T) {
 }
 
 func TestProbeTick(t *testing.T) {
+	ttft := func(ms float64) results.SLO {
+		return results.SLO{Metric: results.MetricTTFT, Percentile: 95, ThresholdMs: ms}
+	}
+	itl := results.SLO{Metric: results.MetricITL, Percentile: 50, ThresholdMs: 20}
+	rl := results.SLO{Metric: results.MetricRequestLatency, Percentile: 99, ThresholdMs: 4000}
 	for _, tc := range []struct {
-		thresholdMs float64
-		want        time.Duration
+		name string
+		slos []results.SLO
+		want time.Duration
 	}{
-		{10000, 500 * time.Millisecond},
-		{100, 10 * time.Millisecond},
-		{60000, time.Second},
+		{"a twentieth of 10 s", []results.SLO{ttft(10000)}, 500 * time.Millisecond},
+		{"at least 10 ms", []results.SLO{ttft(100)}, 10 * time.Millisecond},
+		{"at most 1 s", []results.SLO{ttft(60000)}, time.Second},
+		{"ITL bounds nothing by waiting", []results.SLO{itl}, time.Second},
+		{"the smallest waitable threshold", []results.SLO{ttft(10000), itl, rl}, 200 * time.Millisecond},
 	} {
-		if got := probeTick(tc.thresholdMs); got != tc.want {
-			t.Errorf("probeTick(%v) = %v, want %v", tc.thresholdMs, got, tc.want)
+		if got := probeTick(tc.slos); got != tc.want {
+			t.Errorf("%s: probeTick = %v, want %v", tc.name, got, tc.want)
 		}
 	}
 }
@@ -371,7 +379,7 @@ func TestRunServerSheddingLoadIsAFail(t *testing.T) {
 	srv := httptest.NewServer(shedding)
 	defer srv.Close()
 	cfg := testConfig(srv.URL)
-	cfg.SLO.ThresholdMs = 5000 // queueing alone never fails; only the 503s do
+	cfg.SLOs[0].ThresholdMs = 5000 // queueing alone never fails; only the 503s do
 	cfg.MaxConcurrency = 8
 	doc, err := Run(context.Background(), cfg)
 	if err != nil {

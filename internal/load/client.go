@@ -269,6 +269,8 @@ func (c *Client) read(ctx context.Context, resp *http.Response, rec *Record, onF
 				if onFirst != nil {
 					onFirst(*rec)
 				}
+			} else if rec.SecondContent.IsZero() {
+				rec.SecondContent = now
 			}
 			rec.LastContent = now
 			rec.ContentChunks++

@@ -13,8 +13,11 @@ type Record struct {
 
 	Sent         time.Time // request written to the connection
 	FirstContent time.Time // first chunk with non-empty content/reasoning_content/text; zero if none
-	LastContent  time.Time // last chunk with non-empty content; zero if none
-	Done         time.Time // response fully received ([DONE], EOF or error)
+	// SecondContent is the second chunk with non-empty content (time to second token, as
+	// AIPerf names it, is measured from the first); zero if none.
+	SecondContent time.Time
+	LastContent   time.Time // last chunk with non-empty content; zero if none
+	Done          time.Time // response fully received ([DONE], EOF or error)
 
 	ContentChunks int    // chunks that carried non-empty content
 	ContentBytes  int    // UTF-8 bytes of all content received

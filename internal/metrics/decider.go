@@ -4,8 +4,10 @@ import (
 	"fmt"
 	"math"
 	"slices"
+	"time"
 
 	"github.com/llmserve/terraform-provider-llmserve/internal/load"
+	"github.com/llmserve/terraform-provider-llmserve/internal/results"
 )
 
 // Decision is what can be said of a trial's SLO verdict so far.
@@ -27,8 +29,9 @@ func (d Decision) String() string {
 	return "undecided"
 }
 
-// Decider decides a trial's verdict as early as it is certain, so a probe trial can stop
-// sending load the moment its outcome cannot change.
+// Decider decides a trial's verdict against one percentile objective as early as it is
+// certain, so a probe trial can stop sending load the moment its outcome cannot change.
+// TrialDecider combines one per objective.
 //
 // It knows the trial has n measured requests and is told each request's metric value as
 // soon as it is known (Observe; TTFT at first content) and each request's completion
@@ -36,7 +39,8 @@ func (d Decision) String() string {
 // non-decreasing in every value, and metric values are durations in [0, +Inf), so the
 // percentile can end up no lower than with every unknown value at 0 and no higher than with
 // every unknown value at +Inf. Those two bounds are computed with the same arithmetic as
-// Percentile, and the decision is taken when both fall on the same side of the threshold:
+// Percentile, and the decision is taken when both fall on the same side of the threshold
+// (for a metric where higher is better, such as per-user throughput, the sides swap):
 // exactly as early as possible, and never contradicted by the full computation. (For p95
 // over 64, rank h = 59.85: the fail is certain once 64−⌊h⌋ = 5 values are at or past the
 // threshold, or earlier when the 4th-largest alone lifts the interpolation past it.)
@@ -50,7 +54,7 @@ func (d Decision) String() string {
 // leaves the population and may shift a decision taken before it, except a fail, which
 // stays.
 type Decider struct {
-	slo       SLO
+	slo       results.SLO
 	n         int
 	values    map[int]float64 // by Record.Index
 	sorted    []float64       // the same values, ascending
@@ -60,10 +64,15 @@ type Decider struct {
 	decision  Decision
 }
 
-// NewDecider starts deciding a trial of n measured requests against slo.
-func NewDecider(slo SLO, n int) (*Decider, error) {
-	if err := slo.Validate(); err != nil {
+// NewDecider starts deciding a trial of n measured requests against slo, a per-request
+// metric's objective (an empty comparison is the metric's default).
+func NewDecider(slo results.SLO, n int) (*Decider, error) {
+	slo = slo.WithDefaults()
+	if err := slo.Validate("slo"); err != nil {
 		return nil, err
+	}
+	if slo.Info().PerTrial {
+		return nil, fmt.Errorf("decider: %s is per trial; use NewTrialDecider", slo.Metric)
 	}
 	if n < 1 {
 		return nil, fmt.Errorf("decider: a trial needs at least one measured request, got %d", n)
@@ -73,8 +82,6 @@ func NewDecider(slo SLO, n int) (*Decider, error) {
 
 // Decision is the current decision.
 func (d *Decider) Decision() Decision { return d.decision }
-
-func (d *Decider) known() int { return len(d.sorted) }
 
 // Observe records the metric value of the measured request with the given index as soon as
 // it is known. Observing the same index again replaces its value.
@@ -90,14 +97,14 @@ func (d *Decider) Complete(r load.Record) Decision {
 	switch {
 	case r.Warmup:
 	case r.Cancelled:
-		if d.slo.Metric == MetricTTFT && !r.FirstContent.IsZero() && !r.Sent.IsZero() {
+		if d.slo.Metric == results.MetricTTFT && !r.FirstContent.IsZero() && !r.Sent.IsZero() {
 			d.set(r.Index, TTFTMs(r))
 		}
 	case !Succeeded(r):
 		d.failed++
 	default:
 		d.completed++
-		if v, ok := d.slo.RequestValueMs(r); ok {
+		if v, ok := RequestValue(d.slo.Metric, r); ok {
 			d.set(r.Index, v)
 		} else {
 			d.unset(r.Index)
@@ -119,8 +126,11 @@ func (d *Decider) WithPending(atLeastMs ...float64) Decision {
 	if d.decision != Undecided {
 		return d.decision
 	}
+	if d.slo.Info().HigherIsBetter {
+		return Undecided // waiting bounds a higher-is-better metric from no side that helps
+	}
 	lo, _ := d.bounds(atLeastMs)
-	if d.failsAt(lo) {
+	if !d.slo.Meets(lo) {
 		return DecidedFail
 	}
 	return Undecided
@@ -173,7 +183,13 @@ func (d *Decider) bounds(pending []float64) (lo, hi float64) {
 	return percentileSorted(low, d.slo.Percentile), percentileSorted(high, d.slo.Percentile)
 }
 
-func (d *Decider) failsAt(lo float64) bool { return !d.slo.Meets(lo) }
+// best and worst order the bounds by the objective's direction.
+func (d *Decider) bestWorst(lo, hi float64) (best, worst float64) {
+	if d.slo.Info().HigherIsBetter {
+		return hi, lo
+	}
+	return lo, hi
+}
 
 func (d *Decider) evaluate() Decision {
 	if d.decision == DecidedFail {
@@ -184,20 +200,241 @@ func (d *Decider) evaluate() Decision {
 		d.decision = DecidedFail
 		return d.decision
 	}
+	d.decision = d.byValues()
+	return d.decision
+}
+
+// byValues decides on the metric's values alone, leaving failed requests aside, so a
+// TrialDecider can say which objective a trial missed.
+func (d *Decider) byValues() Decision {
 	finished := d.completed >= d.n
 	if d.population() == 0 {
 		// Every request finished without a value: nothing shows the SLO was met.
 		if finished {
-			d.decision = DecidedFail
+			return DecidedFail
 		}
+		return Undecided
+	}
+	best, worst := d.bestWorst(d.bounds(nil))
+	switch {
+	case !d.slo.Meets(best):
+		return DecidedFail
+	case finished && d.slo.Meets(worst):
+		return DecidedPass
+	}
+	return Undecided
+}
+
+// reason says in one line why the objective was missed, or how it stands.
+func (d *Decider) reason() string {
+	s := d.slo
+	if d.population() == 0 {
+		return fmt.Sprintf("no measured request has a %s value", s.Metric)
+	}
+	best, _ := d.bestWorst(d.Bounds())
+	return fmt.Sprintf("%s %s %.1f %s, not %s", s.Key(), map[bool]string{false: "at least", true: "at most"}[s.Info().HigherIsBetter], best, s.Unit(), s.String())
+}
+
+// goodputDecider decides a goodput objective: the share of measured requests that are
+// good lies between good/n (every unknown bad) and (n − bad)/n (every unknown good).
+type goodputDecider struct {
+	slo       results.SLO
+	others    []results.SLO
+	n         int
+	completed int
+	good, bad int
+}
+
+func (g *goodputDecider) complete(r load.Record) {
+	switch {
+	case r.Warmup, r.Cancelled:
+	case good(g.others, r):
+		g.completed++
+		g.good++
+	default:
+		g.completed++
+		g.bad++
+	}
+}
+
+// byValues decides with pendingBad requests still in flight known to be bad already (a
+// request waiting past a TTFT threshold).
+func (g *goodputDecider) byValues(pendingBad int) Decision {
+	lo := 100 * float64(g.good) / float64(g.n)
+	hi := 100 * float64(g.n-g.bad-pendingBad) / float64(g.n)
+	switch {
+	case !g.slo.Meets(hi):
+		return DecidedFail
+	case g.completed >= g.n && g.slo.Meets(lo):
+		return DecidedPass
+	}
+	return Undecided
+}
+
+func (g *goodputDecider) reason() string {
+	return fmt.Sprintf("goodput at most %.1f %%, not %s", 100*float64(g.n-g.bad)/float64(g.n), g.slo.String())
+}
+
+// objectiveDecider is one objective's part of a TrialDecider.
+type objectiveDecider struct {
+	pct     *Decider
+	goodput *goodputDecider
+}
+
+func (o objectiveDecider) decision() Decision {
+	if o.goodput != nil {
+		return o.goodput.byValues(0)
+	}
+	return o.pct.byValues()
+}
+
+func (o objectiveDecider) reason() string {
+	if o.goodput != nil {
+		return o.goodput.reason()
+	}
+	return o.pct.reason()
+}
+
+// TrialDecider decides a trial against every objective as early as it is certain: a fail
+// as soon as one objective's fail is (or a request failed), a pass once every objective's
+// pass is.
+type TrialDecider struct {
+	slos       []results.SLO
+	objectives []objectiveDecider
+	n          int
+	completed  int
+	failed     int
+	decision   Decision
+}
+
+// NewTrialDecider starts deciding a trial of n measured requests against slos.
+func NewTrialDecider(slos []results.SLO, n int) (*TrialDecider, error) {
+	slos = withDefaults(slos)
+	if err := results.ValidateSLOs(slos); err != nil {
+		return nil, err
+	}
+	if n < 1 {
+		return nil, fmt.Errorf("decider: a trial needs at least one measured request, got %d", n)
+	}
+	d := &TrialDecider{slos: slos, n: n}
+	for _, s := range slos {
+		if s.Info().PerTrial {
+			d.objectives = append(d.objectives, objectiveDecider{goodput: &goodputDecider{slo: s, others: slos, n: n}})
+			continue
+		}
+		pd, err := NewDecider(s, n)
+		if err != nil {
+			return nil, err
+		}
+		d.objectives = append(d.objectives, objectiveDecider{pct: pd})
+	}
+	return d, nil
+}
+
+// Decision is the current decision.
+func (d *TrialDecider) Decision() Decision { return d.decision }
+
+// FirstContent records a measured request's first content (its TTFT is known).
+func (d *TrialDecider) FirstContent(r load.Record) Decision {
+	for _, o := range d.objectives {
+		if o.pct != nil && o.pct.slo.Metric == results.MetricTTFT {
+			o.pct.set(r.Index, TTFTMs(r))
+		}
+	}
+	return d.evaluate(0)
+}
+
+// Complete records a finished request (see Decider.Complete).
+func (d *TrialDecider) Complete(r load.Record) Decision {
+	switch {
+	case r.Warmup, r.Cancelled:
+	case !Succeeded(r):
+		d.failed++
+	default:
+		d.completed++
+	}
+	for _, o := range d.objectives {
+		if o.goodput != nil {
+			o.goodput.complete(r)
+		} else {
+			o.pct.Complete(r)
+		}
+	}
+	return d.evaluate(0)
+}
+
+// WithPending evaluates the decision as if the requests in flight at now had waited as long
+// as they have (a request waiting 12 s for its first token has a TTFT over 12 s, and so does
+// its request latency), without recording anything. A probe polls it to stop at the moment
+// the fail became certain instead of when the slow responses finally arrive.
+func (d *TrialDecider) WithPending(now time.Time, inFlight []load.InFlight) Decision {
+	if d.decision != Undecided {
 		return d.decision
 	}
-	lo, hi := d.bounds(nil)
-	switch {
-	case d.failsAt(lo):
-		d.decision = DecidedFail
-	case finished && d.slo.Meets(hi):
-		d.decision = DecidedPass
+	pendingBad := 0
+	for _, f := range inFlight {
+		waited := float64(now.Sub(f.Sent)) / float64(time.Millisecond)
+		for _, s := range d.slos {
+			if b, ok := waitBound(s.Metric, f, waited); ok && !s.Meets(b) {
+				pendingBad++
+				break
+			}
+		}
 	}
+	for _, o := range d.objectives {
+		if o.goodput != nil {
+			if o.goodput.byValues(pendingBad) == DecidedFail {
+				return DecidedFail
+			}
+			continue
+		}
+		var pending []float64
+		for _, f := range inFlight {
+			if b, ok := waitBound(o.pct.slo.Metric, f, float64(now.Sub(f.Sent))/float64(time.Millisecond)); ok {
+				pending = append(pending, b)
+			}
+		}
+		if len(pending) > 0 && o.pct.WithPending(pending...) == DecidedFail {
+			return DecidedFail
+		}
+	}
+	return Undecided
+}
+
+// waitBound is the lower bound a request in flight puts on a metric by having waited: TTFT
+// for one without a first token, request latency for any. The other metrics have none.
+func waitBound(metric string, f load.InFlight, waitedMs float64) (float64, bool) {
+	switch {
+	case metric == results.MetricTTFT && !f.FirstContent, metric == results.MetricRequestLatency:
+		return waitedMs, true
+	}
+	return 0, false
+}
+
+func (d *TrialDecider) evaluate(pendingBad int) Decision {
+	if d.decision == DecidedFail {
+		return d.decision
+	}
+	if d.failed > 0 {
+		d.decision = DecidedFail
+		return d.decision
+	}
+	all := DecidedPass
+	for _, o := range d.objectives {
+		var v Decision
+		if o.goodput != nil {
+			v = o.goodput.byValues(pendingBad)
+		} else {
+			v = o.pct.byValues()
+		}
+		switch v {
+		case DecidedFail:
+			d.decision = DecidedFail
+			return d.decision
+		case Undecided:
+			all = Undecided
+		}
+	}
+	d.decision = all
 	return d.decision
 }

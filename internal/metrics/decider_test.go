@@ -8,19 +8,20 @@ import (
 	"time"
 
 	"github.com/llmserve/terraform-provider-llmserve/internal/load"
+	"github.com/llmserve/terraform-provider-llmserve/internal/results"
 )
 
-var ttftP95 = SLO{Metric: MetricTTFT, Percentile: 95, ThresholdMs: 10000}
+var ttftP95 = results.SLO{Metric: results.MetricTTFT, Percentile: 95, ThresholdMs: 10000}
 
 // TestDeciderHandWorked feeds values one by one and checks the decision after each,
 // against ranks worked out by hand.
 func TestDeciderHandWorked(t *testing.T) {
 	inclusive := ttftP95
-	inclusive.Comparison = LessThanOrEqual
-	median := SLO{Metric: MetricTTFT, Percentile: 50, ThresholdMs: 100}
+	inclusive.Comparison = results.LessThanOrEqual
+	median := results.SLO{Metric: results.MetricTTFT, Percentile: 50, ThresholdMs: 100}
 	tests := []struct {
 		name   string
-		slo    SLO
+		slo    results.SLO
 		n      int
 		values []float64
 		want   []Decision // after each value
@@ -80,7 +81,7 @@ func TestDeciderHandWorked(t *testing.T) {
 		},
 		{
 			// p100: the maximum. One value over decides at once.
-			name: "p100: any value over decides", slo: SLO{Metric: MetricTTFT, Percentile: 100, ThresholdMs: 100}, n: 10,
+			name: "p100: any value over decides", slo: results.SLO{Metric: results.MetricTTFT, Percentile: 100, ThresholdMs: 100}, n: 10,
 			values: []float64{50, 100},
 			want:   []Decision{Undecided, DecidedFail},
 		},
@@ -112,7 +113,7 @@ func record(index int, ttft, latency float64, osl int) load.Record {
 }
 
 func TestDeciderCompletion(t *testing.T) {
-	slo := SLO{Metric: MetricTTFT, Percentile: 95, ThresholdMs: 100}
+	slo := results.SLO{Metric: results.MetricTTFT, Percentile: 95, ThresholdMs: 100}
 	t.Run("pass only once every request completed", func(t *testing.T) {
 		d, _ := NewDecider(slo, 3)
 		for i := range 3 {
@@ -148,7 +149,7 @@ func TestDeciderCompletion(t *testing.T) {
 		}
 	})
 	t.Run("ITL of a one-token request leaves the population", func(t *testing.T) {
-		d, _ := NewDecider(SLO{Metric: MetricITL, Percentile: 50, ThresholdMs: 100}, 2)
+		d, _ := NewDecider(results.SLO{Metric: results.MetricITL, Percentile: 50, ThresholdMs: 100}, 2)
 		d.Complete(record(0, 10, 10, 1))
 		// (1010 − 10)/(11 − 1) = 100 ms: not strictly below 100.
 		if got := d.Complete(record(1, 10, 1010, 11)); got != DecidedFail {
@@ -156,7 +157,7 @@ func TestDeciderCompletion(t *testing.T) {
 		}
 	})
 	t.Run("no request with a value fails", func(t *testing.T) {
-		d, _ := NewDecider(SLO{Metric: MetricITL, Percentile: 50, ThresholdMs: 100}, 1)
+		d, _ := NewDecider(results.SLO{Metric: results.MetricITL, Percentile: 50, ThresholdMs: 100}, 1)
 		if got := d.Complete(record(0, 10, 10, 1)); got != DecidedFail {
 			t.Fatalf("%v", got)
 		}
@@ -179,15 +180,15 @@ func TestDeciderCompletion(t *testing.T) {
 func TestNewDeciderRejects(t *testing.T) {
 	for _, tc := range []struct {
 		name string
-		slo  SLO
+		slo  results.SLO
 		n    int
 	}{
 		{"no requests", ttftP95, 0},
-		{"bad metric", SLO{Metric: "ttft", Percentile: 95, ThresholdMs: 1}, 1},
-		{"percentile 0", SLO{Metric: MetricTTFT, Percentile: 0, ThresholdMs: 1}, 1},
-		{"percentile over 100", SLO{Metric: MetricTTFT, Percentile: 100.1, ThresholdMs: 1}, 1},
-		{"threshold 0", SLO{Metric: MetricTTFT, Percentile: 95, ThresholdMs: 0}, 1},
-		{"bad comparison", SLO{Metric: MetricTTFT, Percentile: 95, ThresholdMs: 1, Comparison: "<"}, 1},
+		{"bad metric", results.SLO{Metric: "ttft", Percentile: 95, ThresholdMs: 1}, 1},
+		{"percentile 0", results.SLO{Metric: results.MetricTTFT, Percentile: 0, ThresholdMs: 1}, 1},
+		{"percentile over 100", results.SLO{Metric: results.MetricTTFT, Percentile: 100.1, ThresholdMs: 1}, 1},
+		{"threshold 0", results.SLO{Metric: results.MetricTTFT, Percentile: 95, ThresholdMs: 0}, 1},
+		{"bad comparison", results.SLO{Metric: results.MetricTTFT, Percentile: 95, ThresholdMs: 1, Comparison: "<"}, 1},
 	} {
 		if _, err := NewDecider(tc.slo, tc.n); err == nil {
 			t.Errorf("%s: want an error", tc.name)
@@ -204,12 +205,12 @@ func TestDeciderRandomized(t *testing.T) {
 	percentiles := []float64{50, 90, 95, 99, 100, 1, 37.5}
 	for trial := range 800 {
 		n := 1 + r.IntN(80)
-		slo := SLO{Metric: MetricTTFT, Percentile: percentiles[r.IntN(len(percentiles))], ThresholdMs: float64(5 + r.IntN(10))}
+		slo := results.SLO{Metric: results.MetricTTFT, Percentile: percentiles[r.IntN(len(percentiles))], ThresholdMs: float64(5 + r.IntN(10))}
 		if trial%7 == 0 {
 			slo.Percentile = 0.1 + r.Float64()*99.9
 		}
 		if r.IntN(2) == 0 {
-			slo.Comparison = LessThanOrEqual
+			slo.Comparison = results.LessThanOrEqual
 		}
 		// Small integers so values often equal the threshold, the case that breaks sloppy code.
 		values := make([]float64, n)
@@ -266,10 +267,10 @@ func TestDeciderRandomized(t *testing.T) {
 // verdict of the complete records.
 func TestDeciderMatchesVerdict(t *testing.T) {
 	r := rand.New(rand.NewPCG(3, 4))
-	metrics := []string{MetricTTFT, MetricITL, MetricRequestLatency}
+	metrics := []string{results.MetricTTFT, results.MetricITL, results.MetricRequestLatency}
 	for trial := range 1000 {
 		n := 1 + r.IntN(70)
-		slo := SLO{Metric: metrics[r.IntN(3)], Percentile: []float64{50, 95, 99}[r.IntN(3)], ThresholdMs: float64(20 + r.IntN(300))}
+		slo := results.SLO{Metric: metrics[r.IntN(3)], Percentile: []float64{50, 95, 99}[r.IntN(3)], ThresholdMs: float64(20 + r.IntN(300))}
 		records := make([]load.Record, n)
 		type event struct {
 			at    time.Time
@@ -288,18 +289,19 @@ func TestDeciderMatchesVerdict(t *testing.T) {
 			events = append(events, event{rec.FirstContent, i, true}, event{rec.Done.Add(time.Nanosecond), i, false})
 		}
 		slices.SortFunc(events, func(a, b event) int { return a.at.Compare(b.at) })
-		want, err := slo.Verdict(records)
+		slo.Comparison = results.StrictlyLessThan
+		want, err := Evaluate([]results.SLO{slo}, records)
 		if err != nil {
 			t.Fatal(err)
 		}
-		if want.Pass != (want.Errors == 0 && slo.Meets(want.ValueMs)) {
+		if want.Pass != (want.Errors == 0 && slo.Meets(want.Results[0].Value)) {
 			t.Fatalf("verdict %+v disagrees with its own value", want)
 		}
 		d, _ := NewDecider(slo, n)
 		var got Decision
 		for _, e := range events {
 			switch {
-			case e.first && slo.Metric == MetricTTFT:
+			case e.first && slo.Metric == results.MetricTTFT:
 				got = d.Observe(e.index, TTFTMs(records[e.index]))
 			case !e.first:
 				got = d.Complete(records[e.index])
@@ -315,32 +317,126 @@ func TestDeciderMatchesVerdict(t *testing.T) {
 }
 
 func TestVerdict(t *testing.T) {
-	slo := SLO{Metric: MetricTTFT, Percentile: 50, ThresholdMs: 100}
+	slo := results.SLO{Metric: results.MetricTTFT, Percentile: 50, ThresholdMs: 100}
 	ok := []load.Record{record(0, 50, 60, 5), record(1, 100, 120, 5), record(2, 150, 160, 5)}
 	// p50 of [50 100 150] = 100: not strictly below 100, but ≤ 100.
-	v, err := slo.Verdict(ok)
-	if err != nil || v.Pass || v.ValueMs != 100 {
+	v, err := Evaluate([]results.SLO{slo}, ok)
+	if err != nil || v.Pass || v.Results[0].Value != 100 || v.Results[0].Met || len(v.Missed) != 1 || v.Missed[0] != "p50 time_to_first_token" {
 		t.Errorf("strict: %+v %v", v, err)
 	}
-	slo.Comparison = LessThanOrEqual
-	if v, err := slo.Verdict(ok); err != nil || !v.Pass {
+	slo.Comparison = results.LessThanOrEqual
+	if v, err := Evaluate([]results.SLO{slo}, ok); err != nil || !v.Pass || !v.Results[0].Met || v.Closeness != 1 {
 		t.Errorf("≤: %+v %v", v, err)
 	}
-	if got, err := slo.Value(ok); err != nil || got != 100 {
-		t.Errorf("Value = %v %v", got, err)
-	}
 	failed := append(slices.Clone(ok), load.Record{Index: 3, HTTPStatus: 503, Err: "HTTP 503"})
-	v, err = slo.Verdict(failed)
-	if err != nil || v.Pass || v.Errors != 1 || v.ValueMs != 100 {
+	v, err = Evaluate([]results.SLO{slo}, failed)
+	if err != nil || v.Pass || v.Errors != 1 || v.Results[0].Value != 100 || len(v.Missed) != 1 || v.Missed[0] != BoundByErrors {
 		t.Errorf("with an error: %+v %v", v, err)
 	}
 	cancelled := slices.Clone(ok)
 	cancelled[2].Cancelled = true
 	cancelled[2].FirstContent = time.Time{}
-	if _, err := slo.Verdict(cancelled); err == nil {
+	if _, err := Evaluate([]results.SLO{slo}, cancelled); err == nil {
 		t.Error("a stopped trial whose outcome is open must not get a verdict")
 	}
-	if math.IsNaN(v.ValueMs) {
+	if math.IsNaN(v.Results[0].Value) {
 		t.Error("NaN value")
 	}
+}
+
+// TestTrialDeciderObjectives checks several objectives at once: the trial fails as soon as
+// one objective's fail is certain, passes only when every one holds, and goodput and
+// higher-is-better metrics decide from the right side. Values are worked out by hand.
+func TestTrialDeciderObjectives(t *testing.T) {
+	ttft := results.SLO{Metric: results.MetricTTFT, Percentile: 50, ThresholdMs: 100}
+	// ITL of record(i, ttft, latency, osl) is (latency − ttft)/(osl − 1).
+	itl := results.SLO{Metric: results.MetricITL, Percentile: 50, ThresholdMs: 10}
+	perUser := results.SLO{Metric: results.MetricPerUserThroughput, Percentile: 50, ThresholdMs: 50, Comparison: results.GreaterThan}
+	goodput := results.SLO{Metric: results.MetricGoodput, ThresholdMs: 75, Comparison: results.GreaterThanOrEqual}
+	t.Run("every objective met passes", func(t *testing.T) {
+		d, err := NewTrialDecider([]results.SLO{ttft, itl}, 2)
+		if err != nil {
+			t.Fatal(err)
+		}
+		d.Complete(record(0, 50, 95, 10))                                  // ITL 5
+		if got := d.Complete(record(1, 60, 105, 10)); got != DecidedPass { // ITL 5
+			t.Fatalf("%v", got)
+		}
+	})
+	t.Run("one objective missed fails", func(t *testing.T) {
+		d, _ := NewTrialDecider([]results.SLO{ttft, itl}, 2)
+		d.Complete(record(0, 50, 275, 10)) // ITL 25
+		// p50 over 2 with one value 25 and one unknown ≥ 0: at least 12.5 ≥ 10, certain.
+		if got := d.Decision(); got != DecidedFail {
+			t.Fatalf("%v", got)
+		}
+	})
+	t.Run("per-user throughput fails from below", func(t *testing.T) {
+		d, _ := NewTrialDecider([]results.SLO{perUser}, 3)
+		// ITL 40 ms is 25 tokens/s; two of three at 25 make p50 at most 25, not > 50.
+		d.Complete(record(0, 10, 370, 10))
+		if got := d.Complete(record(1, 10, 370, 10)); got != DecidedFail {
+			t.Fatalf("%v", got)
+		}
+	})
+	t.Run("per-user throughput passes", func(t *testing.T) {
+		d, _ := NewTrialDecider([]results.SLO{perUser}, 2)
+		d.Complete(record(0, 10, 100, 10))                                 // ITL 10: 100 tokens/s
+		if got := d.Complete(record(1, 10, 100, 10)); got != DecidedPass { // p50 100 > 50
+			t.Fatalf("%v", got)
+		}
+	})
+	t.Run("goodput counts requests meeting every other objective", func(t *testing.T) {
+		d, _ := NewTrialDecider([]results.SLO{ttft, goodput}, 4)
+		// 75 % of 4 is 3 good requests. One bad (TTFT 200 ≥ 100) leaves at most 75 %: open.
+		d.Complete(record(0, 200, 210, 5))
+		if got := d.Decision(); got != Undecided {
+			t.Fatalf("one bad: %v", got)
+		}
+		// A second bad caps goodput at 50 % < 75 %: certain fail, though p50 TTFT is open.
+		if got := d.Complete(record(1, 150, 160, 5)); got != DecidedFail {
+			t.Fatalf("two bad: %v", got)
+		}
+	})
+	t.Run("goodput from waiting requests", func(t *testing.T) {
+		d, _ := NewTrialDecider([]results.SLO{{Metric: results.MetricTTFT, Percentile: 99, ThresholdMs: 100000}, goodput}, 4)
+		// Two requests waiting 150 ms for their first token are not yet bad against a
+		// 100 s TTFT threshold; against 100 ms they are.
+		now := t0.Add(150 * time.Millisecond)
+		wait := []load.InFlight{{Index: 0, Sent: t0}, {Index: 1, Sent: t0}}
+		if got := d.WithPending(now, wait); got != Undecided {
+			t.Fatalf("%v", got)
+		}
+		d2, _ := NewTrialDecider([]results.SLO{{Metric: results.MetricTTFT, Percentile: 99, ThresholdMs: 100}, goodput}, 4)
+		// Two of four certainly bad: goodput at most 50 % < 75 %.
+		if got := d2.WithPending(now, wait); got != DecidedFail {
+			t.Fatalf("%v", got)
+		}
+	})
+	t.Run("verdict reports every objective and what was missed", func(t *testing.T) {
+		records := []load.Record{record(0, 50, 95, 10), record(1, 150, 195, 10), record(2, 60, 105, 10), record(3, 70, 115, 10)}
+		v, err := Evaluate([]results.SLO{ttft, itl, goodput}, records)
+		if err != nil {
+			t.Fatal(err)
+		}
+		// TTFT [50 150 60 70]: p50 = 65 < 100; ITL 5 each; good: 3 of 4 = 75 % ≥ 75.
+		want := []results.SLOResult{
+			{Metric: results.MetricTTFT, Percentile: 50, Value: 65, Met: true},
+			{Metric: results.MetricITL, Percentile: 50, Value: 5, Met: true},
+			{Metric: results.MetricGoodput, Value: 75, Met: true},
+		}
+		if !v.Pass || !slices.Equal(v.Results, want) || v.GoodputPercent != 75 || len(v.Missed) != 0 {
+			t.Fatalf("verdict %+v", v)
+		}
+		// Closeness: 65/100, 5/10, 75/75: the goodput one is at its threshold.
+		if v.Closeness != 1 {
+			t.Fatalf("closeness %v, want 1", v.Closeness)
+		}
+		strict := goodput
+		strict.Comparison = results.GreaterThan
+		v, _ = Evaluate([]results.SLO{ttft, itl, strict}, records)
+		if v.Pass || !slices.Equal(v.Missed, []string{"goodput"}) {
+			t.Fatalf("75 %% is not > 75 %%: %+v", v)
+		}
+	})
 }

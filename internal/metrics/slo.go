@@ -3,131 +3,124 @@ package metrics
 import (
 	"errors"
 	"fmt"
-	"math"
+	"strings"
 
 	"github.com/llmserve/terraform-provider-llmserve/internal/load"
 	"github.com/llmserve/terraform-provider-llmserve/internal/results"
-)
-
-// SLO metric names and comparisons, as users write them in the resource and results_json.
-const (
-	MetricTTFT           = "time_to_first_token"
-	MetricITL            = "inter_token_latency"
-	MetricRequestLatency = "request_latency"
-
-	StrictlyLessThan = "strictly_less_than"
-	LessThanOrEqual  = "less_than_or_equal"
 )
 
 // ErrUndecided is returned by Verdict when cancelled requests leave the verdict open: the
 // trial was stopped before its outcome was certain, so it cannot be reported as either.
 var ErrUndecided = errors.New("trial stopped before its SLO verdict was decided")
 
-// SLO is the objective a trial is judged by: the Percentile-th percentile of Metric over the
-// trial's successful measured requests must be below ThresholdMs (or at most, with
-// Comparison LessThanOrEqual). An empty Comparison means StrictlyLessThan.
-type SLO struct {
-	Metric      string
-	Percentile  float64
-	ThresholdMs float64
-	Comparison  string
-}
+// BoundByErrors is what Verdict.Missed lists when failed requests failed the trial.
+const BoundByErrors = "errors"
 
-// FromResults converts the results document's SLO block.
-func FromResults(s results.SLO) SLO {
-	return SLO{Metric: s.Metric, Percentile: s.Percentile, ThresholdMs: s.ThresholdMs, Comparison: s.Comparison}
-}
-
-// Validate reports what is wrong with s, naming the field, so a caller can surface it.
-func (s SLO) Validate() error {
-	switch s.Metric {
-	case MetricTTFT, MetricITL, MetricRequestLatency:
-	default:
-		return fmt.Errorf("slo metric %q: want %s, %s or %s", s.Metric, MetricTTFT, MetricITL, MetricRequestLatency)
-	}
-	if math.IsNaN(s.Percentile) || s.Percentile <= 0 || s.Percentile > 100 {
-		return fmt.Errorf("slo percentile %v: must be in (0, 100]", s.Percentile)
-	}
-	if math.IsNaN(s.ThresholdMs) || math.IsInf(s.ThresholdMs, 0) || s.ThresholdMs <= 0 {
-		return fmt.Errorf("slo threshold_ms %v: must be a positive number", s.ThresholdMs)
-	}
-	switch s.Comparison {
-	case "", StrictlyLessThan, LessThanOrEqual:
-	default:
-		return fmt.Errorf("slo comparison %q: want %s or %s", s.Comparison, StrictlyLessThan, LessThanOrEqual)
-	}
-	return nil
-}
-
-func (s SLO) inclusive() bool { return s.Comparison == LessThanOrEqual }
-
-// Meets reports whether a percentile value satisfies the SLO's threshold.
-func (s SLO) Meets(valueMs float64) bool {
-	if s.inclusive() {
-		return valueMs <= s.ThresholdMs
-	}
-	return valueMs < s.ThresholdMs
-}
-
-// RequestValueMs is the SLO metric of one successful request. ok is false when the request
-// has no such value (ITL of a request with fewer than two output tokens or no usage).
-func (s SLO) RequestValueMs(r load.Record) (v float64, ok bool) {
-	switch s.Metric {
-	case MetricTTFT:
+// RequestValue is one successful request's value of a per-request metric of the metric
+// table, in the metric's unit. ok is false when the request has no such value: ITL and
+// per-user throughput need two output tokens and usage, TTST a second content chunk, and
+// goodput is per trial.
+func RequestValue(metric string, r load.Record) (v float64, ok bool) {
+	switch metric {
+	case results.MetricTTFT:
 		return TTFTMs(r), true
-	case MetricRequestLatency:
+	case results.MetricRequestLatency:
 		return RequestLatencyMs(r), true
-	case MetricITL:
+	case results.MetricITL:
 		return ITLMs(r)
+	case results.MetricTTST:
+		return TTSTMs(r)
+	case results.MetricPerUserThroughput:
+		itl, ok := ITLMs(r)
+		if !ok || itl <= 0 {
+			// Every token in one chunk has no finite rate; JSON cannot carry +Inf.
+			return 0, false
+		}
+		return 1000 / itl, true
 	}
 	return 0, false
 }
 
-// values are the SLO metric over the successful measured requests, the population AIPerf
-// takes its percentiles over.
-func (s SLO) values(records []load.Record) []float64 {
+// values are an objective's metric over the successful measured requests, the population
+// AIPerf takes its percentiles over.
+func values(metric string, records []load.Record) []float64 {
 	var vs []float64
 	for _, r := range records {
 		if r.Warmup || !Succeeded(r) {
 			continue
 		}
-		if v, ok := s.RequestValueMs(r); ok {
+		if v, ok := RequestValue(metric, r); ok {
 			vs = append(vs, v)
 		}
 	}
 	return vs
 }
 
-// Value is the SLO's percentile of its metric over the successful measured requests.
-func (s SLO) Value(records []load.Record) (float64, error) {
-	if err := s.Validate(); err != nil {
-		return 0, err
+// good reports whether a measured request counts towards goodput: it succeeded and meets
+// every per-request objective's threshold on its own (AIPerf's criterion; the percentile
+// plays no part for one request). A request without a value of an objective's metric is
+// not good: nothing shows it met that objective.
+func good(slos []results.SLO, r load.Record) bool {
+	if !Succeeded(r) {
+		return false
 	}
-	v, err := Percentile(s.values(records), s.Percentile)
-	if err != nil {
-		return 0, fmt.Errorf("%s over successful measured requests: %w", s.Metric, err)
+	for _, s := range slos {
+		if s.Info().PerTrial {
+			continue
+		}
+		v, ok := RequestValue(s.Metric, r)
+		if !ok || !s.Meets(v) {
+			return false
+		}
 	}
-	return v, nil
+	return true
 }
 
-// Verdict is a trial's outcome against the SLO.
+// GoodputPercent is the share of the trial's measured requests, cancelled ones left out,
+// that are good against slos; 0 when there are none.
+func GoodputPercent(slos []results.SLO, records []load.Record) float64 {
+	n, g := 0, 0
+	for _, r := range records {
+		if r.Warmup || r.Cancelled {
+			continue
+		}
+		n++
+		if good(slos, r) {
+			g++
+		}
+	}
+	if n == 0 {
+		return 0
+	}
+	return 100 * float64(g) / float64(n)
+}
+
+// Verdict is a trial's outcome against every objective.
 type Verdict struct {
-	Pass    bool
-	ValueMs float64 // the SLO percentile over successful measured requests; 0 when there are none
-	Errors  int     // measured requests that failed (not counting cancelled ones)
-	Reason  string  // one line for logs and diagnostics
+	Pass bool
+	// Results holds each objective's value (0 when no request has one) and whether it was
+	// met, in the order of the objectives.
+	Results        []results.SLOResult
+	GoodputPercent float64
+	// Closeness is the largest of the objectives' results.SLO.Closeness: how near the trial
+	// came to failing; at least 1 when it missed one.
+	Closeness float64
+	Errors    int      // measured requests that failed (not counting cancelled ones)
+	Missed    []string // keys of the objectives missed, and BoundByErrors when requests failed
+	Reason    string   // one line for logs and diagnostics
 }
 
-// Verdict judges a trial. Any failed measured request fails the trial whatever the
-// percentile says: a user who got an error did not get the SLO, and a server that sheds
-// load by erroring must not look faster for it. Otherwise the trial passes when the
-// percentile over the successful measured requests meets the threshold.
+// Evaluate judges a trial against every objective. Any failed measured request fails the
+// trial whatever the objectives say: a user who got an error did not get the SLO, and a
+// server that sheds load by erroring must not look faster for it. Otherwise the trial
+// passes when every objective is met over the successful measured requests.
 //
 // Records of a trial stopped early (cancelled requests) are judged by what they make
-// certain, exactly as the Decider does; when that leaves the outcome open the error is
-// ErrUndecided.
-func (s SLO) Verdict(records []load.Record) (Verdict, error) {
-	if err := s.Validate(); err != nil {
+// certain, exactly as the TrialDecider does; when that leaves the outcome open the error
+// is ErrUndecided.
+func Evaluate(slos []results.SLO, records []load.Record) (Verdict, error) {
+	slos = withDefaults(slos)
+	if err := results.ValidateSLOs(slos); err != nil {
 		return Verdict{}, err
 	}
 	measured := 0
@@ -139,34 +132,59 @@ func (s SLO) Verdict(records []load.Record) (Verdict, error) {
 	if measured == 0 {
 		return Verdict{}, errors.New("verdict: the trial has no measured requests")
 	}
-	d, err := NewDecider(s, measured)
+	d, err := NewTrialDecider(slos, measured)
 	if err != nil {
 		return Verdict{}, err
 	}
 	for _, r := range records {
 		d.Complete(r)
 	}
-	v := Verdict{Errors: d.failed}
-	if vs := s.values(records); len(vs) > 0 {
-		v.ValueMs = mustPercentile(vs, s.Percentile)
+	v := Verdict{Errors: d.failed, GoodputPercent: GoodputPercent(slos, records)}
+	var reasons []string
+	for i, s := range slos {
+		res := results.SLOResult{Metric: s.Metric, Percentile: s.Percentile}
+		if s.Info().PerTrial {
+			res.Value = v.GoodputPercent
+		} else if vs := values(s.Metric, records); len(vs) > 0 {
+			res.Value = mustPercentile(vs, s.Percentile)
+		}
+		switch d.objectives[i].decision() {
+		case DecidedPass:
+			res.Met = true
+		case DecidedFail:
+			v.Missed = append(v.Missed, s.Key())
+			reasons = append(reasons, d.objectives[i].reason())
+		}
+		v.Closeness = max(v.Closeness, s.Closeness(res.Value))
+		v.Results = append(v.Results, res)
 	}
-	op := "<"
-	if s.inclusive() {
-		op = "≤"
+	if v.Errors > 0 {
+		v.Missed = append(v.Missed, BoundByErrors)
 	}
-	switch {
-	case d.Decision() == Undecided:
+	switch d.Decision() {
+	case Undecided:
 		return v, fmt.Errorf("%d of %d measured requests finished: %w", d.completed, measured, ErrUndecided)
-	case v.Errors > 0:
-		v.Reason = fmt.Sprintf("%d of %d measured requests failed", v.Errors, measured)
-	case d.Decision() == DecidedPass:
+	case DecidedPass:
 		v.Pass = true
-		v.Reason = fmt.Sprintf("p%g %s %.1f ms %s %g ms", s.Percentile, s.Metric, v.ValueMs, op, s.ThresholdMs)
-	case d.known() == 0:
-		v.Reason = fmt.Sprintf("no measured request has a %s value", s.Metric)
-	default:
-		lo, _ := d.Bounds()
-		v.Reason = fmt.Sprintf("p%g %s at least %.1f ms, not %s %g ms", s.Percentile, s.Metric, lo, op, s.ThresholdMs)
+		parts := make([]string, len(slos))
+		for i, s := range slos {
+			parts[i] = fmt.Sprintf("%s %.1f %s", s.Key(), v.Results[i].Value, s.Unit())
+		}
+		v.Reason = "met: " + strings.Join(parts, ", ")
+	case DecidedFail:
+		if v.Errors > 0 {
+			reasons = append([]string{fmt.Sprintf("%d of %d measured requests failed", v.Errors, measured)}, reasons...)
+		}
+		v.Reason = strings.Join(reasons, "; ")
 	}
 	return v, nil
+}
+
+// withDefaults fills empty comparisons (and metrics) as the resource does.
+func withDefaults(slos []results.SLO) []results.SLO {
+	out := make([]results.SLO, len(slos))
+	for i, s := range slos {
+		out[i] = s.WithDefaults()
+	}
+	return out
 }

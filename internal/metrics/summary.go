@@ -45,6 +45,15 @@ func TTFTMs(r load.Record) float64 { return ms(r.FirstContent.Sub(r.Sent)) }
 // RequestLatencyMs is the time from sending the request to its last content chunk.
 func RequestLatencyMs(r load.Record) float64 { return ms(r.LastContent.Sub(r.Sent)) }
 
+// TTSTMs is the time from the first to the second content chunk (AIPerf's time to second
+// token). ok is false when the request streamed a single content chunk.
+func TTSTMs(r load.Record) (float64, bool) {
+	if r.SecondContent.IsZero() || r.FirstContent.IsZero() {
+		return 0, false
+	}
+	return ms(r.SecondContent.Sub(r.FirstContent)), true
+}
+
 // ITLMs is the token-normalised inter-token latency (latency − TTFT)/(OSL − 1), with OSL the
 // server's usage.completion_tokens. Normalising by tokens rather than chunks keeps it right
 // when one chunk carries several tokens (speculative decoding). ok is false when the request

@@ -4,8 +4,8 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"strings"
 
-	"github.com/hashicorp/terraform-plugin-framework/attr"
 	"github.com/hashicorp/terraform-plugin-framework/datasource"
 	"github.com/hashicorp/terraform-plugin-framework/datasource/schema"
 	"github.com/hashicorp/terraform-plugin-framework/diag"
@@ -35,16 +35,27 @@ type capacityReportModel struct {
 	FirstFailingConcurrency   types.Map    `tfsdk:"first_failing_concurrency"`
 	CapacityBoundedBySearch   types.Map    `tfsdk:"capacity_bounded_by_search"`
 	WorkloadResults           types.List   `tfsdk:"workload_results"`
-	SLO                       types.Object `tfsdk:"slo"`
+	SLOs                      types.List   `tfsdk:"slos"`
 }
 
-var reportSLOAttrTypes = map[string]attr.Type{
-	"metric":                            types.StringType,
-	"percentile":                        types.Float64Type,
-	"threshold_ms":                      types.Float64Type,
-	"comparison":                        types.StringType,
-	"all_confirmation_trials_must_pass": types.BoolType,
+// reportSLOValue is one objective the document's trials were judged by.
+type reportSLOValue struct {
+	Metric      string   `tfsdk:"metric"`
+	Percentile  *float64 `tfsdk:"percentile"`
+	ThresholdMs float64  `tfsdk:"threshold_ms"`
+	Comparison  string   `tfsdk:"comparison"`
 }
+
+func reportSLOAttributes() map[string]schema.Attribute {
+	return map[string]schema.Attribute{
+		"metric":       schema.StringAttribute{Computed: true, MarkdownDescription: "One of " + strings.Join(results.MetricNames(), ", ") + "."},
+		"percentile":   schema.Float64Attribute{Computed: true, MarkdownDescription: "Percentile of the metric over a trial's measured requests; null for `goodput`."},
+		"threshold_ms": schema.Float64Attribute{Computed: true, MarkdownDescription: "Threshold in the metric's unit (ms, tokens/s or percent)."},
+		"comparison":   schema.StringAttribute{Computed: true, MarkdownDescription: "`strictly_less_than`, `less_than_or_equal`, `greater_than` or `greater_than_or_equal`."},
+	}
+}
+
+var reportSLOObjectType = schema.NestedAttributeObject{Attributes: reportSLOAttributes()}.Type().(types.ObjectType)
 
 func (d *capacityReportDataSource) Metadata(_ context.Context, req datasource.MetadataRequest, resp *datasource.MetadataResponse) {
 	resp.TypeName = req.ProviderTypeName + "_capacity_report"
@@ -90,17 +101,11 @@ func (d *capacityReportDataSource) Schema(_ context.Context, _ datasource.Schema
 					"metrics of the confirmation trials on both sides.",
 				NestedObject: schema.NestedAttributeObject{Attributes: dataSourceAttributes(workloadResultSchemaAttributes())},
 			},
-			"slo": schema.SingleNestedAttribute{
-				Computed:            true,
-				MarkdownDescription: "The service level objective the trials were judged by.",
-				Attributes: map[string]schema.Attribute{
-					"metric":       schema.StringAttribute{Computed: true, MarkdownDescription: "`time_to_first_token`, `inter_token_latency` or `request_latency`."},
-					"percentile":   schema.Float64Attribute{Computed: true, MarkdownDescription: "Percentile of the metric over a trial's measured requests."},
-					"threshold_ms": schema.Float64Attribute{Computed: true, MarkdownDescription: "Threshold, ms."},
-					"comparison":   schema.StringAttribute{Computed: true, MarkdownDescription: "`strictly_less_than` or `less_than_or_equal`."},
-					"all_confirmation_trials_must_pass": schema.BoolAttribute{Computed: true,
-						MarkdownDescription: "Whether a concurrency passes only when every confirmation trial passes."},
-				},
+			"slos": schema.ListNestedAttribute{
+				Computed: true,
+				MarkdownDescription: "The objectives the trials were judged by, all of which must hold in every confirmation trial " +
+					"(a document written before `slos` existed has its single `slo` here).",
+				NestedObject: schema.NestedAttributeObject{Attributes: reportSLOAttributes()},
 			},
 		},
 	}
@@ -138,13 +143,16 @@ func (d *capacityReportDataSource) Read(ctx context.Context, req datasource.Read
 	resp.Diagnostics.Append(diags...)
 	m.WorkloadResults, diags = workloadResultsValue(ctx, doc)
 	resp.Diagnostics.Append(diags...)
-	m.SLO, diags = types.ObjectValue(reportSLOAttrTypes, map[string]attr.Value{
-		"metric":                            types.StringValue(doc.SLO.Metric),
-		"percentile":                        types.Float64Value(doc.SLO.Percentile),
-		"threshold_ms":                      types.Float64Value(doc.SLO.ThresholdMs),
-		"comparison":                        types.StringValue(doc.SLO.Comparison),
-		"all_confirmation_trials_must_pass": types.BoolValue(doc.SLO.AllConfirmationTrialsMustPass),
-	})
+	slos := make([]reportSLOValue, 0, len(doc.Objectives()))
+	for _, s := range doc.Objectives() {
+		v := reportSLOValue{Metric: s.Metric, ThresholdMs: s.ThresholdMs, Comparison: s.Comparison}
+		if !s.Info().PerTrial {
+			p := s.Percentile
+			v.Percentile = &p
+		}
+		slos = append(slos, v)
+	}
+	m.SLOs, diags = types.ListValueFrom(ctx, reportSLOObjectType, slos)
 	resp.Diagnostics.Append(diags...)
 	if resp.Diagnostics.HasError() {
 		return

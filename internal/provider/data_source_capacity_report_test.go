@@ -50,13 +50,13 @@ func TestAccCapacityReportDataSource(t *testing.T) {
 		statecheck.ExpectKnownValue(addr, tfjsonpath.New("capacity_bounded_by_search"), knownvalue.MapExact(map[string]knownvalue.Check{
 			"2K / 512": knownvalue.Bool(false), "8K / 1K": knownvalue.Bool(false), "16K / 2K": knownvalue.Bool(false),
 		})),
-		statecheck.ExpectKnownValue(addr, tfjsonpath.New("slo"), knownvalue.ObjectExact(map[string]knownvalue.Check{
-			"metric":                            knownvalue.StringExact("time_to_first_token"),
-			"percentile":                        knownvalue.Float64Exact(95),
-			"threshold_ms":                      knownvalue.Float64Exact(10000),
-			"comparison":                        knownvalue.StringExact("strictly_less_than"),
-			"all_confirmation_trials_must_pass": knownvalue.Bool(true),
-		})),
+		// The reference's single slo block reads as a one-objective list.
+		statecheck.ExpectKnownValue(addr, tfjsonpath.New("slos"), knownvalue.ListExact([]knownvalue.Check{knownvalue.ObjectExact(map[string]knownvalue.Check{
+			"metric":       knownvalue.StringExact("time_to_first_token"),
+			"percentile":   knownvalue.Float64Exact(95),
+			"threshold_ms": knownvalue.Float64Exact(10000),
+			"comparison":   knownvalue.StringExact("strictly_less_than"),
+		})})),
 		statecheck.ExpectKnownValue(addr, tfjsonpath.New("workload_results"), knownvalue.ListSizeExact(3)),
 		statecheck.ExpectKnownValue(addr, tfjsonpath.New("workload_results").AtSliceIndex(1), knownvalue.ObjectPartial(map[string]knownvalue.Check{
 			"label":                       knownvalue.StringExact("8K / 1K"),

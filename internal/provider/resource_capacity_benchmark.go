@@ -31,7 +31,6 @@ import (
 	"github.com/hashicorp/terraform-plugin-log/tflog"
 
 	"github.com/llmserve/terraform-provider-llmserve/internal/capacity"
-	"github.com/llmserve/terraform-provider-llmserve/internal/metrics"
 	"github.com/llmserve/terraform-provider-llmserve/internal/results"
 )
 
@@ -59,7 +58,7 @@ type capacityBenchmarkModel struct {
 	API          types.String   `tfsdk:"api"`
 	APIKey       types.String   `tfsdk:"api_key"`
 	Workloads    types.List     `tfsdk:"workloads"`
-	SLO          types.Object   `tfsdk:"slo"`
+	SLOs         types.List     `tfsdk:"slos"`
 	Search       types.Object   `tfsdk:"search"`
 	Trial        types.Object   `tfsdk:"trial"`
 	Triggers     types.Map      `tfsdk:"triggers"`
@@ -78,13 +77,6 @@ type workloadModel struct {
 	Label        types.String `tfsdk:"label"`
 	InputTokens  types.Int64  `tfsdk:"input_tokens"`
 	OutputTokens types.Int64  `tfsdk:"output_tokens"`
-}
-
-type sloModel struct {
-	Metric      types.String  `tfsdk:"metric"`
-	Percentile  types.Float64 `tfsdk:"percentile"`
-	ThresholdMs types.Float64 `tfsdk:"threshold_ms"`
-	Comparison  types.String  `tfsdk:"comparison"`
 }
 
 type searchModel struct {
@@ -181,37 +173,7 @@ func (r *capacityBenchmarkResource) Schema(ctx context.Context, _ resource.Schem
 					},
 				}},
 			},
-			"slo": schema.SingleNestedAttribute{
-				Required:            true,
-				MarkdownDescription: "The objective every confirmation trial must meet.",
-				PlanModifiers:       []planmodifier.Object{objectplanmodifier.RequiresReplace()},
-				Attributes: map[string]schema.Attribute{
-					"metric": schema.StringAttribute{
-						Optional:            true,
-						Computed:            true,
-						Default:             stringdefault.StaticString("time_to_first_token"),
-						MarkdownDescription: "`time_to_first_token` (default), `inter_token_latency` or `request_latency`.",
-						Validators:          []validator.String{stringvalidator.OneOf("time_to_first_token", "inter_token_latency", "request_latency")},
-					},
-					"percentile": schema.Float64Attribute{
-						Required:            true,
-						MarkdownDescription: "Percentile of the metric over a trial's measured requests, in (0, 100].",
-						Validators:          []validator.Float64{percentileValidator{}},
-					},
-					"threshold_ms": schema.Float64Attribute{
-						Required:            true,
-						MarkdownDescription: "Threshold in milliseconds; must be greater than 0.",
-						Validators:          []validator.Float64{positiveFloatValidator{}},
-					},
-					"comparison": schema.StringAttribute{
-						Optional:            true,
-						Computed:            true,
-						Default:             stringdefault.StaticString("strictly_less_than"),
-						MarkdownDescription: "`strictly_less_than` (default) or `less_than_or_equal`.",
-						Validators:          []validator.String{stringvalidator.OneOf("strictly_less_than", "less_than_or_equal")},
-					},
-				},
-			},
+			"slos": sloListAttribute(),
 			"search": schema.SingleNestedAttribute{
 				Optional:            true,
 				Computed:            true,
@@ -384,6 +346,7 @@ func (r *capacityBenchmarkResource) ValidateConfig(ctx context.Context, req reso
 	if !maxC.IsNull() && !maxC.IsUnknown() {
 		hi = maxC.ValueInt64()
 	}
+	validateSLOsConfig(ctx, req.Config, &resp.Diagnostics)
 	if minC.IsUnknown() || maxC.IsUnknown() {
 		return
 	}
@@ -573,26 +536,20 @@ func (r *capacityBenchmarkResource) Delete(context.Context, resource.DeleteReque
 func (m capacityBenchmarkModel) capacityConfig(ctx context.Context) (capacity.Config, diag.Diagnostics) {
 	var diags diag.Diagnostics
 	var workloads []workloadModel
-	var slo sloModel
+	var slos []sloModel
 	var search searchModel
 	var trial trialModel
 	diags.Append(m.Workloads.ElementsAs(ctx, &workloads, false)...)
-	diags.Append(m.SLO.As(ctx, &slo, basetypes.ObjectAsOptions{})...)
+	diags.Append(m.SLOs.ElementsAs(ctx, &slos, false)...)
 	diags.Append(m.Search.As(ctx, &search, basetypes.ObjectAsOptions{})...)
 	diags.Append(m.Trial.As(ctx, &trial, basetypes.ObjectAsOptions{})...)
 	if diags.HasError() {
 		return capacity.Config{}, diags
 	}
 	cfg := capacity.Config{
-		Endpoint: m.Endpoint.ValueString(),
-		Model:    m.Model.ValueString(),
-		API:      m.API.ValueString(),
-		SLO: metrics.SLO{
-			Metric:      slo.Metric.ValueString(),
-			Percentile:  slo.Percentile.ValueFloat64(),
-			ThresholdMs: slo.ThresholdMs.ValueFloat64(),
-			Comparison:  slo.Comparison.ValueString(),
-		},
+		Endpoint:           m.Endpoint.ValueString(),
+		Model:              m.Model.ValueString(),
+		API:                m.API.ValueString(),
 		MinConcurrency:     int(search.MinConcurrency.ValueInt64()),
 		MaxConcurrency:     int(search.MaxConcurrency.ValueInt64()),
 		WarmupRequests:     int(trial.WarmupRequests.ValueInt64()),
@@ -600,6 +557,9 @@ func (m capacityBenchmarkModel) capacityConfig(ctx context.Context) (capacity.Co
 		ConfirmationTrials: int(trial.ConfirmationTrials.ValueInt64()),
 		CacheFlush:         trial.CacheFlush.ValueString(),
 		Seed:               1,
+	}
+	for _, s := range slos {
+		cfg.SLOs = append(cfg.SLOs, s.domain())
 	}
 	for _, w := range workloads {
 		cfg.Workloads = append(cfg.Workloads, capacity.Workload{

@@ -56,7 +56,7 @@ resource "llmserve_capacity_benchmark" "test" {
   model     = "sim-qwen"
   api_key   = var.key
   workloads = [{ label = "64 / 8", input_tokens = 64, output_tokens = 8 }]
-  slo       = { metric = "time_to_first_token", percentile = 95, threshold_ms = 150 }
+  slos      = [{ metric = "time_to_first_token", percentile = 95, threshold_ms = 150 }]
   search    = { min_concurrency = 1, max_concurrency = 6 }
   trial     = { warmup_requests = 2, measured_requests = 12, confirmation_trials = 2, cache_flush = "auto" }
   triggers  = { server = %[2]q }
@@ -243,19 +243,19 @@ func checkProgressFile(path string) error {
 }
 
 func TestAccCapacityBenchmark_invalidConfig(t *testing.T) {
-	base := func(workloads, slo, search, trial string) string {
+	base := func(workloads, slos, search, trial string) string {
 		return fmt.Sprintf(`
 resource "llmserve_capacity_benchmark" "bad" {
   endpoint  = "http://127.0.0.1:9"
   model     = "m"
   workloads = %s
-  slo       = %s
+  slos      = %s
   search    = %s
   trial     = %s
-}`, workloads, slo, search, trial)
+}`, workloads, slos, search, trial)
 	}
 	okW := `[{ label = "a", input_tokens = 8, output_tokens = 8 }]`
-	okS := `{ percentile = 95, threshold_ms = 100 }`
+	okS := `[{ percentile = 95, threshold_ms = 100 }]`
 	okB := `{ min_concurrency = 1, max_concurrency = 4 }`
 	okT := `{ measured_requests = 4 }`
 	cases := []struct {
@@ -265,13 +265,20 @@ resource "llmserve_capacity_benchmark" "bad" {
 		{"duplicate label", base(`[{ label = "a", input_tokens = 8, output_tokens = 8 }, { label = "a", input_tokens = 9, output_tokens = 9 }]`, okS, okB, okT), `Duplicate workload label`},
 		{"zero input tokens", base(`[{ label = "a", input_tokens = 0, output_tokens = 8 }]`, okS, okB, okT), `input_tokens`},
 		{"negative output tokens", base(`[{ label = "a", input_tokens = 8, output_tokens = -1 }]`, okS, okB, okT), `output_tokens`},
-		{"percentile zero", base(okW, `{ percentile = 0, threshold_ms = 100 }`, okB, okT), `percentile must be in \(0, 100\]`},
-		{"percentile above 100", base(okW, `{ percentile = 100.5, threshold_ms = 100 }`, okB, okT), `percentile must be in \(0, 100\]`},
-		{"threshold zero", base(okW, `{ percentile = 95, threshold_ms = 0 }`, okB, okT), `threshold_ms must be greater than 0`},
+		{"percentile zero", base(okW, `[{ percentile = 0, threshold_ms = 100 }]`, okB, okT), `percentile must be in \(0, 100\]`},
+		{"percentile above 100", base(okW, `[{ percentile = 100.5, threshold_ms = 100 }]`, okB, okT), `percentile must be in \(0, 100\]`},
+		{"threshold zero", base(okW, `[{ percentile = 95, threshold_ms = 0 }]`, okB, okT), `threshold_ms must be greater than 0`},
 		{"min above max", base(okW, okS, `{ min_concurrency = 8, max_concurrency = 4 }`, okT), `search\.min_concurrency \(8\) is greater than\s+search\.max_concurrency \(4\)`},
 		{"zero measured requests", base(okW, okS, okB, `{ measured_requests = 0 }`), `measured_requests`},
 		{"bad endpoint", strings.Replace(base(okW, okS, okB, okT), "http://127.0.0.1:9", "arc-b70-01:30000", 1), `Invalid endpoint URL`},
-		{"bad metric", base(okW, `{ metric = "ttft", percentile = 95, threshold_ms = 100 }`, okB, okT), `slo\.metric`},
+		{"bad metric", base(okW, `[{ metric = "ttft", percentile = 95, threshold_ms = 100 }]`, okB, okT), `slos\[0\]\.metric`},
+		{"no objective", base(okW, `[]`, okB, okT), `slos list must contain at least 1`},
+		{"latency objective without percentile", base(okW, `[{ threshold_ms = 100 }]`, okB, okT), `slos\[0\]\.percentile: 0 must be in \(0, 100\]`},
+		{"goodput with a percentile", base(okW, `[{ metric = "goodput", percentile = 95, threshold_ms = 90 }]`, okB, okT), `slos\[0\]\.percentile: goodput is one number per trial`},
+		{"goodput over 100 percent", base(okW, `[{ metric = "goodput", threshold_ms = 120 }]`, okB, okT), `goodput is a percentage; 120 is above 100`},
+		{"less-than on per-user throughput", base(okW, `[{ metric = "output_token_throughput_per_user", percentile = 50, threshold_ms = 20, comparison = "less_than_or_equal" }]`, okB, okT), `where\s+higher\s+is\s+better;\s+use\s+greater_than\s+or`},
+		{"greater-than on ITL", base(okW, `[{ metric = "inter_token_latency", percentile = 50, threshold_ms = 20, comparison = "greater_than" }]`, okB, okT), `where\s+lower\s+is\s+better`},
+		{"repeated objective", base(okW, `[{ percentile = 95, threshold_ms = 100 }, { percentile = 95, threshold_ms = 200 }]`, okB, okT), `Repeated objective`},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -305,7 +312,7 @@ resource "llmserve_capacity_benchmark" "test" {
   model     = "sim-qwen"
   api_key   = %q
   workloads = [{ label = "64 / 8", input_tokens = 64, output_tokens = 8 }]
-  slo       = { percentile = 95, threshold_ms = 150 }
+  slos      = [{ percentile = 95, threshold_ms = 150 }]
   search    = { min_concurrency = 1, max_concurrency = 1 }
   trial     = { warmup_requests = 1, measured_requests = 4, confirmation_trials = 1 }
 }`, endpoint, benchAPIKey)
@@ -360,7 +367,7 @@ resource "llmserve_capacity_benchmark" "u" {
     { label = terraform_data.shape.output, input_tokens = 8, output_tokens = 8 },
     { label = "literal", input_tokens = 8, output_tokens = 8 },
   ]
-  slo       = { percentile = 95, threshold_ms = 100 }
+  slos      = [{ percentile = 95, threshold_ms = 100 }]
 }`,
 			PlanOnly:           true,
 			ExpectNonEmptyPlan: true,

@@ -73,6 +73,7 @@ type workloadResultValue struct {
 	ServerPromptTokens        minMaxValue  `tfsdk:"server_prompt_tokens"`
 	PassingTrials             []trialValue `tfsdk:"passing_trials"`
 	FailingTrials             []trialValue `tfsdk:"failing_trials"`
+	BoundBy                   []string     `tfsdk:"bound_by"`
 	Notes                     []string     `tfsdk:"notes"`
 }
 
@@ -148,6 +149,9 @@ func workloadResultSchemaAttributes() map[string]schema.Attribute {
 		"server_prompt_tokens":        computedObject("Prompt tokens the server counted across the reported trials.", minMaxAttributes()),
 		"passing_trials":              trials("Confirmation trials at the maximum passing concurrency."),
 		"failing_trials":              trials("Confirmation trials at the first failing concurrency."),
+		"bound_by": schema.ListAttribute{Computed: true, ElementType: types.StringType,
+			MarkdownDescription: "What failed the first failing concurrency's confirmation trials: each missed objective as `p<percentile> <metric>` " +
+				"(or `goodput`), and `errors` when requests failed. Empty when nothing failed within the bounds."},
 		"notes": schema.ListAttribute{Computed: true, ElementType: types.StringType,
 			MarkdownDescription: "What the search observed that a reader should know: a non-monotone capacity curve (a level passed although a lower one failed), " +
 				"or a capacity bounded by the search (\"capacity is at least 64; raise search.max_concurrency to find the boundary\")."},
@@ -202,6 +206,7 @@ func workloadResultsValue(ctx context.Context, doc *results.Document) (types.Lis
 			ServerPromptTokens:        minMaxValue(w.ServerPromptTokens),
 			PassingTrials:             []trialValue{},
 			FailingTrials:             []trialValue{},
+			BoundBy:                   append([]string{}, w.BoundBy...),
 			Notes:                     append([]string{}, w.Notes...),
 		}
 		for _, st := range w.Trials() {

@@ -363,7 +363,24 @@ func (r *reader) document(root *node) *Document {
 	d := &Document{SchemaVersion: SchemaVersion}
 	d.Experiment = r.experiment(o.child("experiment"))
 	d.AIPerf = r.protocol(o.child("aiperf"))
-	d.SLO = r.slo(o.child("slo"))
+	if v, p := o.optional("slo"); v != nil {
+		s := r.slo(r.asObject(p, v), true)
+		d.SLO = &s
+	}
+	if v, p := o.optional("slos"); v != nil {
+		if v.kind != kindArray {
+			r.fail(p, "expected array, got %s", v.kind)
+		}
+		for i, it := range v.items {
+			d.SLOs = append(d.SLOs, r.slo(r.asObject(joinIndex(p, i), it), false))
+		}
+		if len(d.SLOs) == 0 {
+			r.fail(p, "must list at least one objective")
+		}
+	}
+	if d.SLO == nil && d.SLOs == nil {
+		r.fail("slos", "missing required key (or the single \"slo\" of older documents)")
+	}
 	items, wp := o.array("workloads")
 	d.Workloads = make([]Workload, 0, len(items))
 	labels := map[string]int{}
@@ -433,18 +450,56 @@ func (r *reader) protocol(o *object) Protocol {
 	return p
 }
 
-func (r *reader) slo(o *object) SLO {
+// slo reads one objective; legacy is the single `slo` block of older documents, which
+// always states all_confirmation_trials_must_pass.
+func (r *reader) slo(o *object, legacy bool) SLO {
 	var s SLO
 	if o == nil {
 		return s
 	}
 	s.Metric = o.str("metric")
-	s.Percentile = o.num("percentile")
+	if m, ok := LookupMetric(s.Metric); ok && m.PerTrial {
+		if v, p := o.optional("percentile"); v != nil {
+			r.fail(p, "%s takes no percentile", s.Metric)
+		}
+	} else {
+		s.Percentile = o.num("percentile")
+	}
 	s.ThresholdMs = o.num("threshold_ms")
 	s.Comparison = o.str("comparison")
-	s.AllConfirmationTrialsMustPass = o.boolean("all_confirmation_trials_must_pass")
+	if legacy {
+		if s.AllConfirmationTrialsMustPass = o.boolean("all_confirmation_trials_must_pass"); !s.AllConfirmationTrialsMustPass {
+			o.keepAsWritten("all_confirmation_trials_must_pass")
+		}
+	}
 	o.finish()
 	return s
+}
+
+func (r *reader) sloResults(v *node, p string) []SLOResult {
+	if v.kind != kindArray {
+		r.fail(p, "expected array, got %s", v.kind)
+		return nil
+	}
+	out := make([]SLOResult, 0, len(v.items))
+	for i, it := range v.items {
+		o := r.asObject(joinIndex(p, i), it)
+		if o == nil {
+			continue
+		}
+		var s SLOResult
+		s.Metric = o.str("metric")
+		if pv, pp := o.optional("percentile"); pv != nil {
+			if s.Percentile = r.num(pp, pv); s.Percentile == 0 {
+				o.keepAsWritten("percentile")
+			}
+		}
+		s.Value = o.num("value")
+		s.Met = o.boolean("met")
+		o.finish()
+		out = append(out, s)
+	}
+	return out
 }
 
 func (r *reader) workload(o *object) Workload {
@@ -460,6 +515,17 @@ func (r *reader) workload(o *object) Workload {
 	w.FirstFailingConcurrency = o.nullableInt("first_failing_concurrency")
 	w.PassingTrials = r.trials(o, "passing_trials")
 	w.FailingTrials = r.trials(o, "failing_trials")
+	if v, p := o.optional("bound_by"); v != nil {
+		if v.kind != kindArray {
+			r.fail(p, "expected array, got %s", v.kind)
+		}
+		for i, it := range v.items {
+			w.BoundBy = append(w.BoundBy, r.str(joinIndex(p, i), it))
+		}
+		if len(w.BoundBy) == 0 {
+			o.keepAsWritten("bound_by")
+		}
+	}
 	if v, p := o.optional("notes"); v != nil {
 		if v.kind != kindArray {
 			r.fail(p, "expected array, got %s", v.kind)
@@ -507,6 +573,15 @@ func (r *reader) trial(o *object) Trial {
 		if t.Concurrency = r.integer(p, v); t.Concurrency == 0 {
 			o.keepAsWritten("concurrency")
 		}
+	}
+	if v, p := o.optional("slos"); v != nil {
+		if t.SLOs = r.sloResults(v, p); len(t.SLOs) == 0 {
+			o.keepAsWritten("slos")
+		}
+	}
+	if v, p := o.optional("goodput_percent"); v != nil {
+		g := r.num(p, v)
+		t.GoodputPercent = &g
 	}
 	o.finish()
 	return t

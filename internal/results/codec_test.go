@@ -71,7 +71,7 @@ func TestParseReferenceValues(t *testing.T) {
 	if got := d.Workloads[0].ServerPromptTokens; got != (MinMax{Min: 2099, Max: 2102}) {
 		t.Errorf("server_prompt_tokens = %v", got)
 	}
-	if d.SLO != (SLO{Metric: "time_to_first_token", Percentile: 95, ThresholdMs: 10000, Comparison: "strictly_less_than", AllConfirmationTrialsMustPass: true}) {
+	if d.SLO == nil || *d.SLO != (SLO{Metric: "time_to_first_token", Percentile: 95, ThresholdMs: 10000, Comparison: "strictly_less_than", AllConfirmationTrialsMustPass: true}) {
 		t.Errorf("slo = %+v", d.SLO)
 	}
 	if d.Experiment.SpeculativeMode == nil || *d.Experiment.SpeculativeMode != (SpeculativeMode{Algorithm: "EAGLE/MTP", Steps: 7, TopK: 1, DraftTokens: 8}) {
@@ -183,7 +183,7 @@ func TestMarshalFromScratchHasReferenceShape(t *testing.T) {
 	}
 	d := &Document{
 		Experiment: Experiment{ImageTag: "img", SpeculativeMode: &SpeculativeMode{Algorithm: "EAGLE"}},
-		SLO:        SLO{Metric: "time_to_first_token", Percentile: 95, ThresholdMs: 10000},
+		SLOs:       []SLO{{Metric: "time_to_first_token", Percentile: 95, ThresholdMs: 10000}},
 		Workloads: []Workload{{
 			Label: "2K / 512", ConfiguredISL: 2048, ConfiguredOSL: 512,
 			MaximumPassingConcurrency: intp(3), FirstFailingConcurrency: intp(4),
@@ -194,7 +194,13 @@ func TestMarshalFromScratchHasReferenceShape(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ref := decodeAny(t, readReference(t))
+	ref := decodeAny(t, readReference(t)).(map[string]any)
+	// Objectives are a list now: the reference's single slo block is the shape of each
+	// entry, less the rule every list states implicitly.
+	refSLO := ref["slo"].(map[string]any)
+	delete(refSLO, "all_confirmation_trials_must_pass")
+	ref["slos"] = []any{refSLO}
+	delete(ref, "slo")
 	var problems []string
 	shapeDiff("", ref, decodeAny(t, out), &problems)
 	if len(problems) > 0 {
@@ -329,7 +335,7 @@ func TestParseErrors(t *testing.T) {
 		{"version 2", []byte(`{"schema_version": 2}`), []string{"schema_version: unsupported version 2: this provider reads version 1"}},
 		{"version as string", []byte(`{"schema_version": "1"}`), []string{"schema_version: expected integer, got string"}},
 		{"only a version", []byte(`{"schema_version": 1}`), []string{
-			"experiment: missing required key", "aiperf: missing required key", "slo: missing required key",
+			"experiment: missing required key", "aiperf: missing required key", `slos: missing required key (or the single "slo" of older documents)`,
 			"workloads: missing required key", "correctness_total: missing required key",
 		}},
 		{"mistyped p95", mutated(t, func(m map[string]any) {
@@ -471,4 +477,54 @@ func FuzzParse(f *testing.F) {
 		// Renderings of anything Parse accepts must finish without panicking.
 		_, _, _, _ = Markdown(d), CSV(d), OpenMetrics(d), SVG(d)
 	})
+}
+
+// Objectives, each trial's objective values, goodput and bound_by survive a round trip, and
+// a document with both the legacy slo and slos keeps both.
+func TestObjectivesRoundTrip(t *testing.T) {
+	goodput := 0.0
+	doc := &Document{
+		SLOs: []SLO{
+			{Metric: MetricTTFT, Percentile: 95, ThresholdMs: 10000, Comparison: StrictlyLessThan},
+			{Metric: MetricGoodput, ThresholdMs: 90, Comparison: GreaterThanOrEqual},
+		},
+		Workloads: []Workload{{
+			Label: "a", FirstFailingConcurrency: intp(1), BoundBy: []string{"goodput", "errors"},
+			PassingTrials: []Trial{},
+			FailingTrials: []Trial{{Trial: 1, Concurrency: 1, GoodputPercent: &goodput, SLOs: []SLOResult{
+				{Metric: MetricTTFT, Percentile: 95, Value: 12.5, Met: true},
+				{Metric: MetricGoodput, Value: 0, Met: false},
+			}}},
+		}},
+	}
+	raw, err := Marshal(doc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{`"slos": [`, `"bound_by": [`, `"goodput_percent": 0`, `"met": false`} {
+		if !strings.Contains(string(raw), want) {
+			t.Errorf("written document lacks %s:\n%s", want, raw)
+		}
+	}
+	if strings.Contains(string(raw), `"slo":`) {
+		t.Errorf("a new document has no legacy slo block:\n%s", raw)
+	}
+	back, err := Parse(raw)
+	if err != nil {
+		t.Fatal(err)
+	}
+	again, err := Marshal(back)
+	if err != nil || string(again) != string(raw) {
+		t.Fatalf("round trip changed the document (%v):\n%s\nvs\n%s", err, again, raw)
+	}
+	if got := back.Objectives(); len(got) != 2 || got[1].Percentile != 0 || got[1].Metric != MetricGoodput {
+		t.Fatalf("objectives read back as %+v", got)
+	}
+	if tr := back.Workloads[0].FailingTrials[0]; tr.GoodputPercent == nil || *tr.GoodputPercent != 0 || len(tr.SLOs) != 2 {
+		t.Fatalf("trial read back as %+v", tr)
+	}
+	bad := strings.Replace(string(raw), `"threshold_ms": 90,`, `"percentile": 50, "threshold_ms": 90,`, 1)
+	if _, err := Parse([]byte(bad)); err == nil || !strings.Contains(err.Error(), "slos[1].percentile: goodput takes no percentile") {
+		t.Fatalf("goodput with a percentile: %v", err)
+	}
 }

@@ -38,14 +38,17 @@ func CSV(d *Document) string {
 			if st.Concurrency != 0 {
 				conc = strconv.Itoa(st.Concurrency)
 			}
-			if v, err := d.SLO.Value(t); err == nil {
-				sloValue = formatFloat(v)
+			// slo_value_ms is the first objective's value, as the column always was.
+			if objs := d.Objectives(); len(objs) > 0 {
+				if v, err := objs[0].Value(t); err == nil {
+					sloValue = formatFloat(v)
+				}
 			}
 			c := t.Correctness
 			f, i := formatFloat, strconv.Itoa
 			_ = w.Write([]string{
 				wl.Label, i(wl.ConfiguredISL), i(wl.ConfiguredOSL), string(st.Side), i(t.Trial), conc,
-				sloValue, d.SLO.Verdict(t),
+				sloValue, Verdict(d.Objectives(), t),
 				f(t.TTFTMs.P50), f(t.TTFTMs.P95), f(t.TTFTMs.P99),
 				f(t.RequestLatencyMs.P50), f(t.RequestLatencyMs.P95), f(t.RequestLatencyMs.P99),
 				f(t.ITLMs.P50), f(t.ITLMs.P95), f(t.ITLMs.P99),

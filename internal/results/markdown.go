@@ -16,11 +16,8 @@ func Markdown(d *Document) string {
 		title = "LLM inference server"
 	}
 	fmt.Fprintf(&b, "# Capacity report: %s\n\n", mdText(title))
-	fmt.Fprintf(&b, "SLO: %s", mdText(d.SLO.Sentence()))
-	if d.SLO.AllConfirmationTrialsMustPass {
-		b.WriteString(" in every confirmation trial")
-	}
-	b.WriteString(".\n\n")
+	objs := d.Objectives()
+	fmt.Fprintf(&b, "SLO: %s in every confirmation trial.\n\n", mdText(SLOsSentence(objs)))
 
 	b.WriteString("## Setup\n\n| | |\n|---|---|\n")
 	row := func(k, v string) {
@@ -74,9 +71,11 @@ func Markdown(d *Document) string {
 	}
 	b.WriteString("\n")
 
-	metric := d.SLO.MetricShort()
-	// The verdict column repeats the judged value only when no other column shows it.
-	shown := d.SLO.Metric == "time_to_first_token" || (d.SLO.Metric == "inter_token_latency" && d.SLO.Percentile == 50)
+	// The verdict column repeats a judged value only when no other column shows it.
+	shown := func(s SLO) bool {
+		return s.Metric == MetricTTFT && (s.Percentile == 50 || s.Percentile == 95 || s.Percentile == 99) ||
+			s.Metric == MetricITL && s.Percentile == 50
+	}
 	for _, w := range d.Workloads {
 		fmt.Fprintf(&b, "## %s\n\n", mdText(w.Label))
 		fmt.Fprintf(&b, "%d input / %d output tokens configured", w.ConfiguredISL, w.ConfiguredOSL)
@@ -101,9 +100,19 @@ func Markdown(d *Document) string {
 		b.WriteString("|---|---:|---:|---:|---:|---:|---:|---:|---:|---|\n")
 		for _, st := range trials {
 			t := st.Trial
-			verdict := d.SLO.Verdict(t)
-			if v, err := d.SLO.Value(t); err == nil && !shown {
-				verdict = fmt.Sprintf("%s (%s p%s %s ms)", verdict, metric, formatFloat(d.SLO.Percentile), fixed(v, 1))
+			verdict := Verdict(objs, t)
+			var extra []string
+			for _, s := range objs {
+				if v, err := s.Value(t); err == nil && !shown(s) {
+					lead := s.MetricShort()
+					if !s.Info().PerTrial {
+						lead += " p" + formatFloat(s.Percentile)
+					}
+					extra = append(extra, fmt.Sprintf("%s %s %s", lead, fixed(v, 1), s.Unit()))
+				}
+			}
+			if len(extra) > 0 {
+				verdict += " (" + strings.Join(extra, ", ") + ")"
 			}
 			fmt.Fprintf(&b, "| %s | %s | %d | %s | %s | %s | %s | %s | %s | %s |\n",
 				st.Side, concurrencyText(st.Concurrency), t.Trial,

@@ -8,7 +8,7 @@ import (
 // Notes are an additive key of ours: written when present, read back as typed values, and a
 // mistyped one is reported with its path.
 func TestWorkloadNotesRoundTrip(t *testing.T) {
-	doc := &Document{SchemaVersion: 1, Workloads: []Workload{{Label: "a", Notes: []string{"concurrency 5 passed although 4 failed"}}}}
+	doc := &Document{SchemaVersion: 1, SLOs: []SLO{{Metric: MetricTTFT, Percentile: 95, ThresholdMs: 1, Comparison: StrictlyLessThan}}, Workloads: []Workload{{Label: "a", Notes: []string{"concurrency 5 passed although 4 failed"}}}}
 	raw, err := Marshal(doc)
 	if err != nil {
 		t.Fatal(err)

@@ -37,9 +37,33 @@ func OpenMetrics(d *Document) string {
 	sample("llmserve_experiment_info", 1, "model", e.Model, "checkpoint", e.Checkpoint, "image_tag", e.ImageTag,
 		"image_digest", e.ImageDigest, "hardware", e.Hardware, "tensor_parallelism", strconv.Itoa(e.TensorParallelism))
 
-	family("llmserve_slo_threshold_seconds", "Threshold of the service level objective each trial is judged by.")
-	sample("llmserve_slo_threshold_seconds", d.SLO.ThresholdMs/1000, "metric", d.SLO.Metric,
-		"quantile", quantile(d.SLO.Percentile), "comparison", d.SLO.Comparison)
+	// Latency thresholds in seconds, as Prometheus wants durations; the others (tokens/s,
+	// percent) in their own unit, which the unit label names.
+	var timed, untimed []SLO
+	for _, s := range d.Objectives() {
+		if s.Unit() == "ms" {
+			timed = append(timed, s)
+		} else {
+			untimed = append(untimed, s)
+		}
+	}
+	if len(timed) > 0 {
+		family("llmserve_slo_threshold_seconds", "Threshold of a latency objective every trial is judged by.")
+		for _, s := range timed {
+			sample("llmserve_slo_threshold_seconds", s.ThresholdMs/1000, "metric", s.Metric,
+				"quantile", quantile(s.Percentile), "comparison", s.Comparison)
+		}
+	}
+	if len(untimed) > 0 {
+		family("llmserve_slo_threshold", "Threshold of a throughput or goodput objective every trial is judged by, in the unit its label names.")
+		for _, s := range untimed {
+			l := []string{"metric", s.Metric, "unit", s.Unit(), "comparison", s.Comparison}
+			if !s.Info().PerTrial {
+				l = append(l, "quantile", quantile(s.Percentile))
+			}
+			sample("llmserve_slo_threshold", s.ThresholdMs, l...)
+		}
+	}
 
 	type workloadGauge struct {
 		name, help string
@@ -103,8 +127,8 @@ func OpenMetrics(d *Document) string {
 			sample("llmserve_trial_concurrency", float64(r.st.Concurrency), l...)
 		}
 	})
-	each("llmserve_trial_slo_met", "1 when the trial on its own met the SLO, 0 when it missed it.", func(r trialRow, l []string) {
-		switch d.SLO.Verdict(r.st.Trial) {
+	each("llmserve_trial_slo_met", "1 when the trial on its own met every objective, 0 when it missed one.", func(r trialRow, l []string) {
+		switch Verdict(d.Objectives(), r.st.Trial) {
 		case "pass":
 			sample("llmserve_trial_slo_met", 1, l...)
 		case "fail":

@@ -254,11 +254,13 @@ func TestRenderingsOnEdgeDocuments(t *testing.T) {
 	evenLowestFailed := *base
 	evenLowestFailed.Workloads = []Workload{{Label: "x", FirstFailingConcurrency: intp(1), FailingTrials: base.Workloads[0].FailingTrials}}
 	itlSLO := *base
-	itlSLO.SLO = SLO{Metric: "inter_token_latency", Percentile: 50, ThresholdMs: 40, Comparison: "less_than_or_equal"}
+	itlSLO.SLO = &SLO{Metric: "inter_token_latency", Percentile: 50, ThresholdMs: 40, Comparison: "less_than_or_equal"}
 	oddSLO := *base
-	oddSLO.SLO = SLO{Metric: "queue_time", Percentile: 90, ThresholdMs: 1, Comparison: "roughly"}
+	oddSLO.SLO = &SLO{Metric: "queue_time", Percentile: 90, ThresholdMs: 1, Comparison: "roughly"}
 	huge := *base
-	huge.SLO.ThresholdMs = 1.7e308 // an axis of 1.1 x this overflows to +Inf
+	hugeSLO := *base.SLO
+	hugeSLO.ThresholdMs = 1.7e308
+	huge.SLO = &hugeSLO // an axis of 1.1 x this overflows to +Inf
 	huge.Workloads = []Workload{{Label: "huge", MaximumPassingConcurrency: intp(1 << 53), PassingTrials: base.Workloads[0].PassingTrials}}
 	cases := []struct {
 		name string

@@ -7,10 +7,13 @@ const SchemaVersion = 1
 
 // Document is one capacity result, in the shape of the reference AIPerf result.
 type Document struct {
-	SchemaVersion    int         `json:"schema_version"`
-	Experiment       Experiment  `json:"experiment"`
-	AIPerf           Protocol    `json:"aiperf"`
-	SLO              SLO         `json:"slo"`
+	SchemaVersion int        `json:"schema_version"`
+	Experiment    Experiment `json:"experiment"`
+	AIPerf        Protocol   `json:"aiperf"`
+	// SLO is the single objective of documents written before `slos` existed (the
+	// reference's shape); SLOs is every objective of newer ones. Objectives reads either.
+	SLO              *SLO        `json:"slo,omitempty"`
+	SLOs             []SLO       `json:"slos,omitempty"`
 	Workloads        []Workload  `json:"workloads"`
 	CorrectnessTotal Correctness `json:"correctness_total"`
 
@@ -55,13 +58,12 @@ type Protocol struct {
 	CachePolicy                      string  `json:"cache_policy"`
 }
 
-// SLO is the service level objective a trial is judged by.
-type SLO struct {
-	Metric                        string  `json:"metric"` // time_to_first_token | inter_token_latency | request_latency
-	Percentile                    float64 `json:"percentile"`
-	ThresholdMs                   float64 `json:"threshold_ms"`
-	Comparison                    string  `json:"comparison"` // strictly_less_than | less_than_or_equal
-	AllConfirmationTrialsMustPass bool    `json:"all_confirmation_trials_must_pass"`
+// Objectives are the objectives every trial is judged by: SLOs, or the legacy single SLO.
+func (d *Document) Objectives() []SLO {
+	if len(d.SLOs) > 0 || d.SLO == nil {
+		return d.SLOs
+	}
+	return []SLO{*d.SLO}
 }
 
 // Workload is the boundary found for one input/output shape.
@@ -74,6 +76,10 @@ type Workload struct {
 	FirstFailingConcurrency   *int    `json:"first_failing_concurrency"`   // nil: nothing failed within bounds
 	PassingTrials             []Trial `json:"passing_trials"`
 	FailingTrials             []Trial `json:"failing_trials"`
+	// BoundBy names what failed the first failing concurrency's confirmation trials: the
+	// Key of each objective missed, or "errors" when requests failed. Empty when nothing
+	// failed within the bounds.
+	BoundBy []string `json:"bound_by,omitempty"`
 	// Notes are additive: what the search observed that a reader should know, such as a
 	// non-monotone capacity curve.
 	Notes []string `json:"notes,omitempty"`
@@ -93,6 +99,19 @@ type Trial struct {
 	Correctness                Correctness    `json:"correctness"`
 	Trial                      int            `json:"trial"`                 // 1-based index among the side's confirmation trials
 	Concurrency                int            `json:"concurrency,omitempty"` // additive: the reference implies it by side
+	// SLOs is the trial's value of each objective, in the document's order.
+	SLOs []SLOResult `json:"slos,omitempty"`
+	// GoodputPercent is the share of measured requests that succeeded and met every
+	// objective on their own (AIPerf's goodput criterion), in percent.
+	GoodputPercent *float64 `json:"goodput_percent,omitempty"`
+}
+
+// SLOResult is one objective's value in one trial.
+type SLOResult struct {
+	Metric     string  `json:"metric"`
+	Percentile float64 `json:"percentile,omitempty"`
+	Value      float64 `json:"value"`
+	Met        bool    `json:"met"`
 }
 
 // Percentiles of one latency metric, in milliseconds.

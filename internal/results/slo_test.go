@@ -6,10 +6,14 @@ import (
 )
 
 func TestSLOJudgement(t *testing.T) {
+	goodput := 87.5
 	trial := Trial{
-		TTFTMs:           Percentiles{P50: 100, P95: 10000, P99: 12000},
-		ITLMs:            Percentiles{P50: 30, P95: 45, P99: 50},
-		RequestLatencyMs: Percentiles{P50: 2000, P95: 3000, P99: 4000},
+		TTFTMs:                     Percentiles{P50: 100, P95: 10000, P99: 12000},
+		ITLMs:                      Percentiles{P50: 30, P95: 45, P99: 50},
+		RequestLatencyMs:           Percentiles{P50: 2000, P95: 3000, P99: 4000},
+		PerUserOutputThroughputTPS: UserThroughput{Avg: 30, P50: 33, P95: 22},
+		SLOs:                       []SLOResult{{Metric: "time_to_second_token", Percentile: 90, Value: 41, Met: true}},
+		GoodputPercent:             &goodput,
 	}
 	cases := []struct {
 		name      string
@@ -22,9 +26,14 @@ func TestSLOJudgement(t *testing.T) {
 		{"p95 TTFT at the threshold passes an inclusive SLO", SLO{Metric: "time_to_first_token", Percentile: 95, ThresholdMs: 10000, Comparison: "less_than_or_equal"}, 10000, "", "pass"},
 		{"p50 ITL", SLO{Metric: "inter_token_latency", Percentile: 50, ThresholdMs: 31, Comparison: "strictly_less_than"}, 30, "", "pass"},
 		{"p99 request latency", SLO{Metric: "request_latency", Percentile: 99, ThresholdMs: 3999, Comparison: "less_than_or_equal"}, 4000, "", "fail"},
-		{"unknown metric", SLO{Metric: "queue_time", Percentile: 95}, 0, `slo.metric "queue_time"`, "n/a"},
-		{"unrecorded percentile", SLO{Metric: "time_to_first_token", Percentile: 90}, 0, "slo.percentile 90 is not recorded", "n/a"},
-		{"unknown comparison", SLO{Metric: "time_to_first_token", Percentile: 50, Comparison: "about"}, 100, "", "n/a"},
+		{"p95 per-user throughput above its floor", SLO{Metric: "output_token_throughput_per_user", Percentile: 95, ThresholdMs: 20, Comparison: "greater_than"}, 22, "", "pass"},
+		{"p95 per-user throughput at a strict floor", SLO{Metric: "output_token_throughput_per_user", Percentile: 95, ThresholdMs: 22, Comparison: "greater_than"}, 22, "", "fail"},
+		{"goodput at least 85 %", SLO{Metric: "goodput", ThresholdMs: 85, Comparison: "greater_than_or_equal"}, 87.5, "", "pass"},
+		{"goodput over 90 %", SLO{Metric: "goodput", ThresholdMs: 90, Comparison: "greater_than"}, 87.5, "", "fail"},
+		{"recorded objective value wins", SLO{Metric: "time_to_second_token", Percentile: 90, ThresholdMs: 40, Comparison: "strictly_less_than"}, 41, "", "fail"},
+		{"unknown metric", SLO{Metric: "queue_time", Percentile: 95}, 0, `slo metric "queue_time"`, "n/a"},
+		{"unrecorded percentile", SLO{Metric: "time_to_first_token", Percentile: 90}, 0, "slo percentile 90 of time_to_first_token is not recorded", "n/a"},
+		{"unrecorded metric", SLO{Metric: "time_to_second_token", Percentile: 50}, 0, "records no time_to_second_token", "n/a"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -36,10 +45,96 @@ func TestSLOJudgement(t *testing.T) {
 			} else if err != nil || v != tc.wantValue {
 				t.Fatalf("Value() = %v, %v, want %v", v, err, tc.wantValue)
 			}
-			if got := tc.slo.Verdict(trial); got != tc.verdict {
+			if got := Verdict([]SLO{tc.slo}, trial); got != tc.verdict {
 				t.Errorf("Verdict() = %q, want %q", got, tc.verdict)
 			}
 		})
+	}
+	both := []SLO{
+		{Metric: "time_to_first_token", Percentile: 50, ThresholdMs: 200, Comparison: "strictly_less_than"},
+		{Metric: "inter_token_latency", Percentile: 95, ThresholdMs: 40, Comparison: "strictly_less_than"},
+	}
+	if got := Verdict(both, trial); got != "fail" {
+		t.Errorf("every objective must hold: p95 ITL 45 ≥ 40, got %q", got)
+	}
+	withErrors := trial
+	withErrors.Correctness.Errors = 1
+	if got := Verdict(both[:1], withErrors); got != "fail" {
+		t.Errorf("a trial with errors fails: got %q", got)
+	}
+}
+
+func TestValidateSLOs(t *testing.T) {
+	ttft := SLO{Metric: "time_to_first_token", Percentile: 95, ThresholdMs: 10000, Comparison: "strictly_less_than"}
+	cases := []struct {
+		name string
+		slos []SLO
+		want []string // substrings of the error; none: valid
+	}{
+		{"one TTFT objective", []SLO{ttft}, nil},
+		{"goodput without percentile", []SLO{ttft, {Metric: "goodput", ThresholdMs: 90, Comparison: "greater_than_or_equal"}}, nil},
+		{"none", nil, []string{"slos: at least one objective"}},
+		{"unknown metric", []SLO{{Metric: "ttft", Percentile: 95, ThresholdMs: 1, Comparison: "strictly_less_than"}}, []string{`slos[0].metric: "ttft" is not one of time_to_first_token,`}},
+		{"percentile out of range", []SLO{{Metric: "request_latency", Percentile: 0, ThresholdMs: 1, Comparison: "strictly_less_than"}}, []string{"slos[0].percentile: 0 must be in (0, 100]"}},
+		{"goodput with a percentile", []SLO{{Metric: "goodput", Percentile: 95, ThresholdMs: 90, Comparison: "greater_than"}}, []string{"slos[0].percentile: goodput is one number per trial"}},
+		{"goodput over 100 %", []SLO{{Metric: "goodput", ThresholdMs: 101, Comparison: "greater_than"}}, []string{"slos[0].threshold_ms: goodput is a percentage"}},
+		{"less-than on a higher-is-better metric", []SLO{{Metric: "output_token_throughput_per_user", Percentile: 50, ThresholdMs: 20, Comparison: "strictly_less_than"}},
+			[]string{`slos[0].comparison: "strictly_less_than" does not fit output_token_throughput_per_user, where higher is better; use greater_than or greater_than_or_equal`}},
+		{"greater-than on a latency", []SLO{{Metric: "inter_token_latency", Percentile: 50, ThresholdMs: 20, Comparison: "greater_than"}}, []string{"where lower is better"}},
+		{"repeated objective", []SLO{ttft, ttft}, []string{"slos[1]: repeats the metric and percentile of slos[0]"}},
+		{"every problem reported", []SLO{{Metric: "time_to_first_token", Percentile: 101, ThresholdMs: -1, Comparison: "strictly_less_than"}}, []string{"slos[0].percentile", "slos[0].threshold_ms"}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			err := ValidateSLOs(tc.slos)
+			if len(tc.want) == 0 {
+				if err != nil {
+					t.Fatalf("unexpected error: %v", err)
+				}
+				return
+			}
+			if err == nil {
+				t.Fatalf("want an error containing %q", tc.want)
+			}
+			for _, w := range tc.want {
+				if !strings.Contains(err.Error(), w) {
+					t.Errorf("error %q does not contain %q", err, w)
+				}
+			}
+		})
+	}
+}
+
+func TestSLOWording(t *testing.T) {
+	cases := []struct {
+		slo            SLO
+		str, sentence  string
+		key            string
+		closenessOf100 float64
+	}{
+		{SLO{Metric: "time_to_first_token", Percentile: 95, ThresholdMs: 10000, Comparison: "strictly_less_than"}, "p95 TTFT < 10000 ms", "p95 TTFT under 10000 ms", "p95 time_to_first_token", 0.01},
+		{SLO{Metric: "output_token_throughput_per_user", Percentile: 50, ThresholdMs: 25, Comparison: "greater_than_or_equal"}, "p50 Per-user output throughput ≥ 25 tokens/s", "p50 Per-user output throughput at least 25 tokens/s", "p50 output_token_throughput_per_user", 0.25},
+		{SLO{Metric: "goodput", ThresholdMs: 90, Comparison: "greater_than"}, "Goodput > 90 %", "Goodput over 90 %", "goodput", 0.9},
+	}
+	for _, tc := range cases {
+		if got := tc.slo.String(); got != tc.str {
+			t.Errorf("String() = %q, want %q", got, tc.str)
+		}
+		if got := tc.slo.Sentence(); got != tc.sentence {
+			t.Errorf("Sentence() = %q, want %q", got, tc.sentence)
+		}
+		if got := tc.slo.Key(); got != tc.key {
+			t.Errorf("Key() = %q, want %q", got, tc.key)
+		}
+		if got := tc.slo.Closeness(100); got != tc.closenessOf100 {
+			t.Errorf("Closeness(100) = %v, want %v", got, tc.closenessOf100)
+		}
+	}
+	if got := (SLO{}).WithDefaults(); got.Metric != "time_to_first_token" || got.Comparison != "strictly_less_than" {
+		t.Errorf("defaults: %+v", got)
+	}
+	if got := (SLO{Metric: "goodput"}).WithDefaults(); got.Comparison != "greater_than" {
+		t.Errorf("goodput default comparison: %+v", got)
 	}
 }
 
@@ -129,11 +224,11 @@ func TestChartHelpers(t *testing.T) {
 func TestSLOVerdictFailsTrialWithErrors(t *testing.T) {
 	slo := SLO{Metric: "time_to_first_token", Percentile: 95, ThresholdMs: 10000, Comparison: "strictly_less_than"}
 	trial := Trial{TTFTMs: Percentiles{P95: 500}}
-	if got := slo.Verdict(trial); got != "pass" {
+	if got := Verdict([]SLO{slo}, trial); got != "pass" {
 		t.Fatalf("clean trial: Verdict() = %q, want pass", got)
 	}
 	trial.Correctness.Errors = 2
-	if got := slo.Verdict(trial); got != "fail" {
+	if got := Verdict([]SLO{slo}, trial); got != "fail" {
 		t.Fatalf("trial with 2 errors: Verdict() = %q, want fail", got)
 	}
 }

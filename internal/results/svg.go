@@ -33,18 +33,26 @@ const (
 	colorMuted     = "#666666"
 )
 
-// SVG renders, per workload, every confirmation trial's value of the SLO metric against the
-// concurrency it ran at, with the SLO threshold, passing and failing sides told apart by
+// SVG renders, per workload, every confirmation trial's value of the first objective against
+// the concurrency it ran at, with its threshold, passing and failing sides told apart by
 // colour and by shape (so it reads in greyscale too), labelled axes and a legend.
 func SVG(d *Document) string {
-	value := d.SLO.Value
-	metric := fmt.Sprintf("%s p%s", d.SLO.MetricShort(), formatFloat(d.SLO.Percentile))
-	threshold, hasThreshold := d.SLO.ThresholdMs, true
-	if _, err := d.SLO.Value(Trial{}); err != nil {
-		// An SLO the recorded percentiles cannot express: chart what the design asks for
+	objs := d.Objectives()
+	primary := SLO{Metric: MetricTTFT, Percentile: 95}
+	if len(objs) > 0 {
+		primary = objs[0]
+	}
+	value := primary.Value
+	metric := primary.MetricShort()
+	if !primary.Info().PerTrial {
+		metric += " p" + formatFloat(primary.Percentile)
+	}
+	threshold, hasThreshold, unit := primary.ThresholdMs, len(objs) > 0, primary.Unit()
+	if !chartable(d, primary) {
+		// An objective the recorded trials cannot express: chart what the design asks for
 		// first (p95 TTFT) and draw no threshold rather than a misleading one.
 		value = func(t Trial) (float64, error) { return t.TTFTMs.P95, nil }
-		metric, hasThreshold = "TTFT p95", false
+		metric, hasThreshold, unit = "TTFT p95", false, "ms"
 	}
 
 	n := len(d.Workloads)
@@ -63,12 +71,13 @@ func SVG(d *Document) string {
 	fmt.Fprintf(&b, "<title>%s</title>\n", esc(title))
 	fmt.Fprintf(&b, `<rect width="100%%" height="100%%" fill="#ffffff"/>`+"\n")
 	fmt.Fprintf(&b, `<text x="%s" y="34" font-size="18" font-weight="bold">%s</text>`+"\n", num(svgMargin), esc(title))
-	sub := "SLO: " + d.SLO.String()
-	if d.SLO.AllConfirmationTrialsMustPass {
-		sub += " in every confirmation trial"
+	parts := make([]string, len(objs))
+	for i, s := range objs {
+		parts[i] = s.String()
 	}
+	sub := "SLO: " + strings.Join(parts, " and ") + " in every confirmation trial"
 	if !hasThreshold {
-		sub += " (not charted: only p50, p95 and p99 are recorded per trial)"
+		sub += " (not charted: the trials do not record it)"
 	}
 	fmt.Fprintf(&b, `<text x="%s" y="56" fill="%s">%s</text>`+"\n", num(svgMargin), colorMuted, esc(sub))
 	writeLegend(&b, svgMargin, 80, hasThreshold)
@@ -79,7 +88,7 @@ func SVG(d *Document) string {
 	for i, w := range d.Workloads {
 		x := svgMargin + float64(i%svgColumns)*(svgPanelW+svgPanelGap)
 		y := svgHeaderH + float64(i/svgColumns)*(svgPanelH+svgPanelGap)
-		writePanel(&b, i, x, y, w, value, metric, threshold, hasThreshold)
+		writePanel(&b, i, x, y, w, value, metric, unit, threshold, hasThreshold)
 	}
 	b.WriteString("</svg>\n")
 	return b.String()
@@ -103,7 +112,21 @@ type point struct {
 	dx    float64
 }
 
-func writePanel(b *strings.Builder, index int, x0, y0 float64, w Workload, value func(Trial) (float64, error), metric string, threshold float64, hasThreshold bool) {
+// chartable reports whether the trials record s's value (a document always has some
+// trials that do, or none at all).
+func chartable(d *Document, s SLO) bool {
+	for _, w := range d.Workloads {
+		for _, st := range w.Trials() {
+			if _, err := s.Value(st.Trial); err == nil {
+				return true
+			}
+		}
+	}
+	_, err := s.Value(Trial{})
+	return err == nil
+}
+
+func writePanel(b *strings.Builder, index int, x0, y0 float64, w Workload, value func(Trial) (float64, error), metric, valueUnit string, threshold float64, hasThreshold bool) {
 	var pts []point
 	maxC, maxV := 1, 0.0
 	groups := map[[2]int][]int{} // (side, concurrency) -> indices into pts, for jitter
@@ -133,8 +156,8 @@ func writePanel(b *strings.Builder, index int, x0, y0 float64, w Workload, value
 	}
 
 	// Seconds read better than five-digit milliseconds; ITL SLOs stay in ms.
-	scale, unit := 1.0, "ms"
-	if maxV >= 2000 {
+	scale, unit := 1.0, valueUnit
+	if unit == "ms" && maxV >= 2000 {
 		scale, unit = 1000, "s"
 	}
 	yStep := niceStep(maxV / scale * 1.1 / 5)
@@ -194,7 +217,7 @@ func writePanel(b *strings.Builder, index int, x0, y0 float64, w Workload, value
 	}
 
 	for _, p := range pts {
-		tip := fmt.Sprintf("%s side, trial %d at concurrency %d: %s %s ms", p.side, p.trial, p.c, metric, fixed(p.v, 1))
+		tip := fmt.Sprintf("%s side, trial %d at concurrency %d: %s %s %s", p.side, p.trial, p.c, metric, fixed(p.v, 1), valueUnit)
 		x, y := px(float64(p.c))+p.dx, py(p.v)
 		if p.side == SidePassing {
 			b.WriteString(passMarker(x, y, tip))

@@ -1,0 +1,162 @@
+package provider
+
+import (
+	"context"
+	"fmt"
+	"strings"
+
+	"github.com/hashicorp/terraform-plugin-framework-validators/listvalidator"
+	"github.com/hashicorp/terraform-plugin-framework-validators/stringvalidator"
+	"github.com/hashicorp/terraform-plugin-framework/diag"
+	"github.com/hashicorp/terraform-plugin-framework/path"
+	"github.com/hashicorp/terraform-plugin-framework/resource/schema"
+	"github.com/hashicorp/terraform-plugin-framework/resource/schema/listplanmodifier"
+	"github.com/hashicorp/terraform-plugin-framework/resource/schema/planmodifier"
+	"github.com/hashicorp/terraform-plugin-framework/resource/schema/stringdefault"
+	"github.com/hashicorp/terraform-plugin-framework/schema/validator"
+	"github.com/hashicorp/terraform-plugin-framework/tfsdk"
+	"github.com/hashicorp/terraform-plugin-framework/types"
+	"github.com/hashicorp/terraform-plugin-framework/types/basetypes"
+
+	"github.com/llmserve/terraform-provider-llmserve/internal/results"
+)
+
+// sloModel is one entry of `slos`.
+type sloModel struct {
+	Metric      types.String  `tfsdk:"metric"`
+	Percentile  types.Float64 `tfsdk:"percentile"`
+	ThresholdMs types.Float64 `tfsdk:"threshold_ms"`
+	Comparison  types.String  `tfsdk:"comparison"`
+}
+
+func (m sloModel) domain() results.SLO {
+	return results.SLO{
+		Metric:      m.Metric.ValueString(),
+		Percentile:  m.Percentile.ValueFloat64(),
+		ThresholdMs: m.ThresholdMs.ValueFloat64(),
+		Comparison:  m.Comparison.ValueString(),
+	}
+}
+
+// metricsMarkdown lists the metric table for the docs: name, unit, direction, computation.
+func metricsMarkdown() string {
+	var b strings.Builder
+	for _, m := range results.Metrics() {
+		better := "lower is better"
+		if m.HigherIsBetter {
+			better = "higher is better"
+		}
+		fmt.Fprintf(&b, "`%s` (%s, %s: %s)", m.Name, m.Unit, better, m.Computed)
+		b.WriteString("; ")
+	}
+	return strings.TrimSuffix(b.String(), "; ")
+}
+
+func allComparisons() []string {
+	return []string{results.StrictlyLessThan, results.LessThanOrEqual, results.GreaterThan, results.GreaterThanOrEqual}
+}
+
+func sloListAttribute() schema.Attribute {
+	return schema.ListNestedAttribute{
+		Required: true,
+		MarkdownDescription: "The objectives every confirmation trial must meet, all at once (AIPerf's goodput SLOs are " +
+			"the same idea). The boundary is the highest concurrency where every objective holds in every confirmation trial; " +
+			"`results_json` records each trial's value of each objective and, per workload, which objectives bound the boundary.",
+		Validators:    []validator.List{listvalidator.SizeAtLeast(1)},
+		PlanModifiers: []planmodifier.List{listplanmodifier.RequiresReplace()},
+		NestedObject: schema.NestedAttributeObject{Attributes: map[string]schema.Attribute{
+			"metric": schema.StringAttribute{
+				Optional:            true,
+				Computed:            true,
+				Default:             stringdefault.StaticString(results.MetricTTFT),
+				MarkdownDescription: "Default `" + results.MetricTTFT + "`. One of: " + metricsMarkdown() + ".",
+				Validators:          []validator.String{stringvalidator.OneOf(results.MetricNames()...)},
+			},
+			"percentile": schema.Float64Attribute{
+				Optional: true,
+				MarkdownDescription: "Percentile of the metric over a trial's successful measured requests, in (0, 100]; required for every metric " +
+					"but `goodput`, which is one number per trial and takes none.",
+				Validators: []validator.Float64{percentileValidator{}},
+			},
+			"threshold_ms": schema.Float64Attribute{
+				Required: true,
+				MarkdownDescription: "Threshold in the metric's unit: milliseconds for the latencies, tokens per second for " +
+					"`output_token_throughput_per_user`, percent for `goodput`. Must be greater than 0.",
+				Validators: []validator.Float64{positiveFloatValidator{}},
+			},
+			"comparison": schema.StringAttribute{
+				Optional: true,
+				Computed: true,
+				MarkdownDescription: "`strictly_less_than` (default for latencies) or `less_than_or_equal` where lower is better; " +
+					"`greater_than` (default for `output_token_throughput_per_user` and `goodput`) or `greater_than_or_equal` where higher is better.",
+				Validators:    []validator.String{stringvalidator.OneOf(allComparisons()...)},
+				PlanModifiers: []planmodifier.String{comparisonDefault{}},
+			},
+		}},
+	}
+}
+
+// comparisonDefault plans an unset comparison as its metric's default: a static default
+// cannot, because the right one depends on whether the metric is better low or high.
+type comparisonDefault struct{}
+
+func (comparisonDefault) Description(context.Context) string {
+	return "defaults to strictly_less_than for latencies and greater_than where higher is better"
+}
+func (c comparisonDefault) MarkdownDescription(ctx context.Context) string { return c.Description(ctx) }
+
+func (comparisonDefault) PlanModifyString(ctx context.Context, req planmodifier.StringRequest, resp *planmodifier.StringResponse) {
+	if !req.ConfigValue.IsNull() {
+		return
+	}
+	var metric types.String
+	resp.Diagnostics.Append(req.Plan.GetAttribute(ctx, req.Path.ParentPath().AtName("metric"), &metric)...)
+	switch {
+	case metric.IsUnknown():
+		resp.PlanValue = types.StringUnknown()
+	case metric.IsNull():
+		resp.PlanValue = types.StringValue(results.StrictlyLessThan)
+	default:
+		if m, ok := results.LookupMetric(metric.ValueString()); ok {
+			resp.PlanValue = types.StringValue(m.DefaultComparison())
+		}
+	}
+}
+
+// validateSLOsConfig checks each known objective as a whole (percentile for the metric,
+// comparison for its direction, goodput in percent) and the list for repeats, at plan time.
+func validateSLOsConfig(ctx context.Context, config tfsdk.Config, diags *diag.Diagnostics) {
+	var list types.List
+	diags.Append(config.GetAttribute(ctx, path.Root("slos"), &list)...)
+	if list.IsNull() || list.IsUnknown() {
+		return
+	}
+	var items []types.Object
+	diags.Append(list.ElementsAs(ctx, &items, false)...)
+	seen := map[string]int{}
+	for i, obj := range items {
+		if obj.IsNull() || obj.IsUnknown() {
+			continue
+		}
+		var m sloModel
+		diags.Append(obj.As(ctx, &m, basetypes.ObjectAsOptions{UnhandledUnknownAsEmpty: true})...)
+		if m.Metric.IsUnknown() || m.Percentile.IsUnknown() || m.ThresholdMs.IsUnknown() || m.Comparison.IsUnknown() {
+			continue
+		}
+		s := m.domain().WithDefaults()
+		if s.ThresholdMs <= 0 || !m.Percentile.IsNull() && (s.Percentile <= 0 || s.Percentile > 100) {
+			continue // the attribute's own validator says so
+		}
+		at := path.Root("slos").AtListIndex(i)
+		if err := s.Validate(fmt.Sprintf("slos[%d]", i)); err != nil {
+			diags.AddAttributeError(at, "Invalid objective", err.Error())
+			continue
+		}
+		key := s.Key()
+		if j, dup := seen[key]; dup {
+			diags.AddAttributeError(at, "Repeated objective",
+				fmt.Sprintf("slos[%d] repeats %s of slos[%d]; keep the stricter one.", i, key, j))
+		}
+		seen[key] = i
+	}
+}
