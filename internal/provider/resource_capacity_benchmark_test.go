@@ -384,7 +384,7 @@ resource "llmserve_capacity_benchmark" "gate" {
   endpoint  = "http://127.0.0.1:9"
   model     = "m"
   workloads = [{ label = "8K / 1K", input_tokens = 8192, output_tokens = 1024 }]
-  slo       = { percentile = 95, threshold_ms = 10000 }
+  slos      = [{ percentile = 95, threshold_ms = 10000 }]
 
   lifecycle {
     postcondition {
