@@ -328,12 +328,19 @@ func (r *capacityBenchmarkResource) ValidateConfig(ctx context.Context, req reso
 		}
 	}
 
-	var slo types.Object
-	resp.Diagnostics.Append(req.Config.GetAttribute(ctx, path.Root("slo"), &slo)...)
-	if !slo.IsNull() && !slo.IsUnknown() {
-		var o sloModel
-		resp.Diagnostics.Append(slo.As(ctx, &o, basetypes.ObjectAsOptions{UnhandledUnknownAsEmpty: true})...)
-		resp.Diagnostics.Append(sloUnitSlips(path.Root("slo"), o)...)
+	var slos types.List
+	resp.Diagnostics.Append(req.Config.GetAttribute(ctx, path.Root("slos"), &slos)...)
+	if !slos.IsNull() && !slos.IsUnknown() {
+		var items []types.Object
+		resp.Diagnostics.Append(slos.ElementsAs(ctx, &items, false)...)
+		for i, obj := range items {
+			if obj.IsNull() || obj.IsUnknown() {
+				continue
+			}
+			var o sloModel
+			resp.Diagnostics.Append(obj.As(ctx, &o, basetypes.ObjectAsOptions{UnhandledUnknownAsEmpty: true})...)
+			resp.Diagnostics.Append(sloUnitSlips(path.Root("slos").AtListIndex(i), o)...)
+		}
 	}
 
 	var minC, maxC types.Int64
@@ -426,10 +433,10 @@ func sloUnitSlips(p path.Path, o sloModel) diag.Diagnostics {
 	}
 	metric := o.Metric.ValueString()
 	if o.Metric.IsNull() {
-		metric = metrics.MetricTTFT // the attribute's default
+		metric = results.MetricTTFT // the attribute's default
 	}
 	if th := o.ThresholdMs; !th.IsNull() && !th.IsUnknown() && th.ValueFloat64() > 0 && th.ValueFloat64() < 50 &&
-		(metric == metrics.MetricTTFT || metric == metrics.MetricRequestLatency) {
+		(metric == results.MetricTTFT || metric == results.MetricRequestLatency) {
 		v := th.ValueFloat64()
 		diags.AddAttributeWarning(p.AtName("threshold_ms"), "Latency threshold below 50 ms",
 			fmt.Sprintf("threshold_ms = %g demands a %s under %g ms: thresholds are in milliseconds. Did you mean %g s (threshold_ms = %g)?", v, strings.ReplaceAll(metric, "_", " "), v, v, v*1000))

@@ -37,7 +37,7 @@ func TestBenchmarkUnitSlipWarnings(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			got := diagSummaries(validateResourceConfig(t, "llmserve_capacity_benchmark", map[string]any{
-				"endpoint": "http://127.0.0.1:9", "model": "m", "workloads": workloads, "slo": tc.slo,
+				"endpoint": "http://127.0.0.1:9", "model": "m", "workloads": workloads, "slos": []any{tc.slo},
 			}))
 			if !slices.Equal(got, tc.want) {
 				t.Errorf("diagnostics\n got %q\nwant %q", got, tc.want)
