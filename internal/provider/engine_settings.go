@@ -166,8 +166,11 @@ func engineSettingsAttributes() map[string]schema.Attribute {
 			MarkdownDescription: "Model the engine loads: a Hugging Face repository id or a path inside the container. For `llamacpp`, the absolute path of a `.gguf` file."},
 		"revision": schema.StringAttribute{Optional: true, PlanModifiers: replace,
 			MarkdownDescription: "Model revision (commit, branch or tag) to pin."},
-		"served_model_name": schema.StringAttribute{Optional: true, PlanModifiers: replace,
-			MarkdownDescription: "Name clients send as `model`; defaults to the engine's own choice (the model path)."},
+		"served_model_name": schema.StringAttribute{Optional: true, Computed: true,
+			PlanModifiers: []planmodifier.String{servedModelNameDefault{}, stringplanmodifier.RequiresReplace()},
+			MarkdownDescription: "Name clients send as `model`. When omitted, the engine serves the model under `model` itself, " +
+				"and this attribute says so at plan: pass `llmserve_inference_server.<name>.served_model_name` to a benchmark " +
+				"instead of repeating the model string."},
 		"tensor_parallel_size": schema.Int64Attribute{Optional: true, Computed: true, Default: int64default.StaticInt64(1), PlanModifiers: replaceInt,
 			Validators:          []validator.Int64{int64validator.AtLeast(1)},
 			MarkdownDescription: "Tensor parallel size (GPUs per replica). Default 1."},
@@ -272,6 +275,10 @@ func (m engineSettings) spec(ctx context.Context) (engine.Spec, diag.Diagnostics
 	if m.TensorParallelSize.IsNull() {
 		s.TensorParallel = 1
 	}
+	if s.ServedModelName == s.Model {
+		// The engines' own default: no flag, so the computed value changes no command.
+		s.ServedModelName = ""
+	}
 	if m.Port.IsNull() || m.Port.IsUnknown() {
 		s.Port = engine.DefaultPort(s.Engine)
 	}
@@ -373,7 +380,7 @@ func (m *engineSettings) fromSpec(ctx context.Context, image string, s engine.Sp
 		return l
 	}
 	m.Image, m.Engine, m.Model = types.StringValue(image), types.StringValue(string(s.Engine)), types.StringValue(s.Model)
-	m.Revision, m.ServedModelName = nullableString(s.Revision), nullableString(s.ServedModelName)
+	m.Revision, m.ServedModelName = nullableString(s.Revision), types.StringValue(s.RequestModel())
 	m.TensorParallelSize, m.ContextLength, m.MaxRunningRequests = types.Int64Value(int64(s.TensorParallel)), nullableInt(s.ContextLength), nullableInt(s.MaxRunningRequests)
 	m.MemFraction = types.Float64Null()
 	if s.MemFraction != 0 {
@@ -410,6 +417,34 @@ func nullableInt(v int) types.Int64 {
 		return types.Int64Null()
 	}
 	return types.Int64Value(int64(v))
+}
+
+// servedModelNameDefault plans an omitted served_model_name as the name the engine will
+// serve: the model itself. A server stored before the attribute was computed (null) keeps
+// null until its model changes, so upgrading the provider replaces nothing.
+type servedModelNameDefault struct{}
+
+func (servedModelNameDefault) Description(context.Context) string {
+	return "defaults to model, the name the engines serve a model under"
+}
+func (d servedModelNameDefault) MarkdownDescription(ctx context.Context) string {
+	return d.Description(ctx)
+}
+func (servedModelNameDefault) PlanModifyString(ctx context.Context, req planmodifier.StringRequest, resp *planmodifier.StringResponse) {
+	if !req.ConfigValue.IsNull() {
+		return
+	}
+	var model types.String
+	resp.Diagnostics.Append(req.Plan.GetAttribute(ctx, path.Root("model"), &model)...)
+	if !req.State.Raw.IsNull() && req.StateValue.IsNull() {
+		var prior types.String
+		resp.Diagnostics.Append(req.State.GetAttribute(ctx, path.Root("model"), &prior)...)
+		if model.Equal(prior) {
+			resp.PlanValue = req.StateValue // stored before the attribute was computed: keep null
+			return
+		}
+	}
+	resp.PlanValue = model // unknown while the model is
 }
 
 // enginePortDefault fills an omitted port with the engine's own default, so the plan shows

@@ -239,6 +239,7 @@ func (r *inferenceServerResource) ModifyPlan(ctx context.Context, req resource.M
 				"running = false stops an existing server; create it with running = true (the default), then set false to stop it.")
 		}
 		r.warnLoopbackOnRemoteHost(ctx, req, resp)
+		r.planKnownOutputs(ctx, req, resp)
 		return
 	}
 	var plan, state, config inferenceServerModel
@@ -251,6 +252,37 @@ func (r *inferenceServerResource) ModifyPlan(ctx context.Context, req resource.M
 	if plan.Running.ValueBool() && !state.Running.ValueBool() && config.HostPort.IsNull() && plan.NetworkMode.ValueString() != "host" {
 		resp.Diagnostics.Append(resp.Plan.SetAttribute(ctx, path.Root("host_port"), types.Int64Unknown())...)
 		resp.Diagnostics.Append(resp.Plan.SetAttribute(ctx, path.Root("endpoint"), types.StringUnknown())...)
+	}
+}
+
+// planKnownOutputs shows at plan what a new server's plan already decides: the launch
+// command (the engine flags are the thing to review) and, when the host port is fixed, the
+// endpoint. Both come from the functions Create uses, so apply cannot disagree.
+func (r *inferenceServerResource) planKnownOutputs(ctx context.Context, req resource.ModifyPlanRequest, resp *resource.ModifyPlanResponse) {
+	var plan inferenceServerModel
+	resp.Diagnostics.Append(req.Plan.Get(ctx, &plan)...)
+	if resp.Diagnostics.HasError() || !plan.specKnown() {
+		return
+	}
+	spec, diags := plan.spec(ctx)
+	if diags.HasError() || len(spec.Validate()) > 0 {
+		return // ValidateConfig reports it
+	}
+	resp.Diagnostics.Append(plan.setCommand(ctx, spec)...)
+	resp.Diagnostics.Append(resp.Plan.SetAttribute(ctx, path.Root("command"), plan.Command)...)
+
+	if r.docker == nil || plan.BindAddress.IsUnknown() || plan.NetworkMode.IsUnknown() {
+		return
+	}
+	bind, port := plan.BindAddress.ValueString(), plan.HostPort
+	if plan.NetworkMode.ValueString() == "host" {
+		bind, port = "", types.Int64Value(int64(spec.Port))
+	}
+	if port.IsNull() || port.IsUnknown() {
+		return // the engine host picks a free port at start
+	}
+	if endpoint, ok := r.docker.Endpoint(bind, int(port.ValueInt64())); ok {
+		resp.Diagnostics.Append(resp.Plan.SetAttribute(ctx, path.Root("endpoint"), types.StringValue(endpoint))...)
 	}
 }
 

@@ -185,13 +185,24 @@ func TestAccInferenceServer_lifecycle(t *testing.T) {
   hub_token_wo = "` + accHubToken + `"
   api_key_wo   = "` + accAPIKey + `"`
 	var firstID string
+	hostPort := enginetest.FreePort(t)
 	resource.Test(t, resource.TestCase{
 		ProtoV6ProviderFactories: testAccProtoV6ProviderFactories,
 		CheckDestroy:             testAccCheckGone(b, accContainer),
 		Steps: []resource.TestStep{
 			{
 				Config: testAccInferenceServerConfig(accContainer, secrets),
+				ConfigPlanChecks: resource.ConfigPlanChecks{
+					// The plan shows the launch command and the served name; the endpoint waits
+					// for the port the engine host picks.
+					PreApply: []plancheck.PlanCheck{
+						plancheck.ExpectKnownValue(accResource, tfjsonpath.New("command").AtSliceIndex(4), knownvalue.StringExact("sim/qwen-test")),
+						plancheck.ExpectKnownValue(accResource, tfjsonpath.New("served_model_name"), knownvalue.StringExact("sim/qwen-test")),
+						plancheck.ExpectUnknownValue(accResource, tfjsonpath.New("endpoint")),
+					},
+				},
 				ConfigStateChecks: []statecheck.StateCheck{
+					statecheck.ExpectKnownValue(accResource, tfjsonpath.New("served_model_name"), knownvalue.StringExact("sim/qwen-test")),
 					statecheck.ExpectKnownValue(accResource, tfjsonpath.New("running"), knownvalue.Bool(true)),
 					statecheck.ExpectKnownValue(accResource, tfjsonpath.New("endpoint"), knownvalue.StringRegexp(regexp.MustCompile(`^http://127\.0\.0\.1:\d+$`))),
 					statecheck.ExpectKnownValue(accResource, tfjsonpath.New("image_digest"), knownvalue.StringRegexp(regexp.MustCompile(`^sha256:[0-9a-f]{64}$`))),
@@ -239,10 +250,23 @@ func TestAccInferenceServer_lifecycle(t *testing.T) {
 				},
 			},
 			{
-				// A launch setting needs a new container.
-				Config: testAccInferenceServerConfig(accContainer, secrets+"\n  restart_policy = \"on-failure\"\n  served_model_name = \"qwen\""),
+				// A launch setting needs a new container. With a fixed host port the plan
+				// already knows the endpoint, and apply must agree with it.
+				Config: testAccInferenceServerConfig(accContainer, secrets+fmt.Sprintf("\n  restart_policy = \"on-failure\"\n  served_model_name = \"qwen\"\n  host_port = %d", hostPort)),
 				ConfigPlanChecks: resource.ConfigPlanChecks{
-					PreApply: []plancheck.PlanCheck{plancheck.ExpectResourceAction(accResource, plancheck.ResourceActionReplace)},
+					PreApply: []plancheck.PlanCheck{
+						plancheck.ExpectResourceAction(accResource, plancheck.ResourceActionReplace),
+						plancheck.ExpectKnownValue(accResource, tfjsonpath.New("endpoint"), knownvalue.StringExact(fmt.Sprintf("http://127.0.0.1:%d", hostPort))),
+						plancheck.ExpectKnownValue(accResource, tfjsonpath.New("command"), knownvalue.ListExact([]knownvalue.Check{
+							knownvalue.StringExact("python3"), knownvalue.StringExact("-m"), knownvalue.StringExact("sglang.launch_server"),
+							knownvalue.StringExact("--model-path"), knownvalue.StringExact("sim/qwen-test"),
+							knownvalue.StringExact("--served-model-name"), knownvalue.StringExact("qwen"),
+							knownvalue.StringExact("--tp"), knownvalue.StringExact("1"),
+							knownvalue.StringExact("--device"), knownvalue.StringExact("cpu"),
+							knownvalue.StringExact("--host"), knownvalue.StringExact("0.0.0.0"),
+							knownvalue.StringExact("--port"), knownvalue.StringExact("30000"),
+						})),
+					},
 				},
 				Check: resource.ComposeTestCheckFunc(
 					testAccCheckCompletion("qwen", accAPIKey),

@@ -27,13 +27,12 @@ var _ deploy.Backend = (*Backend)(nil)
 // Backend is a deploy.Backend on one Docker Engine.
 type Backend struct {
 	cli     *client.Client
-	host    string // host name for endpoints of a remote engine; "" when local
-	hostURL string
+	hostURL string // the docker_host; its host name is where a remote engine's ports are reached
 }
 
 // NewBackend wraps an existing client; host is the docker_host it was built for.
 func NewBackend(cli *client.Client, host string) *Backend {
-	return &Backend{cli: cli, host: endpointHost(host), hostURL: host}
+	return &Backend{cli: cli, hostURL: host}
 }
 
 // Client is the underlying Engine API client, for tests and sweepers.
@@ -193,7 +192,7 @@ func (b *Backend) Inspect(ctx context.Context, idOrName string) (deploy.Status, 
 	hostIP, hostPort := publishedPort(ci)
 	st.HostPort = hostPort
 	if st.Running && hostPort != 0 {
-		st.Endpoint = "http://" + net.JoinHostPort(b.reachableHost(hostIP), strconv.Itoa(hostPort))
+		st.Endpoint = EndpointURL(b.hostURL, hostIP, hostPort)
 	}
 	return st, nil
 }
@@ -228,12 +227,19 @@ func publishedPort(ci container.InspectResponse) (string, int) {
 	return "", 0
 }
 
-func (b *Backend) reachableHost(bindIP string) string {
+// EndpointURL is the base URL at which an engine published on bindIP:port of the engine host
+// at dockerHost answers from where the provider runs. Plans compute it before the container
+// exists and Inspect after, with this one function, so the two cannot disagree.
+func EndpointURL(dockerHost, bindIP string, port int) string {
+	return "http://" + net.JoinHostPort(reachableHost(endpointHost(dockerHost), bindIP), strconv.Itoa(port))
+}
+
+func reachableHost(remote, bindIP string) string {
 	wildcard := bindIP == "" || bindIP == "0.0.0.0" || bindIP == "::"
 	switch {
-	case b.host != "" && (wildcard || net.ParseIP(bindIP).IsLoopback()):
+	case remote != "" && (wildcard || net.ParseIP(bindIP).IsLoopback()):
 		// A remote engine's loopback is not ours; its name is the best address we have.
-		return b.host
+		return remote
 	case wildcard:
 		return "127.0.0.1"
 	default:

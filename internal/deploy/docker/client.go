@@ -294,12 +294,21 @@ func (l *Lazy) Backend() (*Backend, error) {
 	if err != nil {
 		return nil, err
 	}
-	l.b = &Backend{cli: cli, host: endpointHost(l.cfg.Host), hostURL: l.cfg.Host}
+	l.b = &Backend{cli: cli, hostURL: l.cfg.Host}
 	return l.b, nil
 }
 
 // Host is the engine address this factory connects to.
 func (l *Lazy) Host() string { return l.cfg.Host }
+
+// Endpoint is the URL a container published on bindIP:port will answer at, computed without
+// contacting the engine; false while the connection settings are only known after apply.
+func (l *Lazy) Endpoint(bindIP string, port int) (string, bool) {
+	if len(l.cfg.Unknown) > 0 {
+		return "", false
+	}
+	return EndpointURL(l.cfg.Host, bindIP, port), true
+}
 
 func hostHint(h string) string {
 	if strings.HasPrefix(h, "unix://") {
