@@ -44,7 +44,7 @@ resource "llmserve_capacity_benchmark" "qwen" {
   endpoint  = llmserve_inference_server.qwen.endpoint
   model     = llmserve_inference_server.qwen.served_model_name
   workloads = [{ label = "2K / 512", input_tokens = 2048, output_tokens = 512 }]
-  slo       = { percentile = 95, threshold_ms = 10000 }
+  slos      = [{ percentile = 95, threshold_ms = 10000 }]
 }`,
 			PlanOnly:           true,
 			ExpectNonEmptyPlan: true,
