@@ -75,7 +75,10 @@ func sloListAttribute() schema.Attribute {
 			"percentile": schema.Float64Attribute{
 				Optional: true,
 				MarkdownDescription: "Percentile of the metric over a trial's successful measured requests, in (0, 100]; required for every metric " +
-					"but `goodput`, which is one number per trial and takes none.",
+					"but `goodput`, which is one number per trial and takes none. Always of the values in ascending order, as numpy and " +
+					"AIPerf compute it, whichever way the metric is better: for a latency p95 is the slow tail, but for " +
+					"`output_token_throughput_per_user` p95 is the *fast* tail (95 % of users are at or below it). To demand that " +
+					"95 % of users get at least 20 tokens/s, write `percentile = 5` with `threshold_ms = 20` (`greater_than`).",
 				Validators: []validator.Float64{percentileValidator{}},
 			},
 			"threshold_ms": schema.Float64Attribute{
