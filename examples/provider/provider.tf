@@ -3,14 +3,14 @@ provider "llmserve" {}
 
 # A remote engine over TCP with verified TLS:
 # provider "llmserve" {
-#   docker_host = "tcp://arc-host.example.com:2376"
-#   ca_pem      = file("~/.docker/arc/ca.pem")
-#   cert_pem    = file("~/.docker/arc/cert.pem")
-#   key_pem     = file("~/.docker/arc/key.pem")
+#   docker_host = "tcp://gpu-host.example.com:2376"
+#   ca_pem      = file("~/.docker/gpu-host/ca.pem")
+#   cert_pem    = file("~/.docker/gpu-host/cert.pem")
+#   key_pem     = file("~/.docker/gpu-host/key.pem")
 # }
 
 # ... or over ssh (the host key must be in known_hosts):
 # provider "llmserve" {
-#   docker_host     = "ssh://deploy@arc-host.example.com"
+#   docker_host     = "ssh://deploy@gpu-host.example.com"
 #   ssh_private_key = file("~/.ssh/id_ed25519")
 # }

@@ -25,7 +25,7 @@ const (
 
 // ClientConfig configures the streaming client for measured requests.
 type ClientConfig struct {
-	BaseURL string // e.g. http://arc-b70-01:30000 (no /v1)
+	BaseURL string // e.g. http://gpu-host.example.com:30000 (no /v1)
 	Model   string
 	API     string // APIChat (default) or APICompletions
 	APIKey  string // sent as "Authorization: Bearer"; never logged or put in errors

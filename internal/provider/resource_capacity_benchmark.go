@@ -126,7 +126,7 @@ func (r *capacityBenchmarkResource) Schema(ctx context.Context, _ resource.Schem
 			},
 			"endpoint": schema.StringAttribute{
 				Required:            true,
-				MarkdownDescription: "Base URL of the OpenAI-compatible server, e.g. `http://arc-b70-01:30000` (without `/v1`).",
+				MarkdownDescription: "Base URL of the OpenAI-compatible server, e.g. `http://gpu-host.example.com:30000` (without `/v1`).",
 				Validators:          []validator.String{httpURLValidator{}},
 				PlanModifiers:       replace,
 			},

@@ -270,7 +270,7 @@ resource "llmserve_capacity_benchmark" "bad" {
 		{"threshold zero", base(okW, `[{ percentile = 95, threshold_ms = 0 }]`, okB, okT), `threshold_ms must be greater than 0`},
 		{"min above max", base(okW, okS, `{ min_concurrency = 8, max_concurrency = 4 }`, okT), `search\.min_concurrency \(8\) is greater than\s+search\.max_concurrency \(4\)`},
 		{"zero measured requests", base(okW, okS, okB, `{ measured_requests = 0 }`), `measured_requests`},
-		{"bad endpoint", strings.Replace(base(okW, okS, okB, okT), "http://127.0.0.1:9", "arc-b70-01:30000", 1), `Invalid endpoint URL`},
+		{"bad endpoint", strings.Replace(base(okW, okS, okB, okT), "http://127.0.0.1:9", "gpu-host.example.com:30000", 1), `Invalid endpoint URL`},
 		{"bad metric", base(okW, `[{ metric = "ttft", percentile = 95, threshold_ms = 100 }]`, okB, okT), `slos\[0\]\.metric`},
 		{"no objective", base(okW, `[]`, okB, okT), `slos list must contain at least 1`},
 		{"latency objective without percentile", base(okW, `[{ threshold_ms = 100 }]`, okB, okT), `slos\[0\]\.percentile: 0 must be in \(0, 100\]`},

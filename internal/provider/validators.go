@@ -24,7 +24,7 @@ func (httpURLValidator) ValidateString(_ context.Context, req validator.StringRe
 	u, err := url.Parse(raw)
 	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
 		resp.Diagnostics.AddAttributeError(req.Path, "Invalid endpoint URL",
-			fmt.Sprintf("%q is not an absolute http:// or https:// URL. Give the server's base URL, e.g. \"http://arc-b70-01:30000\".", raw))
+			fmt.Sprintf("%q is not an absolute http:// or https:// URL. Give the server's base URL, e.g. \"http://gpu-host.example.com:30000\".", raw))
 	}
 }
 

@@ -6,7 +6,7 @@ variable "sglang_api_key" {
 
 # Find, per workload, the highest concurrency at which p95 time to first token stays under 10 s.
 resource "llmserve_capacity_benchmark" "qwen" {
-  endpoint = "http://arc-b70-01:30000"
+  endpoint = "http://gpu-host.example.com:30000"
   model    = "qwen"
   api      = "chat"
   api_key  = var.sglang_api_key
