@@ -217,6 +217,7 @@ func (s *session) measure(ctx context.Context, w Workload, history []search.Outc
 	}
 	out.ServerPromptTokens = promptTokenRange(append(append([]results.Trial{}, out.PassingTrials...), out.FailingTrials...))
 	out.BoundBy = boundBy(s.slos(), out.FailingTrials)
+	out.AllTrials = everyTrial(res.All)
 	for _, n := range res.NonMonotone {
 		out.Notes = append(out.Notes, n.String())
 	}
@@ -265,6 +266,28 @@ func boundBy(slos []results.SLO, failing []results.Trial) []string {
 	}
 	if errs {
 		out = append(out, metrics.BoundByErrors)
+	}
+	return out
+}
+
+// everyTrial is every trial the search used, in order, each saying its kind and whether it
+// was stopped early. Resumed trials of an older journal without metrics are left out.
+func everyTrial(outcomes []search.Outcome) []results.Trial {
+	out := make([]results.Trial, 0, len(outcomes))
+	for _, o := range outcomes {
+		t, ok := o.Detail.(*results.Trial)
+		if !ok || t == nil {
+			continue
+		}
+		tr := *t
+		tr.Kind = o.Kind.String()
+		tr.StoppedEarly = o.DecidedEarly
+		tr.Concurrency = o.Concurrency
+		tr.Verdict = "fail"
+		if o.Pass {
+			tr.Verdict = "pass"
+		}
+		out = append(out, tr)
 	}
 	return out
 }

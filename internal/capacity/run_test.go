@@ -79,6 +79,27 @@ func TestRunFindsBoundary(t *testing.T) {
 			t.Errorf("passing trial %d: trial=%d concurrency=%d p95=%.1f", i, tr.Trial, tr.Concurrency, tr.TTFTMs.P95)
 		}
 	}
+	// Every trial is kept, probes included, each with its kind, verdict and full metrics;
+	// the confirmation trials at the boundary are among them.
+	kinds := map[string]int{}
+	for _, tr := range w.AllTrials {
+		kinds[tr.Kind]++
+		if tr.Concurrency < 1 || (tr.Verdict != "pass" && tr.Verdict != "fail") || tr.Correctness.ProfilingRecords == 0 {
+			t.Errorf("trial %+v lacks its concurrency, verdict or counters", tr)
+		}
+		if tr.Kind == "confirmation" && (tr.TTSTMs == nil || tr.InterChunkLatencyMs == nil || tr.TTFTMs.P99 < tr.TTFTMs.P1) {
+			t.Errorf("confirmation trial lacks full statistics: %+v", tr)
+		}
+		if len(tr.SLOs) != 1 && !tr.StoppedEarly {
+			t.Errorf("trial at %d records %d objective values, want 1", tr.Concurrency, len(tr.SLOs))
+		}
+	}
+	if kinds["confirmation"] < 4 || kinds["probe"] < 1 || len(w.AllTrials) != len(trials) {
+		t.Errorf("trials by kind %v (%d in all), progress saw %d", kinds, len(w.AllTrials), len(trials))
+	}
+	if len(w.BoundBy) != 1 || w.BoundBy[0] != "p95 time_to_first_token" {
+		t.Errorf("bound_by %q", w.BoundBy)
+	}
 	if engine.Stats().Flushes < 4 {
 		t.Errorf("flushes = %d, want one before each of at least 4 trials", engine.Stats().Flushes)
 	}

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"slices"
 	"time"
 
 	"github.com/llmserve/terraform-provider-llmserve/internal/load"
@@ -54,6 +55,15 @@ func TTSTMs(r load.Record) (float64, bool) {
 	return ms(r.SecondContent.Sub(r.FirstContent)), true
 }
 
+// InterChunkMs is a request's raw stream cadence: (last − first content chunk) / (content
+// chunks − 1), whatever the chunks carried. ok is false with fewer than two content chunks.
+func InterChunkMs(r load.Record) (float64, bool) {
+	if r.ContentChunks < 2 || r.FirstContent.IsZero() {
+		return 0, false
+	}
+	return ms(r.LastContent.Sub(r.FirstContent)) / float64(r.ContentChunks-1), true
+}
+
 // ITLMs is the token-normalised inter-token latency (latency − TTFT)/(OSL − 1), with OSL the
 // server's usage.completion_tokens. Normalising by tokens rather than chunks keeps it right
 // when one chunk carries several tokens (speculative decoding). ok is false when the request
@@ -98,7 +108,7 @@ func Summarize(records []load.Record, requestedOSL int) (results.Trial, error) {
 		t                    results.Trial
 		c                    = &t.Correctness
 		ttft, latency, itl   []float64
-		perUser              []float64
+		perUser, ttst, icl   []float64
 		warmupPrompts        = map[string]bool{}
 		measuredPrompts      = map[string]bool{}
 		outputs              = map[uint64]bool{}
@@ -137,6 +147,12 @@ func Summarize(records []load.Record, requestedOSL int) (results.Trial, error) {
 		successes++
 		ttft = append(ttft, TTFTMs(r))
 		latency = append(latency, RequestLatencyMs(r))
+		if v, ok := TTSTMs(r); ok {
+			ttst = append(ttst, v)
+		}
+		if v, ok := InterChunkMs(r); ok {
+			icl = append(icl, v)
+		}
 		outputs[r.OutputHash] = true
 		c.GeneratedChunks += r.ContentChunks
 		c.GeneratedUTF8Bytes += r.ContentBytes
@@ -183,16 +199,12 @@ func Summarize(records []load.Record, requestedOSL int) (results.Trial, error) {
 		t.OutputThroughputTPS = float64(outputTokens) / t.BenchmarkDurationS
 		t.RequestThroughputRPS = float64(successes) / t.BenchmarkDurationS
 	}
-	t.TTFTMs = percentiles(ttft)
-	t.RequestLatencyMs = percentiles(latency)
-	t.ITLMs = percentiles(itl)
-	if len(perUser) > 0 {
-		t.PerUserOutputThroughputTPS = results.UserThroughput{
-			Avg: mean(perUser),
-			P50: mustPercentile(perUser, 50),
-			P95: mustPercentile(perUser, 95),
-		}
-	}
+	t.TTFTMs = Stats(ttft)
+	t.RequestLatencyMs = Stats(latency)
+	t.ITLMs = Stats(itl)
+	t.PerUserOutputThroughputTPS = Stats(perUser)
+	ttstStats, iclStats := Stats(ttst), Stats(icl)
+	t.TTSTMs, t.InterChunkLatencyMs = &ttstStats, &iclStats
 	if withUsage > 0 {
 		t.ServerPromptTokens = results.MinMax{Min: promptMin, Max: promptMax}
 		t.ServerCompletionTokens = results.MinMax{Min: complMin, Max: complMax}
@@ -210,16 +222,24 @@ func Summarize(records []load.Record, requestedOSL int) (results.Trial, error) {
 	return t, errors.Join(errs...)
 }
 
-// percentiles is the p50/p95/p99 triple; all zero when there is nothing to measure, which
-// Summarize reports through its error.
-func percentiles(values []float64) results.Percentiles {
+// Stats is every statistic of values: mean, extremes, population standard deviation (numpy's
+// default ddof=0) and the percentiles with numpy's linear interpolation. All zero when there
+// is nothing to measure, which Summarize reports through its error.
+func Stats(values []float64) results.Stats {
 	if len(values) == 0 {
-		return results.Percentiles{}
+		return results.Stats{}
 	}
-	return results.Percentiles{
-		P50: mustPercentile(values, 50),
-		P95: mustPercentile(values, 95),
-		P99: mustPercentile(values, 99),
+	sorted := slices.Clone(values)
+	slices.Sort(sorted)
+	avg := mean(values)
+	ss := 0.0
+	for _, v := range values {
+		ss += (v - avg) * (v - avg)
+	}
+	p := func(q float64) float64 { return percentileSorted(sorted, q) }
+	return results.Stats{
+		Avg: avg, Min: sorted[0], Max: sorted[len(sorted)-1], Std: math.Sqrt(ss / float64(len(values))),
+		P1: p(1), P5: p(5), P10: p(10), P25: p(25), P50: p(50), P75: p(75), P90: p(90), P95: p(95), P99: p(99),
 	}
 }
 

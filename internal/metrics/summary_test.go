@@ -19,6 +19,7 @@ func at(ms float64) time.Time { return t0.Add(time.Duration(ms * float64(time.Mi
 type req struct {
 	prompt                  string
 	sent, first, last, done float64
+	second                  float64 // second content chunk; 0: none
 	osl, promptTokens       int
 	chunks, bytes           int
 	hash                    uint64
@@ -30,9 +31,14 @@ func (q req) record(index int) load.Record {
 	if finish == "" {
 		finish = "length"
 	}
+	var second time.Time
+	if q.second > 0 {
+		second = at(q.second)
+	}
 	return load.Record{
 		Index: index, Prompt: q.prompt, RequestedOutputTokens: 20,
 		Sent: at(q.sent), FirstContent: at(q.first), LastContent: at(q.last), Done: at(q.done),
+		SecondContent: second,
 		ContentChunks: q.chunks, ContentBytes: q.bytes, OutputHash: q.hash,
 		UsageReported: true, PromptTokens: q.promptTokens, CompletionTokens: q.osl,
 		FinishReason: finish, HTTPStatus: 200,
@@ -52,12 +58,12 @@ func TestSummarize(t *testing.T) {
 		warmup(0, "w1"),
 		warmup(1, "w2"),
 		// TTFT 100, latency 1100, ITL (1100−100)/(11−1) = 100 ms → 10 tok/s.
-		req{prompt: "a", sent: 0, first: 100, last: 1100, done: 1110, osl: 11, promptTokens: 50, chunks: 11, bytes: 40, hash: 1}.record(2),
+		req{prompt: "a", sent: 0, first: 100, second: 150, last: 1100, done: 1110, osl: 11, promptTokens: 50, chunks: 11, bytes: 40, hash: 1}.record(2),
 		// TTFT 200, latency 1200, ITL 1000/20 = 50 ms → 20 tok/s.
-		req{prompt: "b", sent: 10, first: 210, last: 1210, done: 1220, osl: 21, promptTokens: 52, chunks: 20, bytes: 80, hash: 2}.record(3),
+		req{prompt: "b", sent: 10, first: 210, second: 260, last: 1210, done: 1220, osl: 21, promptTokens: 52, chunks: 20, bytes: 80, hash: 2}.record(3),
 		// Speculative decoding: 6 tokens in 2 chunks. ITL stays per token: 400/5 = 80 ms →
 		// 12.5 tok/s, not 400/1 per chunk. Same output as the one before (hash 2).
-		req{prompt: "c", sent: 20, first: 320, last: 720, done: 730, osl: 6, promptTokens: 49, chunks: 2, bytes: 30, hash: 2}.record(4),
+		req{prompt: "c", sent: 20, first: 320, second: 720, last: 720, done: 730, osl: 6, promptTokens: 49, chunks: 2, bytes: 30, hash: 2}.record(4),
 		// Reasoning-first stream: the load package set FirstContent at the first
 		// reasoning_content chunk; one token only, so no ITL. Its Done is the trial's last.
 		req{prompt: "d", sent: 30, first: 430, last: 430, done: 3030, osl: 1, promptTokens: 51, chunks: 1, bytes: 5, hash: 3, finish: "stop"}.record(5),
@@ -68,19 +74,35 @@ func TestSummarize(t *testing.T) {
 	}
 	// Duration 0 → 3030 ms; Σ OSL = 11+21+6+1 = 39.
 	want := results.Trial{
-		// TTFT [100 200 300 400]: p50 rank 1.5 → 250; p95 rank 2.85 → 385; p99 rank 2.97 → 397.
-		TTFTMs: results.Percentiles{P50: 250, P95: 385, P99: 397},
-		// latency sorted [400 700 1100 1200]: p50 → 900; p95 → 1200−0.15·100; p99 → 1200−0.03·100.
-		RequestLatencyMs: results.Percentiles{P50: 900, P95: 1185, P99: 1197},
-		// ITL sorted [50 80 100]: p50 → 80; p95 rank 1.9 → 98; p99 rank 1.98 → 99.6.
-		ITLMs:               results.Percentiles{P50: 80, P95: 98, P99: 99.6},
+		// TTFT [100 200 300 400]: ranks 3q/100, e.g. p50 rank 1.5 → 250; p95 rank 2.85 → 385;
+		// std √((150²+50²+50²+150²)/4) = √12500.
+		TTFTMs: results.Stats{Avg: 250, Min: 100, Max: 400, Std: math.Sqrt(12500),
+			P1: 103, P5: 115, P10: 130, P25: 175, P50: 250, P75: 325, P90: 370, P95: 385, P99: 397},
+		// latency sorted [400 700 1100 1200]: p50 → 900; p95 → 1200−0.15·100; p99 → 1200−0.03·100;
+		// mean 850, std √((450²+150²+250²+350²)/4) = √102500.
+		RequestLatencyMs: results.Stats{Avg: 850, Min: 400, Max: 1200, Std: math.Sqrt(102500),
+			P1: 409, P5: 445, P10: 490, P25: 625, P50: 900, P75: 1125, P90: 1170, P95: 1185, P99: 1197},
+		// ITL sorted [50 80 100]: ranks 2q/100; p50 → 80; p95 rank 1.9 → 98; p99 rank 1.98 → 99.6.
+		ITLMs: results.Stats{Avg: 230.0 / 3, Min: 50, Max: 100, Std: math.Sqrt((math.Pow(50-230.0/3, 2) + math.Pow(80-230.0/3, 2) + math.Pow(100-230.0/3, 2)) / 3),
+			P1: 50.6, P5: 53, P10: 56, P25: 65, P50: 80, P75: 90, P90: 96, P95: 98, P99: 99.6},
 		OutputThroughputTPS: 39 / 3.03,
 		// per user [10 20 12.5]: avg 42.5/3; sorted [10 12.5 20] p50 12.5, p95 rank 1.9 → 19.25.
-		PerUserOutputThroughputTPS: results.UserThroughput{Avg: 42.5 / 3, P50: 12.5, P95: 19.25},
-		RequestThroughputRPS:       4 / 3.03,
-		BenchmarkDurationS:         3.03,
-		ServerPromptTokens:         results.MinMax{Min: 49, Max: 52},
-		ServerCompletionTokens:     results.MinMax{Min: 1, Max: 21},
+		PerUserOutputThroughputTPS: results.Stats{Avg: 42.5 / 3, Min: 10, Max: 20,
+			Std: math.Sqrt((math.Pow(10-42.5/3, 2) + math.Pow(20-42.5/3, 2) + math.Pow(12.5-42.5/3, 2)) / 3),
+			P1:  10.05, P5: 10.25, P10: 10.5, P25: 11.25, P50: 12.5, P75: 16.25, P90: 18.5, P95: 19.25, P99: 19.85},
+		// TTST [50 50 400] (d streamed one chunk): p75 rank 1.5 → 225, p99 rank 1.98 → 393.
+		TTSTMs: &results.Stats{Avg: 500.0 / 3, Min: 50, Max: 400,
+			Std: math.Sqrt((2*math.Pow(50-500.0/3, 2) + math.Pow(400-500.0/3, 2)) / 3),
+			P1:  50, P5: 50, P10: 50, P25: 50, P50: 50, P75: 225, P90: 330, P95: 365, P99: 393},
+		// Inter-chunk: a 1000/10 = 100, b 1000/19, c 400/1; sorted [1000/19 100 400].
+		InterChunkLatencyMs: &results.Stats{Avg: (100 + 1000.0/19 + 400) / 3, Min: 1000.0 / 19, Max: 400,
+			Std: math.Sqrt((math.Pow(100-(500+1000.0/19)/3, 2) + math.Pow(1000.0/19-(500+1000.0/19)/3, 2) + math.Pow(400-(500+1000.0/19)/3, 2)) / 3),
+			P1:  1000.0/19 + 0.02*(100-1000.0/19), P5: 1000.0/19 + 0.1*(100-1000.0/19), P10: 1000.0/19 + 0.2*(100-1000.0/19),
+			P25: 1000.0/19 + 0.5*(100-1000.0/19), P50: 100, P75: 250, P90: 340, P95: 370, P99: 394},
+		RequestThroughputRPS:   4 / 3.03,
+		BenchmarkDurationS:     3.03,
+		ServerPromptTokens:     results.MinMax{Min: 49, Max: 52},
+		ServerCompletionTokens: results.MinMax{Min: 1, Max: 21},
 		Correctness: results.Correctness{
 			WarmupRecords: 2, UniqueWarmupPrompts: 2, WarmupProfilePromptOverlap: 0,
 			ProfilingRecords: 4, HTTP200: 4, UniquePrompts: 4,
@@ -114,13 +136,16 @@ func TestSummarizeFailures(t *testing.T) {
 		t.Fatal(err)
 	}
 	// Latency metrics over the two successes only: TTFT [100 300], latency [2100 1300],
-	// ITL [100 100]. Duration runs to the failed request's Done at 9000 ms.
+	// ITL [100 100]. Duration runs to the failed request's Done at 9000 ms. With two values,
+	// the q-th percentile is low + (high − low)·q/100 and the std half their distance.
 	want := results.Trial{
-		TTFTMs:                     results.Percentiles{P50: 200, P95: 290, P99: 298},
-		RequestLatencyMs:           results.Percentiles{P50: 1700, P95: 2060, P99: 2092},
-		ITLMs:                      results.Percentiles{P50: 100, P95: 100, P99: 100},
+		TTFTMs: results.Stats{Avg: 200, Min: 100, Max: 300, Std: 100,
+			P1: 102, P5: 110, P10: 120, P25: 150, P50: 200, P75: 250, P90: 280, P95: 290, P99: 298},
+		RequestLatencyMs: results.Stats{Avg: 1700, Min: 1300, Max: 2100, Std: 400,
+			P1: 1308, P5: 1340, P10: 1380, P25: 1500, P50: 1700, P75: 1900, P90: 2020, P95: 2060, P99: 2092},
+		ITLMs:                      constStats(100),
 		OutputThroughputTPS:        32 / 9.0,
-		PerUserOutputThroughputTPS: results.UserThroughput{Avg: 10, P50: 10, P95: 10},
+		PerUserOutputThroughputTPS: constStats(10),
 		RequestThroughputRPS:       2 / 9.0,
 		BenchmarkDurationS:         9,
 		ServerPromptTokens:         results.MinMax{Min: 30, Max: 31},
@@ -282,17 +307,29 @@ func TestTotals(t *testing.T) {
 
 func assertTrial(t *testing.T, got, want results.Trial) {
 	t.Helper()
+	stats := func(name string, got, want results.Stats) {
+		g, w := statValues(got), statValues(want)
+		for i, k := range results.StatKeys {
+			if !near(g[i], w[i]) {
+				t.Errorf("%s %s = %.17g, want %.17g", name, k, g[i], w[i])
+			}
+		}
+	}
+	stats("ttft", got.TTFTMs, want.TTFTMs)
+	stats("latency", got.RequestLatencyMs, want.RequestLatencyMs)
+	stats("itl", got.ITLMs, want.ITLMs)
+	stats("per-user", got.PerUserOutputThroughputTPS, want.PerUserOutputThroughputTPS)
+	if want.TTSTMs != nil {
+		stats("ttst", deref(got.TTSTMs), *want.TTSTMs)
+	}
+	if want.InterChunkLatencyMs != nil {
+		stats("inter-chunk", deref(got.InterChunkLatencyMs), *want.InterChunkLatencyMs)
+	}
 	floats := []struct {
 		name      string
 		got, want float64
 	}{
-		{"ttft p50", got.TTFTMs.P50, want.TTFTMs.P50}, {"ttft p95", got.TTFTMs.P95, want.TTFTMs.P95}, {"ttft p99", got.TTFTMs.P99, want.TTFTMs.P99},
-		{"latency p50", got.RequestLatencyMs.P50, want.RequestLatencyMs.P50}, {"latency p95", got.RequestLatencyMs.P95, want.RequestLatencyMs.P95}, {"latency p99", got.RequestLatencyMs.P99, want.RequestLatencyMs.P99},
-		{"itl p50", got.ITLMs.P50, want.ITLMs.P50}, {"itl p95", got.ITLMs.P95, want.ITLMs.P95}, {"itl p99", got.ITLMs.P99, want.ITLMs.P99},
 		{"output tps", got.OutputThroughputTPS, want.OutputThroughputTPS},
-		{"per-user avg", got.PerUserOutputThroughputTPS.Avg, want.PerUserOutputThroughputTPS.Avg},
-		{"per-user p50", got.PerUserOutputThroughputTPS.P50, want.PerUserOutputThroughputTPS.P50},
-		{"per-user p95", got.PerUserOutputThroughputTPS.P95, want.PerUserOutputThroughputTPS.P95},
 		{"request rps", got.RequestThroughputRPS, want.RequestThroughputRPS},
 		{"duration", got.BenchmarkDurationS, want.BenchmarkDurationS},
 		{"prompt tokens min", got.ServerPromptTokens.Min, want.ServerPromptTokens.Min}, {"prompt tokens max", got.ServerPromptTokens.Max, want.ServerPromptTokens.Max},
@@ -306,4 +343,21 @@ func assertTrial(t *testing.T, got, want results.Trial) {
 	if got.Correctness != want.Correctness {
 		t.Errorf("correctness =\n%+v\nwant\n%+v", got.Correctness, want.Correctness)
 	}
+}
+
+func deref(s *results.Stats) results.Stats {
+	if s == nil {
+		return results.Stats{}
+	}
+	return *s
+}
+
+// statValues lists a Stats' values in results.StatKeys order.
+func statValues(s results.Stats) []float64 {
+	return []float64{s.Avg, s.Min, s.Max, s.Std, s.P1, s.P5, s.P10, s.P25, s.P50, s.P75, s.P90, s.P95, s.P99}
+}
+
+// constStats is the Stats of values that are all v.
+func constStats(v float64) results.Stats {
+	return results.Stats{Avg: v, Min: v, Max: v, P1: v, P5: v, P10: v, P25: v, P50: v, P75: v, P90: v, P95: v, P99: v}
 }

@@ -228,11 +228,11 @@ func newTrialValue(st results.SideTrial) trialValue {
 	return trialValue{
 		Trial:                      int64(t.Trial),
 		Concurrency:                int64(st.Concurrency),
-		TTFTMs:                     percentilesValue(t.TTFTMs),
-		RequestLatencyMs:           percentilesValue(t.RequestLatencyMs),
-		ITLMs:                      percentilesValue(t.ITLMs),
+		TTFTMs:                     newPercentilesValue(t.TTFTMs),
+		RequestLatencyMs:           newPercentilesValue(t.RequestLatencyMs),
+		ITLMs:                      newPercentilesValue(t.ITLMs),
 		OutputThroughputTPS:        t.OutputThroughputTPS,
-		PerUserOutputThroughputTPS: userThroughputValue(t.PerUserOutputThroughputTPS),
+		PerUserOutputThroughputTPS: userThroughputValue{Avg: t.PerUserOutputThroughputTPS.Avg, P50: t.PerUserOutputThroughputTPS.P50, P95: t.PerUserOutputThroughputTPS.P95},
 		RequestThroughputRPS:       t.RequestThroughputRPS,
 		BenchmarkDurationS:         t.BenchmarkDurationS,
 		ServerPromptTokens:         minMaxValue(t.ServerPromptTokens),
@@ -254,6 +254,10 @@ func newTrialValue(st results.SideTrial) trialValue {
 			OutputLengthMismatches:     t.Correctness.OutputLengthMismatches,
 		},
 	}
+}
+
+func newPercentilesValue(s results.Stats) percentilesValue {
+	return percentilesValue{P50: s.P50, P95: s.P95, P99: s.P99}
 }
 
 func optionalInt(v *int) types.Int64 {

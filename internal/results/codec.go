@@ -106,6 +106,19 @@ func Marshal(d *Document) ([]byte, error) {
 			ct.vals = append(ct.vals, &node{kind: kindString, text: "within_each_trial"})
 		}
 	}
+	if ws, ok := root.get("workloads"); ok {
+		for _, w := range ws.items {
+			if ts, ok := w.get("trials"); ok {
+				for _, t := range ts.items {
+					if _, has := t.get("stopped_early"); t.kind == kindObject && !has {
+						// Every entry of a workload's trials says whether it was stopped early.
+						t.keys = append(t.keys, "stopped_early")
+						t.vals = append(t.vals, &node{kind: kindBool, boolean: false})
+					}
+				}
+			}
+		}
+	}
 	var compact bytes.Buffer
 	if err := writeNode(&compact, root); err != nil {
 		return nil, fmt.Errorf("writing results document: %w", err)
@@ -515,6 +528,11 @@ func (r *reader) workload(o *object) Workload {
 	w.FirstFailingConcurrency = o.nullableInt("first_failing_concurrency")
 	w.PassingTrials = r.trials(o, "passing_trials")
 	w.FailingTrials = r.trials(o, "failing_trials")
+	if v, _ := o.optional("trials"); v != nil {
+		if w.AllTrials = r.trials(o, "trials"); len(w.AllTrials) == 0 {
+			o.keepAsWritten("trials")
+		}
+	}
 	if v, p := o.optional("bound_by"); v != nil {
 		if v.kind != kindArray {
 			r.fail(p, "expected array, got %s", v.kind)
@@ -555,13 +573,40 @@ func (r *reader) trial(o *object) Trial {
 	if o == nil {
 		return t
 	}
-	t.TTFTMs = r.percentiles(o.child("ttft_ms"))
-	t.RequestLatencyMs = r.percentiles(o.child("request_latency_ms"))
-	t.ITLMs = r.percentiles(o.child("itl_ms"))
+	t.TTFTMs = r.stats(o.child("ttft_ms"), latencyKeys)
+	t.RequestLatencyMs = r.stats(o.child("request_latency_ms"), latencyKeys)
+	t.ITLMs = r.stats(o.child("itl_ms"), latencyKeys)
 	t.OutputThroughputTPS = o.num("output_throughput_tps")
-	if uo := o.child("per_user_output_throughput_tps"); uo != nil {
-		t.PerUserOutputThroughputTPS = UserThroughput{Avg: uo.num("avg"), P50: uo.num("p50"), P95: uo.num("p95")}
-		uo.finish()
+	t.PerUserOutputThroughputTPS = r.stats(o.child("per_user_output_throughput_tps"), userThroughputKeys)
+	for _, opt := range []struct {
+		key string
+		dst **Stats
+	}{{"ttst_ms", &t.TTSTMs}, {"inter_chunk_latency_ms", &t.InterChunkLatencyMs}} {
+		if v, p := o.optional(opt.key); v != nil {
+			st := r.stats(r.asObject(p, v), StatKeys)
+			*opt.dst = &st
+		}
+	}
+	if v, p := o.optional("kind"); v != nil {
+		switch t.Kind = r.str(p, v); t.Kind {
+		case "probe", "confirmation":
+		default:
+			r.fail(p, "%q is not one of probe, confirmation", t.Kind)
+		}
+	}
+	if v, p := o.optional("verdict"); v != nil {
+		switch t.Verdict = r.str(p, v); t.Verdict {
+		case "pass", "fail":
+		default:
+			r.fail(p, "%q is not one of pass, fail", t.Verdict)
+		}
+	}
+	if v, p := o.optional("stopped_early"); v != nil {
+		if v.kind != kindBool {
+			r.fail(p, "expected boolean, got %s", v.kind)
+		} else if t.StoppedEarly = v.boolean; !t.StoppedEarly && t.Kind == "" {
+			o.keepAsWritten("stopped_early")
+		}
 	}
 	t.RequestThroughputRPS = o.num("request_throughput_rps")
 	t.BenchmarkDurationS = o.num("benchmark_duration_s")
@@ -587,16 +632,44 @@ func (r *reader) trial(o *object) Trial {
 	return t
 }
 
-func (r *reader) percentiles(o *object) Percentiles {
-	var p Percentiles
+// The statistics older documents carry: the reference has p50/p95/p99 of the latencies and
+// avg/p50/p95 of per-user throughput. Documents of this provider carry every StatKeys entry.
+var (
+	latencyKeys        = []string{"p50", "p95", "p99"}
+	userThroughputKeys = []string{"avg", "p50", "p95"}
+)
+
+// stats reads a metric object. The required keys must be there; any other statistic is
+// read when present, and Stats remembers which were, to write the same keys back.
+func (r *reader) stats(o *object, required []string) Stats {
+	var s Stats
 	if o == nil {
-		return p
+		return s
 	}
-	p.P50 = o.num("p50")
-	p.P95 = o.num("p95")
-	p.P99 = o.num("p99")
+	var has statSet
+	for i, k := range StatKeys {
+		isRequired := false
+		for _, q := range required {
+			isRequired = isRequired || q == k
+		}
+		var v *node
+		var p string
+		if isRequired {
+			v, p = o.field(k)
+		} else {
+			v, p = o.optional(k)
+		}
+		if v == nil {
+			continue
+		}
+		*s.field(i) = r.num(p, v)
+		has |= 1 << i
+	}
+	if has != 1<<len(StatKeys)-1 {
+		s.has = has
+	}
 	o.finish()
-	return p
+	return s
 }
 
 func (r *reader) minMax(o *object) MinMax {

@@ -167,11 +167,11 @@ func intp(i int) *int { return &i }
 func TestMarshalFromScratchHasReferenceShape(t *testing.T) {
 	trial := func(n, c int) Trial {
 		return Trial{
-			TTFTMs:                     Percentiles{P50: 1, P95: 2, P99: 3},
-			RequestLatencyMs:           Percentiles{P50: 4, P95: 5, P99: 6},
-			ITLMs:                      Percentiles{P50: 7, P95: 8, P99: 9},
+			TTFTMs:                     Stats{P50: 1, P95: 2, P99: 3},
+			RequestLatencyMs:           Stats{P50: 4, P95: 5, P99: 6},
+			ITLMs:                      Stats{P50: 7, P95: 8, P99: 9},
 			OutputThroughputTPS:        10,
-			PerUserOutputThroughputTPS: UserThroughput{Avg: 11, P50: 12, P95: 13},
+			PerUserOutputThroughputTPS: Stats{Avg: 11, P50: 12, P95: 13},
 			RequestThroughputRPS:       14,
 			BenchmarkDurationS:         15,
 			ServerPromptTokens:         MinMax{Min: 16, Max: 17},
@@ -526,5 +526,44 @@ func TestObjectivesRoundTrip(t *testing.T) {
 	bad := strings.Replace(string(raw), `"threshold_ms": 90,`, `"percentile": 50, "threshold_ms": 90,`, 1)
 	if _, err := Parse([]byte(bad)); err == nil || !strings.Contains(err.Error(), "slos[1].percentile: goodput takes no percentile") {
 		t.Fatalf("goodput with a percentile: %v", err)
+	}
+}
+
+// Every trial of a workload, with full statistics, kind, verdict and stopped_early, is
+// written and read back unchanged; stopped_early is written even when false.
+func TestAllTrialsRoundTrip(t *testing.T) {
+	full := Stats{Avg: 1, Min: 0.5, Max: 3, Std: 0.25, P1: 0.5, P5: 0.6, P10: 0.7, P25: 0.8, P50: 1, P75: 1.2, P90: 2, P95: 2.5, P99: 2.9}
+	doc := &Document{
+		SLOs: []SLO{{Metric: MetricTTFT, Percentile: 95, ThresholdMs: 10, Comparison: StrictlyLessThan}},
+		Workloads: []Workload{{Label: "a", MaximumPassingConcurrency: intp(1),
+			PassingTrials: []Trial{}, FailingTrials: []Trial{},
+			AllTrials: []Trial{
+				{Trial: 1, Concurrency: 2, Kind: "probe", Verdict: "fail", StoppedEarly: true},
+				{Trial: 1, Concurrency: 1, Kind: "confirmation", Verdict: "pass", TTFTMs: full, TTSTMs: &full, InterChunkLatencyMs: &full},
+			}}},
+	}
+	raw, err := Marshal(doc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{`"stopped_early": false`, `"stopped_early": true`, `"kind": "probe"`, `"verdict": "pass"`,
+		`"ttst_ms": {`, `"inter_chunk_latency_ms": {`, `"p10": 0.7`, `"std": 0.25`} {
+		if !strings.Contains(string(raw), want) {
+			t.Errorf("written document lacks %s", want)
+		}
+	}
+	back, err := Parse(raw)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := back.Workloads[0].AllTrials; len(got) != 2 || got[1].TTFTMs != full || *got[1].TTSTMs != full || !got[0].StoppedEarly || got[1].Kind != "confirmation" {
+		t.Fatalf("trials read back as %+v", got)
+	}
+	if again, _ := Marshal(back); string(again) != string(raw) {
+		t.Fatalf("second write differs:\n%s\nvs\n%s", again, raw)
+	}
+	bad := strings.Replace(string(raw), `"kind": "probe"`, `"kind": "warmup"`, 1)
+	if _, err := Parse([]byte(bad)); err == nil || !strings.Contains(err.Error(), `workloads[0].trials[0].kind: "warmup" is not one of probe, confirmation`) {
+		t.Fatalf("bad kind: %v", err)
 	}
 }

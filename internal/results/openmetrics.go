@@ -110,7 +110,7 @@ func OpenMetrics(d *Document) string {
 			emit(r, []string{"workload", r.w.Label, "side", string(r.st.Side), "trial", strconv.Itoa(r.st.Trial.Trial)})
 		}
 	}
-	quantiles := func(name string, p func(Trial) Percentiles) func(trialRow, []string) {
+	quantiles := func(name string, p func(Trial) Stats) func(trialRow, []string) {
 		return func(r trialRow, l []string) {
 			ps := p(r.st.Trial)
 			sample(name, ps.P50/1000, append(l, "quantile", "0.5")...)
@@ -136,11 +136,11 @@ func OpenMetrics(d *Document) string {
 		}
 	})
 	each("llmserve_trial_time_to_first_token_seconds", "Time to first token of the trial's measured requests.",
-		quantiles("llmserve_trial_time_to_first_token_seconds", func(t Trial) Percentiles { return t.TTFTMs }))
+		quantiles("llmserve_trial_time_to_first_token_seconds", func(t Trial) Stats { return t.TTFTMs }))
 	each("llmserve_trial_inter_token_latency_seconds", "Inter-token latency of the trial's measured requests.",
-		quantiles("llmserve_trial_inter_token_latency_seconds", func(t Trial) Percentiles { return t.ITLMs }))
+		quantiles("llmserve_trial_inter_token_latency_seconds", func(t Trial) Stats { return t.ITLMs }))
 	each("llmserve_trial_request_latency_seconds", "End-to-end latency of the trial's measured requests.",
-		quantiles("llmserve_trial_request_latency_seconds", func(t Trial) Percentiles { return t.RequestLatencyMs }))
+		quantiles("llmserve_trial_request_latency_seconds", func(t Trial) Stats { return t.RequestLatencyMs }))
 	each("llmserve_trial_output_throughput_tokens_per_second", "Output tokens of all measured requests over the trial's duration.",
 		scalar("llmserve_trial_output_throughput_tokens_per_second", func(t Trial) float64 { return t.OutputThroughputTPS }))
 	each("llmserve_trial_per_user_output_throughput_tokens_per_second", "Output rate one user sees (1/ITL per request): its average and percentiles.",

@@ -246,6 +246,45 @@ func TestSVGStructure(t *testing.T) {
 	}
 }
 
+// With every trial listed, the chart draws every measured level: confirmation trials as
+// filled markers by verdict, probes as rings, a failed probe stopped early no lower than the
+// threshold.
+func TestSVGDrawsEveryTrial(t *testing.T) {
+	doc := parseReference(t)
+	doc.Workloads = doc.Workloads[:1]
+	w := &doc.Workloads[0]
+	probe := func(c int, p95 float64, verdict string, stopped bool) Trial {
+		return Trial{Kind: "probe", Trial: 1, Concurrency: c, Verdict: verdict, StoppedEarly: stopped, TTFTMs: Stats{P95: p95}}
+	}
+	conf := func(c, n int, tr Trial, verdict string) Trial {
+		tr.Kind, tr.Trial, tr.Concurrency, tr.Verdict = "confirmation", n, c, verdict
+		return tr
+	}
+	w.AllTrials = []Trial{
+		probe(1, 900, "pass", false), probe(2, 1800, "pass", false), probe(4, 3000, "pass", false),
+		probe(8, 5000, "pass", false), probe(16, 2000, "fail", true), // stopped early: drawn at ≥ 10 s
+		conf(11, 1, w.PassingTrials[0], "pass"), conf(11, 2, w.PassingTrials[1], "pass"), conf(11, 3, w.PassingTrials[2], "pass"),
+		conf(12, 1, w.FailingTrials[0], "fail"), conf(12, 2, w.FailingTrials[1], "pass"), conf(12, 3, w.FailingTrials[2], "fail"),
+	}
+	svg := SVG(doc)
+	c := svgCounts(t, svg)
+	want := map[string]int{
+		"circle.passing":       3 + 1 + 1, // three at 11, one passing trial at 12, the legend
+		"path.failing":         2 + 1,
+		"circle.passing probe": 4 + 1,
+		"circle.failing probe": 1 + 1,
+		"title":                1 + 11,
+	}
+	for k, n := range want {
+		if c[k] != n {
+			t.Errorf("%s: %d, want %d", k, c[k], n)
+		}
+	}
+	if !strings.Contains(svg, "probe 1 (stopped early) at concurrency 16: TTFT p95 at least 10000.0 ms") {
+		t.Errorf("the stopped probe is not drawn at the threshold:\n%s", svg)
+	}
+}
+
 func TestRenderingsOnEdgeDocuments(t *testing.T) {
 	base := parseReference(t)
 	noneFailed := *base

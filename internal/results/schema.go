@@ -76,6 +76,9 @@ type Workload struct {
 	FirstFailingConcurrency   *int    `json:"first_failing_concurrency"`   // nil: nothing failed within bounds
 	PassingTrials             []Trial `json:"passing_trials"`
 	FailingTrials             []Trial `json:"failing_trials"`
+	// AllTrials is every trial the search ran or resumed for this workload, probes
+	// included, in the order they ran; absent in documents older than it.
+	AllTrials []Trial `json:"trials,omitempty"`
 	// BoundBy names what failed the first failing concurrency's confirmation trials: the
 	// Key of each objective missed, or "errors" when requests failed. Empty when nothing
 	// failed within the bounds.
@@ -87,18 +90,31 @@ type Workload struct {
 
 // Trial is the full metrics of one confirmation trial.
 type Trial struct {
-	TTFTMs                     Percentiles    `json:"ttft_ms"`
-	RequestLatencyMs           Percentiles    `json:"request_latency_ms"`
-	ITLMs                      Percentiles    `json:"itl_ms"`
-	OutputThroughputTPS        float64        `json:"output_throughput_tps"`
-	PerUserOutputThroughputTPS UserThroughput `json:"per_user_output_throughput_tps"`
-	RequestThroughputRPS       float64        `json:"request_throughput_rps"`
-	BenchmarkDurationS         float64        `json:"benchmark_duration_s"`
-	ServerPromptTokens         MinMax         `json:"server_prompt_tokens"`
-	ServerCompletionTokens     MinMax         `json:"server_completion_tokens"`
-	Correctness                Correctness    `json:"correctness"`
-	Trial                      int            `json:"trial"`                 // 1-based index among the side's confirmation trials
-	Concurrency                int            `json:"concurrency,omitempty"` // additive: the reference implies it by side
+	TTFTMs                     Stats       `json:"ttft_ms"`
+	RequestLatencyMs           Stats       `json:"request_latency_ms"`
+	ITLMs                      Stats       `json:"itl_ms"`
+	OutputThroughputTPS        float64     `json:"output_throughput_tps"`
+	PerUserOutputThroughputTPS Stats       `json:"per_user_output_throughput_tps"`
+	RequestThroughputRPS       float64     `json:"request_throughput_rps"`
+	BenchmarkDurationS         float64     `json:"benchmark_duration_s"`
+	ServerPromptTokens         MinMax      `json:"server_prompt_tokens"`
+	ServerCompletionTokens     MinMax      `json:"server_completion_tokens"`
+	Correctness                Correctness `json:"correctness"`
+	Trial                      int         `json:"trial"`                 // 1-based index among the side's confirmation trials
+	Concurrency                int         `json:"concurrency,omitempty"` // additive: the reference implies it by side
+	// TTSTMs is the time to second token (first to second content chunk); absent in
+	// documents older than it.
+	TTSTMs *Stats `json:"ttst_ms,omitempty"`
+	// InterChunkLatencyMs is the raw stream cadence: per request, (last − first content
+	// chunk) / (content chunks − 1), not normalised by tokens as ITL is.
+	InterChunkLatencyMs *Stats `json:"inter_chunk_latency_ms,omitempty"`
+	// Kind (probe | confirmation) and StoppedEarly are written for the entries of a
+	// workload's trials; a probe stopped early has metrics over what finished.
+	Kind         string `json:"kind,omitempty"`
+	StoppedEarly bool   `json:"stopped_early,omitempty"`
+	// Verdict (pass | fail) is the trial's outcome as the search judged it, written for the
+	// entries of a workload's trials.
+	Verdict string `json:"verdict,omitempty"`
 	// SLOs is the trial's value of each objective, in the document's order.
 	SLOs []SLOResult `json:"slos,omitempty"`
 	// GoodputPercent is the share of measured requests that succeeded and met every
@@ -112,20 +128,6 @@ type SLOResult struct {
 	Percentile float64 `json:"percentile,omitempty"`
 	Value      float64 `json:"value"`
 	Met        bool    `json:"met"`
-}
-
-// Percentiles of one latency metric, in milliseconds.
-type Percentiles struct {
-	P50 float64 `json:"p50"`
-	P95 float64 `json:"p95"`
-	P99 float64 `json:"p99"`
-}
-
-// UserThroughput is the per-request output rate 1/ITL, in tokens per second.
-type UserThroughput struct {
-	Avg float64 `json:"avg"`
-	P50 float64 `json:"p50"`
-	P95 float64 `json:"p95"`
 }
 
 // MinMax of a token count. Floats because the reference writes them as 2099.0.

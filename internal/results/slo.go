@@ -40,8 +40,9 @@ type Metric struct {
 	PerTrial bool
 	// Computed says how the value is computed, for documentation.
 	Computed string
-	// stats is where a trial records the metric's distribution; nil for a per-trial metric.
-	stats func(Trial) Percentiles
+	// stats is where a trial records the metric's distribution (nil when it does not);
+	// nil for a per-trial metric.
+	stats func(Trial) *Stats
 }
 
 // DefaultComparison is the comparison an objective on this metric gets when none is given.
@@ -64,20 +65,19 @@ func (m Metric) Comparisons() []string {
 var metricTable = []Metric{
 	{Name: MetricTTFT, Short: "TTFT", Unit: "ms",
 		Computed: "time from sending the request to its first streamed chunk with non-empty content",
-		stats:    func(t Trial) Percentiles { return t.TTFTMs }},
+		stats:    func(t Trial) *Stats { return &t.TTFTMs }},
 	{Name: MetricITL, Short: "ITL", Unit: "ms",
 		Computed: "(request latency − TTFT) / (output tokens − 1), output tokens from the server's usage",
-		stats:    func(t Trial) Percentiles { return t.ITLMs }},
+		stats:    func(t Trial) *Stats { return &t.ITLMs }},
 	{Name: MetricRequestLatency, Short: "Request latency", Unit: "ms",
 		Computed: "time from sending the request to its last streamed chunk with content",
-		stats:    func(t Trial) Percentiles { return t.RequestLatencyMs }},
+		stats:    func(t Trial) *Stats { return &t.RequestLatencyMs }},
 	{Name: MetricTTST, Short: "TTST", Unit: "ms",
-		Computed: "time from the first to the second streamed chunk with content"},
+		Computed: "time from the first to the second streamed chunk with content",
+		stats:    func(t Trial) *Stats { return t.TTSTMs }},
 	{Name: MetricPerUserThroughput, Short: "Per-user output throughput", Unit: "tokens/s", HigherIsBetter: true,
 		Computed: "1000 / ITL: the output rate one user sees",
-		stats: func(t Trial) Percentiles {
-			return Percentiles{P50: t.PerUserOutputThroughputTPS.P50, P95: t.PerUserOutputThroughputTPS.P95, P99: math.NaN()}
-		}},
+		stats:    func(t Trial) *Stats { return &t.PerUserOutputThroughputTPS }},
 	{Name: MetricGoodput, Short: "Goodput", Unit: "%", HigherIsBetter: true, PerTrial: true,
 		Computed: "percentage of measured requests that succeeded and met every other objective's threshold on their own (AIPerf's goodput criterion)"},
 }
@@ -248,20 +248,15 @@ func (s SLO) Value(t Trial) (float64, error) {
 		}
 		return *t.GoodputPercent, nil
 	}
-	if m.stats == nil {
+	var st *Stats
+	if m.stats != nil {
+		st = m.stats(t)
+	}
+	if st == nil {
 		return 0, fmt.Errorf("the trial records no %s", s.Metric)
 	}
-	p := m.stats(t)
-	v := math.NaN()
-	switch s.Percentile {
-	case 50:
-		v = p.P50
-	case 95:
-		v = p.P95
-	case 99:
-		v = p.P99
-	}
-	if math.IsNaN(v) {
+	v, ok := st.Percentile(s.Percentile)
+	if !ok {
 		return 0, fmt.Errorf("slo percentile %v of %s is not recorded in the trial", s.Percentile, s.Metric)
 	}
 	return v, nil

@@ -8,10 +8,10 @@ import (
 func TestSLOJudgement(t *testing.T) {
 	goodput := 87.5
 	trial := Trial{
-		TTFTMs:                     Percentiles{P50: 100, P95: 10000, P99: 12000},
-		ITLMs:                      Percentiles{P50: 30, P95: 45, P99: 50},
-		RequestLatencyMs:           Percentiles{P50: 2000, P95: 3000, P99: 4000},
-		PerUserOutputThroughputTPS: UserThroughput{Avg: 30, P50: 33, P95: 22},
+		TTFTMs:                     Stats{P50: 100, P95: 10000, P99: 12000},
+		ITLMs:                      Stats{P50: 30, P95: 45, P99: 50},
+		RequestLatencyMs:           Stats{P50: 2000, P95: 3000, P99: 4000},
+		PerUserOutputThroughputTPS: Stats{Avg: 30, P50: 33, P95: 22},
 		SLOs:                       []SLOResult{{Metric: "time_to_second_token", Percentile: 90, Value: 41, Met: true}},
 		GoodputPercent:             &goodput,
 	}
@@ -32,7 +32,7 @@ func TestSLOJudgement(t *testing.T) {
 		{"goodput over 90 %", SLO{Metric: "goodput", ThresholdMs: 90, Comparison: "greater_than"}, 87.5, "", "fail"},
 		{"recorded objective value wins", SLO{Metric: "time_to_second_token", Percentile: 90, ThresholdMs: 40, Comparison: "strictly_less_than"}, 41, "", "fail"},
 		{"unknown metric", SLO{Metric: "queue_time", Percentile: 95}, 0, `slo metric "queue_time"`, "n/a"},
-		{"unrecorded percentile", SLO{Metric: "time_to_first_token", Percentile: 90}, 0, "slo percentile 90 of time_to_first_token is not recorded", "n/a"},
+		{"unrecorded percentile", SLO{Metric: "time_to_first_token", Percentile: 97.5}, 0, "slo percentile 97.5 of time_to_first_token is not recorded", "n/a"},
 		{"unrecorded metric", SLO{Metric: "time_to_second_token", Percentile: 50}, 0, "records no time_to_second_token", "n/a"},
 	}
 	for _, tc := range cases {
@@ -61,6 +61,31 @@ func TestSLOJudgement(t *testing.T) {
 	withErrors.Correctness.Errors = 1
 	if got := Verdict(both[:1], withErrors); got != "fail" {
 		t.Errorf("a trial with errors fails: got %q", got)
+	}
+}
+
+// The reference records p50/p95/p99 only: p90 of its trials is unknown, not zero, while a
+// trial written by this provider has every statistic.
+func TestStatsRecordedKeys(t *testing.T) {
+	ref := parseReference(t).Workloads[0].PassingTrials[0]
+	p90 := SLO{Metric: MetricTTFT, Percentile: 90}
+	if _, err := p90.Value(ref); err == nil {
+		t.Fatal("p90 of a reference trial must be unknown")
+	}
+	if v, err := (SLO{Metric: MetricTTFT, Percentile: 95}).Value(ref); err != nil || v != 7095.03604365 {
+		t.Fatalf("p95 = %v, %v", v, err)
+	}
+	if ref.TTFTMs.Has("avg") || !ref.PerUserOutputThroughputTPS.Has("avg") || ref.PerUserOutputThroughputTPS.Has("p99") {
+		t.Fatalf("recorded keys: ttft %+v per-user %+v", ref.TTFTMs, ref.PerUserOutputThroughputTPS)
+	}
+	full := Trial{TTFTMs: Stats{P90: 12}}
+	if v, err := p90.Value(full); err != nil || v != 12 {
+		t.Fatalf("p90 of a full trial = %v, %v", v, err)
+	}
+	raw, err := full.TTFTMs.MarshalJSON()
+	want := `{"avg":0,"min":0,"max":0,"std":0,"p1":0,"p5":0,"p10":0,"p25":0,"p50":0,"p75":0,"p90":12,"p95":0,"p99":0}`
+	if err != nil || string(raw) != want {
+		t.Fatalf("MarshalJSON = %s, %v; want %s", raw, err, want)
 	}
 }
 
@@ -223,7 +248,7 @@ func TestChartHelpers(t *testing.T) {
 // benchmark; the renderings must say so too.
 func TestSLOVerdictFailsTrialWithErrors(t *testing.T) {
 	slo := SLO{Metric: "time_to_first_token", Percentile: 95, ThresholdMs: 10000, Comparison: "strictly_less_than"}
-	trial := Trial{TTFTMs: Percentiles{P95: 500}}
+	trial := Trial{TTFTMs: Stats{P95: 500}}
 	if got := Verdict([]SLO{slo}, trial); got != "pass" {
 		t.Fatalf("clean trial: Verdict() = %q, want pass", got)
 	}

@@ -80,7 +80,11 @@ func SVG(d *Document) string {
 		sub += " (not charted: the trials do not record it)"
 	}
 	fmt.Fprintf(&b, `<text x="%s" y="56" fill="%s">%s</text>`+"\n", num(svgMargin), colorMuted, esc(sub))
-	writeLegend(&b, svgMargin, 80, hasThreshold)
+	allTrials := false
+	for _, w := range d.Workloads {
+		allTrials = allTrials || len(w.AllTrials) > 0
+	}
+	writeLegend(&b, svgMargin, 80, hasThreshold, allTrials)
 
 	if n == 0 {
 		fmt.Fprintf(&b, `<text x="%s" y="%s" fill="%s">No workloads in this document.</text>`+"\n", num(svgMargin), num(svgHeaderH+40), colorMuted)
@@ -88,16 +92,23 @@ func SVG(d *Document) string {
 	for i, w := range d.Workloads {
 		x := svgMargin + float64(i%svgColumns)*(svgPanelW+svgPanelGap)
 		y := svgHeaderH + float64(i/svgColumns)*(svgPanelH+svgPanelGap)
-		writePanel(&b, i, x, y, w, value, metric, unit, threshold, hasThreshold)
+		writePanel(&b, i, x, y, w, value, func(t Trial) string { return Verdict(objs, t) }, metric, unit, threshold, hasThreshold)
 	}
 	b.WriteString("</svg>\n")
 	return b.String()
 }
 
-func writeLegend(b *strings.Builder, x, y float64, withThreshold bool) {
+func writeLegend(b *strings.Builder, x, y float64, withThreshold, allTrials bool) {
 	fmt.Fprintf(b, `<g id="legend" transform="translate(%s %s)">`+"\n", num(x), num(y))
-	fmt.Fprintf(b, `%s<text x="12" y="4">passing side (max. passing concurrency)</text>`+"\n", passMarker(0, 0, ""))
-	fmt.Fprintf(b, `%s<text x="282" y="4">failing side (first failing concurrency)</text>`+"\n", failMarker(270, 0, ""))
+	if allTrials {
+		fmt.Fprintf(b, `%s<text x="12" y="4">confirmation trial met</text>`+"\n", passMarker(0, 0, ""))
+		fmt.Fprintf(b, `%s<text x="172" y="4">missed</text>`+"\n", failMarker(160, 0, ""))
+		fmt.Fprintf(b, `%s%s<text x="272" y="4">probe met / missed</text>`+"\n",
+			probeMarker(240, 0, colorPassing, "passing probe", ""), probeMarker(256, 0, colorFailing, "failing probe", ""))
+	} else {
+		fmt.Fprintf(b, `%s<text x="12" y="4">passing side (max. passing concurrency)</text>`+"\n", passMarker(0, 0, ""))
+		fmt.Fprintf(b, `%s<text x="282" y="4">failing side (first failing concurrency)</text>`+"\n", failMarker(270, 0, ""))
+	}
 	if withThreshold {
 		fmt.Fprintf(b, `<line x1="530" y1="0" x2="558" y2="0" stroke="%s" stroke-width="2" stroke-dasharray="6 4"/><text x="566" y="4">SLO threshold</text>`+"\n", colorThreshold)
 	}
@@ -107,9 +118,51 @@ func writeLegend(b *strings.Builder, x, y float64, withThreshold bool) {
 type point struct {
 	c     int
 	v     float64
-	side  Side
-	trial int
+	pass  bool
+	label string // for the tooltip: "passing side, trial 2" or "probe"
+	probe bool
+	bound bool // a failed probe stopped early: the value is at least this
 	dx    float64
+}
+
+// chartPoints are the workload's trials to draw: every trial the search ran when the
+// document lists them (probes hollow), else the confirmation trials of both sides.
+func chartPoints(w Workload, value func(Trial) (float64, error), verdict func(Trial) string, threshold float64, hasThreshold bool) []point {
+	var pts []point
+	if len(w.AllTrials) == 0 {
+		for _, st := range w.Trials() {
+			v, err := value(st.Trial)
+			if err != nil || st.Concurrency == 0 || math.IsNaN(v) || math.IsInf(v, 0) {
+				continue
+			}
+			pts = append(pts, point{c: st.Concurrency, v: v, pass: st.Side == SidePassing,
+				label: fmt.Sprintf("%s side, trial %d", st.Side, st.Trial.Trial)})
+		}
+		return pts
+	}
+	for _, t := range w.AllTrials {
+		v, err := value(t)
+		if err != nil || t.Concurrency == 0 || math.IsNaN(v) || math.IsInf(v, 0) {
+			continue
+		}
+		p := point{c: t.Concurrency, v: v, probe: t.Kind == "probe", label: fmt.Sprintf("%s %d", t.Kind, t.Trial)}
+		switch t.Verdict {
+		case "pass", "fail":
+			p.pass = t.Verdict == "pass"
+		default:
+			p.pass = verdict(t) == "pass"
+		}
+		if t.StoppedEarly && !p.pass {
+			// What finished before the stop understates the metric; the stop proved the
+			// objective missed, so draw it no better than the threshold.
+			p.bound, p.label = true, p.label+" (stopped early)"
+			if hasThreshold {
+				p.v = max(p.v, threshold)
+			}
+		}
+		pts = append(pts, p)
+	}
+	return pts
 }
 
 // chartable reports whether the trials record s's value (a document always has some
@@ -126,20 +179,15 @@ func chartable(d *Document, s SLO) bool {
 	return err == nil
 }
 
-func writePanel(b *strings.Builder, index int, x0, y0 float64, w Workload, value func(Trial) (float64, error), metric, valueUnit string, threshold float64, hasThreshold bool) {
-	var pts []point
+func writePanel(b *strings.Builder, index int, x0, y0 float64, w Workload, value func(Trial) (float64, error), verdict func(Trial) string, metric, valueUnit string, threshold float64, hasThreshold bool) {
+	pts := chartPoints(w, value, verdict, threshold, hasThreshold)
 	maxC, maxV := 1, 0.0
-	groups := map[[2]int][]int{} // (side, concurrency) -> indices into pts, for jitter
-	for _, st := range w.Trials() {
-		v, err := value(st.Trial)
-		if err != nil || st.Concurrency == 0 || math.IsNaN(v) || math.IsInf(v, 0) {
-			continue
-		}
-		key := [2]int{boolCount(st.Side == SideFailing), st.Concurrency}
-		groups[key] = append(groups[key], len(pts))
-		pts = append(pts, point{c: st.Concurrency, v: v, side: st.Side, trial: st.Trial.Trial})
-		maxC = max(maxC, st.Concurrency)
-		maxV = max(maxV, v)
+	groups := map[[2]int][]int{} // (verdict, concurrency) -> indices into pts, for jitter
+	for i, p := range pts {
+		key := [2]int{boolCount(!p.pass), p.c}
+		groups[key] = append(groups[key], i)
+		maxC = max(maxC, p.c)
+		maxV = max(maxV, p.v)
 	}
 	for _, idx := range groups {
 		for k, i := range idx {
@@ -217,16 +265,31 @@ func writePanel(b *strings.Builder, index int, x0, y0 float64, w Workload, value
 	}
 
 	for _, p := range pts {
-		tip := fmt.Sprintf("%s side, trial %d at concurrency %d: %s %s %s", p.side, p.trial, p.c, metric, fixed(p.v, 1), valueUnit)
+		at := ""
+		if p.bound {
+			at = "at least "
+		}
+		tip := fmt.Sprintf("%s at concurrency %d: %s %s%s %s", p.label, p.c, metric, at, fixed(p.v, 1), valueUnit)
 		x, y := px(float64(p.c))+p.dx, py(p.v)
-		if p.side == SidePassing {
+		switch {
+		case p.probe && p.pass:
+			b.WriteString(probeMarker(x, y, colorPassing, "passing probe", tip))
+		case p.probe:
+			b.WriteString(probeMarker(x, y, colorFailing, "failing probe", tip))
+		case p.pass:
 			b.WriteString(passMarker(x, y, tip))
-		} else {
+		default:
 			b.WriteString(failMarker(x, y, tip))
 		}
 		b.WriteString("\n")
 	}
 	b.WriteString("</g>\n")
+}
+
+// probeMarker is a hollow ring: a single probe trial, told apart from confirmation trials.
+func probeMarker(x, y float64, color, class, tip string) string {
+	return fmt.Sprintf(`<circle class="%s" cx="%s" cy="%s" r="4" fill="none" stroke="%s" stroke-width="1.5">%s</circle>`,
+		class, num(x), num(y), color, tooltip(tip))
 }
 
 func passMarker(x, y float64, tip string) string {
