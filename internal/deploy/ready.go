@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -221,12 +220,6 @@ type sglangLimits struct {
 	ContextLength      int `json:"context_length"`
 	MaxTotalNumTokens  int `json:"max_total_num_tokens"`
 	MaxRunningRequests int `json:"max_running_requests"`
-}
-
-// IsExited reports whether err is a container stopping before it was ready.
-func IsExited(err error) bool {
-	var e *ExitedError
-	return errors.As(err, &e)
 }
 
 // tailLogs fetches the container's last LogTail lines for a diagnostic, with secrets blanked.

@@ -30,16 +30,16 @@ const (
 )
 
 var (
-	// ErrNoTokenizer: the server offers no tokenize endpoint; calibrate prompt lengths from
+	// ErrNoTokenizer means the server offers no tokenize endpoint; calibrate prompt lengths from
 	// usage.prompt_tokens instead.
 	ErrNoTokenizer = errors.New("the server has no tokenize endpoint")
-	// ErrUnauthorized: the server answered 401 or 403.
+	// ErrUnauthorized means the server answered 401 or 403.
 	ErrUnauthorized = errors.New("the server rejected the credentials: api_key is missing or wrong")
-	// ErrUnreachable: no HTTP response at all, after retries.
+	// ErrUnreachable means no HTTP response came at all, after retries.
 	ErrUnreachable = errors.New("inference server unreachable")
-	// ErrUnknownEngine: none of SGLang, vLLM or llama.cpp answered their identifying endpoint.
+	// ErrUnknownEngine means none of SGLang, vLLM or llama.cpp answered their identifying endpoint.
 	ErrUnknownEngine = errors.New("could not identify the server as SGLang, vLLM or llama.cpp")
-	// ErrModelNotFound: the configured model is not among the server's models.
+	// ErrModelNotFound means the configured model is not among the server's models.
 	ErrModelNotFound = errors.New("model not served")
 )
 
@@ -500,7 +500,7 @@ func (c *Client) flushSGLang(ctx context.Context) (CacheFlush, error) {
 	}
 }
 
-// ErrBusy: the server kept running requests that are not ours past the idle wait.
+// ErrBusy means the server kept running requests that are not ours past the idle wait.
 var ErrBusy = errors.New("the server stayed busy")
 
 // idleWait bounds WaitIdle: requests cancelled by a stopped probe end within seconds; a

@@ -19,11 +19,11 @@ type Streamer interface {
 type EventKind int
 
 const (
-	// EventFirstContent: the request received its first content chunk (TTFT is known).
+	// EventFirstContent means the request received its first content chunk (TTFT is known).
 	EventFirstContent EventKind = iota + 1
-	// EventCompleted: the request finished (successfully or not); Record is final.
+	// EventCompleted means the request finished (successfully or not); Record is final.
 	EventCompleted
-	// EventTick: sent every TrialSpec.Tick during the measured phase; InFlight lists the
+	// EventTick is sent every TrialSpec.Tick during the measured phase; InFlight lists the
 	// measured requests sent and not finished, so an observer can bound what they will
 	// measure (a request waiting 12 s for its first token has a TTFT over 12 s).
 	EventTick

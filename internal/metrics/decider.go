@@ -13,6 +13,7 @@ import (
 // Decision is what can be said of a trial's SLO verdict so far.
 type Decision int
 
+// The decisions, in the order a trial can reach them: undecided until enough is known.
 const (
 	Undecided Decision = iota
 	DecidedPass

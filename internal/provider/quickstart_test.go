@@ -55,7 +55,7 @@ func TestAccQuickstart_llamaCpp(t *testing.T) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	if _, _, err := b.Client().ImageInspectWithRaw(ctx, quickstartImage); err != nil {
+	if _, err := b.Client().ImageInspect(ctx, quickstartImage); err != nil {
 		t.Fatalf("image %s is missing (%v): run scripts/build-llamacpp-image.sh", quickstartImage, err)
 	}
 	// The quickstart names its provider registry.terraform.io/llmserve/llmserve, as users do.

@@ -5,11 +5,11 @@ package results
 type Bound string
 
 const (
-	// BoundNone: the boundary was found (or the capacity is zero: even one request failed).
+	// BoundNone means the boundary was found (or the capacity is zero: even one request failed).
 	BoundNone Bound = ""
-	// BoundCeiling: every level tried passed; the capacity is at least MaximumPassingConcurrency.
+	// BoundCeiling means every level tried passed; the capacity is at least MaximumPassingConcurrency.
 	BoundCeiling Bound = "ceiling"
-	// BoundFloor: even the lowest level tried, above 1, failed; the capacity is below
+	// BoundFloor means even the lowest level tried, above 1, failed; the capacity is below
 	// FirstFailingConcurrency and may be anything from 0 up.
 	BoundFloor Bound = "floor"
 )

@@ -3,6 +3,7 @@ package results
 // Side says on which side of the boundary a confirmation trial ran.
 type Side string
 
+// The two sides, as the document spells them.
 const (
 	SidePassing Side = "passing"
 	SideFailing Side = "failing"

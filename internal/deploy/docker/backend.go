@@ -12,6 +12,7 @@ import (
 	"strings"
 	"time"
 
+	cerrdefs "github.com/containerd/errdefs"
 	"github.com/docker/docker/api/types/container"
 	"github.com/docker/docker/api/types/image"
 	"github.com/docker/docker/api/types/mount"
@@ -70,7 +71,7 @@ func (b *Backend) Create(ctx context.Context, c deploy.Container) (string, error
 func (b *Backend) ensureImage(ctx context.Context, ref string) error {
 	if _, err := b.cli.ImageInspect(ctx, ref); err == nil {
 		return nil
-	} else if !client.IsErrNotFound(err) {
+	} else if !cerrdefs.IsNotFound(err) {
 		return b.wrap(err, "inspecting image %q", ref)
 	}
 	rc, err := b.cli.ImagePull(ctx, ref, image.PullOptions{})
@@ -168,7 +169,7 @@ func (b *Backend) Start(ctx context.Context, id string) error {
 func (b *Backend) Inspect(ctx context.Context, idOrName string) (deploy.Status, error) {
 	ci, err := b.cli.ContainerInspect(ctx, idOrName)
 	if err != nil {
-		if client.IsErrNotFound(err) {
+		if cerrdefs.IsNotFound(err) {
 			return deploy.Status{}, fmt.Errorf("container %q: %w", idOrName, deploy.ErrNotFound)
 		}
 		return deploy.Status{}, b.wrap(err, "inspecting container %q", idOrName)
@@ -291,11 +292,11 @@ func (b *Backend) Logs(ctx context.Context, id string, tail int) (string, error)
 func (b *Backend) Remove(ctx context.Context, id string, grace time.Duration) error {
 	secs := int(grace / time.Second)
 	err := b.cli.ContainerStop(ctx, id, container.StopOptions{Timeout: &secs})
-	if err != nil && !client.IsErrNotFound(err) {
+	if err != nil && !cerrdefs.IsNotFound(err) {
 		return b.wrap(err, "stopping container %s", id)
 	}
 	err = b.cli.ContainerRemove(ctx, id, container.RemoveOptions{Force: true, RemoveVolumes: true})
-	if err != nil && !client.IsErrNotFound(err) && !isRemovalInProgress(err) {
+	if err != nil && !cerrdefs.IsNotFound(err) && !isRemovalInProgress(err) {
 		return b.wrap(err, "removing container %s", id)
 	}
 	return nil

@@ -16,6 +16,7 @@ import (
 	"runtime"
 	"strings"
 
+	cerrdefs "github.com/containerd/errdefs"
 	"github.com/docker/docker/api/types/build"
 	"github.com/docker/docker/api/types/container"
 	"github.com/docker/docker/api/types/filters"
@@ -113,7 +114,7 @@ func Sweep(ctx context.Context, cli *client.Client, removeImages bool) error {
 			return fmt.Errorf("listing containers to sweep: %w", err)
 		}
 		for _, c := range cs {
-			if err := cli.ContainerRemove(ctx, c.ID, container.RemoveOptions{Force: true, RemoveVolumes: true}); err != nil && !client.IsErrNotFound(err) {
+			if err := cli.ContainerRemove(ctx, c.ID, container.RemoveOptions{Force: true, RemoveVolumes: true}); err != nil && !cerrdefs.IsNotFound(err) {
 				errs = append(errs, err.Error())
 			}
 		}
@@ -124,7 +125,7 @@ func Sweep(ctx context.Context, cli *client.Client, removeImages bool) error {
 			return fmt.Errorf("listing test images to sweep: %w", err)
 		}
 		for _, im := range imgs {
-			if _, err := cli.ImageRemove(ctx, im.ID, image.RemoveOptions{Force: true, PruneChildren: true}); err != nil && !client.IsErrNotFound(err) {
+			if _, err := cli.ImageRemove(ctx, im.ID, image.RemoveOptions{Force: true, PruneChildren: true}); err != nil && !cerrdefs.IsNotFound(err) {
 				errs = append(errs, err.Error())
 			}
 		}
