@@ -63,10 +63,13 @@ func (d *capacityReportDataSource) Metadata(_ context.Context, req datasource.Me
 
 func (d *capacityReportDataSource) Schema(_ context.Context, _ datasource.SchemaRequest, resp *datasource.SchemaResponse) {
 	resp.Schema = schema.Schema{
-		MarkdownDescription: "Reads an archived capacity result (a schema v1 results document, as written to " +
-			"`results_json` by `llmserve_capacity_benchmark` or by AIPerf tooling) and exposes the same " +
-			"capacity maps and per-workload trial details as the resource, so a later deployment can gate " +
-			"on a measured capacity without re-running the benchmark. Set exactly one of `path` or `content`.",
+		MarkdownDescription: "Reads an archived capacity result and exposes the same capacity maps and per-workload " +
+			"trial details as `llmserve_capacity_benchmark`, so a later deployment can gate on a measured capacity " +
+			"without re-running the benchmark. Set exactly one of `path` or `content`.\n\n" +
+			"It accepts **schema v1 documents only**: `results_json` of `llmserve_capacity_benchmark`, or a file in that " +
+			"shape (the \"Results schema v1\" guide lists every field, its unit and whether it is optional). AIPerf's own " +
+			"export (`profile_export_aiperf.json`) is not schema v1 — it holds one run at one concurrency, not a boundary — " +
+			"and is refused with a message saying so.",
 		Attributes: map[string]schema.Attribute{
 			"path": schema.StringAttribute{
 				Optional: true,
@@ -133,8 +136,11 @@ func (d *capacityReportDataSource) Read(ctx context.Context, req datasource.Read
 	}
 	doc, err := results.Parse(data)
 	if err != nil {
-		resp.Diagnostics.AddAttributeError(attrPath, "Invalid results document",
-			fmt.Sprintf("%s is not a schema v1 results document:\n%v", from, err))
+		detail := fmt.Sprintf("%s is not a schema v1 results document:\n%v", from, err)
+		if hint := results.AIPerfExportHint(data); hint != "" {
+			detail += "\n\n" + hint
+		}
+		resp.Diagnostics.AddAttributeError(attrPath, "Invalid results document", detail)
 		return
 	}
 

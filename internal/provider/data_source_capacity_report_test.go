@@ -155,6 +155,9 @@ func TestAccCapacityReportDataSource_errors(t *testing.T) {
 		want   string
 	}{
 		{"neither", `data "llmserve_capacity_report" "test" {}`, `Missing results document`},
+		{"aiperf export", `data "llmserve_capacity_report" "test" {
+  content = jsonencode({ records = { time_to_first_token = { unit = "ms", p95 = 1650.2 } }, input_config = {} })
+}`, `looks like AIPerf's own export`},
 		{"both", fmt.Sprintf(`data "llmserve_capacity_report" "test" {
   path    = %q
   content = file(%q)

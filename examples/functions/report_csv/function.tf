@@ -1,14 +1,26 @@
-# One row per confirmation trial, every number unrounded, for a spreadsheet or a notebook
-# (needs hashicorp/local).
-resource "local_file" "capacity_trials" {
-  filename = "${path.module}/capacity-trials.csv"
-  content  = provider::llmserve::report_csv(llmserve_capacity_benchmark.qwen.results_json)
+# Provider functions need the provider in required_providers (Terraform >= 1.8).
+terraform {
+  required_providers {
+    llmserve = {
+      source = "llmserve/llmserve"
+    }
+  }
+}
+
+locals {
+  # A schema v1 document: a file, or llmserve_capacity_benchmark.<name>.results_json.
+  trials_csv = provider::llmserve::report_csv(file("${path.module}/results.json"))
+}
+
+# One row per confirmation trial, every number unrounded, for a spreadsheet or a notebook.
+output "trials_csv" {
+  value = local.trials_csv
 }
 
 # CSV is easy to take apart in Terraform too: the trials that missed the SLO.
 output "failed_trials" {
   value = [
-    for row in csvdecode(provider::llmserve::report_csv(llmserve_capacity_benchmark.qwen.results_json)) :
+    for row in csvdecode(local.trials_csv) :
     "${row.workload} at ${row.concurrency} users, trial ${row.trial}: ${row.slo_value_ms} ms"
     if row.verdict == "fail"
   ]

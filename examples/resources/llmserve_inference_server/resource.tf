@@ -28,13 +28,15 @@ resource "llmserve_inference_server" "qwen" {
   readiness_timeout = "20m"
 }
 
-# llama.cpp on CPU with a GGUF file from the host and 4 slots.
+# llama.cpp on CPU with a GGUF file from the host and 4 slots. The image is the one
+# `make quickstart` uses: scripts/build-llamacpp-image.sh builds it locally from Debian's
+# llama.cpp-tools package (no registry needed) and tags it llmserve/llamacpp:latest.
 resource "llmserve_inference_server" "tiny" {
   name                 = "tiny-llamacpp"
-  image                = "llmserve/llama-server:forky"
+  image                = "llmserve/llamacpp:latest"
   engine               = "llamacpp"
-  model                = "/models/tiny.gguf"
-  model_host_path      = "/var/lib/llmserve/tiny.gguf"
+  model                = "/models/tiny-llama.gguf"
+  model_host_path      = "/var/lib/llmserve/tiny-llama.gguf" # scripts/build-model.sh prints the path of its model
   served_model_name    = "tiny"
   context_length       = 8192
   max_running_requests = 4
