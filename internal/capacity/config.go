@@ -23,6 +23,8 @@ type Config struct {
 
 	MinConcurrency int
 	MaxConcurrency int
+	// ConcurrencyLevels, when set, replaces the search by a plain grid over these levels.
+	ConcurrencyLevels []int
 
 	WarmupRequests     int
 	MeasuredRequests   int
@@ -85,6 +87,16 @@ func (c Config) Validate() error {
 	}
 	if err := results.ValidateSLOs(slos); err != nil {
 		errs = append(errs, err)
+	}
+	levels := map[int]bool{}
+	for i, l := range c.ConcurrencyLevels {
+		switch {
+		case l < 1:
+			errs = append(errs, fmt.Errorf("search.concurrency_levels[%d]: must be at least 1, got %d", i, l))
+		case levels[l]:
+			errs = append(errs, fmt.Errorf("search.concurrency_levels[%d]: %d is listed twice", i, l))
+		}
+		levels[l] = true
 	}
 	if c.MinConcurrency < 1 {
 		errs = append(errs, fmt.Errorf("search.min_concurrency: must be at least 1, got %d", c.MinConcurrency))

@@ -84,9 +84,10 @@ func (c Config) Fingerprint() string {
 		Seed                            int64
 		Experiment                      *results.Experiment
 		RunKey                          string
+		Levels                          []int `json:",omitempty"` // absent keeps older fingerprints
 	}{c.Endpoint, c.Model, c.API, c.Workloads, c.SLOs, c.MinConcurrency, c.MaxConcurrency,
 		c.WarmupRequests, c.MeasuredRequests, c.ConfirmationTrials, c.CacheFlush, c.Seed,
-		c.Experiment, c.RunKey}
+		c.Experiment, c.RunKey, c.ConcurrencyLevels}
 	raw, _ := json.Marshal(key) // plain values only; cannot fail
 	sum := sha256.Sum256(raw)
 	return hex.EncodeToString(sum[:8])

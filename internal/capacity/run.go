@@ -193,6 +193,7 @@ func (s *session) measure(ctx context.Context, w Workload, history []search.Outc
 	runner := &trialRunner{s: s, w: w}
 	res, err := search.Run(ctx, search.Config{
 		Min: s.cfg.MinConcurrency, Max: s.cfg.MaxConcurrency,
+		Levels:             s.cfg.ConcurrencyLevels,
 		ConfirmationTrials: s.cfg.ConfirmationTrials,
 		History:            history,
 		Threshold:          1,

@@ -80,8 +80,9 @@ type workloadModel struct {
 }
 
 type searchModel struct {
-	MinConcurrency types.Int64 `tfsdk:"min_concurrency"`
-	MaxConcurrency types.Int64 `tfsdk:"max_concurrency"`
+	MinConcurrency    types.Int64 `tfsdk:"min_concurrency"`
+	MaxConcurrency    types.Int64 `tfsdk:"max_concurrency"`
+	ConcurrencyLevels types.List  `tfsdk:"concurrency_levels"`
 }
 
 type trialModel struct {
@@ -93,8 +94,9 @@ type trialModel struct {
 
 var (
 	searchAttrTypes = map[string]attr.Type{
-		"min_concurrency": types.Int64Type,
-		"max_concurrency": types.Int64Type,
+		"min_concurrency":    types.Int64Type,
+		"max_concurrency":    types.Int64Type,
+		"concurrency_levels": types.ListType{ElemType: types.Int64Type},
 	}
 	trialAttrTypes = map[string]attr.Type{
 		"warmup_requests":     types.Int64Type,
@@ -177,10 +179,11 @@ func (r *capacityBenchmarkResource) Schema(ctx context.Context, _ resource.Schem
 			"search": schema.SingleNestedAttribute{
 				Optional:            true,
 				Computed:            true,
-				MarkdownDescription: "Concurrency bounds of the search. Default 1 to 64.",
+				MarkdownDescription: "Concurrency bounds of the search (default 1 to 64), or a plain grid of levels.",
 				Default: objectdefault.StaticValue(types.ObjectValueMust(searchAttrTypes, map[string]attr.Value{
-					"min_concurrency": types.Int64Value(1),
-					"max_concurrency": types.Int64Value(64),
+					"min_concurrency":    types.Int64Value(1),
+					"max_concurrency":    types.Int64Value(64),
+					"concurrency_levels": types.ListNull(types.Int64Type),
 				})),
 				PlanModifiers: []planmodifier.Object{objectplanmodifier.RequiresReplace()},
 				Attributes: map[string]schema.Attribute{
@@ -193,6 +196,19 @@ func (r *capacityBenchmarkResource) Schema(ctx context.Context, _ resource.Schem
 						Optional: true, Computed: true, Default: int64default.StaticInt64(64),
 						MarkdownDescription: "Highest concurrency tried. Default 64.",
 						Validators:          []validator.Int64{int64validator.AtLeast(1)},
+					},
+					"concurrency_levels": schema.ListAttribute{
+						Optional:    true,
+						ElementType: types.Int64Type,
+						MarkdownDescription: "A plain grid instead of the adaptive search: exactly these concurrencies, each with " +
+							"`trial.confirmation_trials` full trials (no probes, nothing stopped early), all reported in `results_json`; " +
+							"the boundary is the first failing level and the level before it. For a full curve, or to reproduce a " +
+							"published table. Replaces `min_concurrency`/`max_concurrency`, which must then be left unset.",
+						Validators: []validator.List{
+							listvalidator.SizeAtLeast(1),
+							listvalidator.UniqueValues(),
+							listvalidator.ValueInt64sAre(int64validator.AtLeast(1)),
+						},
 					},
 				},
 			},
@@ -354,6 +370,13 @@ func (r *capacityBenchmarkResource) ValidateConfig(ctx context.Context, req reso
 		hi = maxC.ValueInt64()
 	}
 	validateSLOsConfig(ctx, req.Config, &resp.Diagnostics)
+	var levels types.List
+	resp.Diagnostics.Append(req.Config.GetAttribute(ctx, path.Root("search").AtName("concurrency_levels"), &levels)...)
+	if !levels.IsNull() && (!minC.IsNull() || !maxC.IsNull()) {
+		resp.Diagnostics.AddAttributeError(path.Root("search").AtName("concurrency_levels"), "Grid and search bounds both set",
+			"search.concurrency_levels runs exactly the listed levels, so search.min_concurrency and search.max_concurrency would be ignored; remove them, or remove concurrency_levels to search between them.")
+		return
+	}
 	if minC.IsUnknown() || maxC.IsUnknown() {
 		return
 	}
@@ -559,6 +582,7 @@ func (m capacityBenchmarkModel) capacityConfig(ctx context.Context) (capacity.Co
 		API:                m.API.ValueString(),
 		MinConcurrency:     int(search.MinConcurrency.ValueInt64()),
 		MaxConcurrency:     int(search.MaxConcurrency.ValueInt64()),
+		ConcurrencyLevels:  levelsOf(ctx, search.ConcurrencyLevels, &diags),
 		WarmupRequests:     int(trial.WarmupRequests.ValueInt64()),
 		MeasuredRequests:   int(trial.MeasuredRequests.ValueInt64()),
 		ConfirmationTrials: int(trial.ConfirmationTrials.ValueInt64()),
@@ -600,6 +624,20 @@ func (m *capacityBenchmarkModel) setResults(ctx context.Context, doc *results.Do
 	m.WorkloadResults, d = workloadResultsValue(ctx, doc)
 	diags.Append(d...)
 	return diags
+}
+
+// levelsOf reads search.concurrency_levels; nil when unset.
+func levelsOf(ctx context.Context, l types.List, diags *diag.Diagnostics) []int {
+	if l.IsNull() || l.IsUnknown() {
+		return nil
+	}
+	var vs []int64
+	diags.Append(l.ElementsAs(ctx, &vs, false)...)
+	out := make([]int, len(vs))
+	for i, v := range vs {
+		out[i] = int(v)
+	}
+	return out
 }
 
 func randomID() string {

@@ -76,6 +76,11 @@ type Config struct {
 	Min, Max           int // concurrency bounds, inclusive
 	ConfirmationTrials int // k >= 1 full trials per confirmed level
 
+	// Levels, when set, replaces the search by a plain grid: k confirmation trials at each of
+	// these concurrencies (Min and Max are ignored), no probes, every level run whatever
+	// the others gave. The boundary is the first failing level and the level before it.
+	Levels []int
+
 	// History holds outcomes of an earlier, interrupted search of the same workload. A request
 	// found there is not run again.
 	History []Outcome
@@ -94,6 +99,22 @@ type Config struct {
 }
 
 func (c Config) validate() error {
+	if len(c.Levels) > 0 {
+		seen := map[int]bool{}
+		for _, l := range c.Levels {
+			if l < 1 {
+				return fmt.Errorf("search: concurrency level %d: must be at least 1", l)
+			}
+			if seen[l] {
+				return fmt.Errorf("search: concurrency level %d is listed twice", l)
+			}
+			seen[l] = true
+		}
+		if c.ConfirmationTrials < 1 {
+			return fmt.Errorf("search: confirmation trials must be at least 1, got %d", c.ConfirmationTrials)
+		}
+		return nil
+	}
 	switch {
 	case c.Min < 1:
 		return fmt.Errorf("search: minimum concurrency must be at least 1, got %d", c.Min)
@@ -162,7 +183,12 @@ func Run(ctx context.Context, cfg Config, runner TrialRunner) (Result, error) {
 			s.history[o.Request] = i
 		}
 	}
-	err := s.search(ctx)
+	var err error
+	if len(cfg.Levels) > 0 {
+		err = s.grid(ctx)
+	} else {
+		err = s.search(ctx)
+	}
 	for i, o := range cfg.History {
 		if !s.used[i] {
 			o.Resumed = true
@@ -259,6 +285,36 @@ func (s *searcher) search(ctx context.Context) error {
 		s.finish(lo, hi)
 		return nil
 	}
+}
+
+// grid confirms every level in ascending order and takes the boundary over them: the first
+// failing level, and the level before it when that passed (it always did: the first failure
+// is the lowest). Levels past the first failure still run; a pass among them is reported as
+// non-monotone, as the exhaustive protocol would.
+func (s *searcher) grid(ctx context.Context) error {
+	levels := slices.Clone(s.cfg.Levels)
+	slices.Sort(levels)
+	for _, c := range levels {
+		if err := s.confirm(ctx, c); err != nil {
+			return err
+		}
+	}
+	for i, c := range levels {
+		if allPass(s.levels[c].conf) {
+			continue
+		}
+		s.res.FirstFailing = ptr(c)
+		s.res.FailingTrials = slices.Clone(s.levels[c].conf)
+		if i > 0 {
+			s.res.MaximumPassing = ptr(levels[i-1])
+			s.res.PassingTrials = slices.Clone(s.levels[levels[i-1]].conf)
+		}
+		return nil
+	}
+	last := levels[len(levels)-1]
+	s.res.MaximumPassing = ptr(last)
+	s.res.PassingTrials = slices.Clone(s.levels[last].conf)
+	return nil
 }
 
 // nextProbe picks the level to probe in (lo, hi). With no failure above lo it gallops: the step

@@ -390,3 +390,62 @@ func seq(k int) []int {
 	}
 	return out
 }
+
+// A grid runs exactly its levels, k confirmation trials each, never a probe, every level
+// whatever the others gave; the boundary is the first failing level and the one before.
+func TestRunGrid(t *testing.T) {
+	cases := []struct {
+		name            string
+		levels          []int
+		pass            func(Request) bool
+		passing, first  *int
+		nonMonotoneFrom int // a level reported as passing above a failure; 0: none
+	}{
+		{"boundary inside", []int{16, 1, 4, 8}, upTo(6), intp(4), intp(8), 0},
+		{"everything passes", []int{1, 2, 3}, upTo(64), intp(3), nil, 0},
+		{"the lowest fails", []int{2, 4}, upTo(1), nil, intp(2), 0},
+		{"a pass above a failure is reported", []int{1, 2, 3, 4}, func(r Request) bool { return r.Concurrency != 2 }, intp(1), intp(2), 3},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			r := &scripted{t: t, pass: tc.pass}
+			res, err := Run(context.Background(), Config{Levels: tc.levels, ConfirmationTrials: 2, Min: 99, Max: 1}, r)
+			if err != nil {
+				t.Fatal(err)
+			}
+			sorted := slices.Sorted(slices.Values(tc.levels))
+			var want []Request
+			for _, c := range sorted {
+				want = append(want, Request{c, Confirmation, 1}, Request{c, Confirmation, 2})
+			}
+			if !slices.Equal(r.ran, want) {
+				t.Fatalf("ran %v, want %v", r.ran, want)
+			}
+			if (res.MaximumPassing == nil) != (tc.passing == nil) || tc.passing != nil && *res.MaximumPassing != *tc.passing {
+				t.Errorf("maximum passing %v, want %v", deref(res.MaximumPassing), deref(tc.passing))
+			}
+			if (res.FirstFailing == nil) != (tc.first == nil) || tc.first != nil && *res.FirstFailing != *tc.first {
+				t.Errorf("first failing %v, want %v", deref(res.FirstFailing), deref(tc.first))
+			}
+			if tc.nonMonotoneFrom != 0 && (len(res.NonMonotone) == 0 || res.NonMonotone[0].Passed != tc.nonMonotoneFrom) {
+				t.Errorf("non-monotone %v, want a pass at %d reported", res.NonMonotone, tc.nonMonotoneFrom)
+			}
+			if len(res.All) != len(want) {
+				t.Errorf("%d outcomes reported, want all %d", len(res.All), len(want))
+			}
+		})
+	}
+	if _, err := Run(context.Background(), Config{Levels: []int{2, 2}, ConfirmationTrials: 1}, &scripted{t: t, pass: upTo(1)}); err == nil {
+		t.Error("a level listed twice must be refused")
+	}
+	if _, err := Run(context.Background(), Config{Levels: []int{0, 2}, ConfirmationTrials: 1}, &scripted{t: t, pass: upTo(1)}); err == nil {
+		t.Error("level 0 must be refused")
+	}
+}
+
+func deref(p *int) any {
+	if p == nil {
+		return nil
+	}
+	return *p
+}

@@ -1,0 +1,92 @@
+package provider
+
+import (
+	"fmt"
+	"net/http/httptest"
+	"regexp"
+	"testing"
+
+	"github.com/hashicorp/terraform-plugin-testing/helper/resource"
+	"github.com/hashicorp/terraform-plugin-testing/knownvalue"
+	"github.com/hashicorp/terraform-plugin-testing/statecheck"
+	"github.com/hashicorp/terraform-plugin-testing/terraform"
+	"github.com/hashicorp/terraform-plugin-testing/tfjsonpath"
+
+	"github.com/llmserve/terraform-provider-llmserve/internal/results"
+)
+
+// A grid runs exactly the listed levels with confirmation trials only, reports every trial,
+// and takes the boundary over them: with the engine's boundary between 2 and 3, levels
+// 1, 2 and 4 give 2 passing and 4 first failing.
+func TestAccCapacityBenchmark_grid(t *testing.T) {
+	engine := newBoundaryEngine(t)
+	srv := httptest.NewServer(engine)
+	defer srv.Close()
+	const addr = "llmserve_capacity_benchmark.grid"
+	resource.Test(t, resource.TestCase{
+		ProtoV6ProviderFactories: testAccProtoV6ProviderFactories,
+		Steps: []resource.TestStep{{
+			Config: fmt.Sprintf(`
+resource "llmserve_capacity_benchmark" "grid" {
+  endpoint  = %q
+  model     = "sim-qwen"
+  api_key   = %q
+  workloads = [{ label = "64 / 8", input_tokens = 64, output_tokens = 8 }]
+  slos      = [{ metric = "time_to_first_token", percentile = 95, threshold_ms = 150 }]
+  search    = { concurrency_levels = [4, 1, 2] }
+  trial     = { warmup_requests = 1, measured_requests = 8, confirmation_trials = 2 }
+}`, srv.URL, benchAPIKey),
+			ConfigStateChecks: []statecheck.StateCheck{
+				statecheck.ExpectKnownValue(addr, tfjsonpath.New("maximum_passing_concurrency"),
+					knownvalue.MapExact(map[string]knownvalue.Check{"64 / 8": knownvalue.Int64Exact(2)})),
+				statecheck.ExpectKnownValue(addr, tfjsonpath.New("first_failing_concurrency"),
+					knownvalue.MapExact(map[string]knownvalue.Check{"64 / 8": knownvalue.Int64Exact(4)})),
+				statecheck.ExpectKnownValue(addr, tfjsonpath.New("workload_results").AtSliceIndex(0).AtMapKey("bound_by"),
+					knownvalue.ListExact([]knownvalue.Check{knownvalue.StringExact("p95 time_to_first_token")})),
+			},
+			Check: func(s *terraform.State) error {
+				doc, err := results.Parse([]byte(s.RootModule().Resources[addr].Primary.Attributes["results_json"]))
+				if err != nil {
+					return err
+				}
+				var got []string
+				for _, tr := range doc.Workloads[0].AllTrials {
+					got = append(got, fmt.Sprintf("%s@%d#%d:%s", tr.Kind, tr.Concurrency, tr.Trial, tr.Verdict))
+				}
+				want := fmt.Sprint([]string{"confirmation@1#1:pass", "confirmation@1#2:pass", "confirmation@2#1:pass",
+					"confirmation@2#2:pass", "confirmation@4#1:fail", "confirmation@4#2:fail"})
+				if fmt.Sprint(got) != want {
+					return fmt.Errorf("trials %v, want %s", got, want)
+				}
+				return nil
+			},
+		}},
+	})
+}
+
+func TestAccCapacityBenchmark_gridInvalid(t *testing.T) {
+	for _, tc := range []struct{ name, search, want string }{
+		{"grid with bounds", `{ concurrency_levels = [1, 2], max_concurrency = 8 }`, `Grid and search bounds both set`},
+		{"repeated level", `{ concurrency_levels = [1, 2, 2] }`, `duplicate values of: 2`},
+		{"level zero", `{ concurrency_levels = [0, 2] }`, `at least 1`},
+		{"empty grid", `{ concurrency_levels = [] }`, `at least 1`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			resource.UnitTest(t, resource.TestCase{
+				ProtoV6ProviderFactories: testAccProtoV6ProviderFactories,
+				Steps: []resource.TestStep{{
+					Config: fmt.Sprintf(`
+resource "llmserve_capacity_benchmark" "bad" {
+  endpoint  = "http://127.0.0.1:9"
+  model     = "m"
+  workloads = [{ label = "a", input_tokens = 8, output_tokens = 8 }]
+  slos      = [{ percentile = 95, threshold_ms = 100 }]
+  search    = %s
+}`, tc.search),
+					PlanOnly:    true,
+					ExpectError: regexp.MustCompile(tc.want),
+				}},
+			})
+		})
+	}
+}
