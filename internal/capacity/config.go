@@ -6,6 +6,7 @@ package capacity
 import (
 	"errors"
 	"fmt"
+	"time"
 
 	"github.com/llmserve/terraform-provider-llmserve/internal/results"
 )
@@ -30,6 +31,11 @@ type Config struct {
 	MeasuredRequests   int
 	ConfirmationTrials int
 	CacheFlush         string // auto | none | sglang | vllm | llamacpp
+
+	// StallTimeout and RequestTimeout bound every request (see load.ClientConfig); zero
+	// means the load package's defaults.
+	StallTimeout   time.Duration
+	RequestTimeout time.Duration
 
 	Seed       int64               // prompt text seed; fixed per resource so re-runs are comparable
 	Experiment *results.Experiment // what was measured, copied into the document as given
@@ -109,6 +115,12 @@ func (c Config) Validate() error {
 	}
 	if c.WarmupRequests < 0 {
 		errs = append(errs, fmt.Errorf("trial.warmup_requests: must not be negative, got %d", c.WarmupRequests))
+	}
+	if c.StallTimeout < 0 {
+		errs = append(errs, fmt.Errorf("trial.stall_timeout: must be positive, got %s", c.StallTimeout))
+	}
+	if c.RequestTimeout < 0 {
+		errs = append(errs, fmt.Errorf("trial.request_timeout: must be positive, got %s", c.RequestTimeout))
 	}
 	if c.ConfirmationTrials < 1 {
 		errs = append(errs, fmt.Errorf("trial.confirmation_trials: must be at least 1, got %d", c.ConfirmationTrials))

@@ -10,6 +10,7 @@ import (
 	"os"
 	"time"
 
+	"github.com/llmserve/terraform-provider-llmserve/internal/metrics"
 	"github.com/llmserve/terraform-provider-llmserve/internal/results"
 )
 
@@ -30,24 +31,42 @@ type TrialRecord struct {
 	ValueIsBound bool                `json:"closeness_is_lower_bound,omitempty"` // a probe cut short knows only a bound
 	DecidedEarly bool                `json:"decided_early"`
 	Requests     int                 `json:"requests,omitempty"` // confirmation trials: requests sent, warmups included
-	Errors       int                 `json:"errors,omitempty"`   // confirmation trials: failed measured requests
-	CostS        float64             `json:"cost_request_seconds"`
-	Metrics      *results.Trial      `json:"metrics,omitempty"` // full metrics of a confirmation trial
+	Errors       int                 `json:"errors,omitempty"`   // failed measured requests
+	// ErrorSummary says why requests failed, by kind, with one redacted example each. A
+	// trial with failed requests fails for that reason: a probe stopped by one has no
+	// objective values and no closeness.
+	ErrorSummary []results.ErrorCount `json:"error_summary,omitempty"`
+	CostS        float64              `json:"cost_request_seconds"`
+	Metrics      *results.Trial       `json:"metrics,omitempty"` // full metrics of the trial
 }
 
 // LogFields is the record as structured log fields.
 func (t TrialRecord) LogFields() map[string]any {
-	return map[string]any{
+	f := map[string]any{
 		"workload":      t.Workload,
 		"concurrency":   t.Concurrency,
 		"kind":          t.Kind,
 		"index":         t.Index,
-		"verdict":       verdictWord(t.Pass),
+		"verdict":       t.verdict(),
 		"slos":          sloFields(t.SLOs),
 		"closeness":     t.Closeness,
 		"decided_early": t.DecidedEarly,
 		"errors":        t.Errors,
 	}
+	if t.Errors > 0 {
+		f["error_summary"] = metrics.DescribeErrors(t.ErrorSummary)
+	}
+	return f
+}
+
+// FailureLine describes the trial's failed requests in one line naming the workload,
+// concurrency and trial, or is empty when none failed.
+func (t TrialRecord) FailureLine() string {
+	if t.Errors == 0 {
+		return ""
+	}
+	return fmt.Sprintf("workload %q, concurrency %d, %s %d: %d measured requests failed: %s",
+		t.Workload, t.Concurrency, t.Kind, max(t.Index, 1), t.Errors, metrics.DescribeErrors(t.ErrorSummary))
 }
 
 // sloFields reads like "p95 time_to_first_token=8123.4 (met)" per objective.
@@ -60,9 +79,13 @@ func sloFields(rs []results.SLOResult) []string {
 	return out
 }
 
-func verdictWord(pass bool) string {
-	if pass {
+// verdict is pass, fail (an objective was missed) or error (requests failed).
+func (t TrialRecord) verdict() string {
+	switch {
+	case t.Pass:
 		return "pass"
+	case t.Errors > 0:
+		return "error"
 	}
 	return "fail"
 }

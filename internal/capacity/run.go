@@ -21,8 +21,8 @@ import (
 // value relative to its threshold), so its threshold is 1.
 const guardBand = 0.07
 
-// ErrServerFailing means every measured request of a trial failed: the server, not the
-// load, is the problem, so the search stops instead of reporting a meaningless boundary.
+// ErrServerFailing means every measured request of a full trial at the minimum concurrency
+// failed: the server, not the load, is the problem, and there is no capacity to report.
 var ErrServerFailing = errors.New("every measured request failed")
 
 // Run measures every workload and returns the results document. On error it returns what
@@ -39,6 +39,11 @@ func Run(ctx context.Context, cfg Config) (*results.Document, error) {
 	doc := s.skeleton()
 	history := map[string][]search.Outcome{}
 	for _, t := range cfg.History {
+		// A trial whose requests failed is measured again: the run is resumed because
+		// something went wrong, and the failure may have been the server's, not the load's.
+		if t.Errors > 0 {
+			continue
+		}
 		history[t.Workload] = append(history[t.Workload], t.outcome())
 	}
 	for _, w := range cfg.Workloads {
@@ -88,7 +93,8 @@ func connect(ctx context.Context, cfg Config) (*session, error) {
 	}
 	s.client, err = load.NewClient(load.ClientConfig{
 		BaseURL: cfg.Endpoint, Model: cfg.Model, API: cfg.API, APIKey: cfg.APIKey,
-		ExtraBody: s.flush.RequestFields,
+		ExtraBody:    s.flush.RequestFields,
+		StallTimeout: cfg.StallTimeout, RequestTimeout: cfg.RequestTimeout,
 	})
 	if err != nil {
 		return nil, err
@@ -108,11 +114,32 @@ func connect(ctx context.Context, cfg Config) (*session, error) {
 	return s, nil
 }
 
+// preflightAttempts and preflightBackoff let the first streamed request ride out a server
+// that is briefly busy (429, 5xx, a reset connection): it is not measured, so unlike
+// measured requests it may be retried.
+var (
+	preflightAttempts = 3
+	preflightBackoff  = time.Second
+)
+
 // checkStreaming sends one small request and says plainly what is missing if the server
 // cannot be measured: every metric depends on streamed chunks and on usage.
 func (s *session) checkStreaming(ctx context.Context) error {
-	r := s.client.Do(ctx, "Say hello.", 2)
+	var r load.Record
+	for attempt := 1; ; attempt++ {
+		r = s.client.Do(ctx, "Say hello.", 2)
+		if attempt == preflightAttempts || !transient(r) {
+			break
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("preflight request: %w", ctx.Err())
+		case <-time.After(preflightBackoff << (attempt - 1)):
+		}
+	}
 	switch {
+	case r.Cancelled:
+		return fmt.Errorf("preflight request: %w", ctx.Err())
 	case r.HTTPStatus == 401 || r.HTTPStatus == 403:
 		return fmt.Errorf("preflight request: HTTP %d: %w", r.HTTPStatus, engine.ErrUnauthorized)
 	case r.HTTPStatus == 404:
@@ -125,6 +152,18 @@ func (s *session) checkStreaming(ctx context.Context) error {
 		return errors.New("preflight request: the server sent no usage; it must honour stream_options.include_usage so token counts come from the server")
 	}
 	return nil
+}
+
+// transient reports whether a failed request is worth sending again: the server shed load
+// or dropped the connection. A stall or timeout already waited its full bound.
+func transient(r load.Record) bool {
+	switch r.Failure {
+	case load.FailReset:
+		return true
+	case load.FailHTTPStatus:
+		return r.HTTPStatus == 429 || r.HTTPStatus >= 500
+	}
+	return false
 }
 
 // usageProbe measures a prompt's server token count with a 1-token request; used to fit
@@ -224,6 +263,12 @@ func (s *session) measure(ctx context.Context, w Workload, history []search.Outc
 	}
 	if n := BoundNote(out); n != "" {
 		out.Notes = append(out.Notes, n)
+	}
+	for _, o := range res.All {
+		if t, ok := o.Detail.(*results.Trial); ok && t != nil && o.Failed > 0 {
+			out.Notes = append(out.Notes, fmt.Sprintf("%s %d at concurrency %d: %d measured requests failed: %s",
+				o.Kind, o.Index, o.Concurrency, o.Failed, metrics.DescribeErrors(t.ErrorSummary)))
+		}
 	}
 	return out, nil
 }
@@ -388,10 +433,11 @@ func (r *trialRunner) RunTrial(ctx context.Context, req search.Request) (search.
 		return search.Outcome{}, err
 	}
 	records := res.Measured()
-	// Only a trial that ran in full can say the server fails everything: a probe stopped at
-	// its first failed request (a server shedding load past its capacity) is just a fail.
-	if !res.Stopped {
-		if err := allFailed(records); err != nil {
+	// Only a full trial at the minimum concurrency can say there is no capacity at all: a
+	// probe stopped at its first failed request is just a fail, and a server shedding load
+	// above the minimum is a failing level, recorded with its errors.
+	if !res.Stopped && req.Concurrency == s.cfg.MinConcurrency {
+		if err := allFailed(records, metrics.ErrorSummary(records, w.OutputTokens)); err != nil {
 			return search.Outcome{}, err
 		}
 	}
@@ -401,19 +447,27 @@ func (r *trialRunner) RunTrial(ctx context.Context, req search.Request) (search.
 			return search.Outcome{}, err
 		}
 	}
-	if res.Stopped && !verdict.Pass {
+	failed := countFailed(records)
+	erroredEarly := res.Stopped && failed > 0
+	switch {
+	case erroredEarly:
+		// A probe stopped by a failed request failed for that reason: it measured no
+		// objective value, and claims none.
+		verdict.Closeness, verdict.Results = 0, nil
+	case res.Stopped && !verdict.Pass:
 		// A probe cut short knows only that it missed an objective; its closeness is at
 		// least 1 whatever the few finished requests say.
 		verdict.Closeness = max(verdict.Closeness, 1)
 	}
 	out := search.Outcome{
 		Request: req, Pass: verdict.Pass, Value: verdict.Closeness,
-		DecidedEarly: res.Stopped, Cost: requestSeconds(res.Records),
+		DecidedEarly: res.Stopped, Cost: requestSeconds(res.Records), Failed: failed,
 	}
 	// Every trial is kept with its metrics. A probe cut short may have no successful
-	// request to take them from; its counters still say what happened.
+	// request to take them from, nor a trial whose requests all failed; their counters and
+	// error summary still say what happened.
 	trial, err := metrics.Summarize(res.Records, w.OutputTokens)
-	if err != nil && req.Kind == search.Confirmation {
+	if err != nil && req.Kind == search.Confirmation && !errors.Is(err, metrics.ErrNoSuccessfulRequests) {
 		return search.Outcome{}, err
 	}
 	trial.Trial = req.Index
@@ -440,25 +494,34 @@ func probeTick(slos []results.SLO) time.Duration {
 	return min(max(d, 10*time.Millisecond), time.Second)
 }
 
-// allFailed reports ErrServerFailing, with the first failure's text, when no finished
-// measured request succeeded.
-func allFailed(records []load.Record) error {
-	var first *load.Record
-	for i, r := range records {
+// allFailed reports ErrServerFailing, with the failures by kind, when no finished measured
+// request succeeded.
+func allFailed(records []load.Record, summary []results.ErrorCount) error {
+	n := 0
+	for _, r := range records {
 		if r.Cancelled {
 			continue
 		}
 		if metrics.Succeeded(r) {
 			return nil
 		}
-		if first == nil {
-			first = &records[i]
-		}
+		n++
 	}
-	if first == nil {
+	if n == 0 {
 		return nil
 	}
-	return fmt.Errorf("%w (first: HTTP %d: %s); check the server's logs", ErrServerFailing, first.HTTPStatus, first.Err)
+	return fmt.Errorf("%w: %d of %d at the minimum concurrency: %s; check the server's logs", ErrServerFailing, n, len(records), metrics.DescribeErrors(summary))
+}
+
+// countFailed counts measured requests that failed, not counting cancelled ones.
+func countFailed(records []load.Record) int {
+	n := 0
+	for _, r := range records {
+		if !r.Cancelled && !metrics.Succeeded(r) {
+			n++
+		}
+	}
+	return n
 }
 
 func requestSeconds(records []load.Record) float64 {
@@ -477,12 +540,13 @@ func (r *trialRunner) record(o search.Outcome) TrialRecord {
 		Time: time.Now().UTC(), Workload: r.w.Label, Concurrency: o.Concurrency,
 		Kind: o.Kind.String(), Index: o.Index, Pass: o.Pass,
 		Closeness:    o.Value,
-		DecidedEarly: o.DecidedEarly, ValueIsBound: o.DecidedEarly && !o.Pass, CostS: o.Cost,
+		DecidedEarly: o.DecidedEarly, ValueIsBound: o.DecidedEarly && !o.Pass && o.Failed == 0, CostS: o.Cost,
+		Errors: o.Failed,
 	}
 	if m, ok := o.Detail.(*results.Trial); ok && m != nil {
 		t.SLOs = m.SLOs
 		t.Metrics = m
-		t.Errors = m.Correctness.Errors
+		t.ErrorSummary = m.ErrorSummary
 		t.Requests = m.Correctness.WarmupRecords + m.Correctness.ProfilingRecords
 	}
 	return t
@@ -497,6 +561,7 @@ func (t TrialRecord) outcome() search.Outcome {
 	o := search.Outcome{
 		Request: search.Request{Concurrency: t.Concurrency, Kind: kind, Index: t.Index},
 		Pass:    t.Pass, Value: t.Closeness, DecidedEarly: t.DecidedEarly, Cost: t.CostS,
+		Failed: t.Errors,
 	}
 	if t.Metrics != nil {
 		o.Detail = t.Metrics

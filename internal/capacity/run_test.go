@@ -221,9 +221,23 @@ func TestRunServerDiesThenResumes(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer j2.Close()
-	finished := len(j2.History())
-	if finished == 0 {
-		t.Fatal("the journal kept no finished trial")
+	var finished, errored int
+	for _, r := range j2.History() {
+		if r.Errors > 0 {
+			// Kept in the journal as a record of what happened, measured again on resume.
+			errored++
+			if r.DecidedEarly && (r.Closeness != 0 || len(r.SLOs) != 0) {
+				t.Errorf("probe stopped by failed requests journaled a value: %+v", r)
+			}
+			if len(r.ErrorSummary) == 0 || r.ErrorSummary[0].HTTPStatus != 500 {
+				t.Errorf("errored trial without its error summary: %+v", r)
+			}
+			continue
+		}
+		finished++
+	}
+	if finished == 0 || errored == 0 {
+		t.Fatalf("the journal kept %d finished and %d errored trials, want both", finished, errored)
 	}
 	failAfter.Store(1 << 40)
 	cfg2.History = j2.History()

@@ -191,7 +191,14 @@ func (c *Client) call(ctx context.Context, method, path string, body any) (int, 
 
 // statusErr describes an unexpected status, with the start of the body for diagnosis.
 func (c *Client) statusErr(method, path string, status int, body []byte) error {
-	return fmt.Errorf("%s %s%s: HTTP %d: %s", method, c.redacted, path, status, c.scrub(httpbody.OneLine(body)))
+	return fmt.Errorf("%s %s%s: HTTP %d: %s", method, c.redacted, path, status, c.quote(body))
+}
+
+// quote turns server text into one line for a message, redacting the key first: cutting
+// first could leave the key's first characters at the end of the quote, where scrub no
+// longer finds them.
+func (c *Client) quote(b []byte) string {
+	return c.scrub(httpbody.OneLine([]byte(c.scrub(string(b)))))
 }
 
 // scrub is defence in depth: a server or proxy that echoes the request must not leak the key.
@@ -431,7 +438,7 @@ func (c *Client) CountTokens(ctx context.Context, text string) (int, error) {
 		return *out.Count, nil
 	}
 	if out.Tokens == nil {
-		return 0, fmt.Errorf("count tokens: POST %s/tokenize: answer has neither count nor tokens: %s", c.redacted, c.scrub(httpbody.OneLine(resp)))
+		return 0, fmt.Errorf("count tokens: POST %s/tokenize: answer has neither count nor tokens: %s", c.redacted, c.quote(resp))
 	}
 	return len(out.Tokens), nil
 }

@@ -2,6 +2,7 @@ package load
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -38,7 +39,32 @@ type ClientConfig struct {
 	// HTTPClient, when set, is used as is (its transport decides the connection policy).
 	// When nil the client builds one with keep-alives disabled; see the package notes.
 	HTTPClient *http.Client
+
+	// StallTimeout fails a request as stalled when no byte of its response arrives for
+	// that long: not the headers, not a stream chunk, not even a keep-alive comment.
+	// Zero means DefaultStallTimeout.
+	StallTimeout time.Duration
+	// RequestTimeout bounds one whole request, from sending it to the end of its stream.
+	// Zero means DefaultRequestTimeout.
+	RequestTimeout time.Duration
 }
+
+// Per-request bounds used when the configuration gives none. They are sized for the
+// heaviest case the provider targets, 16K tokens in and 2K out on a GPU already serving
+// many requests, where nothing else bounds a request but timeouts.create (24 h).
+const (
+	// DefaultStallTimeout: a 16K-token prefill takes seconds to tens of seconds on one
+	// accelerator, and a request queued behind a full batch waits for a slot for at most a
+	// few minutes at the concurrencies an SLO search visits (probes past the boundary are
+	// stopped early). Five minutes without a single byte is therefore not load but a
+	// stalled server, and surfaces well within ten minutes.
+	DefaultStallTimeout = 5 * time.Minute
+	// DefaultRequestTimeout: 2K output tokens at a slow 200 ms per token under load is
+	// about 7 minutes, plus the stall allowance for the first token; 30 minutes leaves
+	// room for slower hardware while keeping a stuck request from holding an apply for
+	// hours.
+	DefaultRequestTimeout = 30 * time.Minute
+)
 
 // Client sends streamed completion requests and records what happened and when.
 // It is safe for concurrent use.
@@ -50,6 +76,8 @@ type Client struct {
 	http       *http.Client
 	bodyPrefix []byte // JSON up to the prompt value
 	bodyMid    []byte // JSON between the prompt and max_tokens value
+
+	stall, total time.Duration
 }
 
 // NewClient validates cfg and prepares the request template.
@@ -103,6 +131,9 @@ func NewClient(cfg ClientConfig) (*Client, error) {
 	prefix := append([]byte(nil), head[:len(head)-1]...)
 	prefix = append(prefix, `,"`+promptKey+`":`+promptOpen...)
 
+	if cfg.StallTimeout < 0 || cfg.RequestTimeout < 0 {
+		return nil, fmt.Errorf("load client: stall timeout %s and request timeout %s must not be negative", cfg.StallTimeout, cfg.RequestTimeout)
+	}
 	hc := cfg.HTTPClient
 	if hc == nil {
 		hc = &http.Client{Transport: NewTransport()}
@@ -113,6 +144,8 @@ func NewClient(cfg ClientConfig) (*Client, error) {
 		http:       hc,
 		bodyPrefix: prefix,
 		bodyMid:    []byte(promptClose + `,"max_tokens":`),
+		stall:      cmp.Or(cfg.StallTimeout, DefaultStallTimeout),
+		total:      cmp.Or(cfg.RequestTimeout, DefaultRequestTimeout),
 	}
 	if cfg.APIKey != "" {
 		c.auth = "Bearer " + cfg.APIKey
@@ -161,16 +194,26 @@ func (c *Client) Do(ctx context.Context, prompt string, maxTokens int) Record {
 // Stream sends one request and reads its stream to the end. It never retries. Failures are
 // reported in the record, not as an error: a failed request is a measurement. A request
 // stopped by ctx has Cancelled set and Err empty, so error and cancellation counts never
-// overlap.
+// overlap. The request fails as stalled when no byte arrives for the stall timeout and as
+// timed out after the request timeout; both messages name the bound.
 func (c *Client) Stream(ctx context.Context, req Request) Record {
 	rec := c.stream(ctx, req)
 	if c.apiKey != "" && rec.Err != "" {
-		// A server may echo the request's headers in an error body; errors reach
-		// diagnostics and logs, the key must not.
-		rec.Err = strings.ReplaceAll(rec.Err, c.apiKey, "[redacted]")
+		// Server text is redacted before it is cut short (see redact); this catches the
+		// key anywhere else a message might carry it.
+		rec.Err = strings.ReplaceAll(rec.Err, c.apiKey, redactedKey)
+	}
+	if rec.Err != "" && rec.Failure == "" {
+		rec.Failure = FailOther
 	}
 	return rec
 }
+
+// Causes of a request's own context ending, told apart from the caller's cancellation.
+var (
+	errStalled        = errors.New("stalled")
+	errRequestTimeout = errors.New("request timeout")
+)
 
 func (c *Client) stream(ctx context.Context, req Request) Record {
 	rec := Record{Prompt: req.Prompt, RequestedOutputTokens: req.MaxTokens}
@@ -181,7 +224,17 @@ func (c *Client) stream(ctx context.Context, req Request) Record {
 		rec.Done = time.Now()
 		return rec
 	}
-	hreq, err := http.NewRequestWithContext(ctx, http.MethodPost, c.url, bytes.NewReader(body))
+	reqCtx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
+	reqCtx, cancelTotal := context.WithTimeoutCause(reqCtx, c.total, errRequestTimeout)
+	defer cancelTotal()
+	// The watchdog runs from the start: a server that accepts the connection and never
+	// answers is as stalled as one that stops mid-stream.
+	watchdog := time.AfterFunc(c.stall, func() { cancel(errStalled) })
+	defer watchdog.Stop()
+	kick := func() { watchdog.Reset(c.stall) }
+
+	hreq, err := http.NewRequestWithContext(reqCtx, http.MethodPost, c.url, bytes.NewReader(body))
 	if err != nil {
 		rec.Err = fmt.Sprintf("build request for %s: %v", c.redacted, err)
 		rec.Done = time.Now()
@@ -194,13 +247,17 @@ func (c *Client) stream(ctx context.Context, req Request) Record {
 	}
 	// Sent is when a connection is ready and the request is about to be written, so TCP
 	// set-up is not counted as server latency.
-	trace := &httptrace.ClientTrace{GotConn: func(httptrace.GotConnInfo) {
-		rec.Sent = time.Now()
-		if req.OnSent != nil {
-			req.OnSent(rec.Sent)
-		}
-	}}
-	hreq = hreq.WithContext(httptrace.WithClientTrace(ctx, trace))
+	trace := &httptrace.ClientTrace{
+		GotConn: func(httptrace.GotConnInfo) {
+			rec.Sent = time.Now()
+			kick()
+			if req.OnSent != nil {
+				req.OnSent(rec.Sent)
+			}
+		},
+		GotFirstResponseByte: kick,
+	}
+	hreq = hreq.WithContext(httptrace.WithClientTrace(reqCtx, trace))
 	before := time.Now()
 
 	resp, err := c.http.Do(hreq)
@@ -209,28 +266,75 @@ func (c *Client) stream(ctx context.Context, req Request) Record {
 	}
 	if err != nil {
 		rec.Done = time.Now()
-		if ctx.Err() != nil {
-			rec.Cancelled = true
-			return rec
-		}
-		rec.Err = fmt.Sprintf("send request to %s: %v", c.redacted, stripURL(err))
+		c.fail(ctx, reqCtx, &rec, "sending the request", func() {
+			rec.Failure = FailReset
+			rec.Err = fmt.Sprintf("send request to %s: %v", c.redacted, stripURL(err))
+		})
 		return rec
 	}
 	defer resp.Body.Close()
 	rec.HTTPStatus = resp.StatusCode
 	if resp.StatusCode != http.StatusOK {
-		head, _ := io.ReadAll(io.LimitReader(resp.Body, 4096)) // enough for an error page's title
+		// Enough for an error page's title, and a little more so a key that straddles the
+		// end of what is read is still whole when it is redacted.
+		head, _ := io.ReadAll(io.LimitReader(resp.Body, int64(4096+len(c.apiKey))))
 		rec.Done = time.Now()
 		if ctx.Err() != nil {
 			rec.Cancelled = true
 			return rec
 		}
-		rec.Err = fmt.Sprintf("HTTP %d from %s: %s", resp.StatusCode, c.redacted, httpbody.OneLine(head))
+		rec.Failure = FailHTTPStatus
+		rec.Err = fmt.Sprintf("HTTP %d from %s: %s", resp.StatusCode, c.redacted, httpbody.OneLine(c.redact(head)))
 		return rec
 	}
 
-	c.read(ctx, resp, &rec, req.OnFirstContent)
+	c.read(ctx, reqCtx, &kickReader{r: resp.Body, kick: kick}, resp.Header.Get("Content-Type"), &rec, req.OnFirstContent)
 	return rec
+}
+
+// fail records why a request ended early: the caller's cancellation (Cancelled, no error),
+// the stall or request bound (with the bound in the message), or else what otherwise does.
+func (c *Client) fail(ctx, reqCtx context.Context, rec *Record, during string, otherwise func()) {
+	if ctx.Err() != nil {
+		rec.Cancelled = true
+		return
+	}
+	switch context.Cause(reqCtx) {
+	case errStalled:
+		rec.Failure = FailStalled
+		rec.Err = fmt.Sprintf("stalled while %s: no byte from %s for %s (trial.stall_timeout)", during, c.redacted, c.stall)
+		return
+	case errRequestTimeout:
+		rec.Failure = FailTimeout
+		rec.Err = fmt.Sprintf("request to %s not finished after %s (trial.request_timeout) while %s", c.redacted, c.total, during)
+		return
+	}
+	otherwise()
+}
+
+// kickReader resets the stall watchdog on every byte that arrives.
+type kickReader struct {
+	r    io.Reader
+	kick func()
+}
+
+func (k *kickReader) Read(p []byte) (int, error) {
+	n, err := k.r.Read(p)
+	if n > 0 {
+		k.kick()
+	}
+	return n, err
+}
+
+const redactedKey = "[redacted]"
+
+// redact removes the API key from server text before it is summarised: cutting first could
+// leave the key's first characters at the end of a quote, where no later search finds them.
+func (c *Client) redact(b []byte) []byte {
+	if c.apiKey == "" {
+		return b
+	}
+	return bytes.ReplaceAll(b, []byte(c.apiKey), []byte(redactedKey))
 }
 
 const (
@@ -238,27 +342,41 @@ const (
 	fnvPrime64  = 1099511628211
 )
 
-func (c *Client) read(ctx context.Context, resp *http.Response, rec *Record, onFirst func(Record)) {
-	sr := NewSSEReader(resp.Body)
+func (c *Client) read(ctx, reqCtx context.Context, body io.Reader, contentType string, rec *Record, onFirst func(Record)) {
+	sr := NewSSEReader(body)
+	if c.apiKey != "" {
+		sr.Redact = c.redact
+	}
 	hash := uint64(fnvOffset64)
 	sawDone := false
+	setErr := func(kind FailureKind, msg string) {
+		if rec.Err == "" {
+			rec.Failure, rec.Err = kind, msg
+		}
+	}
 	for {
 		ev, err := sr.Next()
 		if err != nil && !errors.Is(err, ErrMalformedEvent) {
 			rec.Done = time.Now()
-			if ctx.Err() != nil {
-				rec.Cancelled = true
+			if reqCtx.Err() != nil {
+				// The stall or total bound (or the caller) ended the stream: that is the
+				// reason, whatever failed before it.
+				rec.Err, rec.Failure = "", ""
+				c.fail(ctx, reqCtx, rec, fmt.Sprintf("streaming (after %d content chunks)", rec.ContentChunks), func() {
+					setErr(FailReset, fmt.Sprintf("read stream from %s: %v", c.redacted, err))
+				})
 				break
 			}
-			if err == io.EOF {
-				if !sawDone && rec.FinishReason == "" && rec.Err == "" {
-					rec.Err = fmt.Sprintf("stream from %s ended without [DONE] or a finish_reason (Content-Type %q): is the server streaming?",
-						c.redacted, resp.Header.Get("Content-Type"))
+			switch {
+			case err == io.EOF:
+				if !sawDone && rec.FinishReason == "" {
+					setErr(FailTruncated, fmt.Sprintf("stream from %s ended without [DONE] or a finish_reason after %d content chunks (Content-Type %q): is the server streaming?",
+						c.redacted, rec.ContentChunks, contentType))
 				}
-				break
-			}
-			if rec.Err == "" {
-				rec.Err = fmt.Sprintf("read stream from %s: %v", c.redacted, err)
+			case errors.Is(err, ErrEventTooLarge):
+				setErr(FailMalformed, fmt.Sprintf("stream from %s: %v", c.redacted, err))
+			default:
+				setErr(FailReset, fmt.Sprintf("read stream from %s: %v", c.redacted, err))
 			}
 			break
 		}
@@ -280,8 +398,8 @@ func (c *Client) read(ctx context.Context, resp *http.Response, rec *Record, onF
 				hash *= fnvPrime64
 			}
 		}
-		if err != nil && rec.Err == "" {
-			rec.Err = fmt.Sprintf("stream from %s: %v", c.redacted, err)
+		if err != nil {
+			setErr(FailMalformed, fmt.Sprintf("stream from %s: %v", c.redacted, err))
 		}
 		if ev.FinishReason != "" {
 			rec.FinishReason = ev.FinishReason
@@ -295,8 +413,8 @@ func (c *Client) read(ctx context.Context, resp *http.Response, rec *Record, onF
 			t := ev.Timings
 			rec.ServerTimings = &t
 		}
-		if ev.Error != "" && rec.Err == "" {
-			rec.Err = "server error in stream: " + ev.Error
+		if ev.Error != "" {
+			setErr(FailServerError, "server error in stream: "+ev.Error)
 		}
 		if ev.Done {
 			sawDone = true

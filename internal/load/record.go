@@ -28,9 +28,10 @@ type Record struct {
 	CompletionTokens int  // usage.completion_tokens (the output sequence length, OSL)
 	FinishReason     string
 
-	HTTPStatus int    // 0 when no response arrived
-	Err        string // empty on success; otherwise what failed, for diagnostics
-	Cancelled  bool   // stopped by the runner (early decision or context cancellation)
+	HTTPStatus int         // 0 when no response arrived
+	Err        string      // empty on success; otherwise what failed, for diagnostics
+	Failure    FailureKind // why the request failed; empty when Err is empty
+	Cancelled  bool        // stopped by the runner (early decision or context cancellation)
 
 	ServerTimings *ServerTimings // llama.cpp "timings" when the server reports them
 }
@@ -46,3 +47,35 @@ type ServerTimings struct {
 
 // OK reports whether the request completed with HTTP 200 and no transport or stream error.
 func (r Record) OK() bool { return r.HTTPStatus == 200 && r.Err == "" && !r.Cancelled }
+
+// FailureKind classifies a failed request so a trial can say how many failed for which
+// reason without quoting every message.
+type FailureKind string
+
+// Failure kinds, as they appear in results documents and diagnostics.
+const (
+	// FailHTTPStatus: the server answered with a status other than 200.
+	FailHTTPStatus FailureKind = "http_status"
+	// FailStalled: no byte arrived for the stall timeout, before or during the stream.
+	FailStalled FailureKind = "stalled"
+	// FailTimeout: the whole request took longer than the request timeout.
+	FailTimeout FailureKind = "request_timeout"
+	// FailReset: the connection failed: refused, reset or closed while the request was
+	// being sent or its stream read.
+	FailReset FailureKind = "reset"
+	// FailTruncated: the stream ended cleanly but before [DONE] or a finish_reason.
+	FailTruncated FailureKind = "truncated_stream"
+	// FailMalformed: the stream is not the server-sent events the protocol promises: an
+	// event that is not JSON, or one larger than MaxEventBytes.
+	FailMalformed FailureKind = "malformed_stream"
+	// FailServerError: the server reported an error inside a 200 stream.
+	FailServerError FailureKind = "server_error"
+	// FailNoContent: a 200 stream that finished without any content chunk. The client
+	// does not set it (such a stream is not an error on the wire); metrics classify it.
+	FailNoContent FailureKind = "no_content"
+	// FailLengthMismatch: a successful request whose output length is further from the
+	// requested one than tolerated. Not a failure on the wire either; metrics classify it.
+	FailLengthMismatch FailureKind = "length_mismatch"
+	// FailOther: anything else (a request that could not even be built).
+	FailOther FailureKind = "other"
+)

@@ -130,8 +130,9 @@ func RunTrial(ctx context.Context, s Streamer, spec TrialSpec) (TrialResult, err
 	}
 
 	// Events are handed to Observe from this goroutine. The buffer is large enough for every
-	// in-flight request to post both its events without waiting on a slow observer.
-	events := make(chan Event, 2*spec.Concurrency+2)
+	// in-flight request to post both its events without waiting on a slow observer; no more
+	// requests are in flight than there are prompts, whatever the concurrency says.
+	events := make(chan Event, 2*min(spec.Concurrency, len(spec.Measured))+2)
 	done := make(chan struct{})
 	flight := &inFlight{m: map[int]InFlight{}}
 	res.MeasuredStart = time.Now()

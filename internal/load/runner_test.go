@@ -310,3 +310,28 @@ func TestRunTrialValidation(t *testing.T) {
 		t.Error("output tokens 0 accepted")
 	}
 }
+
+// A concurrency far beyond the prompts allocates and starts nothing in proportion to it:
+// the trial runs with as many requests in flight as there are prompts.
+func TestRunTrialHugeConcurrency(t *testing.T) {
+	eng := &fakeEngine{chunks: 2}
+	srv := httptest.NewServer(eng)
+	defer srv.Close()
+	c, err := NewClient(ClientConfig{BaseURL: srv.URL, Model: "m"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := RunTrial(context.Background(), c, TrialSpec{
+		Concurrency: 1 << 62, Warmup: prompts("w", 2), Measured: prompts("m", 4), OutputTokens: 2,
+		Observe: func(Event) bool { return false }, Tick: time.Millisecond,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := len(res.Measured()); n != 4 {
+		t.Fatalf("%d measured records, want 4", n)
+	}
+	if eng.maxInFlight > 4 {
+		t.Fatalf("%d requests in flight, want at most 4", eng.maxInFlight)
+	}
+}

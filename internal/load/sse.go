@@ -38,14 +38,22 @@ type StreamEvent struct {
 // ErrMalformedEvent marks an event whose data is not the JSON the protocol promises.
 var ErrMalformedEvent = errors.New("malformed stream event")
 
-// errLineTooLong stops a server that never ends a line from growing the buffer without bound.
-var errLineTooLong = errors.New("stream line longer than 8 MiB")
+// MaxEventBytes caps one event's data, and any single line: a streamed chunk of the servers
+// we target is a few hundred bytes, so a megabyte is a broken or hostile server, and a
+// request must fail rather than grow memory without bound (thousands of streams may be
+// open at once).
+const MaxEventBytes = 1 << 20
+
+// ErrEventTooLarge ends a stream whose event or line is longer than MaxEventBytes. Unlike
+// ErrMalformedEvent the reader is not usable afterwards.
+var ErrEventTooLarge = errors.New("stream event larger than 1 MiB")
 
 const (
 	// sseInitialBuffer is small because 10 000 idle streams each hold one; chunks of the
 	// servers we target are a few hundred bytes and the buffer grows for longer lines.
 	sseInitialBuffer = 2048
-	sseMaxLine       = 8 << 20
+	// sseMaxLine leaves room for the field name before a maximal event's data.
+	sseMaxLine = MaxEventBytes + 64
 )
 
 // SSEReader parses a text/event-stream body incrementally. It accepts LF and CRLF line
@@ -66,6 +74,13 @@ type SSEReader struct {
 
 	ev  StreamEvent
 	dec decoder // reused so a chunk costs no allocation
+
+	// Redact, when set, is applied to each event's data before it is decoded, so text the
+	// server echoes (an error quoting the request's Authorization header) is cleaned
+	// before any of it is summarised into a message.
+	Redact func([]byte) []byte
+
+	tooLarge bool // ErrEventTooLarge was returned; the stream is abandoned
 }
 
 // NewSSEReader returns a reader that parses events from r.
@@ -77,6 +92,9 @@ func NewSSEReader(r io.Reader) *SSEReader {
 // an error wrapping ErrMalformedEvent for an event whose data cannot be decoded (the reader
 // stays usable), or the underlying read error.
 func (s *SSEReader) Next() (*StreamEvent, error) {
+	if s.tooLarge {
+		return nil, ErrEventTooLarge
+	}
 	for {
 		line, err := s.readLine()
 		if err != nil {
@@ -104,6 +122,11 @@ func (s *SSEReader) Next() (*StreamEvent, error) {
 		}
 		switch string(field) {
 		case "data":
+			if len(s.data)+len(value)+1 > MaxEventBytes {
+				s.tooLarge = true
+				s.data = nil
+				return nil, ErrEventTooLarge
+			}
 			if s.haveData {
 				s.data = append(s.data, '\n')
 			}
@@ -150,10 +173,11 @@ func (s *SSEReader) readLine() ([]byte, error) {
 			s.start, s.end = 0, n
 		}
 		if s.end == len(s.buf) {
-			if len(s.buf) >= sseMaxLine {
-				return nil, errLineTooLong
+			if s.end >= sseMaxLine {
+				s.tooLarge = true
+				return nil, ErrEventTooLarge
 			}
-			grown := make([]byte, 2*len(s.buf))
+			grown := make([]byte, min(2*len(s.buf), sseMaxLine))
 			copy(grown, s.buf[:s.end])
 			s.buf = grown
 		}
@@ -170,6 +194,9 @@ func (s *SSEReader) readLine() ([]byte, error) {
 
 func (s *SSEReader) dispatch() (*StreamEvent, error) {
 	payload := bytes.TrimSpace(s.data)
+	if s.Redact != nil {
+		payload = s.Redact(payload)
+	}
 	errorName := s.errorName
 	s.data = s.data[:0]
 	s.haveData = false

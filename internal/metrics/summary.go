@@ -210,6 +210,8 @@ func Summarize(records []load.Record, requestedOSL int) (results.Trial, error) {
 		t.ServerCompletionTokens = results.MinMax{Min: complMin, Max: complMax}
 	}
 
+	t.ErrorSummary = ErrorSummary(records, requestedOSL)
+
 	var errs []error
 	if successes == 0 {
 		errs = append(errs, fmt.Errorf("%d measured requests, %d errors, cancelled=%t: %w",

@@ -31,6 +31,7 @@ import (
 	"github.com/hashicorp/terraform-plugin-log/tflog"
 
 	"github.com/llmserve/terraform-provider-llmserve/internal/capacity"
+	"github.com/llmserve/terraform-provider-llmserve/internal/load"
 	"github.com/llmserve/terraform-provider-llmserve/internal/results"
 )
 
@@ -90,6 +91,8 @@ type trialModel struct {
 	MeasuredRequests   types.Int64  `tfsdk:"measured_requests"`
 	ConfirmationTrials types.Int64  `tfsdk:"confirmation_trials"`
 	CacheFlush         types.String `tfsdk:"cache_flush"`
+	StallTimeout       types.String `tfsdk:"stall_timeout"`
+	RequestTimeout     types.String `tfsdk:"request_timeout"`
 }
 
 var (
@@ -103,6 +106,8 @@ var (
 		"measured_requests":   types.Int64Type,
 		"confirmation_trials": types.Int64Type,
 		"cache_flush":         types.StringType,
+		"stall_timeout":       types.StringType,
+		"request_timeout":     types.StringType,
 	}
 )
 
@@ -221,6 +226,8 @@ func (r *capacityBenchmarkResource) Schema(ctx context.Context, _ resource.Schem
 					"measured_requests":   types.Int64Value(64),
 					"confirmation_trials": types.Int64Value(3),
 					"cache_flush":         types.StringValue("auto"),
+					"stall_timeout":       types.StringValue(load.DefaultStallTimeout.String()),
+					"request_timeout":     types.StringValue(load.DefaultRequestTimeout.String()),
 				})),
 				PlanModifiers: []planmodifier.Object{objectplanmodifier.RequiresReplace()},
 				Attributes: map[string]schema.Attribute{
@@ -243,6 +250,21 @@ func (r *capacityBenchmarkResource) Schema(ctx context.Context, _ resource.Schem
 						Optional: true, Computed: true, Default: stringdefault.StaticString("auto"),
 						MarkdownDescription: "Prefix cache flush before every trial: `auto` (detect the server), `sglang` (`/flush_cache`), `vllm` (`/reset_prefix_cache`), `llamacpp` (`cache_prompt: false` per request) or `none`.",
 						Validators:          []validator.String{stringvalidator.OneOf("auto", "none", "sglang", "vllm", "llamacpp")},
+					},
+					"stall_timeout": schema.StringAttribute{
+						Optional: true, Computed: true, Default: stringdefault.StaticString(load.DefaultStallTimeout.String()),
+						MarkdownDescription: "A request fails as `stalled` when no byte of its response arrives for this long: not the headers, not a chunk, " +
+							"not a keep-alive comment. Go duration, e.g. `90s`. Default `5m0s`: a 16K-token prefill takes seconds to tens of seconds on one accelerator, " +
+							"and a request queued behind a full batch waits minutes at most at the concurrencies a search visits (probes past the boundary stop early), " +
+							"so five silent minutes mean a stalled server, reported within ten minutes rather than at `timeouts.create`.",
+						Validators: []validator.String{durationValidator{}},
+					},
+					"request_timeout": schema.StringAttribute{
+						Optional: true, Computed: true, Default: stringdefault.StaticString(load.DefaultRequestTimeout.String()),
+						MarkdownDescription: "A request fails as `request_timeout` when it has not finished this long after it was sent, however steadily it streams. " +
+							"Go duration. Default `30m0s`: 2K output tokens at a slow 200 ms per token under load take about 7 minutes, plus the stall allowance " +
+							"for the first token; 30 minutes leaves room for slower hardware while a stuck request cannot hold an apply for hours.",
+						Validators: []validator.String{durationValidator{}},
 					},
 				},
 			},
@@ -496,8 +518,12 @@ func (r *capacityBenchmarkResource) Create(ctx context.Context, req resource.Cre
 	}
 	defer journal.Close()
 	cfg.History = journal.History()
+	var failures []string
 	cfg.Progress = func(t capacity.TrialRecord) {
 		tflog.Info(ctx, "trial finished", t.LogFields())
+		if line := t.FailureLine(); line != "" {
+			failures = append(failures, line)
+		}
 		if err := journal.Append(t); err != nil {
 			tflog.Warn(ctx, "cannot append to progress file", map[string]any{"error": err.Error()})
 		}
@@ -506,6 +532,9 @@ func (r *capacityBenchmarkResource) Create(ctx context.Context, req resource.Cre
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 	doc, err := capacity.Run(ctx, cfg)
+	if len(failures) > 0 {
+		resp.Diagnostics.AddWarning("Requests failed during the capacity benchmark", failureWarning(failures))
+	}
 	if err != nil {
 		detail := err.Error()
 		if plan.ProgressFile.ValueString() != "" {
@@ -576,7 +605,12 @@ func (m capacityBenchmarkModel) capacityConfig(ctx context.Context) (capacity.Co
 	if diags.HasError() {
 		return capacity.Config{}, diags
 	}
+	// Validated at plan time; unknown or null values fall back to the defaults (zero).
+	stall, _ := time.ParseDuration(trial.StallTimeout.ValueString())
+	total, _ := time.ParseDuration(trial.RequestTimeout.ValueString())
 	cfg := capacity.Config{
+		StallTimeout:       stall,
+		RequestTimeout:     total,
 		Endpoint:           m.Endpoint.ValueString(),
 		Model:              m.Model.ValueString(),
 		API:                m.API.ValueString(),
@@ -638,6 +672,22 @@ func levelsOf(ctx context.Context, l types.List, diags *diag.Diagnostics) []int 
 		out[i] = int(v)
 	}
 	return out
+}
+
+// failureWarning lists the trials with failed requests, a screenful at most.
+func failureWarning(lines []string) string {
+	const shown = 10
+	var b strings.Builder
+	fmt.Fprintf(&b, "%d trials had failed measured requests. Each failed request fails its trial (a user who got an error did not get the SLO), "+
+		"so these trials count as failing; their error summaries are in results_json and workload_results.\n", len(lines))
+	for i, l := range lines {
+		if i == shown {
+			fmt.Fprintf(&b, "\n... and %d more (see the progress file or the provider's log)", len(lines)-shown)
+			break
+		}
+		b.WriteString("\n- " + l)
+	}
+	return b.String()
 }
 
 func randomID() string {

@@ -62,6 +62,14 @@ type trialValue struct {
 	ServerPromptTokens         minMaxValue         `tfsdk:"server_prompt_tokens"`
 	ServerCompletionTokens     minMaxValue         `tfsdk:"server_completion_tokens"`
 	Correctness                correctnessValue    `tfsdk:"correctness"`
+	ErrorSummary               []errorCountValue   `tfsdk:"error_summary"`
+}
+
+type errorCountValue struct {
+	Kind       string `tfsdk:"kind"`
+	HTTPStatus *int64 `tfsdk:"http_status"`
+	Count      int64  `tfsdk:"count"`
+	Example    string `tfsdk:"example"`
 }
 
 type workloadResultValue struct {
@@ -132,6 +140,16 @@ func trialSchemaAttributes() map[string]schema.Attribute {
 			"cancelled":                     schema.BoolAttribute{Computed: true, MarkdownDescription: "Whether the trial was cut short."},
 			"output_length_mismatches":      computedNumber("Requests whose output length differs from the requested by more than min(5 %, 50) tokens."),
 		}),
+		"error_summary": schema.ListNestedAttribute{Computed: true,
+			MarkdownDescription: "Measured requests that failed or missed their output length, by kind, most frequent first; empty when there were none.",
+			NestedObject: schema.NestedAttributeObject{Attributes: map[string]schema.Attribute{
+				"kind": schema.StringAttribute{Computed: true, MarkdownDescription: "`http_status`, `stalled` (no byte for `trial.stall_timeout`), `request_timeout`, " +
+					"`reset` (connection refused, reset or closed), `truncated_stream`, `malformed_stream` (not JSON, or an event over 1 MiB), " +
+					"`server_error` (an error inside the stream), `no_content`, `length_mismatch` or `other`."},
+				"http_status": computedInt("The status, for kind `http_status`; null otherwise."),
+				"count":       computedInt("Requests of this kind."),
+				"example":     schema.StringAttribute{Computed: true, MarkdownDescription: "The first such request's message, shortened, with the API key redacted."},
+			}}},
 	}
 }
 
@@ -253,11 +271,25 @@ func newTrialValue(st results.SideTrial) trialValue {
 			Cancelled:                  t.Correctness.Cancelled,
 			OutputLengthMismatches:     t.Correctness.OutputLengthMismatches,
 		},
+		ErrorSummary: errorSummaryValue(t.ErrorSummary),
 	}
 }
 
 func newPercentilesValue(s results.Stats) percentilesValue {
 	return percentilesValue{P50: s.P50, P95: s.P95, P99: s.P99}
+}
+
+func errorSummaryValue(summary []results.ErrorCount) []errorCountValue {
+	out := make([]errorCountValue, 0, len(summary))
+	for _, e := range summary {
+		v := errorCountValue{Kind: e.Kind, Count: int64(e.Count), Example: e.Example}
+		if e.HTTPStatus != 0 {
+			v.HTTPStatus = new(int64)
+			*v.HTTPStatus = int64(e.HTTPStatus)
+		}
+		out = append(out, v)
+	}
+	return out
 }
 
 func optionalInt(v *int) types.Int64 {

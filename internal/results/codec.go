@@ -628,8 +628,44 @@ func (r *reader) trial(o *object) Trial {
 		g := r.num(p, v)
 		t.GoodputPercent = &g
 	}
+	if v, p := o.optional("error_summary"); v != nil {
+		t.ErrorSummary = r.errorSummary(p, v)
+		if len(t.ErrorSummary) == 0 {
+			o.keepAsWritten("error_summary")
+		}
+	}
 	o.finish()
 	return t
+}
+
+func (r *reader) errorSummary(path string, v *node) []ErrorCount {
+	if v.kind != kindArray {
+		r.fail(path, "expected array, got %s", v.kind)
+		return nil
+	}
+	var out []ErrorCount
+	for i, it := range v.items {
+		ip := joinIndex(path, i)
+		eo := r.asObject(ip, it)
+		if eo == nil {
+			continue
+		}
+		e := ErrorCount{Kind: eo.str("kind"), Count: eo.integer("count"), Example: eo.str("example")}
+		if hv, hp := eo.optional("http_status"); hv != nil {
+			if e.HTTPStatus = r.integer(hp, hv); e.HTTPStatus == 0 {
+				eo.keepAsWritten("http_status")
+			}
+		}
+		if e.Kind == "" {
+			r.fail(joinKey(ip, "kind"), "must not be empty")
+		}
+		if e.Count < 1 {
+			r.fail(joinKey(ip, "count"), "must be at least 1, got %d", e.Count)
+		}
+		eo.finish()
+		out = append(out, e)
+	}
+	return out
 }
 
 // The statistics older documents carry: the reference has p50/p95/p99 of the latencies and

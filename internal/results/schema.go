@@ -2,6 +2,8 @@
 // package fills in, plus its reader, writer and renderings. It imports nothing of the project.
 package results
 
+import "strconv"
+
 // SchemaVersion is the only document version this package reads and writes.
 const SchemaVersion = 1
 
@@ -120,6 +122,9 @@ type Trial struct {
 	// GoodputPercent is the share of measured requests that succeeded and met every
 	// objective on their own (AIPerf's goodput criterion), in percent.
 	GoodputPercent *float64 `json:"goodput_percent,omitempty"`
+	// ErrorSummary is additive: the measured requests that failed (or missed their output
+	// length), by kind, with one redacted example message each. Absent when there were none.
+	ErrorSummary []ErrorCount `json:"error_summary,omitempty"`
 }
 
 // SLOResult is one objective's value in one trial.
@@ -128,6 +133,24 @@ type SLOResult struct {
 	Percentile float64 `json:"percentile,omitempty"`
 	Value      float64 `json:"value"`
 	Met        bool    `json:"met"`
+}
+
+// ErrorCount is one kind of request failure in a trial.
+type ErrorCount struct {
+	// Kind is http_status, stalled, request_timeout, reset, truncated_stream,
+	// malformed_stream, server_error, no_content, length_mismatch or other.
+	Kind       string `json:"kind"`
+	HTTPStatus int    `json:"http_status,omitempty"` // for kind http_status: one entry per status
+	Count      int    `json:"count"`
+	Example    string `json:"example"` // the first such request's message, API key redacted
+}
+
+// Label names the kind for people: "HTTP 503" for a status, else the kind itself.
+func (e ErrorCount) Label() string {
+	if e.Kind == "http_status" && e.HTTPStatus != 0 {
+		return "HTTP " + strconv.Itoa(e.HTTPStatus)
+	}
+	return e.Kind
 }
 
 // MinMax of a token count. Floats because the reference writes them as 2099.0.

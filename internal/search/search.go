@@ -53,10 +53,14 @@ type Outcome struct {
 	// Value is the SLO metric's value (for example p95 TTFT in ms). For a probe stopped early it
 	// may be a bound rather than the exact value; the search only reads confirmation values.
 	Value        float64
-	DecidedEarly bool    // the runner stopped the trial once its verdict was decided
-	Cost         float64 // request-seconds the trial occupied the server, warmups included
-	Detail       any     // the caller's full trial metrics, carried through untouched
-	Resumed      bool    // taken from Config.History rather than run by this search
+	DecidedEarly bool // the runner stopped the trial once its verdict was decided
+	// Failed counts measured requests that failed. A trial with failures fails because the
+	// server failed, not because the metric missed the threshold: its Value means nothing,
+	// and it is not evidence that the capacity curve is non-monotone.
+	Failed  int
+	Cost    float64 // request-seconds the trial occupied the server, warmups included
+	Detail  any     // the caller's full trial metrics, carried through untouched
+	Resumed bool    // taken from Config.History rather than run by this search
 }
 
 // TrialRunner runs one trial. It must honour ctx: when ctx ends it stops the load and returns
@@ -98,6 +102,11 @@ type Config struct {
 	GuardBand float64
 }
 
+// MaxLevel is the highest concurrency a search accepts. The search never walks the range
+// between its bounds (it touches only the levels it tries), so the limit only keeps its
+// arithmetic (Max+1, midpoints, doubling steps) clear of overflow.
+const MaxLevel = math.MaxInt32
+
 func (c Config) validate() error {
 	if len(c.Levels) > 0 {
 		seen := map[int]bool{}
@@ -120,6 +129,8 @@ func (c Config) validate() error {
 		return fmt.Errorf("search: minimum concurrency must be at least 1, got %d", c.Min)
 	case c.Max < c.Min:
 		return fmt.Errorf("search: maximum concurrency %d is below the minimum %d", c.Max, c.Min)
+	case c.Max > MaxLevel:
+		return fmt.Errorf("search: maximum concurrency %d is above %d", c.Max, MaxLevel)
 	case c.ConfirmationTrials < 1:
 		return fmt.Errorf("search: confirmation trials must be at least 1, got %d", c.ConfirmationTrials)
 	case c.GuardBand < 0 || c.GuardBand >= 1:
@@ -235,16 +246,22 @@ func (s *searcher) confirmed(c int) bool {
 func (s *searcher) search(ctx context.Context) error {
 	for {
 		// The lowest level believed failing, and the highest believed passing below it. Levels
-		// strictly between them have never been tried, so no level is probed twice.
+		// strictly between them have never been tried, so no level is probed twice. Only
+		// tried levels are looked at: the bounds may be far apart.
+		tried := s.tried()
 		hi := s.cfg.Max + 1
-		for c := s.cfg.Min; c <= s.cfg.Max; c++ {
+		for _, c := range tried {
 			if pass, ok := s.belief(c); ok && !pass {
 				hi = c
 				break
 			}
 		}
 		lo := s.cfg.Min - 1
-		for c := hi - 1; c >= s.cfg.Min; c-- {
+		for i := len(tried) - 1; i >= 0; i-- {
+			c := tried[i]
+			if c >= hi {
+				continue
+			}
 			if pass, ok := s.belief(c); ok && pass {
 				lo = c
 				break
@@ -323,8 +340,9 @@ func (s *searcher) grid(ctx context.Context) error {
 func (s *searcher) nextProbe(lo, hi int) int {
 	if hi > s.cfg.Max {
 		lastFail := s.cfg.Min - 1
-		for c := lo; c >= s.cfg.Min; c-- {
-			if s.anyFail(c) {
+		tried := s.tried()
+		for i := len(tried) - 1; i >= 0; i-- {
+			if c := tried[i]; c <= lo && s.anyFail(c) {
 				lastFail = c
 				break
 			}
@@ -333,6 +351,16 @@ func (s *searcher) nextProbe(lo, hi int) int {
 		return min(lo+step, s.cfg.Max)
 	}
 	return lo + (hi-lo)/2
+}
+
+// tried lists the levels with a trial, ascending.
+func (s *searcher) tried() []int {
+	out := make([]int, 0, len(s.levels))
+	for c := range s.levels {
+		out = append(out, c)
+	}
+	slices.Sort(out)
+	return out
 }
 
 func (s *searcher) anyFail(c int) bool {
@@ -440,14 +468,15 @@ func (s *searcher) record(o Outcome) {
 }
 
 // nonMonotone lists, for every level with a passing trial, the highest lower level with a failing
-// trial, if any.
+// trial, if any. Trials that failed because requests failed are left out: a server error says
+// nothing about how latency grows with load.
 func nonMonotone(all []Outcome) []NonMonotone {
 	passed := map[int]bool{}
 	failed := map[int]bool{}
 	for _, o := range all {
 		if o.Pass {
 			passed[o.Concurrency] = true
-		} else {
+		} else if o.Failed == 0 {
 			failed[o.Concurrency] = true
 		}
 	}
