@@ -266,7 +266,7 @@ func (c *Client) stream(ctx context.Context, req Request) Record {
 	}
 	if err != nil {
 		rec.Done = time.Now()
-		c.fail(ctx, reqCtx, &rec, "sending the request", func() {
+		c.fail(ctx, reqCtx, &rec, "waiting for the response", func() {
 			rec.Failure = FailReset
 			rec.Err = fmt.Sprintf("send request to %s: %v", c.redacted, stripURL(err))
 		})

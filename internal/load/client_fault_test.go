@@ -27,7 +27,7 @@ func TestClientFaultKinds(t *testing.T) {
 			handler: func(w http.ResponseWriter, r *http.Request) {
 				hang(r)
 			},
-			kind: FailStalled, wantErr: []string{"stalled while sending the request", "for 150ms (trial.stall_timeout)"},
+			kind: FailStalled, wantErr: []string{"stalled while waiting for the response", "for 150ms (trial.stall_timeout)"},
 			within: stall + 300*time.Millisecond,
 		},
 		{

@@ -69,26 +69,6 @@ func ErrorSummary(records []load.Record, requestedOSL int) []results.ErrorCount 
 	return out
 }
 
-// MergeErrorSummaries adds summaries together (the trials of a workload or a whole run),
-// keeping the first example of each kind, ordered as ErrorSummary orders them.
-func MergeErrorSummaries(summaries ...[]results.ErrorCount) []results.ErrorCount {
-	var out []results.ErrorCount
-	for _, s := range summaries {
-		for _, e := range s {
-			i := slices.IndexFunc(out, func(o results.ErrorCount) bool { return o.Kind == e.Kind && o.HTTPStatus == e.HTTPStatus })
-			if i < 0 {
-				out = append(out, e)
-				continue
-			}
-			out[i].Count += e.Count
-		}
-	}
-	slices.SortStableFunc(out, func(a, b results.ErrorCount) int {
-		return cmp.Or(cmp.Compare(b.Count, a.Count), cmp.Compare(a.Kind, b.Kind), cmp.Compare(a.HTTPStatus, b.HTTPStatus))
-	})
-	return out
-}
-
 // DescribeErrors is a summary in one line for diagnostics and logs, e.g.
 // `3 stalled (e.g. "stalled while ..."), 1 HTTP 503 (e.g. "HTTP 503 from ...")`.
 func DescribeErrors(summary []results.ErrorCount) string {

@@ -567,3 +567,35 @@ func TestAllTrialsRoundTrip(t *testing.T) {
 		t.Fatalf("bad kind: %v", err)
 	}
 }
+
+// An error summary is optional and additive: it round-trips, and a reader that does not know
+// it still finds a schema v1 document.
+func TestRoundTripErrorSummary(t *testing.T) {
+	d := parseReference(t)
+	d.Workloads[0].FailingTrials[0].ErrorSummary = []ErrorCount{
+		{Kind: "http_status", HTTPStatus: 503, Count: 2, Example: "HTTP 503 from http://h:1/v1/chat/completions: overloaded"},
+		{Kind: "stalled", Count: 1, Example: "stalled while streaming (after 3 content chunks): no byte from http://h:1/v1/chat/completions for 5m0s (trial.stall_timeout)"},
+	}
+	out, err := Marshal(d)
+	if err != nil {
+		t.Fatal(err)
+	}
+	back, err := Parse(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := back.Workloads[0].FailingTrials[0].ErrorSummary; !reflect.DeepEqual(got, d.Workloads[0].FailingTrials[0].ErrorSummary) {
+		t.Fatalf("error summary after round trip: %+v", got)
+	}
+	if back.Workloads[0].PassingTrials[0].ErrorSummary != nil {
+		t.Fatal("a trial without failures grew an error summary")
+	}
+	if bytes.Count(out, []byte(`"error_summary"`)) != 1 {
+		t.Fatalf("error_summary written for trials without failures:\n%s", out)
+	}
+
+	bad := bytes.Replace(out, []byte(`"count": 2`), []byte(`"count": 0`), 1)
+	if _, err := Parse(bad); err == nil || !strings.Contains(err.Error(), "workloads[0].failing_trials[0].error_summary[0].count: must be at least 1") {
+		t.Fatalf("err = %v, want the count refused with its path", err)
+	}
+}
