@@ -329,9 +329,14 @@ func everyTrial(outcomes []search.Outcome) []results.Trial {
 		tr.Kind = o.Kind.String()
 		tr.StoppedEarly = o.DecidedEarly
 		tr.Concurrency = o.Concurrency
-		tr.Verdict = "fail"
-		if o.Pass {
+		switch {
+		case o.Pass:
 			tr.Verdict = "pass"
+		case o.Failed > 0:
+			// Requests failed: the server's failure, not an objective's miss.
+			tr.Verdict = "error"
+		default:
+			tr.Verdict = "fail"
 		}
 		out = append(out, tr)
 	}

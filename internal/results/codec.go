@@ -596,9 +596,9 @@ func (r *reader) trial(o *object) Trial {
 	}
 	if v, p := o.optional("verdict"); v != nil {
 		switch t.Verdict = r.str(p, v); t.Verdict {
-		case "pass", "fail":
+		case "pass", "fail", "error":
 		default:
-			r.fail(p, "%q is not one of pass, fail", t.Verdict)
+			r.fail(p, "%q is not one of pass, fail, error", t.Verdict)
 		}
 	}
 	if v, p := o.optional("stopped_early"); v != nil {

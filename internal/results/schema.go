@@ -114,8 +114,9 @@ type Trial struct {
 	// workload's trials; a probe stopped early has metrics over what finished.
 	Kind         string `json:"kind,omitempty"`
 	StoppedEarly bool   `json:"stopped_early,omitempty"`
-	// Verdict (pass | fail) is the trial's outcome as the search judged it, written for the
-	// entries of a workload's trials.
+	// Verdict (pass | fail | error) is the trial's outcome as the search judged it, written
+	// for the entries of a workload's trials: error when measured requests failed (see
+	// ErrorSummary), fail when an objective was missed.
 	Verdict string `json:"verdict,omitempty"`
 	// SLOs is the trial's value of each objective, in the document's order.
 	SLOs []SLOResult `json:"slos,omitempty"`
