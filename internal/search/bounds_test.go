@@ -66,10 +66,3 @@ func TestNonMonotoneIgnoresServerFailures(t *testing.T) {
 }
 
 func eqPtr(a, b *int) bool { return (a == nil) == (b == nil) && (a == nil || *a == *b) }
-
-func deref(p *int) any {
-	if p == nil {
-		return nil
-	}
-	return *p
-}
