@@ -2,11 +2,11 @@
 package main
 
 import (
-	"context"
 	"flag"
 	"log"
 
-	"github.com/hashicorp/terraform-plugin-framework/providerserver"
+	"github.com/hashicorp/terraform-plugin-go/tfprotov6"
+	"github.com/hashicorp/terraform-plugin-go/tfprotov6/tf6server"
 
 	"github.com/llmserve/terraform-provider-llmserve/internal/provider"
 )
@@ -19,10 +19,15 @@ func main() {
 	flag.BoolVar(&debug, "debug", false, "run the provider with support for debuggers like delve")
 	flag.Parse()
 
-	err := providerserver.Serve(context.Background(), provider.New(version), providerserver.ServeOpts{
-		Address: "registry.terraform.io/llmserve/llmserve",
-		Debug:   debug,
-	})
+	server, err := provider.ProtocolServer(version)()
+	if err != nil {
+		log.Fatal(err.Error())
+	}
+	var opts []tf6server.ServeOpt
+	if debug {
+		opts = append(opts, tf6server.WithManagedDebug())
+	}
+	err = tf6server.Serve("registry.terraform.io/llmserve/llmserve", func() tfprotov6.ProviderServer { return server }, opts...)
 	if err != nil {
 		log.Fatal(err.Error())
 	}

@@ -6,6 +6,7 @@ package capacity
 import (
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/llmserve/terraform-provider-llmserve/internal/results"
@@ -59,11 +60,29 @@ type Workload struct {
 	OutputTokens int
 }
 
-// Validate reports the first configuration problem, naming the attribute to fix.
+// Upper bounds that keep a run's memory and time finite. They are far above any real
+// benchmark (the reference protocol uses 16K/2K tokens, 64 requests, 3 confirmations and
+// concurrency below 100) and far below what would exhaust memory before the first request.
+const (
+	// MaxTokens bounds input_tokens and output_tokens: 1 Mi tokens, more than any server's
+	// context accepts today.
+	MaxTokens = 1 << 20
+	// MaxRequests bounds warmup_requests and measured_requests per trial.
+	MaxRequests = 100_000
+	// MaxConcurrency bounds search.min_concurrency and search.max_concurrency.
+	MaxConcurrency = 100_000
+	// MaxConfirmationTrials bounds trial.confirmation_trials: each one is a full trial on
+	// both sides of the boundary.
+	MaxConfirmationTrials = 100
+)
+
+// Validate reports every configuration problem, naming the attribute to fix. It is the rule
+// plan-time validators apply to known values, and it runs again at apply for values that were
+// unknown at plan.
 func (c Config) Validate() error {
 	var errs []error
-	if c.Endpoint == "" {
-		errs = append(errs, errors.New("endpoint: must not be empty"))
+	if err := CheckEndpoint(c.Endpoint); err != nil {
+		errs = append(errs, fmt.Errorf("endpoint: %w", err))
 	}
 	if c.API != "chat" && c.API != "completions" {
 		errs = append(errs, fmt.Errorf("api: %q is not one of chat, completions", c.API))
@@ -76,15 +95,17 @@ func (c Config) Validate() error {
 		switch {
 		case w.Label == "":
 			errs = append(errs, fmt.Errorf("workloads[%d].label: must not be empty", i))
+		case strings.ContainsFunc(w.Label, isControl):
+			errs = append(errs, fmt.Errorf("workloads[%d].label: %q contains control characters, which would reach terminals, CSV and Markdown renderings; use printable text", i, w.Label))
 		case seen[w.Label]:
 			errs = append(errs, fmt.Errorf("workloads[%d].label: %q is used twice; labels key the result maps and must be unique", i, w.Label))
 		}
 		seen[w.Label] = true
-		if w.InputTokens < 1 {
-			errs = append(errs, fmt.Errorf("workloads[%d].input_tokens: must be at least 1, got %d", i, w.InputTokens))
+		if w.InputTokens < 1 || w.InputTokens > MaxTokens {
+			errs = append(errs, fmt.Errorf("workloads[%d].input_tokens: must be between 1 and %d, got %d", i, MaxTokens, w.InputTokens))
 		}
-		if w.OutputTokens < 1 {
-			errs = append(errs, fmt.Errorf("workloads[%d].output_tokens: must be at least 1, got %d", i, w.OutputTokens))
+		if w.OutputTokens < 1 || w.OutputTokens > MaxTokens {
+			errs = append(errs, fmt.Errorf("workloads[%d].output_tokens: must be between 1 and %d, got %d", i, MaxTokens, w.OutputTokens))
 		}
 	}
 	slos := make([]results.SLO, len(c.SLOs))
@@ -97,24 +118,27 @@ func (c Config) Validate() error {
 	levels := map[int]bool{}
 	for i, l := range c.ConcurrencyLevels {
 		switch {
-		case l < 1:
-			errs = append(errs, fmt.Errorf("search.concurrency_levels[%d]: must be at least 1, got %d", i, l))
+		case l < 1 || l > MaxConcurrency:
+			errs = append(errs, fmt.Errorf("search.concurrency_levels[%d]: must be between 1 and %d, got %d", i, MaxConcurrency, l))
 		case levels[l]:
 			errs = append(errs, fmt.Errorf("search.concurrency_levels[%d]: %d is listed twice", i, l))
 		}
 		levels[l] = true
 	}
-	if c.MinConcurrency < 1 {
-		errs = append(errs, fmt.Errorf("search.min_concurrency: must be at least 1, got %d", c.MinConcurrency))
+	if c.MinConcurrency < 1 || c.MinConcurrency > MaxConcurrency {
+		errs = append(errs, fmt.Errorf("search.min_concurrency: must be between 1 and %d, got %d", MaxConcurrency, c.MinConcurrency))
+	}
+	if c.MaxConcurrency > MaxConcurrency {
+		errs = append(errs, fmt.Errorf("search.max_concurrency: must be at most %d, got %d", MaxConcurrency, c.MaxConcurrency))
 	}
 	if c.MaxConcurrency < c.MinConcurrency {
 		errs = append(errs, fmt.Errorf("search.max_concurrency: %d is below search.min_concurrency %d", c.MaxConcurrency, c.MinConcurrency))
 	}
-	if c.MeasuredRequests < 1 {
-		errs = append(errs, fmt.Errorf("trial.measured_requests: must be at least 1, got %d", c.MeasuredRequests))
+	if c.MeasuredRequests < 1 || c.MeasuredRequests > MaxRequests {
+		errs = append(errs, fmt.Errorf("trial.measured_requests: must be between 1 and %d, got %d", MaxRequests, c.MeasuredRequests))
 	}
-	if c.WarmupRequests < 0 {
-		errs = append(errs, fmt.Errorf("trial.warmup_requests: must not be negative, got %d", c.WarmupRequests))
+	if c.WarmupRequests < 0 || c.WarmupRequests > MaxRequests {
+		errs = append(errs, fmt.Errorf("trial.warmup_requests: must be between 0 and %d, got %d", MaxRequests, c.WarmupRequests))
 	}
 	if c.StallTimeout < 0 {
 		errs = append(errs, fmt.Errorf("trial.stall_timeout: must be positive, got %s", c.StallTimeout))
@@ -122,8 +146,8 @@ func (c Config) Validate() error {
 	if c.RequestTimeout < 0 {
 		errs = append(errs, fmt.Errorf("trial.request_timeout: must be positive, got %s", c.RequestTimeout))
 	}
-	if c.ConfirmationTrials < 1 {
-		errs = append(errs, fmt.Errorf("trial.confirmation_trials: must be at least 1, got %d", c.ConfirmationTrials))
+	if c.ConfirmationTrials < 1 || c.ConfirmationTrials > MaxConfirmationTrials {
+		errs = append(errs, fmt.Errorf("trial.confirmation_trials: must be between 1 and %d, got %d", MaxConfirmationTrials, c.ConfirmationTrials))
 	}
 	return errors.Join(errs...)
 }

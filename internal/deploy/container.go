@@ -70,18 +70,21 @@ type Container struct {
 
 // Placement is where and how the container runs, as opposed to what the engine does. Env
 // holds the user's environment only; secrets never enter a Placement.
+//
+// Collections keep the difference between unset (nil, recorded as null) and empty (recorded
+// as [] or {}), so an import restores environment = {} as {} and plans no replacement.
 type Placement struct {
 	Name               string            `json:"name"`
 	Image              string            `json:"image"`
-	Env                map[string]string `json:"env,omitempty"`
-	Labels             map[string]string `json:"labels,omitempty"`
-	Mounts             []Mount           `json:"mounts,omitempty"`
+	Env                map[string]string `json:"env"`
+	Labels             map[string]string `json:"labels"`
+	Mounts             []Mount           `json:"mounts"`
 	ModelHostPath      string            `json:"model_host_path,omitempty"` // bind-mounted read-only at Spec.Model
 	HostPort           int               `json:"host_port,omitempty"`
 	BindAddress        string            `json:"bind_address,omitempty"`
 	HostNetwork        bool              `json:"host_network,omitempty"`
-	GroupAdd           []string          `json:"group_add,omitempty"` // overrides the accelerator's default groups
-	GPUIDs             []string          `json:"gpu_ids,omitempty"`
+	GroupAdd           []string          `json:"group_add"` // overrides the accelerator's default groups
+	GPUIDs             []string          `json:"gpu_ids"`
 	ShmSizeBytes       int64             `json:"shm_size_bytes,omitempty"`
 	RestartPolicy      string            `json:"restart_policy,omitempty"`
 	StopTimeoutSeconds int               `json:"stop_timeout_seconds,omitempty"`

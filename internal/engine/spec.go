@@ -56,10 +56,12 @@ type Spec struct {
 	Speculative        *Speculative `json:"speculative,omitempty"`
 	Accelerator        Accelerator  `json:"accelerator"`
 	Port               int          `json:"port"`
-	ExtraArgs          []string     `json:"extra_args,omitempty"`
+	// ExtraArgs and Entrypoint record an empty list as [] and an unset one as null, so an
+	// import restores exactly what was configured.
+	ExtraArgs []string `json:"extra_args"`
 	// Entrypoint replaces the engine's default program (DefaultEntrypoint) when an image
 	// installs it elsewhere.
-	Entrypoint []string `json:"entrypoint,omitempty"`
+	Entrypoint []string `json:"entrypoint"`
 }
 
 // Secrets are handed to the engine at launch and never stored.

@@ -78,7 +78,13 @@ var speculativeAttrTypes = map[string]attr.Type{
 	"draft_tokens": types.Int64Type, "draft_model": types.StringType,
 }
 
-const defaultReadinessTimeout = "30m"
+const (
+	defaultReadinessTimeout = "30m"
+	// maxContextLength and maxRunningRequests bound the engine settings far above any real
+	// deployment, so a typo of a few digits fails the plan instead of the engine's start.
+	maxContextLength   = 1 << 24
+	maxRunningRequests = 100_000
+)
 
 // Defaults of the timeouts block of a resource that launches an engine: long enough for a
 // first pull of a multi-GiB image and a model download within the 30 m readiness bound.
@@ -158,7 +164,8 @@ func engineSettingsAttributes() map[string]schema.Attribute {
 	keepStr := []planmodifier.String{stringplanmodifier.UseStateForUnknown()}
 	return map[string]schema.Attribute{
 		"image": schema.StringAttribute{Required: true, PlanModifiers: replace,
-			MarkdownDescription: "Engine image, by tag or pinned `repo@sha256:...`. Pulled only when the engine host lacks it."},
+			Validators:          []validator.String{printableValidator{}},
+			MarkdownDescription: "Engine image, by tag or pinned `repo@sha256:...` (one word, lowercase repository). Pulled only when the engine host lacks it."},
 		"engine": schema.StringAttribute{Required: true, PlanModifiers: replace,
 			Validators:          []validator.String{stringvalidator.OneOf(enumStrings(engine.Names)...)},
 			MarkdownDescription: "Inference engine: `sglang`, `vllm` or `llamacpp`. Decides the launch command, default port and readiness endpoint."},
@@ -175,11 +182,14 @@ func engineSettingsAttributes() map[string]schema.Attribute {
 			Validators:          []validator.Int64{int64validator.AtLeast(1)},
 			MarkdownDescription: "Tensor parallel size (GPUs per replica). Default 1."},
 		"context_length": schema.Int64Attribute{Optional: true, PlanModifiers: replaceInt,
-			MarkdownDescription: "Context length in tokens; the model's own when omitted. For `llamacpp` this is the total KV cache shared by all slots."},
+			Validators:          []validator.Int64{intRange{min: 1, max: maxContextLength, hint: "0 would be ignored (the engine would use the model's own length); omit context_length for that, or give the length in tokens."}},
+			MarkdownDescription: fmt.Sprintf("Context length in tokens, 1 to %d; the model's own when omitted. For `llamacpp` this is the total KV cache shared by all slots.", maxContextLength)},
 		"max_running_requests": schema.Int64Attribute{Optional: true, PlanModifiers: replaceInt,
-			MarkdownDescription: "Requests decoded together: SGLang `--max-running-requests`, vLLM `--max-num-seqs`, llama.cpp `--parallel` slots."},
+			Validators:          []validator.Int64{intRange{min: 1, max: maxRunningRequests, hint: "0 would be ignored (the engine would use its default); omit max_running_requests for that."}},
+			MarkdownDescription: fmt.Sprintf("Requests decoded together, 1 to %d: SGLang `--max-running-requests`, vLLM `--max-num-seqs`, llama.cpp `--parallel` slots. The engine's default when omitted.", maxRunningRequests)},
 		"mem_fraction": schema.Float64Attribute{Optional: true, PlanModifiers: []planmodifier.Float64{float64planmodifier.RequiresReplace()},
-			MarkdownDescription: "Fraction of accelerator memory for weights and KV cache: SGLang `--mem-fraction-static`, vLLM `--gpu-memory-utilization`."},
+			Validators:          []validator.Float64{fractionValidator{}},
+			MarkdownDescription: "Fraction of accelerator memory for weights and KV cache, in (0, 1]: SGLang `--mem-fraction-static`, vLLM `--gpu-memory-utilization`. The engine's default when omitted."},
 		"speculative": schema.SingleNestedAttribute{Optional: true,
 			PlanModifiers:       []planmodifier.Object{objectplanmodifier.RequiresReplace()},
 			MarkdownDescription: "Speculative decoding. SGLang: `EAGLE`/`EAGLE3`/`NEXTN` with steps, topk and draft tokens (topk 1 needs draft_tokens = steps + 1). vLLM: method `eagle`/`eagle3`/`mtp`/`ngram`/`draft_model`, steps = speculative tokens. llama.cpp: `draft` with a draft GGUF.",
@@ -197,14 +207,17 @@ func engineSettingsAttributes() map[string]schema.Attribute {
 			Validators:          []validator.Int64{int64validator.Between(1, 65535)},
 			MarkdownDescription: "Port the engine listens on inside the container; the engine's default (SGLang 30000, vLLM 8000, llama.cpp 8080) when omitted."},
 		"extra_args": schema.ListAttribute{ElementType: types.StringType, Optional: true, PlanModifiers: replaceList,
-			MarkdownDescription: "Engine arguments appended verbatim after the typed ones."},
+			MarkdownDescription: "Engine arguments appended verbatim after the typed ones. Flags that take a secret (`--api-key`, `--admin-api-key`, `--hf-token`) are refused: they would be stored in state; use `api_key_wo` / `hub_token_wo`."},
 		"entrypoint": schema.ListAttribute{ElementType: types.StringType, Optional: true, PlanModifiers: replaceList,
 			MarkdownDescription: "Program that starts the engine, when the image installs it elsewhere than the engine's default (`python3 -m sglang.launch_server`, `python3 -m vllm.entrypoints.openai.api_server`, `llama-server`)."},
 		"hub_token_wo": schema.StringAttribute{Optional: true, Sensitive: true, WriteOnly: true,
+			Validators:          []validator.String{printableValidator{}},
 			MarkdownDescription: "Hugging Face token (as `HF_TOKEN`). Write-only: never stored in state or plan (Terraform >= 1.11). Bump `secrets_version` to apply a new one."},
 		"api_key_wo": schema.StringAttribute{Optional: true, Sensitive: true, WriteOnly: true,
+			Validators:          []validator.String{printableValidator{}},
 			MarkdownDescription: "API key the server demands as `Authorization: Bearer` (vLLM `VLLM_API_KEY`, llama.cpp `LLAMA_API_KEY`, SGLang `--api-key`, kept out of `command`). Write-only, never stored."},
 		"secrets_version": schema.StringAttribute{Optional: true, PlanModifiers: replace,
+			Validators:          []validator.String{printableValidator{}},
 			MarkdownDescription: "Any value; changing it re-creates the server so new write-only secrets take effect."},
 		"readiness_timeout": schema.StringAttribute{Optional: true, Computed: true, Default: stringdefault.StaticString(defaultReadinessTimeout),
 			Validators: []validator.String{durationValidator{}},
@@ -319,7 +332,7 @@ func (m engineSettings) validateSpec(ctx context.Context) (engine.Spec, diag.Dia
 		// engine that does not exist would only add a second, confusing error.
 		return spec, diags
 	}
-	for _, p := range spec.Validate() {
+	for _, p := range append(spec.Validate(), spec.CheckStrings()...) {
 		diags.AddAttributeError(problemPath(p.Field), "Invalid "+string(spec.Engine)+" setting", p.Error())
 	}
 	return spec, diags
@@ -371,8 +384,10 @@ func (m *engineSettings) setExperiment(ctx context.Context, exp results.Experime
 // writing null where the spec holds the zero value so an unset attribute stays unset.
 func (m *engineSettings) fromSpec(ctx context.Context, image string, s engine.Spec, secretsVersion, readinessTimeout string) diag.Diagnostics {
 	var diags diag.Diagnostics
+	// nil is unset; an empty list was configured as [] and is restored as such, so an import
+	// plans no replacement.
 	list := func(vs []string) types.List {
-		if len(vs) == 0 {
+		if vs == nil {
 			return types.ListNull(types.StringType)
 		}
 		l, d := types.ListValueFrom(ctx, types.StringType, vs)

@@ -15,8 +15,9 @@ import (
 )
 
 var (
-	_ provider.Provider              = (*llmserveProvider)(nil)
-	_ provider.ProviderWithFunctions = (*llmserveProvider)(nil)
+	_ provider.Provider                   = (*llmserveProvider)(nil)
+	_ provider.ProviderWithFunctions      = (*llmserveProvider)(nil)
+	_ provider.ProviderWithValidateConfig = (*llmserveProvider)(nil)
 )
 
 type llmserveProvider struct {
@@ -46,6 +47,11 @@ func (p *llmserveProvider) Schema(_ context.Context, _ provider.SchemaRequest, r
 		MarkdownDescription: "Deploys LLM inference servers and measures their SLO capacity as infrastructure code.",
 		Attributes:          dockerProviderAttributes(),
 	}
+}
+
+// ValidateConfig checks the Docker Engine connection settings at plan time.
+func (p *llmserveProvider) ValidateConfig(ctx context.Context, req provider.ValidateConfigRequest, resp *provider.ValidateConfigResponse) {
+	validateDockerConfig(ctx, req, resp)
 }
 
 func (p *llmserveProvider) Configure(ctx context.Context, req provider.ConfigureRequest, resp *provider.ConfigureResponse) {

@@ -82,3 +82,46 @@ func dockerConfig(ctx context.Context, req provider.ConfigureRequest) (docker.Co
 	cfg.Unknown = unknown
 	return cfg, diags
 }
+
+// validateDockerConfig checks the connection settings given in the configuration at plan
+// time: the docker_host syntax, TLS and ssh material that does not parse, and material the
+// chosen scheme would ignore. The scheme comes from DOCKER_HOST when docker_host is unset;
+// other environment fallbacks are checked when the engine is first used. Unknown values are
+// checked then too.
+func validateDockerConfig(ctx context.Context, req provider.ValidateConfigRequest, resp *provider.ValidateConfigResponse) {
+	var unknown bool
+	get := func(name string) string {
+		var v types.String
+		resp.Diagnostics.Append(req.Config.GetAttribute(ctx, path.Root(name), &v)...)
+		unknown = unknown || v.IsUnknown()
+		return v.ValueString()
+	}
+	cfg := docker.Config{
+		Host:              get("docker_host"),
+		CAPEM:             get("ca_pem"),
+		CertPEM:           get("cert_pem"),
+		KeyPEM:            get("key_pem"),
+		CertPath:          get("cert_path"),
+		SSHPrivateKeyPEM:  get("ssh_private_key"),
+		SSHKnownHostsFile: get("ssh_known_hosts_file"),
+		SSHSocketPath:     get("ssh_socket_path"),
+	}
+	if unknown || resp.Diagnostics.HasError() {
+		return
+	}
+	fromEnv := cfg.Host == ""
+	if fromEnv {
+		cfg.Host = docker.ConfigFromEnv(docker.Config{}).Host
+	}
+	for _, p := range cfg.Check() {
+		if p.Field == "docker_host" && fromEnv {
+			// Not the configuration's fault; the engine's first use reports it, naming DOCKER_HOST.
+			continue
+		}
+		detail := p.Field + ": " + p.Detail
+		if fromEnv {
+			detail += " (docker_host is unset, so DOCKER_HOST or the local socket applies.)"
+		}
+		resp.Diagnostics.AddAttributeError(path.Root(p.Field), "Invalid Docker Engine connection setting", detail)
+	}
+}

@@ -1,11 +1,10 @@
 package provider
 
 import (
-	"github.com/hashicorp/terraform-plugin-framework/providerserver"
 	"github.com/hashicorp/terraform-plugin-go/tfprotov6"
 )
 
 // testAccProtoV6ProviderFactories serves the provider in-process to the real Terraform CLI.
 var testAccProtoV6ProviderFactories = map[string]func() (tfprotov6.ProviderServer, error){
-	"llmserve": providerserver.NewProtocol6WithError(New("test")()),
+	"llmserve": ProtocolServer("test"),
 }

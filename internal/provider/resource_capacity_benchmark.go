@@ -9,8 +9,8 @@ import (
 	"time"
 
 	"github.com/hashicorp/terraform-plugin-framework-timeouts/resource/timeouts"
-	"github.com/hashicorp/terraform-plugin-framework-validators/int64validator"
 	"github.com/hashicorp/terraform-plugin-framework-validators/listvalidator"
+	"github.com/hashicorp/terraform-plugin-framework-validators/mapvalidator"
 	"github.com/hashicorp/terraform-plugin-framework-validators/stringvalidator"
 	"github.com/hashicorp/terraform-plugin-framework/attr"
 	"github.com/hashicorp/terraform-plugin-framework/diag"
@@ -133,14 +133,14 @@ func (r *capacityBenchmarkResource) Schema(ctx context.Context, _ resource.Schem
 			},
 			"endpoint": schema.StringAttribute{
 				Required:            true,
-				MarkdownDescription: "Base URL of the OpenAI-compatible server, e.g. `http://gpu-host.example.com:30000` (without `/v1`).",
-				Validators:          []validator.String{httpURLValidator{}},
+				MarkdownDescription: "Base URL of the OpenAI-compatible server, e.g. `http://gpu-host.example.com:30000`: `http` or `https`, without `/v1` (the benchmark adds `/v1/chat/completions` itself), query, fragment or credentials (put the key in `api_key`; a URL is stored in state and shown in plan). A value known only at apply is checked then, before any request.",
+				Validators:          []validator.String{endpointValidator{}},
 				PlanModifiers:       replace,
 			},
 			"model": schema.StringAttribute{
 				Required:            true,
 				MarkdownDescription: "Model name sent in every request (as listed by the server's `/v1/models`).",
-				Validators:          []validator.String{stringvalidator.LengthAtLeast(1)},
+				Validators:          []validator.String{stringvalidator.LengthAtLeast(1), printableValidator{}},
 				PlanModifiers:       replace,
 			},
 			"api": schema.StringAttribute{
@@ -156,6 +156,7 @@ func (r *capacityBenchmarkResource) Schema(ctx context.Context, _ resource.Schem
 				Sensitive:           true,
 				WriteOnly:           true,
 				MarkdownDescription: "API key sent as a Bearer token. Write-only: never stored in state or plan (Terraform >= 1.11).",
+				Validators:          []validator.String{printableValidator{}},
 			},
 			"workloads": schema.ListNestedAttribute{
 				Required:            true,
@@ -166,17 +167,17 @@ func (r *capacityBenchmarkResource) Schema(ctx context.Context, _ resource.Schem
 					"label": schema.StringAttribute{
 						Required:            true,
 						MarkdownDescription: "Unique name of the workload, e.g. `8K / 1K`.",
-						Validators:          []validator.String{stringvalidator.LengthAtLeast(1)},
+						Validators:          []validator.String{stringvalidator.LengthAtLeast(1), printableValidator{}},
 					},
 					"input_tokens": schema.Int64Attribute{
 						Required:            true,
-						MarkdownDescription: "Prompt length in tokens, not counting the server's chat template.",
-						Validators:          []validator.Int64{int64validator.AtLeast(1)},
+						MarkdownDescription: fmt.Sprintf("Prompt length in tokens, not counting the server's chat template; 1 to %d (1 Mi).", capacity.MaxTokens),
+						Validators:          []validator.Int64{intRange{min: 1, max: capacity.MaxTokens}},
 					},
 					"output_tokens": schema.Int64Attribute{
 						Required:            true,
-						MarkdownDescription: "Tokens generated per request (`max_tokens` with `ignore_eos`).",
-						Validators:          []validator.Int64{int64validator.AtLeast(1)},
+						MarkdownDescription: fmt.Sprintf("Tokens generated per request (`max_tokens` with `ignore_eos`); 1 to %d (1 Mi).", capacity.MaxTokens),
+						Validators:          []validator.Int64{intRange{min: 1, max: capacity.MaxTokens}},
 					},
 				}},
 			},
@@ -194,13 +195,13 @@ func (r *capacityBenchmarkResource) Schema(ctx context.Context, _ resource.Schem
 				Attributes: map[string]schema.Attribute{
 					"min_concurrency": schema.Int64Attribute{
 						Optional: true, Computed: true, Default: int64default.StaticInt64(1),
-						MarkdownDescription: "Lowest concurrency tried. Default 1.",
-						Validators:          []validator.Int64{int64validator.AtLeast(1)},
+						MarkdownDescription: fmt.Sprintf("Lowest concurrency tried, 1 to %d. Default 1.", capacity.MaxConcurrency),
+						Validators:          []validator.Int64{intRange{min: 1, max: capacity.MaxConcurrency}},
 					},
 					"max_concurrency": schema.Int64Attribute{
 						Optional: true, Computed: true, Default: int64default.StaticInt64(64),
-						MarkdownDescription: "Highest concurrency tried. Default 64.",
-						Validators:          []validator.Int64{int64validator.AtLeast(1)},
+						MarkdownDescription: fmt.Sprintf("Highest concurrency tried, 1 to %d. Default 64.", capacity.MaxConcurrency),
+						Validators:          []validator.Int64{intRange{min: 1, max: capacity.MaxConcurrency}},
 					},
 					"concurrency_levels": schema.ListAttribute{
 						Optional:    true,
@@ -208,11 +209,12 @@ func (r *capacityBenchmarkResource) Schema(ctx context.Context, _ resource.Schem
 						MarkdownDescription: "A plain grid instead of the adaptive search: exactly these concurrencies, each with " +
 							"`trial.confirmation_trials` full trials (no probes, nothing stopped early), all reported in `results_json`; " +
 							"the boundary is the first failing level and the level before it. For a full curve, or to reproduce a " +
-							"published table. Replaces `min_concurrency`/`max_concurrency`, which must then be left unset.",
+							"published table. Replaces `min_concurrency`/`max_concurrency`, which must then be left unset. " +
+							fmt.Sprintf("Each level 1 to %d.", capacity.MaxConcurrency),
 						Validators: []validator.List{
 							listvalidator.SizeAtLeast(1),
 							listvalidator.UniqueValues(),
-							listvalidator.ValueInt64sAre(int64validator.AtLeast(1)),
+							listvalidator.ValueInt64sAre(intRange{min: 1, max: capacity.MaxConcurrency}),
 						},
 					},
 				},
@@ -233,18 +235,18 @@ func (r *capacityBenchmarkResource) Schema(ctx context.Context, _ resource.Schem
 				Attributes: map[string]schema.Attribute{
 					"warmup_requests": schema.Int64Attribute{
 						Optional: true, Computed: true, Default: int64default.StaticInt64(8),
-						MarkdownDescription: "Requests sent before each trial's measured requests, not measured. Default 8.",
-						Validators:          []validator.Int64{int64validator.AtLeast(0)},
+						MarkdownDescription: fmt.Sprintf("Requests sent before each trial's measured requests, not measured; 0 to %d. Default 8.", capacity.MaxRequests),
+						Validators:          []validator.Int64{intRange{min: 0, max: capacity.MaxRequests}},
 					},
 					"measured_requests": schema.Int64Attribute{
 						Optional: true, Computed: true, Default: int64default.StaticInt64(64),
-						MarkdownDescription: "Measured requests per trial. Default 64.",
-						Validators:          []validator.Int64{int64validator.AtLeast(1)},
+						MarkdownDescription: fmt.Sprintf("Measured requests per trial, 1 to %d. Default 64.", capacity.MaxRequests),
+						Validators:          []validator.Int64{intRange{min: 1, max: capacity.MaxRequests}},
 					},
 					"confirmation_trials": schema.Int64Attribute{
 						Optional: true, Computed: true, Default: int64default.StaticInt64(3),
-						MarkdownDescription: "Independent full trials on each side of the boundary; all must pass at the maximum passing concurrency. Default 3.",
-						Validators:          []validator.Int64{int64validator.AtLeast(1)},
+						MarkdownDescription: fmt.Sprintf("Independent full trials on each side of the boundary; all must pass at the maximum passing concurrency. 1 to %d; default 3.", capacity.MaxConfirmationTrials),
+						Validators:          []validator.Int64{intRange{min: 1, max: capacity.MaxConfirmationTrials}},
 					},
 					"cache_flush": schema.StringAttribute{
 						Optional: true, Computed: true, Default: stringdefault.StaticString("auto"),
@@ -272,6 +274,7 @@ func (r *capacityBenchmarkResource) Schema(ctx context.Context, _ resource.Schem
 				Optional:            true,
 				ElementType:         types.StringType,
 				MarkdownDescription: "Arbitrary values; any change re-runs the benchmark (e.g. the inference server's container id).",
+				Validators:          []validator.Map{mapvalidator.ValueStringsAre(printableValidator{}), mapvalidator.KeysAre(printableValidator{})},
 				PlanModifiers:       []planmodifier.Map{mapplanmodifier.RequiresReplace()},
 			},
 			"experiment": schema.SingleNestedAttribute{
@@ -281,13 +284,15 @@ func (r *capacityBenchmarkResource) Schema(ctx context.Context, _ resource.Schem
 				PlanModifiers:       []planmodifier.Object{objectplanmodifier.RequiresReplace()},
 			},
 			"progress_file": schema.StringAttribute{
-				Optional: true,
+				Optional:   true,
+				Validators: []validator.String{progressFileValidator{}, printableValidator{}},
 				MarkdownDescription: "Path of a file to append one JSON line per finished trial (workload, concurrency, kind, verdict, metric value), " +
-					"so `tail -f` shows a long run. Trials recorded there for the same configuration are reused when an interrupted run is applied again.",
+					"so `tail -f` shows a long run. Trials recorded there for the same configuration are reused when an interrupted run is applied again. " +
+					"Must be a file path: not empty (omit the attribute for no journal) and not a directory.",
 			},
-			"timeouts": timeouts.Attributes(ctx, timeouts.Opts{
+			"timeouts": positiveTimeouts(ctx, timeouts.Opts{
 				Create:            true,
-				CreateDescription: "How long the whole benchmark may run, as a Go duration (`\"90m\"`, `\"36h\"`). Default `24h`.",
+				CreateDescription: "How long the whole benchmark may run, as a Go duration (`\"90m\"`, `\"36h\"`). Default `24h`; must be positive.",
 			}),
 
 			"maximum_passing_concurrency": schema.MapAttribute{
@@ -359,7 +364,7 @@ func (r *capacityBenchmarkResource) ValidateConfig(ctx context.Context, req reso
 			}
 			if first, dup := seen[w.Label.ValueString()]; dup {
 				resp.Diagnostics.AddAttributeError(path.Root("workloads").AtListIndex(i).AtName("label"), "Duplicate workload label",
-					fmt.Sprintf("The label %q is already used by workloads[%d]. Labels key maximum_passing_concurrency and first_failing_concurrency, so each must be unique; rename one.", w.Label.ValueString(), first))
+					fmt.Sprintf("workloads[%d].label: the label %q is already used by workloads[%d]. Labels key maximum_passing_concurrency and first_failing_concurrency, so each must be unique; rename one.", i, w.Label.ValueString(), first))
 				continue
 			}
 			seen[w.Label.ValueString()] = i

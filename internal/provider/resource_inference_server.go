@@ -118,24 +118,25 @@ func (r *inferenceServerResource) Schema(ctx context.Context, _ resource.SchemaR
 			"model_host_path": schema.StringAttribute{Optional: true, PlanModifiers: replace,
 				MarkdownDescription: "Host file or directory bind-mounted read-only at `model` (e.g. a GGUF file for `llamacpp`)."},
 			"gpu_ids": schema.ListAttribute{ElementType: types.StringType, Optional: true, PlanModifiers: replaceList,
-				MarkdownDescription: "NVIDIA GPU ids or UUIDs for `cuda`; all GPUs when omitted."},
+				MarkdownDescription: "NVIDIA GPU ids or UUIDs for `cuda`, each listed once; all GPUs when omitted. Refused with other accelerators, which would ignore it."},
 			"group_add": schema.ListAttribute{ElementType: types.StringType, Optional: true, PlanModifiers: replaceList,
 				MarkdownDescription: "Supplementary groups, replacing the accelerator's defaults. Use numeric ids when the image lacks the host's group names."},
 			"shm_size_mb": schema.Int64Attribute{Optional: true, PlanModifiers: replaceInt,
 				Validators:          []validator.Int64{int64validator.AtLeast(1)},
-				MarkdownDescription: "Size of `/dev/shm` in MiB when IPC is private (`cpu`); with host IPC the host's shared memory is used."},
+				MarkdownDescription: "Size of `/dev/shm` in MiB when IPC is private (`cpu`). Refused with `xpu` and `cuda`, which share the host's IPC namespace and its shared memory."},
 			"host_port": schema.Int64Attribute{Optional: true, Computed: true,
 				PlanModifiers:       []planmodifier.Int64{int64planmodifier.UseStateForUnknown(), int64planmodifier.RequiresReplace()},
 				Validators:          []validator.Int64{int64validator.Between(1, 65535)},
 				MarkdownDescription: "Host port the engine is published on; the engine host picks a free one when omitted. Ignored with `network_mode = \"host\"`."},
 			"bind_address": schema.StringAttribute{Optional: true, Computed: true, Default: stringdefault.StaticString("127.0.0.1"), PlanModifiers: replace,
-				MarkdownDescription: "Host address the port is published on. Default `127.0.0.1`; use `0.0.0.0` to serve other machines (and for a remote engine)."},
+				Validators:          []validator.String{ipAddressValidator{}},
+				MarkdownDescription: "Host address the port is published on, as an IP literal (a host name such as `localhost` is refused: the engine host would publish on every address it resolves to). Default `127.0.0.1`; use `0.0.0.0` to serve other machines (and for a remote engine)."},
 			"network_mode": schema.StringAttribute{Optional: true, Computed: true, Default: stringdefault.StaticString("bridge"), PlanModifiers: replace,
 				Validators:          []validator.String{stringvalidator.OneOf("bridge", "host")},
 				MarkdownDescription: "`bridge` (default, port published) or `host` (the engine answers on `port` of the host)."},
 			"environment": schema.MapAttribute{ElementType: types.StringType, Optional: true,
 				PlanModifiers:       []planmodifier.Map{mapplanmodifier.RequiresReplace()},
-				MarkdownDescription: "Environment variables. Stored in state: put secrets in `hub_token_wo` / `api_key_wo`."},
+				MarkdownDescription: "Environment variables. Names must not be empty or contain `=`, spaces or control characters; values may hold tab and newline but no other control characters. Stored in state, so the secret names `HF_TOKEN`, `HUGGING_FACE_HUB_TOKEN`, `VLLM_API_KEY` and `LLAMA_API_KEY` are refused: put secrets in `hub_token_wo` / `api_key_wo`."},
 			"mounts": schema.ListNestedAttribute{Optional: true, PlanModifiers: replaceList,
 				MarkdownDescription: "Host paths or named volumes in the container, e.g. the Hugging Face cache.",
 				NestedObject: schema.NestedAttributeObject{Attributes: map[string]schema.Attribute{
@@ -146,7 +147,7 @@ func (r *inferenceServerResource) Schema(ctx context.Context, _ resource.SchemaR
 				}}},
 			"labels": schema.MapAttribute{ElementType: types.StringType, Optional: true,
 				PlanModifiers:       []planmodifier.Map{mapplanmodifier.RequiresReplace()},
-				MarkdownDescription: "Container labels. The provider adds `" + deploy.ManagedLabel + "` and `" + deploy.SpecLabel + "` (the launch record import reads)."},
+				MarkdownDescription: "Container labels. The provider adds `" + deploy.ManagedLabel + "` and `" + deploy.SpecLabel + "` (the launch record import reads); those two keys are refused."},
 			"restart_policy": schema.StringAttribute{Optional: true, Computed: true, Default: stringdefault.StaticString("no"),
 				Validators:          []validator.String{stringvalidator.OneOf("no", "on-failure", "unless-stopped", "always")},
 				MarkdownDescription: "Docker restart policy, changed in place. Default `no`, so a crash shows as drift instead of a silent restart loop."},
@@ -155,7 +156,7 @@ func (r *inferenceServerResource) Schema(ctx context.Context, _ resource.SchemaR
 				MarkdownDescription: "Seconds between SIGTERM and SIGKILL on stop and destroy. Default 30."},
 			"running": schema.BoolAttribute{Optional: true, Computed: true, Default: booldefault.StaticBool(true),
 				MarkdownDescription: "Whether the server should be running. A container stopped out of band reads back as `false`, so the plan shows the change and apply starts it again."},
-			"timeouts": timeouts.Attributes(ctx, timeouts.Opts{
+			"timeouts": positiveTimeouts(ctx, timeouts.Opts{
 				Create: true, Update: true, Delete: true,
 				CreateDescription: "How long creating the server may take, pull, start and `readiness_timeout` included, as a Go duration. Default `40m`.",
 				UpdateDescription: "How long an in-place change (a restart included) may take, as a Go duration. Default `40m`.",
@@ -205,18 +206,60 @@ func (r *inferenceServerResource) ValidateConfig(ctx context.Context, req resour
 	if !m.specKnown() {
 		return
 	}
-	_, diags := m.validateSpec(ctx)
+	spec, diags := m.validateSpec(ctx)
 	resp.Diagnostics.Append(diags...)
 	if diags.HasError() {
 		return
 	}
-	if !m.ModelHostPath.IsNull() && !strings.HasPrefix(m.Model.ValueString(), "/") {
-		resp.Diagnostics.AddAttributeError(path.Root("model"), "model must be a container path", "model_host_path is mounted at model, so model must be an absolute path inside the container")
+	if m.placementKnown() {
+		placement, diags := m.placement(ctx)
+		resp.Diagnostics.Append(diags...)
+		for _, p := range placement.Validate(spec) {
+			resp.Diagnostics.AddAttributeError(problemPath(p.Field), "Invalid inference server setting", p.Error())
+		}
 	}
 	if m.NetworkMode.ValueString() == "host" && !m.HostPort.IsNull() && !m.HostPort.IsUnknown() {
 		resp.Diagnostics.AddAttributeError(path.Root("host_port"), "host_port does not apply with host networking",
 			"With network_mode = \"host\" the engine listens on the host at port; remove host_port and set port instead.")
 	}
+}
+
+// placementKnown says whether every container setting is known, including each element of
+// its lists and maps.
+func (m inferenceServerModel) placementKnown() bool {
+	for _, v := range []attr.Value{m.Name, m.Image, m.ModelHostPath, m.HostPort, m.BindAddress, m.NetworkMode, m.ShmSizeMB,
+		m.RestartPolicy, m.StopGraceSeconds, m.ReadinessTimeout, m.SecretsVersion, m.Environment, m.Labels, m.GroupAdd, m.GPUIDs, m.Mounts} {
+		if !fullyKnown(v) {
+			return false
+		}
+	}
+	return true
+}
+
+// fullyKnown is false when v or anything inside it is unknown.
+func fullyKnown(v attr.Value) bool {
+	if v.IsUnknown() {
+		return false
+	}
+	var elems []attr.Value
+	switch c := v.(type) {
+	case types.List:
+		elems = c.Elements()
+	case types.Map:
+		for _, e := range c.Elements() {
+			elems = append(elems, e)
+		}
+	case types.Object:
+		for _, e := range c.Attributes() {
+			elems = append(elems, e)
+		}
+	}
+	for _, e := range elems {
+		if !fullyKnown(e) {
+			return false
+		}
+	}
+	return true
 }
 
 func (m inferenceServerModel) specKnown() bool {
@@ -309,11 +352,40 @@ func (r *inferenceServerResource) warnLoopbackOnRemoteHost(ctx context.Context, 
 		fmt.Sprintf("The engine host %s is remote, and bind_address %s publishes the port only on its loopback, so this machine (and a benchmark run from it) cannot reach the server; readiness would wait out readiness_timeout. Set bind_address = \"0.0.0.0\" (or the host's address) and restrict access with a firewall.", u.Hostname(), bind.ValueString()))
 }
 
+// problemPath turns a domain Problem.Field ("speculative.steps", "mounts[1].target",
+// `environment["HF_TOKEN"]`) into the attribute path the diagnostic points at.
 func problemPath(field string) path.Path {
-	parts := strings.Split(field, ".")
-	p := path.Root(parts[0])
-	for _, n := range parts[1:] {
-		p = p.AtName(n)
+	var p path.Path
+	first := true
+	for field != "" {
+		var step string
+		switch {
+		case strings.HasPrefix(field, "["):
+			end := strings.Index(field, "]")
+			if end < 0 {
+				return p
+			}
+			step, field = field[1:end], field[end+1:]
+			if key, err := strconv.Unquote(step); err == nil {
+				p = p.AtMapKey(key)
+			} else if i, err := strconv.Atoi(step); err == nil {
+				p = p.AtListIndex(i)
+			}
+			continue
+		case strings.HasPrefix(field, "."):
+			field = field[1:]
+			continue
+		}
+		end := strings.IndexAny(field, ".[")
+		if end < 0 {
+			end = len(field)
+		}
+		step, field = field[:end], field[end:]
+		if first {
+			p, first = path.Root(step), false
+		} else {
+			p = p.AtName(step)
+		}
 	}
 	return p
 }
@@ -341,7 +413,8 @@ func (r *inferenceServerResource) Create(ctx context.Context, req resource.Creat
 	if resp.Diagnostics.HasError() {
 		return
 	}
-	if problems := spec.Validate(); len(problems) > 0 {
+	// Values unknown at plan are checked here, by the same rules, before anything is created.
+	if problems := append(append(spec.Validate(), spec.CheckStrings()...), placement.Validate(spec)...); len(problems) > 0 {
 		for _, p := range problems {
 			resp.Diagnostics.AddAttributeError(problemPath(p.Field), "Invalid "+string(spec.Engine)+" setting", p.Error())
 		}
@@ -530,6 +603,9 @@ func (m inferenceServerModel) placement(ctx context.Context) (deploy.Placement, 
 	diags.Append(m.GPUIDs.ElementsAs(ctx, &p.GPUIDs, false)...)
 	var mounts []mountModel
 	diags.Append(m.Mounts.ElementsAs(ctx, &mounts, false)...)
+	if !m.Mounts.IsNull() {
+		p.Mounts = []deploy.Mount{} // configured empty: recorded as [], not as unset
+	}
 	for _, mm := range mounts {
 		p.Mounts = append(p.Mounts, deploy.Mount{Type: mm.Type.ValueString(), Source: mm.Source.ValueString(), Target: mm.Target.ValueString(), ReadOnly: mm.ReadOnly.ValueBool()})
 	}
@@ -565,8 +641,9 @@ func (m *inferenceServerModel) setExperiment(ctx context.Context, spec engine.Sp
 func (m *inferenceServerModel) fromRecord(ctx context.Context, rec deploy.Record) diag.Diagnostics {
 	s, p := rec.Spec, rec.Placement
 	diags := m.fromSpec(ctx, p.Image, s, p.Meta[metaSecrets], p.Meta[metaReadiness])
+	// nil is unset; an empty collection was configured as [] or {} and is restored as such.
 	list := func(vs []string) types.List {
-		if len(vs) == 0 {
+		if vs == nil {
 			return types.ListNull(types.StringType)
 		}
 		l, d := types.ListValueFrom(ctx, types.StringType, vs)
@@ -574,7 +651,7 @@ func (m *inferenceServerModel) fromRecord(ctx context.Context, rec deploy.Record
 		return l
 	}
 	mp := func(vs map[string]string) types.Map {
-		if len(vs) == 0 {
+		if vs == nil {
 			return types.MapNull(types.StringType)
 		}
 		v, d := types.MapValueFrom(ctx, types.StringType, vs)
@@ -591,8 +668,8 @@ func (m *inferenceServerModel) fromRecord(ctx context.Context, rec deploy.Record
 	}
 	m.Environment, m.Labels = mp(p.Env), mp(p.Labels)
 	m.Mounts = types.ListNull(types.ObjectType{AttrTypes: mountAttrTypes})
-	if len(p.Mounts) > 0 {
-		var mounts []mountModel
+	if p.Mounts != nil {
+		mounts := []mountModel{}
 		for _, mt := range p.Mounts {
 			mounts = append(mounts, mountModel{Type: types.StringValue(mt.Type), Source: types.StringValue(mt.Source), Target: types.StringValue(mt.Target), ReadOnly: types.BoolValue(mt.ReadOnly)})
 		}
@@ -632,6 +709,6 @@ func (durationValidator) ValidateString(_ context.Context, req validator.StringR
 	}
 	if d, err := time.ParseDuration(req.ConfigValue.ValueString()); err != nil || d <= 0 {
 		resp.Diagnostics.AddAttributeError(req.Path, "Invalid duration",
-			"must be a positive Go duration such as "+strconv.Quote("90s")+" or "+strconv.Quote("30m")+", got "+strconv.Quote(req.ConfigValue.ValueString()))
+			req.Path.String()+" must be a positive Go duration such as "+strconv.Quote("90s")+" or "+strconv.Quote("30m")+", got "+strconv.Quote(req.ConfigValue.ValueString()))
 	}
 }

@@ -69,6 +69,9 @@ func NewClient(c Config) (*client.Client, error) {
 	if len(c.Unknown) > 0 {
 		return nil, fmt.Errorf("the Docker connection settings %s are only known after apply; set them from variables or literals so the provider can reach the engine", strings.Join(c.Unknown, ", "))
 	}
+	if _, err := checkHost(c.Host); err != nil {
+		return nil, fmt.Errorf("docker_host (or DOCKER_HOST) %w", err)
+	}
 	u, err := url.Parse(c.Host)
 	if err != nil {
 		return nil, fmt.Errorf("docker_host %q is not a URL; use unix:///path, tcp://host:port or ssh://user@host: %w", c.Host, err)

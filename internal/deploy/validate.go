@@ -1,0 +1,180 @@
+package deploy
+
+import (
+	"fmt"
+	"net"
+	"path"
+	"regexp"
+	"slices"
+	"strings"
+	"unicode"
+
+	"github.com/distribution/reference"
+
+	"github.com/llmserve/terraform-provider-llmserve/internal/engine"
+)
+
+// ReservedLabels are the labels the provider writes itself: a user value would be
+// overwritten, and the user would believe it had been kept.
+var ReservedLabels = []string{ManagedLabel, SpecLabel}
+
+// secretEnv are environment names engines and huggingface_hub read secrets from: a value
+// there would be stored in state and shown in plan output, so it must come through the
+// write-only secrets instead.
+var secretEnv = map[string]string{
+	"HF_TOKEN":               "hub_token_wo",
+	"HUGGING_FACE_HUB_TOKEN": "hub_token_wo",
+	"VLLM_API_KEY":           "api_key_wo",
+	"LLAMA_API_KEY":          "api_key_wo",
+}
+
+// volumeNameRE is Docker's rule for named volumes.
+var volumeNameRE = regexp.MustCompile(`^[a-zA-Z0-9][a-zA-Z0-9_.-]*$`)
+
+// Validate reports every problem of where and how the container would run, in terms of the
+// attributes that set them (Problem.Field, with [i] for list elements and ["key"] for map
+// keys), so a plan shows them all at once. s is the engine spec the placement launches.
+func (p Placement) Validate(s engine.Spec) []engine.Problem {
+	var out []engine.Problem
+	add := func(field, format string, args ...any) {
+		out = append(out, engine.Problem{Field: field, Detail: fmt.Sprintf(format, args...)})
+	}
+	out = append(out, checkImage(p.Image)...)
+	if p.BindAddress != "" && net.ParseIP(p.BindAddress) == nil {
+		add("bind_address", "%q is not an IP address; the engine host would publish on every address the name resolves to (for \"localhost\" both 127.0.0.1 and ::1, or all interfaces), not what state says. Use an IP literal: \"127.0.0.1\" for this host only, \"0.0.0.0\" for every interface", p.BindAddress)
+	}
+	if p.HostPort != 0 && (p.HostPort < 1 || p.HostPort > 65535) {
+		add("host_port", "must be between 1 and 65535, got %d", p.HostPort)
+	}
+	if p.ModelHostPath != "" {
+		if !path.IsAbs(p.ModelHostPath) {
+			add("model_host_path", "must be an absolute path on the engine host, got %q", p.ModelHostPath)
+		}
+		if !path.IsAbs(s.Model) {
+			add("model", "model_host_path is mounted at model, so model must be an absolute path inside the container, got %q", s.Model)
+		}
+	}
+	for _, k := range sortedKeys(p.Env) {
+		field := fmt.Sprintf("environment[%q]", k)
+		switch {
+		case k == "":
+			add("environment", "has an empty variable name; remove it")
+		case strings.ContainsFunc(k, func(r rune) bool { return r == '=' || unicode.IsSpace(r) || unicode.IsControl(r) }):
+			add(field, "%q is not a valid variable name: it must not contain =, spaces or control characters", k)
+		case secretEnv[k] != "":
+			add(field, "%s is a secret and environment is stored in state and shown in plan output; remove it and set %s (write-only)", k, secretEnv[k])
+		}
+		if strings.ContainsFunc(p.Env[k], controlExceptTabNewline) {
+			add(field, "the value contains control characters; only tab and newline are allowed")
+		}
+	}
+	for _, k := range sortedKeys(p.Labels) {
+		field := fmt.Sprintf("labels[%q]", k)
+		switch {
+		case strings.TrimSpace(k) == "":
+			add("labels", "has an empty label key; remove it")
+		case slices.Contains(ReservedLabels, k):
+			add(field, "%s is written by the provider (it marks its containers and holds the launch record import reads) and would overwrite this value; choose another key", k)
+		case strings.ContainsFunc(k, unicode.IsControl):
+			add(field, "the key contains control characters; use printable text")
+		}
+		if strings.ContainsFunc(p.Labels[k], unicode.IsControl) {
+			add(field, "the value contains control characters; use printable text")
+		}
+	}
+	targets := map[string]int{}
+	if p.ModelHostPath != "" && path.IsAbs(s.Model) {
+		targets[path.Clean(s.Model)] = -1
+	}
+	for i, m := range p.Mounts {
+		f := fmt.Sprintf("mounts[%d]", i)
+		switch {
+		case strings.TrimSpace(m.Source) == "":
+			add(f+".source", "must not be empty; give a host path (type bind) or a volume name (type volume)")
+		case m.Type != "volume" && !path.IsAbs(m.Source):
+			add(f+".source", "a bind mount needs an absolute host path, got %q; use type = \"volume\" for a named volume", m.Source)
+		case m.Type == "volume" && !volumeNameRE.MatchString(m.Source):
+			add(f+".source", "%q is not a volume name (letters, digits and _ . - after the first character)", m.Source)
+		}
+		switch {
+		case !path.IsAbs(m.Target):
+			add(f+".target", "must be an absolute path inside the container, got %q", m.Target)
+		case path.Clean(m.Target) == "/":
+			add(f+".target", "cannot be the container's root; mount under a directory such as /root/.cache/huggingface")
+		default:
+			t := path.Clean(m.Target)
+			if j, dup := targets[t]; dup {
+				other := "model (model_host_path is mounted there)"
+				if j >= 0 {
+					other = fmt.Sprintf("mounts[%d]", j)
+				}
+				add(f+".target", "%s is already the target of %s; each path can be mounted once", t, other)
+			} else {
+				targets[t] = i
+			}
+		}
+		for _, v := range []string{m.Source, m.Target} {
+			if strings.ContainsFunc(v, unicode.IsControl) {
+				add(f, "contains control characters; use printable paths")
+				break
+			}
+		}
+	}
+	if len(p.GPUIDs) > 0 && s.Accelerator != engine.CUDA {
+		add("gpu_ids", "selects NVIDIA GPUs, which only accelerator = \"cuda\" uses; with %q it would be ignored. Remove gpu_ids or set accelerator = \"cuda\"", orCPU(s.Accelerator))
+	}
+	seen := map[string]int{}
+	for i, id := range p.GPUIDs {
+		f := fmt.Sprintf("gpu_ids[%d]", i)
+		if strings.TrimSpace(id) == "" || strings.ContainsFunc(id, unicode.IsControl) {
+			add(f, "must be a GPU index or UUID (as nvidia-smi -L shows), got %q", id)
+			continue
+		}
+		if j, dup := seen[id]; dup {
+			add(f, "%q is already listed as gpu_ids[%d]; list each GPU once", id, j)
+		}
+		seen[id] = i
+	}
+	for i, g := range p.GroupAdd {
+		if strings.TrimSpace(g) == "" || strings.ContainsFunc(g, func(r rune) bool { return unicode.IsSpace(r) || unicode.IsControl(r) }) {
+			add(fmt.Sprintf("group_add[%d]", i), "must be a group name or numeric id, got %q", g)
+		}
+	}
+	if p.ShmSizeBytes != 0 && (s.Accelerator == engine.CUDA || s.Accelerator == engine.XPU) {
+		add("shm_size_mb", "has no effect with accelerator = %q: the container shares the host's IPC namespace and its /dev/shm. Remove shm_size_mb", s.Accelerator)
+	}
+	return out
+}
+
+func checkImage(ref string) []engine.Problem {
+	switch {
+	case strings.TrimSpace(ref) == "":
+		return []engine.Problem{{Field: "image", Detail: "must name the engine image, e.g. \"lmsysorg/sglang:v0.5.4\" or \"repo@sha256:...\""}}
+	case strings.ContainsFunc(ref, func(r rune) bool { return unicode.IsSpace(r) || unicode.IsControl(r) }):
+		return []engine.Problem{{Field: "image", Detail: fmt.Sprintf("%q contains spaces or control characters; an image reference is one word such as \"lmsysorg/sglang:v0.5.4\"", ref)}}
+	}
+	if _, err := reference.ParseAnyReference(ref); err != nil {
+		return []engine.Problem{{Field: "image", Detail: fmt.Sprintf("%q is not an image reference (%v); use repository[:tag] or repository@sha256:digest, lowercase, e.g. \"lmsysorg/sglang:v0.5.4\"", ref, err)}}
+	}
+	return nil
+}
+
+func controlExceptTabNewline(r rune) bool {
+	return unicode.IsControl(r) && r != '\t' && r != '\n'
+}
+
+func orCPU(a engine.Accelerator) engine.Accelerator {
+	if a == "" {
+		return engine.CPU
+	}
+	return a
+}
+
+func sortedKeys(m map[string]string) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	return keys
+}

@@ -1,0 +1,67 @@
+package deploy
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/llmserve/terraform-provider-llmserve/internal/engine"
+)
+
+func TestPlacementValidate(t *testing.T) {
+	cpu := engine.Spec{Engine: engine.SGLang, Model: "org/m", Accelerator: engine.CPU}
+	cuda := engine.Spec{Engine: engine.SGLang, Model: "/models/m", Accelerator: engine.CUDA}
+	ok := Placement{Name: "s", Image: "lmsysorg/sglang:v0.5.4", BindAddress: "127.0.0.1"}
+	with := func(f func(*Placement)) Placement { p := ok; f(&p); return p }
+	tests := []struct {
+		name  string
+		spec  engine.Spec
+		p     Placement
+		field string // "" for none
+		want  string
+	}{
+		{"valid", cpu, ok, "", ""},
+		{"image by id", cpu, with(func(p *Placement) { p.Image = "sha256:" + strings.Repeat("a", 64) }), "", ""},
+		{"image with registry port", cpu, with(func(p *Placement) { p.Image = "registry.local:5000/sglang@sha256:" + strings.Repeat("b", 64) }), "", ""},
+		{"ipv6 bind", cpu, with(func(p *Placement) { p.BindAddress = "::1" }), "", ""},
+		{"localhost bind", cpu, with(func(p *Placement) { p.BindAddress = "localhost" }), "bind_address", `"localhost" is not an IP address`},
+		{"image empty", cpu, with(func(p *Placement) { p.Image = " " }), "image", "must name the engine image"},
+		{"image tab", cpu, with(func(p *Placement) { p.Image = "a\tb" }), "image", "contains spaces"},
+		{"image upper", cpu, with(func(p *Placement) { p.Image = "Repo/Img" }), "image", "is not an image reference"},
+		{"env =", cpu, with(func(p *Placement) { p.Env = map[string]string{"A=B": "1"} }), `environment["A=B"]`, "is not a valid variable name"},
+		{"env empty key", cpu, with(func(p *Placement) { p.Env = map[string]string{"": "1"} }), "environment", "empty variable name"},
+		{"env secret", cpu, with(func(p *Placement) { p.Env = map[string]string{"HF_TOKEN": "x"} }), `environment["HF_TOKEN"]`, "set hub_token_wo"},
+		{"env multi-line value", cpu, with(func(p *Placement) { p.Env = map[string]string{"CERT": "a\n\tb"} }), "", ""},
+		{"env escape value", cpu, with(func(p *Placement) { p.Env = map[string]string{"A": "\x1b[2J"} }), `environment["A"]`, "control characters"},
+		{"label reserved", cpu, with(func(p *Placement) { p.Labels = map[string]string{SpecLabel: "{}"} }), `labels["dev.llmserve.spec"]`, "is written by the provider"},
+		{"mount empty source", cpu, with(func(p *Placement) { p.Mounts = []Mount{{Type: "bind", Target: "/d"}} }), "mounts[0].source", "must not be empty"},
+		{"mount relative target", cpu, with(func(p *Placement) { p.Mounts = []Mount{{Type: "bind", Source: "/s", Target: "d"}} }), "mounts[0].target", "must be an absolute path"},
+		{"mount volume", cpu, with(func(p *Placement) { p.Mounts = []Mount{{Type: "volume", Source: "hf-cache", Target: "/d"}} }), "", ""},
+		{"mount duplicate", cpu, with(func(p *Placement) {
+			p.Mounts = []Mount{{Type: "bind", Source: "/a", Target: "/d"}, {Type: "bind", Source: "/b", Target: "/d/."}}
+		}), "mounts[1].target", "already the target of mounts[0]"},
+		{"mount over model", cuda, with(func(p *Placement) {
+			p.ModelHostPath = "/srv/m"
+			p.Mounts = []Mount{{Type: "bind", Source: "/a", Target: "/models/m"}}
+		}), "mounts[0].target", "already the target of model"},
+		{"gpu ids on cpu", cpu, with(func(p *Placement) { p.GPUIDs = []string{"0"} }), "gpu_ids", `with "cpu" it would be ignored`},
+		{"gpu ids duplicate", cuda, with(func(p *Placement) { p.GPUIDs = []string{"0", "0"} }), "gpu_ids[1]", "already listed as gpu_ids[0]"},
+		{"gpu ids cuda", cuda, with(func(p *Placement) { p.GPUIDs = []string{"0", "GPU-1a2b"} }), "", ""},
+		{"shm with cuda", cuda, with(func(p *Placement) { p.ShmSizeBytes = 1 << 30 }), "shm_size_mb", "has no effect"},
+		{"shm with cpu", cpu, with(func(p *Placement) { p.ShmSizeBytes = 1 << 30 }), "", ""},
+		{"model host path relative", cuda, with(func(p *Placement) { p.ModelHostPath = "m" }), "model_host_path", "absolute path on the engine host"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got := tt.p.Validate(tt.spec)
+			if tt.field == "" {
+				if len(got) != 0 {
+					t.Fatalf("Validate = %v, want no problems", got)
+				}
+				return
+			}
+			if len(got) != 1 || got[0].Field != tt.field || !strings.Contains(got[0].Detail, tt.want) {
+				t.Fatalf("Validate = %v, want one problem on %s containing %q", got, tt.field, tt.want)
+			}
+		})
+	}
+}

@@ -1,0 +1,51 @@
+package engine
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+	"unicode"
+)
+
+// secretFlags are engine flags that take a secret on the command line, which is stored in
+// state (command) and shown by docker inspect.
+var secretFlags = []string{"--api-key", "--admin-api-key", "--hf-token"}
+
+// CheckStrings reports spec strings that would carry control characters into the container's
+// command line (and into plan output, where escape sequences reach a terminal), and engine
+// flags in extra_args that would put a secret on the command line.
+func (s Spec) CheckStrings() []Problem {
+	var out []Problem
+	add := func(field, format string, args ...any) {
+		out = append(out, Problem{Field: field, Detail: fmt.Sprintf(format, args...)})
+	}
+	for field, v := range map[string]string{"model": s.Model, "revision": s.Revision, "served_model_name": s.ServedModelName} {
+		if strings.ContainsFunc(v, unicode.IsControl) {
+			add(field, "contains control characters; use printable text")
+		}
+	}
+	if sp := s.Speculative; sp != nil {
+		for field, v := range map[string]string{"speculative.algorithm": sp.Algorithm, "speculative.draft_model": sp.DraftModel} {
+			if strings.ContainsFunc(v, unicode.IsControl) {
+				add(field, "contains control characters; use printable text")
+			}
+		}
+	}
+	for name, list := range map[string][]string{"extra_args": s.ExtraArgs, "entrypoint": s.Entrypoint} {
+		for i, a := range list {
+			f := fmt.Sprintf("%s[%d]", name, i)
+			if strings.ContainsFunc(a, unicode.IsControl) {
+				add(f, "contains control characters; use printable text")
+			}
+			if name == "entrypoint" && strings.TrimSpace(a) == "" {
+				add(f, "must not be empty")
+			}
+			flag, _, _ := strings.Cut(a, "=")
+			if name == "extra_args" && slices.Contains(secretFlags, flag) {
+				add(f, "%s puts a secret on the command line, which is stored in state (command) and shown by docker inspect; remove it and set api_key_wo or hub_token_wo (write-only)", flag)
+			}
+		}
+	}
+	slices.SortFunc(out, func(a, b Problem) int { return strings.Compare(a.Field, b.Field) })
+	return out
+}

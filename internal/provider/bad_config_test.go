@@ -1,0 +1,337 @@
+package provider
+
+import (
+	"crypto/ed25519"
+	"crypto/rand"
+	"crypto/x509"
+	"encoding/pem"
+	"fmt"
+	"os"
+	"regexp"
+	"sort"
+	"strings"
+	"testing"
+
+	"github.com/hashicorp/terraform-plugin-testing/helper/resource"
+	"golang.org/x/crypto/ssh"
+
+	"github.com/llmserve/terraform-provider-llmserve/internal/deploy/enginetest"
+)
+
+// badConfig is one configuration a user could write that must fail at plan with a message
+// naming the attribute (path) and saying what is wrong (want). Both are matched as words, so
+// Terraform's line wrapping does not matter.
+type badConfig struct {
+	name   string
+	config string
+	path   string
+	want   string
+}
+
+// hcl builds one resource block: defaults overridden by set (raw HCL values; "" removes).
+func hcl(kind, name string, defaults [][2]string, set map[string]string) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "resource %q %q {\n", kind, name)
+	used := map[string]bool{}
+	for _, kv := range defaults {
+		v, ok := set[kv[0]]
+		used[kv[0]] = true
+		if !ok {
+			v = kv[1]
+		}
+		if v != "" {
+			fmt.Fprintf(&b, "  %s = %s\n", kv[0], v)
+		}
+	}
+	keys := make([]string, 0, len(set))
+	for k := range set {
+		if !used[k] {
+			keys = append(keys, k)
+		}
+	}
+	sort.Strings(keys)
+	for _, k := range keys {
+		fmt.Fprintf(&b, "  %s = %s\n", k, set[k])
+	}
+	b.WriteString("}\n")
+	return b.String()
+}
+
+func srv(set map[string]string) string {
+	return hcl("llmserve_inference_server", "bad", [][2]string{
+		{"name", `"llmserve-bad"`}, {"image", `"llmserve-test-engine:acc"`}, {"engine", `"sglang"`}, {"model", `"org/model"`},
+	}, set)
+}
+
+func bench(set map[string]string) string {
+	return hcl("llmserve_capacity_benchmark", "bad", [][2]string{
+		{"endpoint", `"http://127.0.0.1:9"`}, {"model", `"m"`},
+		{"workloads", `[{ label = "a", input_tokens = 8, output_tokens = 8 }]`},
+		{"slos", `[{ percentile = 95, threshold_ms = 100 }]`},
+	}, set)
+}
+
+// prov is a provider block in front of a valid benchmark, so the provider is configured.
+func prov(body string) string {
+	return "provider \"llmserve\" {\n" + body + "\n}\n" + bench(nil)
+}
+
+// words matches s with any run of white space (Terraform wraps long messages) between words.
+func words(s string) string {
+	f := strings.Fields(s)
+	for i := range f {
+		f[i] = regexp.QuoteMeta(f[i])
+	}
+	return strings.Join(f, `\s+`)
+}
+
+func badConfigs(t *testing.T) []badConfig {
+	tlsm, err := enginetest.NewTLSMaterial()
+	if err != nil {
+		t.Fatal(err)
+	}
+	other, err := enginetest.NewTLSMaterial()
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, edKey, _ := ed25519.GenerateKey(rand.Reader)
+	block, err := ssh.MarshalPrivateKeyWithPassphrase(edKey, "", []byte("secret"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	encryptedKey := string(pem.EncodeToMemory(block))
+	der, _ := x509.MarshalPKCS8PrivateKey(edKey)
+	plainKey := string(pem.EncodeToMemory(&pem.Block{Type: "PRIVATE KEY", Bytes: der}))
+	dir := t.TempDir()
+	q := func(s string) string { return fmt.Sprintf("%q", s) }
+	heredoc := func(s string) string { return "<<EOT\n" + s + "EOT" }
+
+	return []badConfig{
+		// llmserve_inference_server: network and placement.
+		{"bind_address host name", srv(map[string]string{"bind_address": `"localhost"`}), "bind_address", `must be an IP address literal, got "localhost"`},
+		{"bind_address garbage", srv(map[string]string{"bind_address": `"0.0.0.0:80"`}), "bind_address", `must be an IP address literal`},
+		{"bind_address empty", srv(map[string]string{"bind_address": `""`}), "bind_address", `must be an IP address literal`},
+		{"port zero", srv(map[string]string{"port": `0`}), "port", `must be between 1 and 65535`},
+		{"port too large", srv(map[string]string{"port": `70000`}), "port", `must be between 1 and 65535`},
+		{"port negative", srv(map[string]string{"port": `-1`}), "port", `must be between 1 and 65535`},
+		{"host_port zero", srv(map[string]string{"host_port": `0`}), "host_port", `must be between 1 and 65535`},
+		{"host_port too large", srv(map[string]string{"host_port": `65536`}), "host_port", `must be between 1 and 65535`},
+		{"host_port with host networking", srv(map[string]string{"network_mode": `"host"`, "host_port": `8080`}), "host_port", `does not apply with host networking`},
+		{"network_mode unknown", srv(map[string]string{"network_mode": `"overlay"`}), "network_mode", `value must be one of`},
+		{"name with space", srv(map[string]string{"name": `"my server"`}), "name", `must be a valid container name`},
+		{"name empty", srv(map[string]string{"name": `""`}), "name", `must be a valid container name`},
+		{"image empty", srv(map[string]string{"image": `""`}), "image", `must name the engine image`},
+		{"image with space", srv(map[string]string{"image": `"lmsysorg/sglang latest"`}), "image", `contains spaces or control characters`},
+		{"image upper case", srv(map[string]string{"image": `"LMSysOrg/SGLang:latest"`}), "image", `is not an image reference`},
+		{"image bad digest", srv(map[string]string{"image": `"repo@sha256:xyz"`}), "image", `is not an image reference`},
+		{"image control character", srv(map[string]string{"image": `"repo\u001b[2J"`}), "image", `contains the control character U+001B`},
+		{"engine unknown", srv(map[string]string{"engine": `"tgi"`}), "engine", `value must be one of`},
+		{"accelerator unknown", srv(map[string]string{"accelerator": `"tpu"`}), "accelerator", `value must be one of`},
+		{"llamacpp on xpu", srv(map[string]string{"engine": `"llamacpp"`, "model": `"/m/x.gguf"`, "accelerator": `"xpu"`}), "accelerator", `does not run on "xpu"`},
+		{"model empty", srv(map[string]string{"model": `""`}), "model", `must name the model`},
+		{"model control character", srv(map[string]string{"model": `"org/model\n--evil"`}), "model", `contains control characters`},
+		{"model_host_path with relative model", srv(map[string]string{"model_host_path": `"/srv/m.gguf"`, "model": `"m.gguf"`}), "model", `must be an absolute path inside the container`},
+		{"model_host_path relative", srv(map[string]string{"model_host_path": `"models/m.gguf"`, "model": `"/models/m.gguf"`}), "model_host_path", `must be an absolute path on the engine host`},
+		{"llamacpp model not gguf", srv(map[string]string{"engine": `"llamacpp"`, "model": `"/models/m.bin"`}), "model", `absolute path of a .gguf file`},
+		{"llamacpp revision", srv(map[string]string{"engine": `"llamacpp"`, "model": `"/m/x.gguf"`, "revision": `"main"`}), "revision", `has no revision`},
+		{"llamacpp mem_fraction", srv(map[string]string{"engine": `"llamacpp"`, "model": `"/m/x.gguf"`, "mem_fraction": `0.5`}), "mem_fraction", `not a memory fraction`},
+		{"llamacpp tensor parallel", srv(map[string]string{"engine": `"llamacpp"`, "model": `"/m/x.gguf"`, "tensor_parallel_size": `2`}), "tensor_parallel_size", `no tensor parallelism`},
+		{"revision control character", srv(map[string]string{"revision": `"main\r"`}), "revision", `contains control characters`},
+		{"served_model_name control character", srv(map[string]string{"served_model_name": `"qwen\u0007"`}), "served_model_name", `contains control characters`},
+
+		// Engine settings that would be ignored or make no sense.
+		{"context_length zero", srv(map[string]string{"context_length": `0`}), "context_length", `must be at least 1, got 0. 0 would be ignored`},
+		{"context_length negative", srv(map[string]string{"context_length": `-4096`}), "context_length", `must be at least 1`},
+		{"context_length huge", srv(map[string]string{"context_length": `100000000000`}), "context_length", `must be at most 16777216`},
+		{"context_length fractional", srv(map[string]string{"context_length": `4096.5`}), "context_length", `must be a whole number, got 4096.5`},
+		{"max_running_requests zero", srv(map[string]string{"max_running_requests": `0`}), "max_running_requests", `must be at least 1, got 0. 0 would be ignored`},
+		{"max_running_requests huge", srv(map[string]string{"max_running_requests": `1000001`}), "max_running_requests", `must be at most 100000`},
+		{"mem_fraction zero", srv(map[string]string{"mem_fraction": `0`}), "mem_fraction", `must be greater than 0 and at most 1, got 0`},
+		{"mem_fraction above one", srv(map[string]string{"mem_fraction": `1.5`}), "mem_fraction", `must be greater than 0 and at most 1, got 1.5`},
+		{"mem_fraction percent", srv(map[string]string{"mem_fraction": `85`}), "mem_fraction", `must be greater than 0 and at most 1, got 85`},
+		{"tensor_parallel_size zero", srv(map[string]string{"tensor_parallel_size": `0`}), "tensor_parallel_size", `must be at least 1`},
+		{"tensor_parallel_size fractional", srv(map[string]string{"tensor_parallel_size": `1.5`}), "tensor_parallel_size", `must be a whole number, got 1.5`},
+		{"tensor_parallel_size beyond int64", srv(map[string]string{"tensor_parallel_size": `1e30`}), "tensor_parallel_size", `far outside what it accepts`},
+		{"gpu_ids on cpu", srv(map[string]string{"gpu_ids": `["0"]`}), "gpu_ids", `only accelerator = "cuda" uses`},
+		{"gpu_ids on xpu", srv(map[string]string{"accelerator": `"xpu"`, "gpu_ids": `["0"]`}), "gpu_ids", `only accelerator = "cuda" uses`},
+		{"gpu_ids duplicated", srv(map[string]string{"accelerator": `"cuda"`, "gpu_ids": `["0", "1", "0"]`}), "gpu_ids[2]", `is already listed as gpu_ids[0]`},
+		{"gpu_ids empty id", srv(map[string]string{"accelerator": `"cuda"`, "gpu_ids": `[""]`}), "gpu_ids[0]", `must be a GPU index or UUID`},
+		{"shm_size_mb with cuda", srv(map[string]string{"accelerator": `"cuda"`, "shm_size_mb": `1024`}), "shm_size_mb", `has no effect with accelerator = "cuda"`},
+		{"shm_size_mb zero", srv(map[string]string{"shm_size_mb": `0`}), "shm_size_mb", `must be at least 1`},
+		{"group_add empty", srv(map[string]string{"group_add": `[""]`}), "group_add[0]", `must be a group name or numeric id`},
+		{"speculative steps zero", srv(map[string]string{"speculative": `{ algorithm = "EAGLE", steps = 0, topk = 1, draft_tokens = 1 }`}), "speculative.steps", `must be at least 1`},
+		{"speculative sglang draft tokens", srv(map[string]string{"speculative": `{ algorithm = "EAGLE", steps = 7, topk = 1, draft_tokens = 7 }`}), "speculative.draft_tokens", `needs draft_tokens = steps + 1 = 8`},
+		{"speculative sglang algorithm", srv(map[string]string{"speculative": `{ algorithm = "MEDUSA", steps = 3, topk = 1, draft_tokens = 4 }`}), "speculative.algorithm", `SGLang does not know "MEDUSA"`},
+		{"speculative vllm topk", srv(map[string]string{"engine": `"vllm"`, "speculative": `{ algorithm = "eagle", steps = 3, topk = 4 }`}), "speculative.topk", `vLLM drafts a single chain`},
+		{"speculative llamacpp draft model", srv(map[string]string{"engine": `"llamacpp"`, "model": `"/m/x.gguf"`, "speculative": `{ algorithm = "draft", steps = 4 }`}), "speculative.draft_model", `llama.cpp needs a draft model`},
+
+		// Mounts.
+		{"mount empty source", srv(map[string]string{"mounts": `[{ source = "", target = "/data" }]`}), "mounts[0].source", `must not be empty`},
+		{"mount relative target", srv(map[string]string{"mounts": `[{ source = "/srv/hf", target = "data" }]`}), "mounts[0].target", `must be an absolute path inside the container, got "data"`},
+		{"mount relative bind source", srv(map[string]string{"mounts": `[{ source = "hf-cache", target = "/data" }]`}), "mounts[0].source", `a bind mount needs an absolute host path`},
+		{"mount bad volume name", srv(map[string]string{"mounts": `[{ type = "volume", source = "/srv/hf", target = "/data" }]`}), "mounts[0].source", `is not a volume name`},
+		{"mount root target", srv(map[string]string{"mounts": `[{ source = "/srv/hf", target = "/" }]`}), "mounts[0].target", `cannot be the container's root`},
+		{"mount duplicate target", srv(map[string]string{"mounts": `[{ source = "/a", target = "/data" }, { source = "/b", target = "/data/" }]`}), "mounts[1].target", `is already the target of mounts[0]`},
+		{"mount over model", srv(map[string]string{"model_host_path": `"/srv/m"`, "model": `"/models/m"`, "mounts": `[{ source = "/a", target = "/models/m" }]`}), "mounts[0].target", `is already the target of model`},
+		{"mount type unknown", srv(map[string]string{"mounts": `[{ type = "tmpfs", source = "x", target = "/data" }]`}), "mounts[0].type", `value must be one of`},
+
+		// Environment, labels, arguments.
+		{"env key with =", srv(map[string]string{"environment": `{ "A=B" = "1" }`}), `environment["A=B"]`, `is not a valid variable name`},
+		{"env key empty", srv(map[string]string{"environment": `{ "" = "1" }`}), "environment", `has an empty variable name`},
+		{"env key with space", srv(map[string]string{"environment": `{ "MY VAR" = "1" }`}), `environment["MY VAR"]`, `is not a valid variable name`},
+		{"env value escape", srv(map[string]string{"environment": `{ A = "x\u001b]0;pwned\u0007" }`}), `environment["A"]`, `the value contains control characters`},
+		{"env HF_TOKEN", srv(map[string]string{"environment": `{ HF_TOKEN = "hf_abc" }`}), `environment["HF_TOKEN"]`, `remove it and set hub_token_wo`},
+		{"env VLLM_API_KEY", srv(map[string]string{"engine": `"vllm"`, "environment": `{ VLLM_API_KEY = "k" }`}), `environment["VLLM_API_KEY"]`, `remove it and set api_key_wo`},
+		{"env LLAMA_API_KEY", srv(map[string]string{"environment": `{ LLAMA_API_KEY = "k" }`}), `environment["LLAMA_API_KEY"]`, `remove it and set api_key_wo`},
+		{"label reserved spec", srv(map[string]string{"labels": `{ "dev.llmserve.spec" = "{}" }`}), `labels["dev.llmserve.spec"]`, `is written by the provider`},
+		{"label reserved managed", srv(map[string]string{"labels": `{ "dev.llmserve.managed" = "false" }`}), `labels["dev.llmserve.managed"]`, `would overwrite this value; choose another key`},
+		{"label key control", srv(map[string]string{"labels": `{ "team" = "x" }`}), `labels`, `the key contains control characters`},
+		{"label empty key", srv(map[string]string{"labels": `{ "" = "x" }`}), "labels", `has an empty label key`},
+		{"label value control", srv(map[string]string{"labels": `{ team = "a\nb" }`}), `labels["team"]`, `the value contains control characters`},
+		{"extra_args api key", srv(map[string]string{"extra_args": `["--api-key", "sk-123"]`}), "extra_args[0]", `--api-key puts a secret on the command line`},
+		{"extra_args api key with =", srv(map[string]string{"extra_args": `["--api-key=sk-123"]`}), "extra_args[0]", `--api-key puts a secret on the command line`},
+		{"extra_args hf token", srv(map[string]string{"extra_args": `["--hf-token", "hf"]`}), "extra_args[0]", `--hf-token puts a secret`},
+		{"extra_args control", srv(map[string]string{"extra_args": `["--log-level\tdebug"]`}), "extra_args[0]", `contains control characters`},
+		{"entrypoint empty element", srv(map[string]string{"entrypoint": `[""]`}), "entrypoint[0]", `must not be empty`},
+
+		// Lifecycle settings.
+		{"readiness_timeout zero", srv(map[string]string{"readiness_timeout": `"0s"`}), "readiness_timeout", `must be a positive Go duration`},
+		{"readiness_timeout words", srv(map[string]string{"readiness_timeout": `"ten minutes"`}), "readiness_timeout", `must be a positive Go duration`},
+		{"timeouts.create zero", srv(map[string]string{"timeouts": `{ create = "0s" }`}), "timeouts.create", `must be a positive Go duration`},
+		{"timeouts.create negative", srv(map[string]string{"timeouts": `{ create = "-5m" }`}), "timeouts.create", `must be a positive Go duration`},
+		{"timeouts.delete zero", srv(map[string]string{"timeouts": `{ delete = "0m" }`}), "timeouts.delete", `must be a positive Go duration`},
+		{"stop grace negative", srv(map[string]string{"stop_grace_period_seconds": `-1`}), "stop_grace_period_seconds", `must be at least 0`},
+		{"restart policy unknown", srv(map[string]string{"restart_policy": `"sometimes"`}), "restart_policy", `value must be one of`},
+		{"created stopped", srv(map[string]string{"running": `false`}), "running", `running = false stops an existing server`},
+		{"api_key_wo with newline", srv(map[string]string{"api_key_wo": `"sk-1\n"`}), "api_key_wo", `contains the control character U+000A`},
+
+		// llmserve_capacity_benchmark: endpoint.
+		{"endpoint without scheme", bench(map[string]string{"endpoint": `"gpu-host.example.com:30000"`}), "endpoint", `is not an http:// or https:// URL`},
+		{"endpoint ftp", bench(map[string]string{"endpoint": `"ftp://gpu-host.example.com"`}), "endpoint", `is not an http:// or https:// URL`},
+		{"endpoint empty", bench(map[string]string{"endpoint": `""`}), "endpoint", `must not be empty`},
+		{"endpoint no host", bench(map[string]string{"endpoint": `"http://:30000"`}), "endpoint", `has no host`},
+		{"endpoint password", bench(map[string]string{"endpoint": `"http://admin:hunter2@gpu-host.example.com:30000"`}), "endpoint", `carries credentials, which would be stored in state and shown in plan output; remove them from the URL and pass the key in api_key`},
+		{"endpoint user only", bench(map[string]string{"endpoint": `"https://token@gpu-host.example.com"`}), "endpoint", `carries credentials`},
+		{"endpoint /v1", bench(map[string]string{"endpoint": `"http://gpu-host.example.com:30000/v1"`}), "endpoint", `ends in /v1; the benchmark adds /v1/chat/completions or /v1/completions itself`},
+		{"endpoint /v1/", bench(map[string]string{"endpoint": `"http://gpu-host.example.com:30000/v1/"`}), "endpoint", `use the base URL "http://gpu-host.example.com:30000"`},
+		{"endpoint chat path", bench(map[string]string{"endpoint": `"http://gpu-host.example.com:30000/v1/chat/completions"`}), "endpoint", `ends in /v1/chat/completions`},
+		{"endpoint query", bench(map[string]string{"endpoint": `"http://gpu-host.example.com:30000?key=abc"`}), "endpoint", `has a query string`},
+		{"endpoint fragment", bench(map[string]string{"endpoint": `"http://gpu-host.example.com:30000#x"`}), "endpoint", `has a fragment`},
+		{"endpoint port out of range", bench(map[string]string{"endpoint": `"http://gpu-host.example.com:70000"`}), "endpoint", `port 70000 is not between 1 and 65535`},
+		{"endpoint with space", bench(map[string]string{"endpoint": `"http://gpu host:30000"`}), "endpoint", `contains spaces or control characters`},
+
+		// llmserve_capacity_benchmark: bounds and shapes.
+		{"benchmark model empty", bench(map[string]string{"model": `""`}), "model", `string length must be at least 1`},
+		{"benchmark model control character", bench(map[string]string{"model": `"m\u009b"`}), "model", `contains the control character U+009B`},
+		{"api unknown", bench(map[string]string{"api": `"responses"`}), "api", `value must be one of`},
+		{"no workloads", bench(map[string]string{"workloads": `[]`}), "workloads", `list must contain at least 1 elements`},
+		{"label empty", bench(map[string]string{"workloads": `[{ label = "", input_tokens = 8, output_tokens = 8 }]`}), "workloads[0].label", `string length must be at least 1`},
+		{"label control character", bench(map[string]string{"workloads": `[{ label = "a\u001b[31m", input_tokens = 8, output_tokens = 8 }]`}), "workloads[0].label", `contains the control character U+001B`},
+		{"label duplicated", bench(map[string]string{"workloads": `[{ label = "a", input_tokens = 8, output_tokens = 8 }, { label = "a", input_tokens = 9, output_tokens = 9 }]`}), "workloads[1].label", `is already used by workloads[0]`},
+		{"input_tokens zero", bench(map[string]string{"workloads": `[{ label = "a", input_tokens = 0, output_tokens = 8 }]`}), "workloads[0].input_tokens", `must be at least 1, got 0`},
+		{"input_tokens above 1 Mi", bench(map[string]string{"workloads": `[{ label = "a", input_tokens = 1048577, output_tokens = 8 }]`}), "workloads[0].input_tokens", `must be at most 1048576, got 1048577`},
+		{"input_tokens 1e12", bench(map[string]string{"workloads": `[{ label = "a", input_tokens = 1e12, output_tokens = 8 }]`}), "workloads[0].input_tokens", `must be at most 1048576`},
+		{"input_tokens fractional", bench(map[string]string{"workloads": `[{ label = "a", input_tokens = 1.5, output_tokens = 8 }]`}), "workloads[0].input_tokens", `must be a whole number, got 1.5`},
+		{"output_tokens negative", bench(map[string]string{"workloads": `[{ label = "a", input_tokens = 8, output_tokens = -1 }]`}), "workloads[0].output_tokens", `must be at least 1, got -1`},
+		{"output_tokens 1e11", bench(map[string]string{"workloads": `[{ label = "a", input_tokens = 8, output_tokens = 1e11 }]`}), "workloads[0].output_tokens", `must be at most 1048576`},
+		{"output_tokens beyond int64", bench(map[string]string{"workloads": `[{ label = "a", input_tokens = 8, output_tokens = 1e30 }]`}), "workloads[0].output_tokens", `far outside what it accepts`},
+		{"percentile zero", bench(map[string]string{"slos": `[{ percentile = 0, threshold_ms = 100 }]`}), "slos[0].percentile", `must be in (0, 100]`},
+		{"percentile above 100", bench(map[string]string{"slos": `[{ percentile = 100.5, threshold_ms = 100 }]`}), "slos[0].percentile", `must be in (0, 100]`},
+		{"threshold zero", bench(map[string]string{"slos": `[{ percentile = 95, threshold_ms = 0 }]`}), "slos[0].threshold_ms", `must be greater than 0, got 0`},
+		{"metric unknown", bench(map[string]string{"slos": `[{ metric = "ttft", percentile = 95, threshold_ms = 100 }]`}), "slos[0].metric", `value must be one of`},
+		{"comparison unknown", bench(map[string]string{"slos": `[{ comparison = "lt", percentile = 95, threshold_ms = 100 }]`}), "slos[0].comparison", `value must be one of`},
+		{"min_concurrency zero", bench(map[string]string{"search": `{ min_concurrency = 0, max_concurrency = 4 }`}), "search.min_concurrency", `must be at least 1, got 0`},
+		{"min_concurrency 9e18", bench(map[string]string{"search": `{ min_concurrency = 9e18, max_concurrency = 9e18 }`}), "search.min_concurrency", `must be at most 100000`},
+		{"max_concurrency 9e18", bench(map[string]string{"search": `{ min_concurrency = 1, max_concurrency = 9e18 }`}), "search.max_concurrency", `must be at most 100000`},
+		{"max_concurrency above bound", bench(map[string]string{"search": `{ max_concurrency = 100001 }`}), "search.max_concurrency", `must be at most 100000, got 100001`},
+		{"min above max", bench(map[string]string{"search": `{ min_concurrency = 8, max_concurrency = 4 }`}), "search.min_concurrency", `(8) is greater than search.max_concurrency (4)`},
+		{"max_concurrency fractional", bench(map[string]string{"search": `{ max_concurrency = 2.5 }`}), "search.max_concurrency", `must be a whole number, got 2.5`},
+		{"measured_requests zero", bench(map[string]string{"trial": `{ measured_requests = 0 }`}), "trial.measured_requests", `must be at least 1, got 0`},
+		{"measured_requests 1e11", bench(map[string]string{"trial": `{ measured_requests = 1e11 }`}), "trial.measured_requests", `must be at most 100000`},
+		{"warmup_requests negative", bench(map[string]string{"trial": `{ warmup_requests = -1 }`}), "trial.warmup_requests", `must be at least 0, got -1`},
+		{"warmup_requests 1e12", bench(map[string]string{"trial": `{ warmup_requests = 1e12 }`}), "trial.warmup_requests", `must be at most 100000`},
+		{"confirmation_trials zero", bench(map[string]string{"trial": `{ confirmation_trials = 0 }`}), "trial.confirmation_trials", `must be at least 1, got 0`},
+		{"confirmation_trials 1e9", bench(map[string]string{"trial": `{ confirmation_trials = 1e9 }`}), "trial.confirmation_trials", `must be at most 100, got 1000000000`},
+		{"cache_flush unknown", bench(map[string]string{"trial": `{ cache_flush = "always" }`}), "trial.cache_flush", `value must be one of`},
+		{"progress_file empty", bench(map[string]string{"progress_file": `""`}), "progress_file", `is empty; give a file path`},
+		{"progress_file directory", bench(map[string]string{"progress_file": q(dir)}), "progress_file", `is a directory; give a file path inside it`},
+		{"benchmark timeouts.create zero", bench(map[string]string{"timeouts": `{ create = "0s" }`}), "timeouts.create", `must be a positive Go duration`},
+		{"benchmark timeouts.create negative", bench(map[string]string{"timeouts": `{ create = "-1h" }`}), "timeouts.create", `must be a positive Go duration`},
+		{"trigger control character", bench(map[string]string{"triggers": `{ server = "a\u0000b" }`}), `triggers["server"]`, `contains the control character U+0000`},
+
+		// Provider: the Docker Engine connection.
+		{"docker_host without scheme", prov(`docker_host = "gpu-host.example.com:2376"`), "docker_host", `is not a URL`},
+		{"docker_host http", prov(`docker_host = "http://gpu-host.example.com:2376"`), "docker_host", `scheme "http" is not supported`},
+		{"docker_host tcp without port", prov(`docker_host = "tcp://gpu-host.example.com"`), "docker_host", `needs a host and a port`},
+		{"docker_host tcp port range", prov(`docker_host = "tcp://gpu-host.example.com:99999"`), "docker_host", `must be between 1 and 65535`},
+		{"docker_host tcp path", prov(`docker_host = "tcp://gpu-host.example.com:2376/v1.41"`), "docker_host", `has a path`},
+		{"docker_host unix relative", prov(`docker_host = "unix://var/run/docker.sock"`), "docker_host", `needs an absolute path after unix://`},
+		{"docker_host ssh password", prov(`docker_host = "ssh://deploy:hunter2@gpu-host.example.com"`), "docker_host", `carries a password`},
+		{"docker_host ssh without host", prov(`docker_host = "ssh://deploy@"`), "docker_host", `needs a host`},
+		{"docker_host ssh path", prov(`docker_host = "ssh://deploy@gpu-host.example.com/var/run/docker.sock"`), "docker_host", `set the engine's socket on the ssh host with ssh_socket_path`},
+		{"docker_host query", prov(`docker_host = "tcp://gpu-host.example.com:2376?tls=1"`), "docker_host", `has a query or fragment`},
+		{"TLS with unix host", prov(`docker_host = "unix:///var/run/docker.sock"
+  ca_pem = ` + heredoc(string(tlsm.CAPEM))), "ca_pem", `TLS material only applies to a tcp:// engine`},
+		{"cert_path with ssh host", prov(`docker_host = "ssh://deploy@gpu-host.example.com"
+  cert_path = "/etc/docker/certs"
+  ssh_private_key = ` + heredoc(plainKey)), "cert_path", `TLS material only applies to a tcp:// engine`},
+		{"ssh key with tcp host", prov(`docker_host = "tcp://gpu-host.example.com:2376"
+  ssh_private_key = ` + heredoc(plainKey)), "ssh_private_key", `only applies to an ssh:// engine`},
+		{"ca_pem not PEM", prov(`docker_host = "tcp://gpu-host.example.com:2376"
+  ca_pem = "not a certificate"`), "ca_pem", `holds no PEM certificate`},
+		{"ca_pem holds a key", prov(`docker_host = "tcp://gpu-host.example.com:2376"
+  ca_pem = ` + heredoc(string(tlsm.ClientKeyPEM))), "ca_pem", `block where a certificate belongs`},
+		{"cert_pem without key", prov(`docker_host = "tcp://gpu-host.example.com:2376"
+  ca_pem = ` + heredoc(string(tlsm.CAPEM)) + `
+  cert_pem = ` + heredoc(string(tlsm.ClientCertPEM))), "key_pem", `cert_pem is set without its private key`},
+		{"key_pem of another certificate", prov(`docker_host = "tcp://gpu-host.example.com:2376"
+  ca_pem = ` + heredoc(string(tlsm.CAPEM)) + `
+  cert_pem = ` + heredoc(string(tlsm.ClientCertPEM)) + `
+  key_pem = ` + heredoc(string(other.ClientKeyPEM))), "key_pem", `is not the private key of cert_pem`},
+		{"client cert without CA", prov(`docker_host = "tcp://gpu-host.example.com:2376"
+  cert_pem = ` + heredoc(string(tlsm.ClientCertPEM)) + `
+  key_pem = ` + heredoc(string(tlsm.ClientKeyPEM))), "ca_pem", `needs the CA certificate`},
+		{"cert_path missing files", prov(`docker_host = "tcp://gpu-host.example.com:2376"
+  cert_path = ` + q(dir)), "cert_path", `must hold ca.pem, cert.pem and key.pem`},
+		{"ssh without key", prov(`docker_host = "ssh://deploy@gpu-host.example.com"`), "ssh_private_key", `needs the private key`},
+		{"ssh key not a key", prov(`docker_host = "ssh://deploy@gpu-host.example.com"
+  ssh_private_key = "hunter2"`), "ssh_private_key", `is not a private key in PEM or OpenSSH format`},
+		{"ssh key with passphrase", prov(`docker_host = "ssh://deploy@gpu-host.example.com"
+  ssh_private_key = ` + heredoc(encryptedKey)), "ssh_private_key", `protected by a passphrase`},
+		{"ssh socket relative", prov(`docker_host = "ssh://deploy@gpu-host.example.com"
+  ssh_private_key = ` + heredoc(plainKey) + `
+  ssh_socket_path = "docker.sock"`), "ssh_socket_path", `must be an absolute path on the ssh host`},
+	}
+}
+
+// TestAccBadConfigurations runs every bad configuration through the real Terraform CLI and
+// checks that plan fails with a message naming the attribute and the problem.
+func TestAccBadConfigurations(t *testing.T) {
+	if os.Getenv("TF_ACC") == "" {
+		t.Skip("acceptance test: set TF_ACC=1")
+	}
+	// Plan never reaches an engine; a DOCKER_HOST of the caller must not change the cases.
+	t.Setenv("DOCKER_HOST", "")
+	cases := badConfigs(t)
+	if len(cases) < 100 {
+		t.Fatalf("only %d bad configurations; the issue asks for at least 100", len(cases))
+	}
+	seen := map[string]bool{}
+	for _, tc := range cases {
+		if seen[tc.name] {
+			t.Fatalf("duplicate case name %q", tc.name)
+		}
+		seen[tc.name] = true
+		t.Run(tc.name, func(t *testing.T) {
+			pathRE, wantRE := words(tc.path), words(tc.want)
+			resource.Test(t, resource.TestCase{
+				ProtoV6ProviderFactories: testAccProtoV6ProviderFactories,
+				Steps: []resource.TestStep{{
+					Config:      tc.config,
+					PlanOnly:    true,
+					ExpectError: regexp.MustCompile(`(?s)(` + pathRE + `.*` + wantRE + `|` + wantRE + `.*` + pathRE + `)`),
+				}},
+			})
+		})
+	}
+}
