@@ -1,6 +1,10 @@
 package provider
 
 import (
+	"crypto/ed25519"
+	"crypto/rand"
+	"crypto/x509"
+	"encoding/pem"
 	"testing"
 
 	"github.com/hashicorp/terraform-plugin-testing/helper/resource"
@@ -15,12 +19,17 @@ import (
 // (the ssh host does not exist).
 func TestAccInferenceServer_planShowsWhatIsKnown(t *testing.T) {
 	const server = "llmserve_inference_server.qwen"
+	// The provider checks the ssh key at plan, so the configuration carries a real one.
+	_, key, _ := ed25519.GenerateKey(rand.Reader)
+	der, _ := x509.MarshalPKCS8PrivateKey(key)
 	resource.UnitTest(t, resource.TestCase{
 		ProtoV6ProviderFactories: testAccProtoV6ProviderFactories,
 		Steps: []resource.TestStep{{
 			Config: `
 provider "llmserve" {
-  docker_host = "ssh://ops@gpu-host-1.invalid"
+  docker_host     = "ssh://ops@gpu-host-1.invalid"
+  ssh_private_key = <<EOT
+` + string(pem.EncodeToMemory(&pem.Block{Type: "PRIVATE KEY", Bytes: der})) + `EOT
 }
 
 resource "llmserve_inference_server" "qwen" {
