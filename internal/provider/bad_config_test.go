@@ -245,6 +245,7 @@ func badConfigs(t *testing.T) []badConfig {
 		{"max_concurrency 9e18", bench(map[string]string{"search": `{ min_concurrency = 1, max_concurrency = 9e18 }`}), "search.max_concurrency", `must be at most 100000`},
 		{"max_concurrency above bound", bench(map[string]string{"search": `{ max_concurrency = 100001 }`}), "search.max_concurrency", `must be at most 100000, got 100001`},
 		{"min above max", bench(map[string]string{"search": `{ min_concurrency = 8, max_concurrency = 4 }`}), "search.min_concurrency", `(8) is greater than search.max_concurrency (4)`},
+		{"concurrency_levels above bound", bench(map[string]string{"search": `{ concurrency_levels = [1, 200000] }`}), "search.concurrency_levels[1]", `must be at most 100000, got 200000`},
 		{"max_concurrency fractional", bench(map[string]string{"search": `{ max_concurrency = 2.5 }`}), "search.max_concurrency", `must be a whole number, got 2.5`},
 		{"measured_requests zero", bench(map[string]string{"trial": `{ measured_requests = 0 }`}), "trial.measured_requests", `must be at least 1, got 0`},
 		{"measured_requests 1e11", bench(map[string]string{"trial": `{ measured_requests = 1e11 }`}), "trial.measured_requests", `must be at most 100000`},
