@@ -37,6 +37,14 @@ scripts/validate-examples.sh
 step "unit and acceptance tests"
 go test -count=1 -timeout 60m -p 2 -skip 'TestAccQuickstart' ./...
 
+# Seeded from the fault corpus (malformed, truncated and oversized streams, impossible
+# documents, cut and foreign journal lines); a few seconds each keeps CI short while every
+# run explores a little further.
+step "fuzz: SSE parser, results decoder, progress journal reader"
+for target in FuzzSSEParse:./internal/load FuzzParse:./internal/results FuzzJournalRead:./internal/capacity; do
+	go test -run '^$' -fuzz "^${target%%:*}\$" -fuzztime "${FUZZTIME:-5s}" "${target#*:}"
+done
+
 # The real-engine chain runs alone: its SLO is set for a machine not also running other tests.
 step "end to end: quickstart on llama.cpp in Docker"
 go test -count=1 -timeout 20m -run 'TestAccQuickstart' -v ./internal/provider/

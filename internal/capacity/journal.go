@@ -2,21 +2,27 @@ package capacity
 
 import (
 	"bufio"
+	"bytes"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"time"
 
 	"github.com/llmserve/terraform-provider-llmserve/internal/metrics"
 	"github.com/llmserve/terraform-provider-llmserve/internal/results"
+	"github.com/llmserve/terraform-provider-llmserve/internal/search"
 )
 
 // TrialRecord is one finished trial as the progress journal stores it: enough for a person
 // watching `tail -f` and enough for a resumed search to skip it.
 type TrialRecord struct {
+	// Format marks the line as this provider's (journalFormat), so lines another program
+	// wrote to the same file are never taken for trials. It is the first key written.
+	Format      string    `json:"format"`
 	Time        time.Time `json:"time"`
 	Fingerprint string    `json:"fingerprint"` // which configuration measured it
 	Workload    string    `json:"workload"`
@@ -116,45 +122,126 @@ func (c Config) Fingerprint() string {
 	return hex.EncodeToString(sum[:8])
 }
 
+// journalFormat is the format key of every line this provider writes; a line is recognised
+// as the journal's own by its first bytes, journalPrefix, even when a crash cut it short.
+const (
+	journalFormat = "llmserve-progress/v1"
+	journalPrefix = `{"format":"` + journalFormat + `"`
+)
+
+// maxJournalLine bounds one line read back: a record with full metrics is tens of kilobytes,
+// so anything this long is not a record, and is skipped rather than read into memory.
+const maxJournalLine = 4 << 20
+
 // Journal appends finished trials to a file, one JSON object per line.
 type Journal struct {
 	file        *os.File
 	fingerprint string
 	history     []TrialRecord
+	// needNewline: the file ends in a line a crash cut short; the next record starts on a
+	// line of its own so it is not lost with the fragment.
+	needNewline bool
 }
 
 // OpenJournal opens (creating) the journal at path and loads the entries of this
 // configuration's unfinished run: entries recorded after its last completed run. An empty
-// path gives a journal that records nothing.
+// path gives a journal that records nothing. It refuses anything but a regular file, and a
+// non-empty file in which this provider never wrote: it appends only to its own journal.
 func OpenJournal(path string, cfg Config) (*Journal, error) {
 	j := &Journal{fingerprint: cfg.Fingerprint()}
 	if path == "" {
 		return j, nil
 	}
+	// Checked before opening: opening a FIFO may block, and reading a device may not end.
+	if fi, err := os.Stat(path); err == nil && !fi.Mode().IsRegular() {
+		return nil, fmt.Errorf("progress file %s is not a regular file (%s); give the path of a file the provider may create", path, fi.Mode().Type())
+	}
 	f, err := os.OpenFile(path, os.O_CREATE|os.O_RDWR|os.O_APPEND, 0o644)
 	if err != nil {
 		return nil, fmt.Errorf("open progress file %s: %w; give a writable path", path, err)
 	}
-	scanner := bufio.NewScanner(f)
-	scanner.Buffer(make([]byte, 64*1024), 16*1024*1024)
-	for scanner.Scan() {
-		var t TrialRecord
-		// Lines from other tools, or a line cut by a crash, are skipped, not fatal.
-		if json.Unmarshal(scanner.Bytes(), &t) != nil || t.Fingerprint != j.fingerprint {
-			continue
-		}
-		if t.Kind == kindRunCompleted {
-			j.history = nil
-			continue
-		}
-		j.history = append(j.history, t)
+	fi, err := f.Stat()
+	if err == nil && !fi.Mode().IsRegular() { // replaced between the two looks
+		err = fmt.Errorf("not a regular file (%s)", fi.Mode().Type())
 	}
-	if err := scanner.Err(); err != nil {
+	if err != nil {
+		f.Close()
+		return nil, fmt.Errorf("progress file %s: %w", path, err)
+	}
+	read, err := readJournal(f, j.fingerprint)
+	if err != nil {
 		f.Close()
 		return nil, fmt.Errorf("read progress file %s: %w", path, err)
 	}
-	j.file = f
+	if read.bytes > 0 && !read.ours {
+		f.Close()
+		return nil, fmt.Errorf("progress file %s is not empty and holds no line of a progress journal; "+
+			"it is not this provider's to append to: give another path", path)
+	}
+	j.history, j.needNewline, j.file = read.history, read.unterminated, f
 	return j, nil
+}
+
+// journalRead is what readJournal found.
+type journalRead struct {
+	history      []TrialRecord // this configuration's trials since its last completed run
+	ours         bool          // some line was written by a journal
+	bytes        int64         // length of the file
+	unterminated bool          // the last line has no newline
+}
+
+// readJournal reads journal lines from r: its own lines of the given fingerprint, in order,
+// skipping lines of other configurations and programs, lines cut short, lines longer than
+// maxJournalLine and records that cannot be a finished trial.
+func readJournal(r io.Reader, fingerprint string) (journalRead, error) {
+	var out journalRead
+	br := bufio.NewReaderSize(r, 64<<10)
+	var line []byte
+	tooLong := false
+	for {
+		chunk, err := br.ReadSlice('\n')
+		out.bytes += int64(len(chunk))
+		switch {
+		case tooLong:
+		case len(line)+len(chunk) > maxJournalLine:
+			tooLong, line = true, line[:0]
+		default:
+			line = append(line, chunk...)
+		}
+		if err == bufio.ErrBufferFull {
+			continue
+		}
+		if len(chunk) > 0 {
+			out.unterminated = chunk[len(chunk)-1] != '\n'
+		}
+		if bytes.HasPrefix(line, []byte(journalPrefix)) {
+			out.ours = true
+			out.history = journalLine(out.history, line, fingerprint)
+		}
+		line, tooLong = line[:0], false
+		if err == io.EOF {
+			return out, nil
+		}
+		if err != nil {
+			return out, err
+		}
+	}
+}
+
+// journalLine applies one of the journal's own lines to the history.
+func journalLine(history []TrialRecord, line []byte, fingerprint string) []TrialRecord {
+	var t TrialRecord
+	if json.Unmarshal(line, &t) != nil || t.Format != journalFormat || t.Fingerprint != fingerprint {
+		return history
+	}
+	switch {
+	case t.Kind == kindRunCompleted:
+		return nil
+	case t.Kind != search.Probe.String() && t.Kind != search.Confirmation.String(),
+		t.Concurrency < 1 || t.Concurrency > search.MaxLevel, t.Index < 0, t.Errors < 0:
+		return history // not a trial this provider could have run
+	}
+	return append(history, t)
 }
 
 // History returns the trials an earlier run of the same configuration finished.
@@ -165,13 +252,19 @@ func (j *Journal) Append(t TrialRecord) error {
 	if j.file == nil {
 		return nil
 	}
-	t.Fingerprint = j.fingerprint
+	t.Format, t.Fingerprint = journalFormat, j.fingerprint
 	line, err := json.Marshal(t)
 	if err != nil {
 		return fmt.Errorf("encode trial record: %w", err)
 	}
-	_, err = j.file.Write(append(line, '\n'))
-	return err
+	if j.needNewline {
+		line = append([]byte{'\n'}, line...)
+	}
+	if _, err := j.file.Write(append(line, '\n')); err != nil {
+		return err
+	}
+	j.needNewline = false
+	return nil
 }
 
 // Complete records that the run finished and its result was delivered, so a later run of

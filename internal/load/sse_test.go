@@ -204,6 +204,13 @@ func FuzzSSEParse(f *testing.F) {
 	f.Add([]byte(`data: {"choices":[],"usage":{"prompt_tokens":1,"completion_tokens":2},"timings":{"prompt_ms":1.5}}` + "\n\n"))
 	f.Add([]byte("data: {\"error\":{\"message\":\"x\"}}\n\ndata: {\"a\":[[[{\"b\":\"\\ud800\"}]]]}\n"))
 	f.Add([]byte("data: {\"choices\":[{\"text\":\"\\u12\"}]}\n\n"))
+	// The fault corpus of the capacity benchmark's acceptance test: a stream cut mid-event,
+	// a malformed event, an error event echoing a header, keep-alives only, many data lines.
+	f.Add([]byte("data: {\"choices\":[{\"index\":0,\"delta\":{\"content\":\"tok\"}}]}\n\ndata: {\"choices\":[{\"delta\":{\"con"))
+	f.Add([]byte("data: {\"choices\":[{\"delta\":{\"content\":\n\ndata: [DONE]\n\n"))
+	f.Add([]byte("event: error\ndata: {\"error\":{\"code\":1,\"detail\":\"Authorization: Bearer sk-x\"}}\n\n"))
+	f.Add([]byte(": ping\n\n: ping\r\n\r\n"))
+	f.Add([]byte(strings.Repeat("data: yyyy\n", 64) + "\n"))
 	f.Fuzz(func(t *testing.T, in []byte) {
 		whole, err1 := parseAll(t, bytes.NewReader(in))
 		split, err2 := parseAll(t, iotest.OneByteReader(bytes.NewReader(in)))

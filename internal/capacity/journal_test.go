@@ -1,0 +1,193 @@
+package capacity
+
+import (
+	"bytes"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+)
+
+func probeRecord(c int) TrialRecord {
+	return TrialRecord{Time: time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC), Workload: "64 / 8", Concurrency: c, Kind: "probe", Index: 1, Pass: true}
+}
+
+// journalLineOf is the line a journal of cfg writes for t.
+func journalLineOf(t *testing.T, cfg Config, r TrialRecord) string {
+	t.Helper()
+	r.Format, r.Fingerprint = journalFormat, cfg.Fingerprint()
+	b, err := json.Marshal(r)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(b)
+}
+
+// The journal survives what a crash, a neighbour program or a wrong path leave in the file,
+// and keeps every record of its own that can be read.
+func TestJournalRobustness(t *testing.T) {
+	cfg := testConfig("http://a:1")
+	other := cfg
+	other.Endpoint = "http://b:1"
+	ours := func(c int) string { return journalLineOf(t, cfg, probeRecord(c)) }
+	tests := []struct {
+		name    string
+		content string
+		want    []int // concurrencies of the history after appending a record at 9
+		wantErr string
+	}{
+		{name: "new file", want: []int{9}},
+		{name: "empty file", content: "", want: []int{9}},
+		{
+			name:    "truncated last line does not swallow the next record",
+			content: ours(1) + "\n" + ours(2)[:40],
+			want:    []int{1, 9},
+		},
+		{
+			name:    "lines of another configuration and another program are skipped",
+			content: ours(1) + "\n" + journalLineOf(t, other, probeRecord(2)) + "\n" + `{"fingerprint":"` + cfg.Fingerprint() + `","kind":"probe","concurrency":3}` + "\nplain text\n",
+			want:    []int{1, 9},
+		},
+		{
+			name:    "an over-long line is skipped, not fatal",
+			content: ours(1) + "\n" + journalPrefix + strings.Repeat("x", maxJournalLine+10) + "\n" + ours(2) + "\n",
+			want:    []int{1, 2, 9},
+		},
+		{
+			name:    "records no run could have produced are skipped",
+			content: ours(0) + "\n" + ours(-4) + "\n" + strings.Replace(ours(3), `"kind":"probe"`, `"kind":"warmup"`, 1) + "\n" + ours(1) + "\n",
+			want:    []int{1, 9},
+		},
+		{
+			name:    "a completed run is not replayed",
+			content: ours(1) + "\n" + journalLineOf(t, cfg, TrialRecord{Kind: kindRunCompleted}) + "\n" + ours(2) + "\n",
+			want:    []int{2, 9},
+		},
+		{
+			name:    "a file that is not a journal is never appended to",
+			content: "export PATH=/usr/bin\nalias ll='ls -l'\n",
+			wantErr: "holds no line of a progress journal",
+		},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			path := filepath.Join(t.TempDir(), "progress.jsonl")
+			if tc.name != "new file" {
+				if err := os.WriteFile(path, []byte(tc.content), 0o644); err != nil {
+					t.Fatal(err)
+				}
+			}
+			j, err := OpenJournal(path, cfg)
+			if tc.wantErr != "" {
+				if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
+					t.Fatalf("err = %v, want %q", err, tc.wantErr)
+				}
+				if after, _ := os.ReadFile(path); string(after) != tc.content {
+					t.Fatal("the file was changed")
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := j.Append(probeRecord(9)); err != nil {
+				t.Fatal(err)
+			}
+			j.Close()
+			again, err := OpenJournal(path, cfg)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer again.Close()
+			var got []int
+			for _, r := range again.History() {
+				got = append(got, r.Concurrency)
+			}
+			if !equalInts(got, tc.want) {
+				t.Fatalf("history %v, want %v", got, tc.want)
+			}
+		})
+	}
+}
+
+// Only regular files are journals: a FIFO would block the apply, a device would never end.
+func TestJournalRefusesSpecialFiles(t *testing.T) {
+	dir := t.TempDir()
+	fifo := filepath.Join(dir, "fifo")
+	if err := syscall.Mkfifo(fifo, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for _, path := range []string{fifo, "/dev/zero", dir} {
+		done := make(chan error, 1)
+		go func() {
+			_, err := OpenJournal(path, testConfig("http://a:1"))
+			done <- err
+		}()
+		select {
+		case err := <-done:
+			if err == nil || !strings.Contains(err.Error(), "not a regular file") {
+				t.Errorf("%s: err = %v, want refused as not a regular file", path, err)
+			}
+		case <-time.After(5 * time.Second):
+			t.Fatalf("%s: OpenJournal did not return", path)
+		}
+	}
+}
+
+func equalInts(a, b []int) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for i := range a {
+		if a[i] != b[i] {
+			return false
+		}
+	}
+	return true
+}
+
+// FuzzJournalRead: whatever a file holds, reading it neither panics nor keeps an impossible
+// record, and a record appended after it is read back as the last one.
+func FuzzJournalRead(f *testing.F) {
+	cfg := testConfig("http://a:1")
+	line := func(r TrialRecord) string {
+		r.Format, r.Fingerprint = journalFormat, cfg.Fingerprint()
+		b, _ := json.Marshal(r)
+		return string(b)
+	}
+	f.Add([]byte(line(probeRecord(1)) + "\n"))
+	f.Add([]byte(line(probeRecord(1)) + "\n" + line(probeRecord(2))[:50]))
+	f.Add([]byte(line(TrialRecord{Kind: kindRunCompleted}) + "\n" + line(probeRecord(3)) + "\r\n"))
+	f.Add([]byte(journalPrefix + `,"concurrency":1e400}` + "\n"))
+	f.Add([]byte("\x00\xff{\"format\":null}\n\n\n"))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		fp := cfg.Fingerprint()
+		read, err := readJournal(bytes.NewReader(data), fp)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if read.bytes != int64(len(data)) {
+			t.Fatalf("read %d of %d bytes", read.bytes, len(data))
+		}
+		for _, r := range read.history {
+			if r.Concurrency < 1 || (r.Kind != "probe" && r.Kind != "confirmation") || r.Fingerprint != fp {
+				t.Fatalf("impossible record kept: %+v", r)
+			}
+		}
+		next := append([]byte(nil), data...)
+		if read.unterminated {
+			next = append(next, '\n')
+		}
+		next = append(next, line(probeRecord(7))+"\n"...)
+		again, err := readJournal(bytes.NewReader(next), fp)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if n := len(again.history); n == 0 || again.history[n-1].Concurrency != 7 {
+			t.Fatalf("appended record lost: %+v", again.history)
+		}
+	})
+}
