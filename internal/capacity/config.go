@@ -38,6 +38,11 @@ type Config struct {
 	StallTimeout   time.Duration
 	RequestTimeout time.Duration
 
+	// RecordsDirectory, when set, receives one JSONL file of per-request records per trial;
+	// RecordChunkTimes adds each content chunk's arrival to them.
+	RecordsDirectory string
+	RecordChunkTimes bool
+
 	Seed       int64               // prompt text seed; fixed per resource so re-runs are comparable
 	Experiment *results.Experiment // what was measured, copied into the document as given
 	// ToolVersion is this tool's version, recorded as the load generator's in the document.

@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"path/filepath"
+	"slices"
 	"strings"
 	"time"
 
@@ -11,6 +13,7 @@ import (
 	"github.com/llmserve/terraform-provider-llmserve/internal/load"
 	"github.com/llmserve/terraform-provider-llmserve/internal/metrics"
 	"github.com/llmserve/terraform-provider-llmserve/internal/prompt"
+	"github.com/llmserve/terraform-provider-llmserve/internal/records"
 	"github.com/llmserve/terraform-provider-llmserve/internal/results"
 	"github.com/llmserve/terraform-provider-llmserve/internal/search"
 )
@@ -95,6 +98,7 @@ func connect(ctx context.Context, cfg Config) (*session, error) {
 		BaseURL: cfg.Endpoint, Model: cfg.Model, API: cfg.API, APIKey: cfg.APIKey,
 		ExtraBody:    s.flush.RequestFields,
 		StallTimeout: cfg.StallTimeout, RequestTimeout: cfg.RequestTimeout,
+		RecordChunkTimes: cfg.RecordChunkTimes,
 	})
 	if err != nil {
 		return nil, err
@@ -229,7 +233,7 @@ func (s *session) slos() []results.SLO {
 
 // measure runs the search for one workload.
 func (s *session) measure(ctx context.Context, w Workload, history []search.Outcome) (results.Workload, error) {
-	runner := &trialRunner{s: s, w: w}
+	runner := &trialRunner{s: s, w: w, index: slices.IndexFunc(s.cfg.Workloads, func(o Workload) bool { return o.Label == w.Label })}
 	res, err := search.Run(ctx, search.Config{
 		Min: s.cfg.MinConcurrency, Max: s.cfg.MaxConcurrency,
 		Levels:             s.cfg.ConcurrencyLevels,
@@ -377,8 +381,9 @@ func totals(ws []results.Workload) results.Correctness {
 
 // trialRunner runs the search's trials for one workload against the server.
 type trialRunner struct {
-	s *session
-	w Workload
+	s     *session
+	w     Workload
+	index int // of w in the configuration, for records file names
 }
 
 func (r *trialRunner) RunTrial(ctx context.Context, req search.Request) (search.Outcome, error) {
@@ -437,22 +442,22 @@ func (r *trialRunner) RunTrial(ctx context.Context, req search.Request) (search.
 	if err != nil {
 		return search.Outcome{}, err
 	}
-	records := res.Measured()
+	done := res.Measured()
 	// Only a full trial at the minimum concurrency can say there is no capacity at all: a
 	// probe stopped at its first failed request is just a fail, and a server shedding load
 	// above the minimum is a failing level, recorded with its errors.
 	if !res.Stopped && req.Concurrency == s.cfg.MinConcurrency {
-		if err := allFailed(records, metrics.ErrorSummary(records, w.OutputTokens)); err != nil {
+		if err := allFailed(done, metrics.ErrorSummary(done, w.OutputTokens)); err != nil {
 			return search.Outcome{}, err
 		}
 	}
 	var verdict metrics.Verdict
 	if !waitedOut {
-		if verdict, err = metrics.Evaluate(slos, records); err != nil {
+		if verdict, err = metrics.Evaluate(slos, done); err != nil {
 			return search.Outcome{}, err
 		}
 	}
-	failed := countFailed(records)
+	failed := countFailed(done)
 	erroredEarly := res.Stopped && failed > 0
 	switch {
 	case erroredEarly:
@@ -477,6 +482,15 @@ func (r *trialRunner) RunTrial(ctx context.Context, req search.Request) (search.
 	}
 	trial.Trial = req.Index
 	trial.Concurrency = req.Concurrency
+	if s.cfg.RecordsDirectory != "" {
+		rel := records.FileName(r.index, w.Label, req.Kind.String(), req.Concurrency, req.Index)
+		lines := records.FromLoad(records.Trial{Workload: w.Label, Concurrency: req.Concurrency, Index: req.Index}, res.Records)
+		sum, err := records.Write(s.cfg.RecordsDirectory, rel, lines)
+		if err != nil {
+			return search.Outcome{}, err
+		}
+		trial.RecordsFile, trial.RecordsSHA256 = filepath.ToSlash(rel), sum
+	}
 	trial.SLOs = verdict.Results
 	if !waitedOut {
 		goodput := verdict.GoodputPercent

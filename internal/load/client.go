@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"cmp"
 	"context"
+	"crypto/tls"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -35,6 +36,10 @@ type ClientConfig struct {
 	// "cache_prompt": false from Control.FlushCache. They cannot override the fields the
 	// measurement depends on (model, prompt, stream, max_tokens, ...).
 	ExtraBody map[string]any
+
+	// RecordChunkTimes keeps each content chunk's arrival (Record.ChunkOffsets), for
+	// per-request records; off, a request allocates nothing per chunk.
+	RecordChunkTimes bool
 
 	// HTTPClient, when set, is used as is (its transport decides the connection policy).
 	// When nil the client builds one with keep-alives disabled; see the package notes.
@@ -78,6 +83,7 @@ type Client struct {
 	bodyMid    []byte // JSON between the prompt and max_tokens value
 
 	stall, total time.Duration
+	chunkTimes   bool
 }
 
 // NewClient validates cfg and prepares the request template.
@@ -146,6 +152,7 @@ func NewClient(cfg ClientConfig) (*Client, error) {
 		bodyMid:    []byte(promptClose + `,"max_tokens":`),
 		stall:      cmp.Or(cfg.StallTimeout, DefaultStallTimeout),
 		total:      cmp.Or(cfg.RequestTimeout, DefaultRequestTimeout),
+		chunkTimes: cfg.RecordChunkTimes,
 	}
 	if cfg.APIKey != "" {
 		c.auth = "Bearer " + cfg.APIKey
@@ -246,8 +253,22 @@ func (c *Client) stream(ctx context.Context, req Request) Record {
 		hreq.Header.Set("Authorization", c.auth)
 	}
 	// Sent is when a connection is ready and the request is about to be written, so TCP
-	// set-up is not counted as server latency.
+	// and TLS set-up are not counted as server latency; they are recorded apart (AIPerf
+	// counts them in TTFT: add them to compare).
+	var connectStart, tlsStart time.Time
 	trace := &httptrace.ClientTrace{
+		ConnectStart: func(string, string) { connectStart = time.Now() },
+		ConnectDone: func(_, _ string, err error) {
+			if err == nil && !connectStart.IsZero() {
+				rec.Connect = time.Since(connectStart)
+			}
+		},
+		TLSHandshakeStart: func() { tlsStart = time.Now() },
+		TLSHandshakeDone: func(_ tls.ConnectionState, err error) {
+			if err == nil && !tlsStart.IsZero() {
+				rec.TLSHandshake = time.Since(tlsStart)
+			}
+		},
 		GotConn: func(httptrace.GotConnInfo) {
 			rec.Sent = time.Now()
 			kick()
@@ -273,6 +294,7 @@ func (c *Client) stream(ctx context.Context, req Request) Record {
 		return rec
 	}
 	defer resp.Body.Close()
+	rec.Headers = time.Now()
 	rec.HTTPStatus = resp.StatusCode
 	if resp.StatusCode != http.StatusOK {
 		// Enough for an error page's title, and a little more so a key that straddles the
@@ -389,6 +411,9 @@ func (c *Client) read(ctx, reqCtx context.Context, body io.Reader, contentType s
 				}
 			} else if rec.SecondContent.IsZero() {
 				rec.SecondContent = now
+			}
+			if c.chunkTimes {
+				rec.ChunkOffsets = append(rec.ChunkOffsets, now.Sub(rec.Sent))
 			}
 			rec.LastContent = now
 			rec.ContentChunks++

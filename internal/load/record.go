@@ -12,12 +12,20 @@ type Record struct {
 	RequestedOutputTokens int    // max_tokens sent
 
 	Sent         time.Time // request written to the connection
+	Headers      time.Time // response status and headers received; zero if none
 	FirstContent time.Time // first chunk with non-empty content/reasoning_content/text; zero if none
 	// SecondContent is the second chunk with non-empty content (time to second token, as
 	// AIPerf names it, is measured from the first); zero if none.
 	SecondContent time.Time
 	LastContent   time.Time // last chunk with non-empty content; zero if none
 	Done          time.Time // response fully received ([DONE], EOF or error)
+
+	// Connect and TLSHandshake are the connection set-up before Sent (zero on a reused
+	// connection); TTFT as AIPerf counts it is TTFT + Connect + TLSHandshake.
+	Connect      time.Duration
+	TLSHandshake time.Duration
+	// ChunkOffsets are each content chunk's arrival after Sent, when the client records them.
+	ChunkOffsets []time.Duration
 
 	ContentChunks int    // chunks that carried non-empty content
 	ContentBytes  int    // UTF-8 bytes of all content received

@@ -17,6 +17,7 @@ import (
 	"github.com/hashicorp/terraform-plugin-framework/path"
 	"github.com/hashicorp/terraform-plugin-framework/resource"
 	"github.com/hashicorp/terraform-plugin-framework/resource/schema"
+	"github.com/hashicorp/terraform-plugin-framework/resource/schema/boolplanmodifier"
 	"github.com/hashicorp/terraform-plugin-framework/resource/schema/int64default"
 	"github.com/hashicorp/terraform-plugin-framework/resource/schema/listplanmodifier"
 	"github.com/hashicorp/terraform-plugin-framework/resource/schema/mapplanmodifier"
@@ -65,6 +66,8 @@ type capacityBenchmarkModel struct {
 	Triggers     types.Map      `tfsdk:"triggers"`
 	Experiment   types.Object   `tfsdk:"experiment"`
 	ProgressFile types.String   `tfsdk:"progress_file"`
+	RecordsDir   types.String   `tfsdk:"records_directory"`
+	ChunkTimes   types.Bool     `tfsdk:"record_chunk_times"`
 	Timeouts     timeouts.Value `tfsdk:"timeouts"`
 
 	MaximumPassingConcurrency types.Map    `tfsdk:"maximum_passing_concurrency"`
@@ -290,6 +293,22 @@ func (r *capacityBenchmarkResource) Schema(ctx context.Context, _ resource.Schem
 					"so `tail -f` shows a long run. Trials recorded there for the same configuration are reused when an interrupted run is applied again. " +
 					"Must be a file path: not empty (omit the attribute for no journal) and not a directory.",
 			},
+			"records_directory": schema.StringAttribute{
+				Optional: true,
+				MarkdownDescription: "Directory to write per-request records to: one JSONL file per trial (probes included), one line per " +
+					"request, warmups flagged, with its timestamps (Unix ns), chunk count, token counts, finish reason, HTTP status and " +
+					"error. Each trial in `results_json` names its file (`records_file`, relative to this directory) and `records_sha256`. " +
+					"`go run ./cmd/llmserve-recompute -results result.json -records <dir> -check` recomputes every trial's metrics from " +
+					"them, bit for bit. Changing it re-runs the benchmark (the files belong to the run).",
+				Validators:    []validator.String{stringvalidator.LengthAtLeast(1), printableValidator{}},
+				PlanModifiers: replace,
+			},
+			"record_chunk_times": schema.BoolAttribute{
+				Optional: true,
+				MarkdownDescription: "With `records_directory`, also record each content chunk's arrival after the request was sent " +
+					"(`chunk_offsets_ns`): about 10 bytes per streamed chunk on disk (a records file is about 420 KiB per 1 000 requests without them, 5.3 MiB with them at 512 chunks per request). Default `false`.",
+				PlanModifiers: []planmodifier.Bool{boolplanmodifier.RequiresReplace()},
+			},
 			"timeouts": positiveTimeouts(ctx, timeouts.Opts{
 				Create:            true,
 				CreateDescription: "How long the whole benchmark may run, as a Go duration (`\"90m\"`, `\"36h\"`). Default `24h`; must be positive.",
@@ -397,6 +416,14 @@ func (r *capacityBenchmarkResource) ValidateConfig(ctx context.Context, req reso
 		hi = maxC.ValueInt64()
 	}
 	validateSLOsConfig(ctx, req.Config, &resp.Diagnostics)
+	var recordsDir types.String
+	var chunkTimes types.Bool
+	resp.Diagnostics.Append(req.Config.GetAttribute(ctx, path.Root("records_directory"), &recordsDir)...)
+	resp.Diagnostics.Append(req.Config.GetAttribute(ctx, path.Root("record_chunk_times"), &chunkTimes)...)
+	if chunkTimes.ValueBool() && recordsDir.IsNull() {
+		resp.Diagnostics.AddAttributeError(path.Root("record_chunk_times"), "Chunk times without records",
+			"record_chunk_times adds chunk arrival times to the per-request records, which are only written with records_directory; set records_directory or remove record_chunk_times.")
+	}
 	var levels types.List
 	resp.Diagnostics.Append(req.Config.GetAttribute(ctx, path.Root("search").AtName("concurrency_levels"), &levels)...)
 	if !levels.IsNull() && (!minC.IsNull() || !maxC.IsNull()) {
@@ -626,6 +653,8 @@ func (m capacityBenchmarkModel) capacityConfig(ctx context.Context) (capacity.Co
 		MeasuredRequests:   int(trial.MeasuredRequests.ValueInt64()),
 		ConfirmationTrials: int(trial.ConfirmationTrials.ValueInt64()),
 		CacheFlush:         trial.CacheFlush.ValueString(),
+		RecordsDirectory:   m.RecordsDir.ValueString(),
+		RecordChunkTimes:   m.ChunkTimes.ValueBool(),
 		Seed:               1,
 	}
 	for _, s := range slos {

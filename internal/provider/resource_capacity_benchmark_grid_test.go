@@ -12,13 +12,18 @@ import (
 	"github.com/hashicorp/terraform-plugin-testing/terraform"
 	"github.com/hashicorp/terraform-plugin-testing/tfjsonpath"
 
+	"github.com/llmserve/terraform-provider-llmserve/internal/records"
 	"github.com/llmserve/terraform-provider-llmserve/internal/results"
 )
 
 // A grid runs exactly the listed levels with confirmation trials only, reports every trial,
 // and takes the boundary over them: with the engine's boundary between 2 and 3, levels
 // 1, 2 and 4 give 2 passing and 4 first failing.
+//
+// With records_directory, every trial names its records file, and recomputing the trials from
+// them gives the document's numbers exactly.
 func TestAccCapacityBenchmark_grid(t *testing.T) {
+	recordsDir := t.TempDir()
 	engine := newBoundaryEngine(t)
 	srv := httptest.NewServer(engine)
 	defer srv.Close()
@@ -35,7 +40,9 @@ resource "llmserve_capacity_benchmark" "grid" {
   slos      = [{ metric = "time_to_first_token", percentile = 95, threshold_ms = 150 }]
   search    = { concurrency_levels = [4, 1, 2] }
   trial     = { warmup_requests = 1, measured_requests = 8, confirmation_trials = 2 }
-}`, srv.URL, benchAPIKey),
+  records_directory  = %q
+  record_chunk_times = true
+}`, srv.URL, benchAPIKey, recordsDir),
 			ConfigStateChecks: []statecheck.StateCheck{
 				statecheck.ExpectKnownValue(addr, tfjsonpath.New("maximum_passing_concurrency"),
 					knownvalue.MapExact(map[string]knownvalue.Check{"64 / 8": knownvalue.Int64Exact(2)})),
@@ -58,6 +65,18 @@ resource "llmserve_capacity_benchmark" "grid" {
 				if fmt.Sprint(got) != want {
 					return fmt.Errorf("trials %v, want %s", got, want)
 				}
+				re, err := records.Recompute(doc, recordsDir)
+				if err != nil {
+					return err
+				}
+				if len(re) != 6 {
+					return fmt.Errorf("recomputed %d trials from records, want 6", len(re))
+				}
+				for _, r := range re {
+					if len(r.Differences) > 0 {
+						return fmt.Errorf("%s differs from the document: %v", r.File, r.Differences)
+					}
+				}
 				return nil
 			},
 		}},
@@ -70,6 +89,8 @@ func TestAccCapacityBenchmark_gridInvalid(t *testing.T) {
 		{"repeated level", `{ concurrency_levels = [1, 2, 2] }`, `duplicate values of: 2`},
 		{"level zero", `{ concurrency_levels = [0, 2] }`, `at least 1`},
 		{"empty grid", `{ concurrency_levels = [] }`, `at least 1`},
+		{"chunk times without records", `{ min_concurrency = 1 }
+  record_chunk_times = true`, `Chunk times without records`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			resource.UnitTest(t, resource.TestCase{

@@ -594,6 +594,16 @@ func (r *reader) trial(o *object) Trial {
 			r.fail(p, "%q is not one of probe, confirmation", t.Kind)
 		}
 	}
+	for _, opt := range []struct {
+		key string
+		dst *string
+	}{{"records_file", &t.RecordsFile}, {"records_sha256", &t.RecordsSHA256}} {
+		if v, p := o.optional(opt.key); v != nil {
+			if *opt.dst = r.str(p, v); *opt.dst == "" {
+				o.keepAsWritten(opt.key)
+			}
+		}
+	}
 	if v, p := o.optional("verdict"); v != nil {
 		switch t.Verdict = r.str(p, v); t.Verdict {
 		case "pass", "fail", "error":

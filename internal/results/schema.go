@@ -118,6 +118,10 @@ type Trial struct {
 	// for the entries of a workload's trials: error when measured requests failed (see
 	// ErrorSummary), fail when an objective was missed.
 	Verdict string `json:"verdict,omitempty"`
+	// RecordsFile is the trial's per-request records file, relative to the benchmark's
+	// records_directory, and RecordsSHA256 its SHA-256 in hex; absent without records.
+	RecordsFile   string `json:"records_file,omitempty"`
+	RecordsSHA256 string `json:"records_sha256,omitempty"`
 	// SLOs is the trial's value of each objective, in the document's order.
 	SLOs []SLOResult `json:"slos,omitempty"`
 	// GoodputPercent is the share of measured requests that succeeded and met every

@@ -1,0 +1,183 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/llmserve/terraform-provider-llmserve/internal/capacity"
+	"github.com/llmserve/terraform-provider-llmserve/internal/results"
+	"github.com/llmserve/terraform-provider-llmserve/internal/simengine"
+)
+
+// The keys of every records line, as the records file format promises them.
+var lineKeys = []string{
+	"workload", "concurrency", "trial", "kind", "index", "sent_ns", "headers_ns", "first_token_ns", "last_token_ns", "done_ns",
+	"chunks", "prompt_tokens", "completion_tokens", "cached_tokens", "finish_reason", "http_status", "error_kind", "error",
+	"connect_ns", "tls_ns", "chunk_offsets_ns",
+}
+
+// TestRecomputeMatchesTheBenchmark runs a real benchmark (closed-loop HTTP against the
+// simulated engine, probes stopped early included) with records, then recomputes every
+// trial from its records file: every value must be identical. A changed number in the
+// document, or a changed records file, is caught.
+func TestRecomputeMatchesTheBenchmark(t *testing.T) {
+	m := simengine.DefaultModel()
+	m.Slots = 2
+	m.PrefillPerToken = 20 * time.Microsecond
+	m.PrefillOverhead = 2 * time.Millisecond
+	m.DecodeStep = 40 * time.Millisecond
+	m.DecodePerSeq = 0
+	engine, err := simengine.NewServer(simengine.Options{Model: m, ModelName: "sim"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := httptest.NewServer(engine)
+	defer srv.Close()
+	dir := t.TempDir()
+	cfg := capacity.Config{
+		Endpoint: srv.URL, Model: "sim", API: "chat",
+		Workloads: []capacity.Workload{{Label: "64 / 8", InputTokens: 64, OutputTokens: 8}},
+		SLOs: []results.SLO{
+			{Metric: results.MetricTTFT, Percentile: 95, ThresholdMs: 150},
+			{Metric: results.MetricGoodput, ThresholdMs: 50},
+		},
+		MinConcurrency: 1, MaxConcurrency: 6,
+		WarmupRequests: 1, MeasuredRequests: 8, ConfirmationTrials: 2,
+		CacheFlush: "auto", Seed: 1,
+		RecordsDirectory: filepath.Join(dir, "records"), RecordChunkTimes: true,
+	}
+	doc, err := capacity.Run(context.Background(), cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	raw, err := results.Marshal(doc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resultsPath := filepath.Join(dir, "result.json")
+	if err := os.WriteFile(resultsPath, raw, 0o644); err != nil {
+		t.Fatal(err)
+	}
+
+	trials := doc.Workloads[0].AllTrials
+	probes := 0
+	for _, tr := range trials {
+		if tr.RecordsFile == "" || len(tr.RecordsSHA256) != 64 {
+			t.Fatalf("trial %+v names no records file", tr)
+		}
+		if tr.Kind == "probe" {
+			probes++
+		}
+		checkLines(t, filepath.Join(cfg.RecordsDirectory, tr.RecordsFile), tr)
+	}
+	if probes == 0 {
+		t.Fatal("the search ran no probe; the test must cover one")
+	}
+
+	var stdout, stderr bytes.Buffer
+	if code := run([]string{"-results", resultsPath, "-records", cfg.RecordsDirectory, "-check"}, &stdout, &stderr); code != 0 {
+		t.Fatalf("exit %d:\n%s", code, stderr.String())
+	}
+	var out output
+	if err := json.Unmarshal(stdout.Bytes(), &out); err != nil {
+		t.Fatalf("output is not JSON: %v\n%s", err, stdout.String())
+	}
+	if len(out.Workloads) != 1 || len(out.Workloads[0].Trials) != len(trials) {
+		t.Fatalf("recomputed %d workloads, want 1 with %d trials", len(out.Workloads), len(trials))
+	}
+	// Spot-check the printed form against the document, beyond the -check comparison.
+	for i, got := range out.Workloads[0].Trials {
+		if want := trials[i]; got.TTFTMs.P95 != want.TTFTMs.P95 || got.BenchmarkDurationS != want.BenchmarkDurationS || got.Concurrency != want.Concurrency {
+			t.Errorf("trial %d printed as p95 %v duration %v at %d, document %v %v at %d", i, got.TTFTMs.P95, got.BenchmarkDurationS, got.Concurrency,
+				want.TTFTMs.P95, want.BenchmarkDurationS, want.Concurrency)
+		}
+	}
+
+	// A changed number in the document is a difference.
+	tampered := *doc
+	tampered.Workloads = slices.Clone(doc.Workloads)
+	tampered.Workloads[0].AllTrials = slices.Clone(trials)
+	tampered.Workloads[0].AllTrials[0].ITLMs.P90 += 1e-9
+	raw2, _ := results.Marshal(&tampered)
+	if err := os.WriteFile(resultsPath, raw2, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	stderr.Reset()
+	if code := run([]string{"-results", resultsPath, "-records", cfg.RecordsDirectory, "-check"}, &bytes.Buffer{}, &stderr); code != 1 || !strings.Contains(stderr.String(), "itl_ms.p90") {
+		t.Fatalf("tampered document: exit %d, stderr %s", code, stderr.String())
+	}
+
+	// A changed records file no longer matches its checksum.
+	if err := os.WriteFile(resultsPath, raw, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	recPath := filepath.Join(cfg.RecordsDirectory, trials[0].RecordsFile)
+	body, err := os.ReadFile(recPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(recPath, bytes.Replace(body, []byte(`"workload":"64 / 8"`), []byte(`"workload":"64 / 9"`), 1), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	stderr.Reset()
+	if code := run([]string{"-results", resultsPath, "-records", cfg.RecordsDirectory}, &bytes.Buffer{}, &stderr); code != 1 || !strings.Contains(stderr.String(), "SHA-256") {
+		t.Fatalf("changed records file: exit %d, stderr %s", code, stderr.String())
+	}
+}
+
+// checkLines reads a records file: one line per request sent, warmups flagged, each with
+// exactly the promised keys, chunk offsets for every content chunk.
+func checkLines(t *testing.T, path string, tr results.Trial) {
+	t.Helper()
+	f, err := os.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	sc := bufio.NewScanner(f)
+	sc.Buffer(nil, 1<<20)
+	warmups, measured := 0, 0
+	for sc.Scan() {
+		var m map[string]any
+		if err := json.Unmarshal(sc.Bytes(), &m); err != nil {
+			t.Fatal(err)
+		}
+		var keys []string
+		for k := range m {
+			keys = append(keys, k)
+		}
+		slices.Sort(keys)
+		want := slices.Clone(lineKeys)
+		if m["chunk_offsets_ns"] == nil {
+			want = slices.DeleteFunc(want, func(k string) bool { return k == "chunk_offsets_ns" })
+		}
+		slices.Sort(want)
+		if !slices.Equal(keys, want) {
+			t.Fatalf("%s: keys %v, want %v", path, keys, want)
+		}
+		if m["kind"] == "warmup" {
+			warmups++
+		} else {
+			measured++
+		}
+		if offs, ok := m["chunk_offsets_ns"].([]any); ok && len(offs) != int(m["chunks"].(float64)) {
+			t.Errorf("%s: %d chunk offsets for %v chunks", path, len(offs), m["chunks"])
+		}
+		if int(m["concurrency"].(float64)) != tr.Concurrency || int(m["trial"].(float64)) != tr.Trial {
+			t.Errorf("%s: line of another trial: %v", path, m)
+		}
+	}
+	if warmups != tr.Correctness.WarmupRecords || measured != tr.Correctness.ProfilingRecords {
+		t.Errorf("%s: %d warmup and %d measured lines, the trial counts %d and %d", path, warmups, measured,
+			tr.Correctness.WarmupRecords, tr.Correctness.ProfilingRecords)
+	}
+}

@@ -1,0 +1,150 @@
+package records
+
+import (
+	"errors"
+	"fmt"
+	"path/filepath"
+
+	"github.com/llmserve/terraform-provider-llmserve/internal/load"
+	"github.com/llmserve/terraform-provider-llmserve/internal/metrics"
+	"github.com/llmserve/terraform-provider-llmserve/internal/results"
+)
+
+// Recomputed is one trial's metrics recomputed from its records file, beside what the
+// document reported.
+type Recomputed struct {
+	Workload   string
+	File       string
+	Reported   results.Trial
+	Recomputed results.Trial
+	// Differences lists every recomputable value that differs, as "path: reported vs
+	// recomputed"; empty when the file reproduces the document exactly.
+	Differences []string
+}
+
+// Recompute reads every trial of doc that names a records file under dir, checks the file's
+// SHA-256, and recomputes the trial's metrics as the benchmark did. What a records file
+// cannot give (prompt text, output bytes and hashes: unique_prompts, unique_outputs,
+// warmup/profile overlap, generated_utf8_bytes; time to second token without
+// record_chunk_times) is taken from the document and not compared.
+func Recompute(doc *results.Document, dir string) ([]Recomputed, error) {
+	var out []Recomputed
+	for _, w := range doc.Workloads {
+		for _, t := range w.AllTrials {
+			if t.RecordsFile == "" {
+				continue
+			}
+			path := filepath.Join(dir, filepath.FromSlash(t.RecordsFile))
+			lines, sum, err := Read(path)
+			if err != nil {
+				return out, fmt.Errorf("workload %q %s trial %d at concurrency %d: %w", w.Label, t.Kind, t.Trial, t.Concurrency, err)
+			}
+			if t.RecordsSHA256 != "" && sum != t.RecordsSHA256 {
+				return out, fmt.Errorf("workload %q %s trial %d at concurrency %d: %s has SHA-256 %s, the document says %s: the file was changed or is not this run's",
+					w.Label, t.Kind, t.Trial, t.Concurrency, path, sum, t.RecordsSHA256)
+			}
+			got, err := recomputeTrial(doc.Objectives(), w.ConfiguredOSL, t, lines)
+			if err != nil {
+				return out, fmt.Errorf("workload %q %s trial %d at concurrency %d: %w", w.Label, t.Kind, t.Trial, t.Concurrency, err)
+			}
+			out = append(out, Recomputed{Workload: w.Label, File: t.RecordsFile, Reported: t, Recomputed: got, Differences: Diff(t, got)})
+		}
+	}
+	return out, nil
+}
+
+func recomputeTrial(slos []results.SLO, osl int, reported results.Trial, lines []Line) (results.Trial, error) {
+	recs := make([]load.Record, len(lines))
+	chunkTimes := false
+	for i, l := range lines {
+		recs[i] = l.Record()
+		chunkTimes = chunkTimes || len(l.ChunkOffsetsNs) > 0
+	}
+	t, err := metrics.Summarize(recs, osl)
+	if err != nil && !reported.StoppedEarly {
+		// A full trial's metrics were computed without error, or it was not reported.
+		if !errors.Is(err, metrics.ErrNoSuccessfulRequests) {
+			return t, err
+		}
+	}
+	// Identity and what a file cannot hold come from the document.
+	t.Trial, t.Concurrency, t.Kind, t.Verdict, t.StoppedEarly = reported.Trial, reported.Concurrency, reported.Kind, reported.Verdict, reported.StoppedEarly
+	t.RecordsFile, t.RecordsSHA256 = reported.RecordsFile, reported.RecordsSHA256
+	c, rc := &t.Correctness, reported.Correctness
+	c.UniqueWarmupPrompts, c.UniquePrompts, c.WarmupProfilePromptOverlap = rc.UniqueWarmupPrompts, rc.UniquePrompts, rc.WarmupProfilePromptOverlap
+	c.UniqueOutputs, c.GeneratedUTF8Bytes = rc.UniqueOutputs, rc.GeneratedUTF8Bytes
+	if !chunkTimes {
+		t.TTSTMs = reported.TTSTMs
+	}
+	t.SLOs, t.GoodputPercent = reported.SLOs, reported.GoodputPercent
+	if len(reported.SLOs) > 0 && !reported.StoppedEarly {
+		v, err := metrics.Evaluate(slos, recs)
+		if err != nil {
+			return t, err
+		}
+		g := v.GoodputPercent
+		t.SLOs, t.GoodputPercent = v.Results, &g
+	}
+	return t, nil
+}
+
+// Diff lists the recomputable values of two trials that differ, exactly (no tolerance: a
+// records file reproduces the numbers bit for bit).
+func Diff(a, b results.Trial) []string {
+	var out []string
+	num := func(name string, x, y float64) {
+		if x != y {
+			out = append(out, fmt.Sprintf("%s: %v vs %v", name, x, y))
+		}
+	}
+	stats := func(name string, x, y *results.Stats) {
+		switch {
+		case x == nil && y == nil:
+			return
+		case x == nil || y == nil:
+			out = append(out, name+": present in only one")
+			return
+		}
+		xv, yv := statValues(*x), statValues(*y)
+		for i, k := range results.StatKeys {
+			num(name+"."+k, xv[i], yv[i])
+		}
+	}
+	stats("ttft_ms", &a.TTFTMs, &b.TTFTMs)
+	stats("request_latency_ms", &a.RequestLatencyMs, &b.RequestLatencyMs)
+	stats("itl_ms", &a.ITLMs, &b.ITLMs)
+	stats("per_user_output_throughput_tps", &a.PerUserOutputThroughputTPS, &b.PerUserOutputThroughputTPS)
+	stats("ttst_ms", a.TTSTMs, b.TTSTMs)
+	stats("inter_chunk_latency_ms", a.InterChunkLatencyMs, b.InterChunkLatencyMs)
+	num("output_throughput_tps", a.OutputThroughputTPS, b.OutputThroughputTPS)
+	num("request_throughput_rps", a.RequestThroughputRPS, b.RequestThroughputRPS)
+	num("benchmark_duration_s", a.BenchmarkDurationS, b.BenchmarkDurationS)
+	num("server_prompt_tokens.min", a.ServerPromptTokens.Min, b.ServerPromptTokens.Min)
+	num("server_prompt_tokens.max", a.ServerPromptTokens.Max, b.ServerPromptTokens.Max)
+	num("server_completion_tokens.min", a.ServerCompletionTokens.Min, b.ServerCompletionTokens.Min)
+	num("server_completion_tokens.max", a.ServerCompletionTokens.Max, b.ServerCompletionTokens.Max)
+	if a.Correctness != b.Correctness {
+		out = append(out, fmt.Sprintf("correctness: %+v vs %+v", a.Correctness, b.Correctness))
+	}
+	if (a.GoodputPercent == nil) != (b.GoodputPercent == nil) || a.GoodputPercent != nil && *a.GoodputPercent != *b.GoodputPercent {
+		out = append(out, fmt.Sprintf("goodput_percent: %v vs %v", fmtPtr(a.GoodputPercent), fmtPtr(b.GoodputPercent)))
+	}
+	if fmt.Sprint(a.ErrorSummary) != fmt.Sprint(b.ErrorSummary) {
+		out = append(out, fmt.Sprintf("error_summary: %+v vs %+v", a.ErrorSummary, b.ErrorSummary))
+	}
+	if fmt.Sprint(a.SLOs) != fmt.Sprint(b.SLOs) {
+		out = append(out, fmt.Sprintf("slos: %+v vs %+v", a.SLOs, b.SLOs))
+	}
+	return out
+}
+
+func fmtPtr(p *float64) any {
+	if p == nil {
+		return nil
+	}
+	return *p
+}
+
+func statValues(s results.Stats) []float64 {
+	return []float64{s.Avg, s.Min, s.Max, s.Std, s.P1, s.P5, s.P10, s.P25, s.P50, s.P75, s.P90, s.P95, s.P99}
+}

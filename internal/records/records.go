@@ -1,0 +1,288 @@
+// Package records writes and reads per-request records: one JSONL file per trial, one line
+// per request (warmups included and flagged), and recomputes a trial's metrics from such a
+// file exactly as the benchmark computed them, so a result can be checked and re-analysed
+// without the benchmark. It sits between the load runner and the metrics package.
+package records
+
+import (
+	"bufio"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+	"unicode"
+
+	"github.com/llmserve/terraform-provider-llmserve/internal/load"
+)
+
+// Line is one request as a records file holds it. Times are Unix nanoseconds, null where the
+// event never happened; within a trial their differences are the monotonic clock's, so
+// metrics recomputed from them are bit for bit those the benchmark reported.
+type Line struct {
+	Workload    string `json:"workload"`
+	Concurrency int    `json:"concurrency"`
+	Trial       int    `json:"trial"`
+	Kind        string `json:"kind"` // warmup | measured
+	Index       int    `json:"index"`
+
+	SentNs       *int64 `json:"sent_ns"`
+	HeadersNs    *int64 `json:"headers_ns"`
+	FirstTokenNs *int64 `json:"first_token_ns"`
+	LastTokenNs  *int64 `json:"last_token_ns"`
+	// DoneNs is when the response ended (after the usage chunk and [DONE]): the trial's
+	// duration runs to the last measured one, as AIPerf's does.
+	DoneNs *int64 `json:"done_ns"`
+
+	Chunks           int     `json:"chunks"`
+	PromptTokens     *int    `json:"prompt_tokens"`
+	CompletionTokens *int    `json:"completion_tokens"`
+	CachedTokens     *int    `json:"cached_tokens"`
+	FinishReason     *string `json:"finish_reason"`
+	HTTPStatus       *int    `json:"http_status"`
+	ErrorKind        *string `json:"error_kind"`
+	Error            *string `json:"error"`
+
+	// ConnectNs and TLSNs are the connection set-up before sent_ns; null on a reused
+	// connection.
+	ConnectNs *int64 `json:"connect_ns"`
+	TLSNs     *int64 `json:"tls_ns"`
+
+	// ChunkOffsetsNs is each content chunk's arrival after sent_ns, with record_chunk_times.
+	ChunkOffsetsNs []int64 `json:"chunk_offsets_ns,omitempty"`
+}
+
+// Kinds of Line.
+const (
+	KindWarmup   = "warmup"
+	KindMeasured = "measured"
+)
+
+// ErrorKindCancelled marks a request the runner stopped (a probe decided early); it is not
+// an error of the server's.
+const ErrorKindCancelled = "cancelled"
+
+// Trial says which trial a file's lines belong to.
+type Trial struct {
+	Workload    string
+	Concurrency int
+	Index       int // the trial's 1-based index among its kind at this concurrency
+}
+
+// FromLoad turns a trial's records into lines. Every time is written as base's Unix time
+// plus its monotonic distance from base (base is the trial's first Sent), so differences
+// between a file's times are exactly the ones the live metrics used.
+func FromLoad(t Trial, recs []load.Record) []Line {
+	var base time.Time
+	for _, r := range recs {
+		if !r.Sent.IsZero() && (base.IsZero() || r.Sent.Before(base)) {
+			base = r.Sent
+		}
+	}
+	at := func(v time.Time) *int64 {
+		if v.IsZero() {
+			return nil
+		}
+		n := base.UnixNano() + int64(v.Sub(base))
+		return &n
+	}
+	dur := func(d time.Duration) *int64 {
+		if d <= 0 {
+			return nil
+		}
+		n := int64(d)
+		return &n
+	}
+	out := make([]Line, len(recs))
+	for i, r := range recs {
+		l := Line{
+			Workload: t.Workload, Concurrency: t.Concurrency, Trial: t.Index, Kind: KindMeasured, Index: r.Index,
+			SentNs: at(r.Sent), HeadersNs: at(r.Headers), FirstTokenNs: at(r.FirstContent), LastTokenNs: at(r.LastContent),
+			DoneNs: at(r.Done), Chunks: r.ContentChunks,
+			FinishReason: optional(r.FinishReason), Error: optional(r.Err), ErrorKind: optional(errorKind(r)),
+			ConnectNs: dur(r.Connect), TLSNs: dur(r.TLSHandshake),
+		}
+		if r.Warmup {
+			l.Kind = KindWarmup
+		}
+		if r.UsageReported {
+			l.PromptTokens, l.CompletionTokens = ptr(r.PromptTokens), ptr(r.CompletionTokens)
+		}
+		if r.HTTPStatus != 0 {
+			l.HTTPStatus = ptr(r.HTTPStatus)
+		}
+		if len(r.ChunkOffsets) > 0 {
+			l.ChunkOffsetsNs = make([]int64, len(r.ChunkOffsets))
+			for j, d := range r.ChunkOffsets {
+				l.ChunkOffsetsNs[j] = int64(d)
+			}
+		}
+		out[i] = l
+	}
+	return out
+}
+
+// errorKind is the load package's failure kind of a request, or ErrorKindCancelled.
+func errorKind(r load.Record) string {
+	if r.Cancelled {
+		return ErrorKindCancelled
+	}
+	return string(r.Failure)
+}
+
+// Record turns a line back into what the metrics package reads. What a file does not hold
+// (prompt text, output bytes and hash, the second chunk without chunk offsets) stays zero.
+func (l Line) Record() load.Record {
+	at := func(n *int64) time.Time {
+		if n == nil {
+			return time.Time{}
+		}
+		return time.Unix(0, *n)
+	}
+	r := load.Record{
+		Index: l.Index, Warmup: l.Kind == KindWarmup,
+		Sent: at(l.SentNs), Headers: at(l.HeadersNs), FirstContent: at(l.FirstTokenNs), LastContent: at(l.LastTokenNs), Done: at(l.DoneNs),
+		ContentChunks: l.Chunks, Cancelled: deref(l.ErrorKind) == ErrorKindCancelled,
+		FinishReason: deref(l.FinishReason), Err: deref(l.Error),
+	}
+	if !r.Cancelled {
+		r.Failure = load.FailureKind(deref(l.ErrorKind))
+	}
+	if l.HTTPStatus != nil {
+		r.HTTPStatus = *l.HTTPStatus
+	}
+	if l.PromptTokens != nil && l.CompletionTokens != nil {
+		r.UsageReported, r.PromptTokens, r.CompletionTokens = true, *l.PromptTokens, *l.CompletionTokens
+	}
+	if l.ConnectNs != nil {
+		r.Connect = time.Duration(*l.ConnectNs)
+	}
+	if l.TLSNs != nil {
+		r.TLSHandshake = time.Duration(*l.TLSNs)
+	}
+	if len(l.ChunkOffsetsNs) > 0 {
+		r.ChunkOffsets = make([]time.Duration, len(l.ChunkOffsetsNs))
+		for i, d := range l.ChunkOffsetsNs {
+			r.ChunkOffsets[i] = time.Duration(d)
+		}
+		if len(l.ChunkOffsetsNs) > 1 && !r.Sent.IsZero() {
+			r.SecondContent = r.Sent.Add(r.ChunkOffsets[1])
+		}
+	}
+	return r
+}
+
+// FileName is a trial's records file, relative to the records directory:
+// "01-2k-512/probe-c008-1.jsonl" for the first workload's probe at concurrency 8.
+func FileName(workloadIndex int, label, kind string, concurrency, index int) string {
+	return filepath.Join(fmt.Sprintf("%02d-%s", workloadIndex+1, slug(label)), fmt.Sprintf("%s-c%03d-%d.jsonl", kind, concurrency, index))
+}
+
+// slug keeps letters and digits of a label, lowercased, runs of anything else as one "-".
+func slug(label string) string {
+	var b strings.Builder
+	dash := false
+	for _, r := range strings.ToLower(label) {
+		if r < 128 && (unicode.IsLetter(r) || unicode.IsDigit(r)) {
+			if dash && b.Len() > 0 {
+				b.WriteByte('-')
+			}
+			b.WriteRune(r)
+			dash = false
+			continue
+		}
+		dash = true
+	}
+	if b.Len() == 0 {
+		return "workload"
+	}
+	return b.String()
+}
+
+// Write writes lines to dir/rel (creating directories) and returns the file's SHA-256 in
+// hex. The file is synced before it is reported written.
+func Write(dir, rel string, lines []Line) (sum string, err error) {
+	path := filepath.Join(dir, rel)
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		return "", fmt.Errorf("records directory: %w; give a writable records_directory", err)
+	}
+	f, err := os.Create(path)
+	if err != nil {
+		return "", fmt.Errorf("records file: %w; give a writable records_directory", err)
+	}
+	defer func() {
+		if cerr := f.Close(); err == nil && cerr != nil {
+			err = fmt.Errorf("records file %s: %w", path, cerr)
+		}
+	}()
+	h := sha256.New()
+	w := bufio.NewWriterSize(io.MultiWriter(f, h), 64<<10)
+	enc := json.NewEncoder(w)
+	enc.SetEscapeHTML(false)
+	for _, l := range lines {
+		if err := enc.Encode(l); err != nil {
+			return "", fmt.Errorf("records file %s: %w", path, err)
+		}
+	}
+	if err := w.Flush(); err != nil {
+		return "", fmt.Errorf("records file %s: %w", path, err)
+	}
+	if err := f.Sync(); err != nil {
+		return "", fmt.Errorf("records file %s: %w", path, err)
+	}
+	return hex.EncodeToString(h.Sum(nil)), nil
+}
+
+// maxLine bounds one line: a request with chunk offsets of 100 000 chunks is about 1.5 MB.
+const maxLine = 16 << 20
+
+// Read reads a records file and its SHA-256.
+func Read(path string) ([]Line, string, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, "", err
+	}
+	defer f.Close()
+	h := sha256.New()
+	sc := bufio.NewScanner(io.TeeReader(f, h))
+	sc.Buffer(make([]byte, 64<<10), maxLine)
+	var out []Line
+	for n := 1; sc.Scan(); n++ {
+		var l Line
+		if err := json.Unmarshal(sc.Bytes(), &l); err != nil {
+			return nil, "", fmt.Errorf("%s line %d: %w", path, n, err)
+		}
+		if l.Kind != KindWarmup && l.Kind != KindMeasured {
+			return nil, "", fmt.Errorf("%s line %d: kind %q is not warmup or measured", path, n, l.Kind)
+		}
+		out = append(out, l)
+	}
+	if err := sc.Err(); err != nil {
+		return nil, "", fmt.Errorf("%s: %w", path, err)
+	}
+	if len(out) == 0 {
+		return nil, "", errors.New(path + ": no records")
+	}
+	return out, hex.EncodeToString(h.Sum(nil)), nil
+}
+
+func optional(s string) *string {
+	if s == "" {
+		return nil
+	}
+	return &s
+}
+
+func ptr[T any](v T) *T { return &v }
+
+func deref(s *string) string {
+	if s == nil {
+		return ""
+	}
+	return *s
+}

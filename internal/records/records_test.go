@@ -1,0 +1,106 @@
+package records
+
+import (
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/llmserve/terraform-provider-llmserve/internal/load"
+)
+
+// A record written and read back keeps every time difference to the nanosecond, nulls for
+// events that never happened, and the second chunk from the chunk offsets.
+func TestLineRoundTrip(t *testing.T) {
+	sent := time.Now() // with a monotonic reading, as the client's
+	recs := []load.Record{
+		{Index: 0, Warmup: true, Sent: sent, Done: sent.Add(time.Second), HTTPStatus: 503, Err: "HTTP 503 from http://h/v1", Failure: load.FailHTTPStatus},
+		{Index: 1, Sent: sent.Add(3 * time.Nanosecond), Headers: sent.Add(5 * time.Millisecond), FirstContent: sent.Add(100*time.Millisecond + 7),
+			SecondContent: sent.Add(130 * time.Millisecond), LastContent: sent.Add(400 * time.Millisecond), Done: sent.Add(401 * time.Millisecond),
+			ContentChunks: 3, UsageReported: true, PromptTokens: 60, CompletionTokens: 9, FinishReason: "length", HTTPStatus: 200,
+			Connect: 2 * time.Millisecond, ChunkOffsets: []time.Duration{100*time.Millisecond + 4, 130*time.Millisecond - 3, 400*time.Millisecond - 3}},
+		{Index: 2, Sent: sent.Add(time.Millisecond), Done: sent.Add(2 * time.Millisecond), Cancelled: true},
+	}
+	lines := FromLoad(Trial{Workload: "w", Concurrency: 2, Index: 1}, recs)
+	if *lines[1].SentNs-*lines[0].SentNs != 3 || *lines[1].FirstTokenNs-*lines[1].SentNs != int64(100*time.Millisecond+4) {
+		t.Fatalf("differences not kept: %+v", lines[1])
+	}
+	if lines[0].Kind != KindWarmup || lines[0].FirstTokenNs != nil || lines[0].PromptTokens != nil || *lines[0].ErrorKind != "http_status" || *lines[0].HTTPStatus != 503 {
+		t.Fatalf("warmup line %+v", lines[0])
+	}
+	if *lines[2].ErrorKind != ErrorKindCancelled || lines[2].HTTPStatus != nil || lines[2].Error != nil {
+		t.Fatalf("cancelled line %+v", lines[2])
+	}
+	if *lines[1].ConnectNs != int64(2*time.Millisecond) || lines[1].TLSNs != nil {
+		t.Fatalf("connection set-up %+v", lines[1])
+	}
+	path := filepath.Join(t.TempDir(), "a", "b.jsonl")
+	sum, err := Write(filepath.Dir(filepath.Dir(path)), "a/b.jsonl", lines)
+	if err != nil {
+		t.Fatal(err)
+	}
+	back, sum2, err := Read(path)
+	if err != nil || sum2 != sum || len(back) != 3 {
+		t.Fatalf("read back %d lines, %v, sums %s %s", len(back), err, sum, sum2)
+	}
+	r := back[1].Record()
+	orig := recs[1]
+	for name, pair := range map[string][2]time.Duration{
+		"ttft":    {r.FirstContent.Sub(r.Sent), orig.FirstContent.Sub(orig.Sent)},
+		"latency": {r.LastContent.Sub(r.Sent), orig.LastContent.Sub(orig.Sent)},
+		"done":    {r.Done.Sub(back[0].Record().Sent), orig.Done.Sub(recs[0].Sent)},
+		"second":  {r.SecondContent.Sub(r.FirstContent), 30*time.Millisecond - 7},
+	} {
+		if pair[0] != pair[1] {
+			t.Errorf("%s: %v, want %v", name, pair[0], pair[1])
+		}
+	}
+	if !r.UsageReported || r.CompletionTokens != 9 || r.ContentChunks != 3 || r.Warmup || !back[0].Record().Warmup || !back[2].Record().Cancelled ||
+		back[0].Record().Failure != load.FailHTTPStatus {
+		t.Errorf("record back %+v", r)
+	}
+	if got := FileName(0, "2K / 512", "probe", 8, 1); got != filepath.Join("01-2k-512", "probe-c008-1.jsonl") {
+		t.Errorf("FileName = %q", got)
+	}
+}
+
+// BenchmarkRecordsFileSize reports the size of a records file per 1 000 requests of 512
+// output tokens streamed one token per chunk, with and without chunk times.
+func BenchmarkRecordsFileSize(b *testing.B) {
+	for _, chunkTimes := range []bool{false, true} {
+		name := "without_chunk_times"
+		if chunkTimes {
+			name = "with_chunk_times"
+		}
+		b.Run(name, func(b *testing.B) {
+			sent := time.Now()
+			recs := make([]load.Record, 1000)
+			for i := range recs {
+				s := sent.Add(time.Duration(i) * 37 * time.Millisecond)
+				r := load.Record{Index: i, Sent: s, Headers: s.Add(3 * time.Millisecond), FirstContent: s.Add(812 * time.Millisecond),
+					LastContent: s.Add(19 * time.Second), Done: s.Add(19*time.Second + 400*time.Microsecond), ContentChunks: 512,
+					UsageReported: true, PromptTokens: 2101, CompletionTokens: 512, FinishReason: "length", HTTPStatus: 200}
+				if chunkTimes {
+					for c := range 512 {
+						r.ChunkOffsets = append(r.ChunkOffsets, 812*time.Millisecond+time.Duration(c)*35531*time.Microsecond/1000)
+					}
+				}
+				recs[i] = r
+			}
+			dir := b.TempDir()
+			var size int64
+			for b.Loop() {
+				lines := FromLoad(Trial{Workload: "2K / 512", Concurrency: 11, Index: 1}, recs)
+				if _, err := Write(dir, "t.jsonl", lines); err != nil {
+					b.Fatal(err)
+				}
+				st, err := os.Stat(filepath.Join(dir, "t.jsonl"))
+				if err != nil {
+					b.Fatal(err)
+				}
+				size = st.Size()
+			}
+			b.ReportMetric(float64(size)/1024, "KiB/1000req")
+		})
+	}
+}
