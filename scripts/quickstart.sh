@@ -32,6 +32,7 @@ cat >.cache/quickstart.tfrc <<RC
 provider_installation {
   dev_overrides {
     "registry.terraform.io/llmserve/llmserve" = "$root/.cache/provider"
+    "registry.opentofu.org/llmserve/llmserve" = "$root/.cache/provider"
   }
   direct {}
 }

@@ -2,7 +2,8 @@
 # Every test of the project on a fresh machine (as root): installs and starts what the
 # tests need (docker.io + dockerd, debootstrap), builds the llama.cpp engine image and the
 # tiny model when missing, checks formatting, vet and that docs/ is generated from the
-# current schemas, then runs unit and acceptance tests against the real Terraform CLI.
+# current schemas, then runs unit and acceptance tests against the real Terraform CLI and
+# OpenTofu.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -34,6 +35,9 @@ fi
 step "examples validate against the built provider"
 scripts/validate-examples.sh
 
+step "OpenTofu CLI (built from the module proxy once, cached in /var/cache/llmserve-tools)"
+tofu=$(scripts/build-opentofu.sh)
+
 step "unit and acceptance tests"
 go test -count=1 -timeout 60m -p 2 -skip 'TestAccQuickstart' ./...
 
@@ -44,6 +48,9 @@ step "fuzz: SSE parser, results decoder, progress journal reader"
 for target in FuzzSSEParse:./internal/load FuzzParse:./internal/results FuzzJournalRead:./internal/capacity; do
 	go test -run '^$' -fuzz "^${target%%:*}\$" -fuzztime "${FUZZTIME:-5s}" "${target#*:}"
 done
+
+step "acceptance tests on OpenTofu"
+TOFU="$tofu" scripts/testacc-opentofu.sh
 
 # The real-engine chain runs alone: its SLO is set for a machine not also running other tests.
 step "end to end: quickstart on llama.cpp in Docker"

@@ -19,6 +19,8 @@ provider_installation {
   dev_overrides {
     "registry.terraform.io/llmserve/llmserve"  = "$root/.cache/provider"
     "registry.terraform.io/hashicorp/llmserve" = "$root/.cache/provider"
+    "registry.opentofu.org/llmserve/llmserve"  = "$root/.cache/provider"
+    "registry.opentofu.org/hashicorp/llmserve" = "$root/.cache/provider"
   }
   direct {}
 }

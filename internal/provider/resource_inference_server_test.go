@@ -19,6 +19,7 @@ import (
 	"github.com/hashicorp/terraform-plugin-testing/statecheck"
 	"github.com/hashicorp/terraform-plugin-testing/terraform"
 	"github.com/hashicorp/terraform-plugin-testing/tfjsonpath"
+	"github.com/hashicorp/terraform-plugin-testing/tfversion"
 
 	"github.com/llmserve/terraform-provider-llmserve/internal/deploy/docker"
 	"github.com/llmserve/terraform-provider-llmserve/internal/deploy/enginetest"
@@ -188,7 +189,10 @@ func TestAccInferenceServer_lifecycle(t *testing.T) {
 	hostPort := enginetest.FreePort(t)
 	resource.Test(t, resource.TestCase{
 		ProtoV6ProviderFactories: testAccProtoV6ProviderFactories,
-		CheckDestroy:             testAccCheckGone(b, accContainer),
+		// hub_token_wo and api_key_wo are write-only attributes, which Terraform sends from 1.11
+		// on (OpenTofu 1.12 does too); an older CLI skips the test, saying so, rather than fail.
+		TerraformVersionChecks: []tfversion.TerraformVersionCheck{tfversion.SkipBelow(tfversion.Version1_11_0)},
+		CheckDestroy:           testAccCheckGone(b, accContainer),
 		Steps: []resource.TestStep{
 			{
 				Config: testAccInferenceServerConfig(accContainer, secrets),
