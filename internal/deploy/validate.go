@@ -21,7 +21,7 @@ var ReservedLabels = []string{ManagedLabel, SpecLabel}
 // secretEnv are environment names engines and huggingface_hub read secrets from: a value
 // there would be stored in state and shown in plan output, so it must come through the
 // write-only secrets instead.
-var secretEnv = map[string]string{
+var secretEnv = map[string]string{ //nolint:gosec // G101: variable and attribute names, not credentials
 	"HF_TOKEN":               "hub_token_wo",
 	"HUGGING_FACE_HUB_TOKEN": "hub_token_wo",
 	"VLLM_API_KEY":           "api_key_wo",

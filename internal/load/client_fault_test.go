@@ -184,7 +184,7 @@ func TestClientFaultKinds(t *testing.T) {
 // hang holds a request open until the client goes away. The body is read first: the server
 // notices a closed connection only once the handler has consumed the request body.
 func hang(r *http.Request) {
-	io.Copy(io.Discard, r.Body)
+	_, _ = io.Copy(io.Discard, r.Body)
 	select {
 	case <-r.Context().Done():
 	case <-time.After(10 * time.Second):

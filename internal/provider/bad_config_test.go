@@ -185,7 +185,7 @@ func badConfigs(t *testing.T) []badConfig {
 		{"env LLAMA_API_KEY", srv(map[string]string{"environment": `{ LLAMA_API_KEY = "k" }`}), `environment["LLAMA_API_KEY"]`, `remove it and set api_key_wo`},
 		{"label reserved spec", srv(map[string]string{"labels": `{ "dev.llmserve.spec" = "{}" }`}), `labels["dev.llmserve.spec"]`, `is written by the provider`},
 		{"label reserved managed", srv(map[string]string{"labels": `{ "dev.llmserve.managed" = "false" }`}), `labels["dev.llmserve.managed"]`, `would overwrite this value; choose another key`},
-		{"label key control", srv(map[string]string{"labels": `{ "team" = "x" }`}), `labels`, `the key contains control characters`},
+		{"label key control", srv(map[string]string{"labels": "{ \"team\u0085\" = \"x\" }"}), `labels`, `the key contains control characters`},
 		{"label empty key", srv(map[string]string{"labels": `{ "" = "x" }`}), "labels", `has an empty label key`},
 		{"label value control", srv(map[string]string{"labels": `{ team = "a\nb" }`}), `labels["team"]`, `the value contains control characters`},
 		{"extra_args api key", srv(map[string]string{"extra_args": `["--api-key", "sk-123"]`}), "extra_args[0]", `--api-key puts a secret on the command line`},

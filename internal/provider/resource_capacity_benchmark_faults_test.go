@@ -42,7 +42,7 @@ func (p *faultProxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if strings.HasSuffix(r.URL.Path, "/completions") {
 		if f := p.schedule(p.count.Add(1)); f != nil {
 			// The server only notices a client leaving once the request body is read.
-			io.Copy(io.Discard, r.Body)
+			_, _ = io.Copy(io.Discard, r.Body)
 			f(w, r)
 			return
 		}
