@@ -217,8 +217,9 @@ func Run(ctx context.Context, cfg Config, runner TrialRunner) (Result, error) {
 	return s.res, nil
 }
 
-// belief is the best knowledge of a level's verdict: its confirmation trials when it has them,
-// else its probe. ok is false for a level never tried.
+// belief is the best knowledge of a level's verdict: a failed confirmation trial, else all
+// its confirmation trials, else its probe, else the confirmation trials run so far (a guard
+// level cleared with fewer than k). ok is false for a level never tried.
 func (s *searcher) belief(c int) (pass, ok bool) {
 	if c < s.cfg.Min {
 		return true, true // below the bounds counts as passing: nothing to find there
@@ -230,10 +231,14 @@ func (s *searcher) belief(c int) (pass, ok bool) {
 	switch {
 	case l == nil:
 		return false, false
+	case len(l.conf) > 0 && !allPass(l.conf):
+		return false, true
 	case len(l.conf) == s.cfg.ConfirmationTrials:
-		return allPass(l.conf), true
+		return true, true
 	case l.probe != nil:
 		return l.probe.Pass, true
+	case len(l.conf) > 0:
+		return true, true
 	}
 	return false, false
 }
@@ -294,7 +299,7 @@ func (s *searcher) search(ctx context.Context) error {
 			continue
 		}
 		if g, ok := s.guardLevel(lo); ok {
-			if err := s.confirm(ctx, g); err != nil {
+			if err := s.confirmOne(ctx, g); err != nil {
 				return err
 			}
 			continue
@@ -374,23 +379,41 @@ func (s *searcher) anyFail(c int) bool {
 	return !allPass(l.conf)
 }
 
-// guardLevel returns the level below the boundary that still needs confirming because the
-// confirmed levels from lo downwards came within the guard band of the threshold.
+// guardClearTrials is how many trials of a level below the boundary must stay clear of the
+// guard band before the walk stops there. One is not enough: where the capacity curve has a
+// step (a batch limit), one level's trials spread by ±6 %, twice the usual noise, and a single
+// low trial hid a failing one in 2 of 120 simulated scenarios.
+const guardClearTrials = 2
+
+// guardLevel returns the level below the boundary that needs one more confirmation trial
+// because the evidence from lo downwards came within the guard band of the threshold, where
+// the grid could have seen a noisy failure lower down. A level whose trials (at least
+// guardClearTrials of them) all stayed clear of the band ends the walk: the levels under it
+// are further from the threshold still. A level near the band gets all k trials, one at a
+// time, before the walk goes lower. Before, every level of the walk got all k trials.
 func (s *searcher) guardLevel(lo int) (int, bool) {
 	if s.cfg.GuardBand == 0 {
 		return 0, false
 	}
 	near := s.cfg.Threshold * (1 - s.cfg.GuardBand)
-	for g := lo; g > s.cfg.Min && s.confirmed(g); g-- {
+	for g := lo; g >= s.cfg.Min; g-- {
+		l := s.levels[g]
+		if l == nil || len(l.conf) == 0 {
+			if g == lo {
+				return 0, false // lo is confirmed before the guard is asked
+			}
+			return g, true
+		}
 		worst := math.Inf(-1)
-		for _, o := range s.levels[g].conf {
+		for _, o := range l.conf {
 			worst = max(worst, o.Value)
 		}
-		if worst < near {
+		clear := min(guardClearTrials, s.cfg.ConfirmationTrials)
+		switch {
+		case worst < near && len(l.conf) >= clear:
 			return 0, false
-		}
-		if !s.confirmed(g - 1) {
-			return g - 1, true
+		case len(l.conf) < s.cfg.ConfirmationTrials:
+			return g, true
 		}
 	}
 	return 0, false
@@ -427,14 +450,22 @@ func (s *searcher) probe(ctx context.Context, c int) error {
 
 // confirm runs all k confirmation trials at c, in full even after one fails.
 func (s *searcher) confirm(ctx context.Context, c int) error {
-	l := s.lvl(c)
-	for i := len(l.conf) + 1; i <= s.cfg.ConfirmationTrials; i++ {
-		o, err := s.trial(ctx, Request{Concurrency: c, Kind: Confirmation, Index: i})
-		if err != nil {
+	for len(s.lvl(c).conf) < s.cfg.ConfirmationTrials {
+		if err := s.confirmOne(ctx, c); err != nil {
 			return err
 		}
-		l.conf = append(l.conf, o)
 	}
+	return nil
+}
+
+// confirmOne adds the next confirmation trial at c.
+func (s *searcher) confirmOne(ctx context.Context, c int) error {
+	l := s.lvl(c)
+	o, err := s.trial(ctx, Request{Concurrency: c, Kind: Confirmation, Index: len(l.conf) + 1})
+	if err != nil {
+		return err
+	}
+	l.conf = append(l.conf, o)
 	return nil
 }
 

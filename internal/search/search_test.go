@@ -256,6 +256,33 @@ func TestRunGuardBand(t *testing.T) {
 			t.Errorf("confirmed 16 although 17 is outside the guard band")
 		}
 	}
+
+	// The walk below a confirmed boundary: 19 (190) is in the band, so 18 gets trials; two
+	// of them clear of the band (170 < 180) end the walk without the third, and 17 is never
+	// confirmed. Level 18 has no noisy trial here.
+	clearBelow := func(q Request) float64 {
+		if q.Concurrency == 18 {
+			return 170
+		}
+		return float64(q.Concurrency * 10)
+	}
+	r = &scripted{t: t, pass: func(q Request) bool { return clearBelow(q) < 200 }, value: clearBelow}
+	res, err = Run(context.Background(), Config{Min: 1, Max: 64, ConfirmationTrials: 3, Threshold: 200, GuardBand: 0.1}, r)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var at18 []int
+	for _, q := range r.ran {
+		if q.Kind == Confirmation && q.Concurrency == 18 {
+			at18 = append(at18, q.Index)
+		}
+		if q.Kind == Confirmation && q.Concurrency < 18 {
+			t.Errorf("confirmed %d below a level clear of the band", q.Concurrency)
+		}
+	}
+	if *res.MaximumPassing != 19 || !slices.Equal(at18, []int{1, 2}) {
+		t.Errorf("boundary %d, trials at 18 %v; want 19 and trials 1, 2", *res.MaximumPassing, at18)
+	}
 }
 
 // TestRunResume interrupts the search after every possible number of trials and resumes it
