@@ -3,7 +3,6 @@ package provider
 import (
 	"context"
 	"fmt"
-	"os"
 	"strings"
 
 	"github.com/hashicorp/terraform-plugin-framework/datasource"
@@ -74,7 +73,8 @@ func (d *capacityReportDataSource) Schema(_ context.Context, _ datasource.Schema
 			"path": schema.StringAttribute{
 				Optional: true,
 				MarkdownDescription: "Path of the results document on the machine running Terraform. A relative " +
-					"path is taken from Terraform's working directory; prefer `\"${path.module}/results.json\"`.",
+					"path is taken from Terraform's working directory; prefer `\"${path.module}/results.json\"`. " +
+					"It must be a regular file of at most 64 MiB (a FIFO or device is refused before it is read).",
 				Validators: []validator.String{nonEmptyString{}},
 			},
 			"content": schema.StringAttribute{
@@ -128,7 +128,7 @@ func (d *capacityReportDataSource) Read(ctx context.Context, req datasource.Read
 	if !m.Path.IsNull() {
 		attrPath, from = path.Root("path"), m.Path.ValueString()
 		var err error
-		if data, err = os.ReadFile(m.Path.ValueString()); err != nil {
+		if data, err = results.ReadFile(m.Path.ValueString()); err != nil {
 			resp.Diagnostics.AddAttributeError(attrPath, "Cannot read results document",
 				fmt.Sprintf("Reading %s failed: %v. The path is relative to Terraform's working directory; \"${path.module}/...\" names a file beside the configuration.", m.Path.ValueString(), err))
 			return

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"syscall"
 	"testing"
 
 	"github.com/hashicorp/terraform-plugin-framework/datasource"
@@ -149,6 +150,10 @@ func TestAccCapacityReportDataSource_errors(t *testing.T) {
 	if err := os.WriteFile(bad, []byte(`{"schema_version": 1, "workloads": [{"label": 7}]}`), 0o600); err != nil {
 		t.Fatal(err)
 	}
+	fifo := filepath.Join(t.TempDir(), "results.fifo")
+	if err := syscall.Mkfifo(fifo, 0o600); err != nil {
+		t.Fatal(err)
+	}
 	cases := []struct {
 		name   string
 		config string
@@ -167,6 +172,14 @@ func TestAccCapacityReportDataSource_errors(t *testing.T) {
 		{"not JSON", `data "llmserve_capacity_report" "test" { content = "results: yes" }`, `not valid JSON`},
 		{"other version", `data "llmserve_capacity_report" "test" { content = jsonencode({ schema_version = 2 }) }`, `schema_version: unsupported version 2`},
 		{"mistyped key", fmt.Sprintf(`data "llmserve_capacity_report" "test" { path = %q }`, bad), `workloads[0].label: expected string, got number`},
+		{"impossible boundary", fmt.Sprintf(`data "llmserve_capacity_report" "test" {
+  content = replace(file(%q), "\"maximum_passing_concurrency\": 11", "\"maximum_passing_concurrency\": 12")
+}`, ref), `workloads[0].first_failing_concurrency: 12 is not above maximum_passing_concurrency 12`},
+		{"negative metric", fmt.Sprintf(`data "llmserve_capacity_report" "test" {
+  content = replace(file(%q), "\"p95\": 7095.03604365", "\"p95\": -1")
+}`, ref), `workloads[0].passing_trials[0].ttft_ms.p95: -1 is negative`},
+		{"device", `data "llmserve_capacity_report" "test" { path = "/dev/zero" }`, `/dev/zero is not a regular file`},
+		{"FIFO", fmt.Sprintf(`data "llmserve_capacity_report" "test" { path = %q }`, fifo), `is not a regular file`},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {

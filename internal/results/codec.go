@@ -48,6 +48,9 @@ func Parse(data []byte) (*Document, error) {
 	}
 	r := &reader{extras: extras{}}
 	doc := r.document(root)
+	if doc != nil && len(r.errs) == 0 {
+		r.check(doc, root)
+	}
 	if len(r.errs) > 0 {
 		if len(r.errs) > maxErrors {
 			more := len(r.errs) - maxErrors

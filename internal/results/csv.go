@@ -47,7 +47,7 @@ func CSV(d *Document) string {
 			c := t.Correctness
 			f, i := formatFloat, strconv.Itoa
 			_ = w.Write([]string{
-				wl.Label, i(wl.ConfiguredISL), i(wl.ConfiguredOSL), string(st.Side), i(t.Trial), conc,
+				csvText(wl.Label), i(wl.ConfiguredISL), i(wl.ConfiguredOSL), string(st.Side), i(t.Trial), conc,
 				sloValue, Verdict(d.Objectives(), t),
 				f(t.TTFTMs.P50), f(t.TTFTMs.P95), f(t.TTFTMs.P99),
 				f(t.RequestLatencyMs.P50), f(t.RequestLatencyMs.P95), f(t.RequestLatencyMs.P99),
@@ -65,4 +65,14 @@ func CSV(d *Document) string {
 	}
 	w.Flush()
 	return b.String()
+}
+
+// csvText neutralises a text cell a spreadsheet would run as a formula (=, +, -, @, or a
+// tab or carriage return first) with a leading apostrophe, as OWASP advises for CSV export.
+// Numbers are written by the renderer and never start that way: Parse refuses negative ones.
+func csvText(s string) string {
+	if s != "" && strings.ContainsRune("=+-@\t\r", rune(s[0])) {
+		return "'" + s
+	}
+	return s
 }

@@ -2,8 +2,10 @@ package results
 
 import (
 	"fmt"
+	"math"
 	"strconv"
 	"strings"
+	"unicode"
 )
 
 // Markdown renders the document for a pull request or a wiki page: the setup, a summary of
@@ -157,14 +159,30 @@ func boolCount(b bool) int {
 }
 
 // fixed rounds for reading; the CSV and OpenMetrics renderings keep every digit.
+// Beyond 1e15 it switches to an exponent rather than write hundreds of digits.
 func fixed(v float64, decimals int) string {
+	if math.Abs(v) >= 1e15 {
+		return strconv.FormatFloat(v, 'g', 6, 64)
+	}
 	return strconv.FormatFloat(v, 'f', decimals, 64)
 }
 
 // mdText keeps free text from breaking a table row or starting markup.
 func mdText(s string) string {
-	r := strings.NewReplacer("|", `\|`, "\n", " ", "\r", " ", "*", `\*`, "_", `\_`, "`", "\\`", "<", "&lt;", ">", "&gt;")
-	return r.Replace(s)
+	r := strings.NewReplacer("|", `\|`, "*", `\*`, "_", `\_`, "`", "\\`", "<", "&lt;", ">", "&gt;")
+	return r.Replace(noControl(s))
+}
+
+// noControl turns every control character (line breaks, tabs, escape sequences, bidi
+// overrides and other format characters) into a space: a label must not reach a terminal
+// or a rendered page as anything but text.
+func noControl(s string) string {
+	return strings.Map(func(r rune) rune {
+		if unicode.IsControl(r) || unicode.Is(unicode.Cf, r) {
+			return ' '
+		}
+		return r
+	}, s)
 }
 
 // mdCode shows identifiers (model, digest) as code; an empty value stays empty.
@@ -172,7 +190,7 @@ func mdCode(s string) string {
 	if s == "" {
 		return ""
 	}
-	s = strings.NewReplacer("\n", " ", "\r", " ", "|", `\|`).Replace(s)
+	s = strings.NewReplacer("|", `\|`).Replace(noControl(s))
 	fence := "`"
 	for strings.Contains(s, fence) {
 		fence += "`"

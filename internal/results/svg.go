@@ -326,6 +326,9 @@ func niceStep(raw float64) float64 {
 
 // tick writes v with as many decimals as the step needs (2 s steps: "4"; 0.5 s steps: "4.5").
 func tick(v, step float64) string {
+	if math.Abs(v) >= 1e15 {
+		return strconv.FormatFloat(v, 'g', 3, 64) // no axis of real latencies gets here
+	}
 	decimals := 0
 	if step < 1 {
 		decimals = int(math.Ceil(-math.Log10(step)))
@@ -334,7 +337,18 @@ func tick(v, step float64) string {
 }
 
 // num writes a coordinate with one decimal, enough at screen resolution and stable in goldens.
+// Whatever the document holds, a coordinate stays a short finite number: a value far off the
+// axis is drawn just outside the plot rather than written out with hundreds of digits.
 func num(v float64) string {
+	const limit = 1e5 // far outside any panel, well inside what viewers handle
+	switch {
+	case math.IsNaN(v):
+		v = 0
+	case v > limit:
+		v = limit
+	case v < -limit:
+		v = -limit
+	}
 	return strconv.FormatFloat(v, 'f', 1, 64)
 }
 
