@@ -18,6 +18,8 @@ type Config struct {
 	Model    string
 	API      string // "chat" or "completions"
 	APIKey   string // sent as a Bearer token; never logged or stored
+	// AdminAPIKey is sent instead of APIKey to flush the cache (SGLang --admin-api-key).
+	AdminAPIKey string
 
 	Workloads []Workload
 	// SLOs must all hold in every confirmation trial at the maximum passing concurrency.

@@ -76,7 +76,7 @@ type session struct {
 // served, credentials accepted, streaming with usage.
 func connect(ctx context.Context, cfg Config) (*session, error) {
 	s := &session{cfg: cfg}
-	control, err := engine.NewClient(engine.ClientConfig{BaseURL: cfg.Endpoint, Model: cfg.Model, APIKey: cfg.APIKey})
+	control, err := engine.NewClient(engine.ClientConfig{BaseURL: cfg.Endpoint, Model: cfg.Model, APIKey: cfg.APIKey, AdminAPIKey: cfg.AdminAPIKey})
 	if err != nil {
 		return nil, err
 	}
@@ -182,12 +182,13 @@ func (s *session) usageProbe(ctx context.Context, text string) (int, error) {
 
 func (s *session) skeleton() *results.Document {
 	cfg := s.cfg
-	exp := results.Experiment{Model: cfg.Model, ContextLength: s.info.MaxContext, PhysicalTokenPool: s.info.TokenPool}
+	exp := results.Experiment{Model: cfg.Model, ContextLength: s.info.MaxContext}
 	if cfg.Experiment != nil {
 		exp = *cfg.Experiment
-		if exp.PhysicalTokenPool == 0 {
-			exp.PhysicalTokenPool = s.info.TokenPool
-		}
+	}
+	if exp.PhysicalTokenPool == nil && s.info.TokenPool != 0 {
+		pool := s.info.TokenPool
+		exp.PhysicalTokenPool = &pool
 	}
 	return &results.Document{
 		SchemaVersion: results.SchemaVersion,
@@ -202,23 +203,10 @@ func (s *session) skeleton() *results.Document {
 			WarmupsPerTrial:                  cfg.WarmupRequests,
 			MeasuredRequestsPerTrial:         cfg.MeasuredRequests,
 			IndependentTrialsPerBoundarySide: cfg.ConfirmationTrials,
-			CachePolicy:                      cachePolicy(s.flush),
+			CachePolicy:                      s.flush.Policy(),
 		},
 		SLOs:      s.slos(),
 		Workloads: []results.Workload{},
-	}
-}
-
-func cachePolicy(f engine.CacheFlush) string {
-	switch f.Engine {
-	case "":
-		return "not flushed"
-	case engine.LlamaCpp:
-		return "llama.cpp prompt cache disabled per request (cache_prompt: false)"
-	case engine.VLLM:
-		return "prefix cache reset before every trial (/reset_prefix_cache)"
-	default:
-		return "radix enabled; flushed before every trial"
 	}
 }
 
@@ -388,16 +376,15 @@ type trialRunner struct {
 
 func (r *trialRunner) RunTrial(ctx context.Context, req search.Request) (search.Outcome, error) {
 	s, w := r.s, r.w // errors need no location: search.Run names the trial
-	// Requests a stopped probe cancelled may still be processed; the next trial starts on an
-	// idle server.
-	if err := s.control.WaitIdle(ctx, s.engine); err != nil {
-		return search.Outcome{}, err
-	}
-	// The flush method was fixed at connect; re-detecting per trial would only add calls.
-	if s.flush.Engine != "" && s.flush.Engine != engine.LlamaCpp {
-		if _, err := s.control.FlushCache(ctx, string(s.flush.Engine)); err != nil {
+	// Requests a stopped probe cancelled may still be processed: the next trial starts on an
+	// idle server, and from a cold cache when flushing is on (the flush waits for idle
+	// itself, and fails the trial when the server does not confirm it).
+	if s.flush.Engine != "" {
+		if err := s.control.Flush(ctx, s.flush); err != nil {
 			return search.Outcome{}, err
 		}
+	} else if err := s.control.WaitIdle(ctx, s.engine); err != nil {
+		return search.Outcome{}, err
 	}
 	stream := fmt.Sprintf("%s c=%d %s t=%d", w.Label, req.Concurrency, req.Kind, req.Index)
 	warmups, _, err := s.prompts.Prompts(ctx, stream+" warmup", s.cfg.WarmupRequests, w.InputTokens)

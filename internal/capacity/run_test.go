@@ -103,7 +103,7 @@ func TestRunFindsBoundary(t *testing.T) {
 	if engine.Stats().Flushes < 4 {
 		t.Errorf("flushes = %d, want one before each of at least 4 trials", engine.Stats().Flushes)
 	}
-	if doc.AIPerf.CachePolicy != "radix enabled; flushed before every trial" {
+	if doc.AIPerf.CachePolicy != `radix enabled; flushed before every trial (/flush_cache) (picked by cache_flush = "auto": the server identified itself as sglang)` {
 		t.Errorf("cache policy %q", doc.AIPerf.CachePolicy)
 	}
 	if len(trials) < 4 {

@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"time"
+
+	"github.com/llmserve/terraform-provider-llmserve/internal/engine"
 )
 
 // ErrNotFound is returned (wrapped) by a Backend when the container does not exist.
@@ -51,6 +53,9 @@ type Status struct {
 	// where the provider runs; empty until the container is running with its port published.
 	Endpoint string
 	HostPort int
+	// APIKey is the key the engine was launched with, read back from the container so an
+	// imported server can be asked about itself. In memory only: never stored or logged.
+	APIKey string
 }
 
 // ExitedError is the container stopping or restarting before it was ready.
@@ -75,10 +80,10 @@ const LogTail = 40
 
 // Launch creates and starts the container and waits until the engine generates. Whatever
 // fails after create, the container is removed, so nothing is left that state does not know.
-func Launch(ctx context.Context, b Backend, c Container, r Readiness) (Status, ServerInfo, error) {
+func Launch(ctx context.Context, b Backend, c Container, r Readiness) (Status, engine.ServerInfo, error) {
 	id, err := b.Create(ctx, c)
 	if err != nil {
-		return Status{}, ServerInfo{}, fmt.Errorf("creating container %q: %w", c.Name, err)
+		return Status{}, engine.ServerInfo{}, fmt.Errorf("creating container %q: %w", c.Name, err)
 	}
 	st, info, err := startAndWait(ctx, b, id, r)
 	if err == nil {
@@ -88,28 +93,28 @@ func Launch(ctx context.Context, b Backend, c Container, r Readiness) (Status, S
 	cleanupCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), time.Minute)
 	defer cancel()
 	if rmErr := b.Remove(cleanupCtx, id, 0); rmErr != nil {
-		return Status{}, ServerInfo{}, errors.Join(err, fmt.Errorf("%w: remove it by hand (docker rm -f %s): %w", ErrContainerLeft, shortID(id), rmErr))
+		return Status{}, engine.ServerInfo{}, errors.Join(err, fmt.Errorf("%w: remove it by hand (docker rm -f %s): %w", ErrContainerLeft, shortID(id), rmErr))
 	}
-	return Status{}, ServerInfo{}, err
+	return Status{}, engine.ServerInfo{}, err
 }
 
 // StartAndWait starts an existing container and waits until the engine generates; it leaves
 // the container in place on failure.
-func StartAndWait(ctx context.Context, b Backend, id string, r Readiness) (Status, ServerInfo, error) {
+func StartAndWait(ctx context.Context, b Backend, id string, r Readiness) (Status, engine.ServerInfo, error) {
 	return startAndWait(ctx, b, id, r)
 }
 
-func startAndWait(ctx context.Context, b Backend, id string, r Readiness) (Status, ServerInfo, error) {
+func startAndWait(ctx context.Context, b Backend, id string, r Readiness) (Status, engine.ServerInfo, error) {
 	if err := b.Start(ctx, id); err != nil {
-		return Status{}, ServerInfo{}, fmt.Errorf("starting container %s: %w\nLast log lines:\n%s", shortID(id), err, tailLogs(ctx, b, id, r.Redact))
+		return Status{}, engine.ServerInfo{}, fmt.Errorf("starting container %s: %w\nLast log lines:\n%s", shortID(id), err, tailLogs(ctx, b, id, r.Redact))
 	}
 	info, err := WaitReady(ctx, b, id, r)
 	if err != nil {
-		return Status{}, ServerInfo{}, err
+		return Status{}, engine.ServerInfo{}, err
 	}
 	st, err := b.Inspect(ctx, id)
 	if err != nil {
-		return Status{}, ServerInfo{}, fmt.Errorf("inspecting container %s after it became ready: %w", shortID(id), err)
+		return Status{}, engine.ServerInfo{}, fmt.Errorf("inspecting container %s after it became ready: %w", shortID(id), err)
 	}
 	return st, info, nil
 }

@@ -144,6 +144,7 @@ func NewContainer(s engine.Spec, p Placement, sec engine.Secrets) (Container, er
 	if c.Env == nil {
 		c.Env = map[string]string{}
 	}
+	maps.Copy(c.Env, s.Env())
 	maps.Copy(c.Env, s.SecretEnv(sec))
 	if c.Labels == nil {
 		c.Labels = map[string]string{}

@@ -35,19 +35,10 @@ type Readiness struct {
 // costing the engine host one inspect and one HTTP request per poll.
 const DefaultPollInterval = 100 * time.Millisecond
 
-// ServerInfo is what the engine reports about itself once ready; zero values are "not
-// reported".
-type ServerInfo struct {
-	Version            string
-	ContextLength      int
-	TokenPool          int // physical KV-cache token capacity (SGLang max_total_num_tokens)
-	MaxRunningRequests int
-}
-
 // WaitReady polls until the engine's health endpoint answers 200 and a one-token completion
 // succeeds. It fails at once, with the container's last log lines, if the container stops or
 // restarts meanwhile.
-func WaitReady(ctx context.Context, b Backend, id string, r Readiness) (ServerInfo, error) {
+func WaitReady(ctx context.Context, b Backend, id string, r Readiness) (engine.ServerInfo, error) {
 	if r.Timeout > 0 {
 		var cancel context.CancelFunc
 		ctx, cancel = context.WithTimeout(ctx, r.Timeout)
@@ -69,26 +60,26 @@ func WaitReady(ctx context.Context, b Backend, id string, r Readiness) (ServerIn
 		st, err := b.Inspect(ctx, id)
 		switch {
 		case err != nil && ctx.Err() == nil:
-			return ServerInfo{}, fmt.Errorf("watching container %s while waiting for the engine: %w", shortID(id), err)
+			return engine.ServerInfo{}, fmt.Errorf("watching container %s while waiting for the engine: %w", shortID(id), err)
 		case err == nil:
 			if baseRestarts < 0 {
 				baseRestarts = st.RestartCount
 			}
 			if !st.Running || st.State == "restarting" || st.RestartCount > baseRestarts {
 				logs := tailLogs(ctx, b, id, r.Redact)
-				return ServerInfo{}, &ExitedError{ID: id, State: st.State, ExitCode: st.ExitCode, Restarts: st.RestartCount - baseRestarts, Logs: logs}
+				return engine.ServerInfo{}, &ExitedError{ID: id, State: st.State, ExitCode: st.ExitCode, Restarts: st.RestartCount - baseRestarts, Logs: logs}
 			}
 			if st.Endpoint != "" {
 				lastErr = probe(ctx, hc, st.Endpoint, r)
 				if lastErr == nil {
-					return readServerInfo(ctx, hc, st.Endpoint, r), nil
+					return ReadServerInfo(ctx, st.Endpoint, r), nil
 				}
 			}
 		}
 		select {
 		case <-ctx.Done():
 			logs := tailLogs(ctx, b, id, r.Redact)
-			return ServerInfo{}, fmt.Errorf("engine in container %s not ready: %w (last probe: %v); raise readiness_timeout if the model is still loading. Last log lines:\n%s", shortID(id), ctx.Err(), lastErr, logs)
+			return engine.ServerInfo{}, fmt.Errorf("engine in container %s not ready: %w (last probe: %v); raise readiness_timeout if the model is still loading. Last log lines:\n%s", shortID(id), ctx.Err(), lastErr, logs)
 		case <-ticker.C:
 		}
 	}
@@ -152,74 +143,20 @@ func call(ctx context.Context, hc *http.Client, method, url, apiKey string, body
 }
 
 // ReadServerInfo asks a running engine at base (scheme://host:port) for its version and
-// limits, as WaitReady does once it is ready; used after an import.
-func ReadServerInfo(ctx context.Context, base string, r Readiness) ServerInfo {
-	hc := r.HTTPClient
-	if hc == nil {
-		hc = &http.Client{Transport: &http.Transport{DisableKeepAlives: true}}
+// limits, as WaitReady does once it is ready and Read does after an import. It is best
+// effort: an engine that does not report them still serves, so what is missing stays zero
+// (shown as unknown). Transient failures are retried a few times.
+func ReadServerInfo(ctx context.Context, base string, r Readiness) engine.ServerInfo {
+	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	c, err := engine.NewClient(engine.ClientConfig{BaseURL: base, Model: r.Model, APIKey: r.APIKey, Engine: r.Engine,
+		HTTPClient: r.HTTPClient, RetryMax: 2})
+	if err != nil {
+		return engine.ServerInfo{Engine: r.Engine}
 	}
-	return readServerInfo(ctx, hc, base, r)
-}
-
-// readServerInfo asks the engine for its version and limits. It is best effort: an engine
-// that does not report them still serves, so failures leave fields zero.
-func readServerInfo(ctx context.Context, hc *http.Client, base string, r Readiness) ServerInfo {
-	var info ServerInfo
-	get := func(p string, v any) bool {
-		out, err := call(ctx, hc, http.MethodGet, base+p, r.APIKey, nil)
-		return err == nil && json.Unmarshal(out, v) == nil
-	}
-	switch r.Engine {
-	case engine.SGLang:
-		var si struct {
-			sglangLimits
-			Version        string         `json:"version"`
-			InternalStates []sglangLimits `json:"internal_states"`
-		}
-		if get("/get_server_info", &si) {
-			info.Version = si.Version
-			lim := si.sglangLimits
-			if len(si.InternalStates) > 0 && lim.MaxTotalNumTokens == 0 {
-				lim.MaxTotalNumTokens = si.InternalStates[0].MaxTotalNumTokens
-			}
-			info.ContextLength, info.TokenPool, info.MaxRunningRequests = lim.ContextLength, lim.MaxTotalNumTokens, lim.MaxRunningRequests
-		}
-	case engine.VLLM:
-		var v struct {
-			Version string `json:"version"`
-		}
-		if get("/version", &v) {
-			info.Version = v.Version
-		}
-	case engine.LlamaCpp:
-		var p struct {
-			BuildInfo  string `json:"build_info"`
-			TotalSlots int    `json:"total_slots"`
-			Settings   struct {
-				NCtx int `json:"n_ctx"`
-			} `json:"default_generation_settings"`
-		}
-		if get("/props", &p) {
-			info.Version, info.MaxRunningRequests, info.ContextLength = p.BuildInfo, p.TotalSlots, p.Settings.NCtx
-		}
-	}
-	if info.ContextLength == 0 {
-		var m struct {
-			Data []struct {
-				MaxModelLen int `json:"max_model_len"`
-			} `json:"data"`
-		}
-		if get("/v1/models", &m) && len(m.Data) > 0 {
-			info.ContextLength = m.Data[0].MaxModelLen
-		}
-	}
+	info, _ := c.ServerInfo(ctx)
+	info.Engine = r.Engine
 	return info
-}
-
-type sglangLimits struct {
-	ContextLength      int `json:"context_length"`
-	MaxTotalNumTokens  int `json:"max_total_num_tokens"`
-	MaxRunningRequests int `json:"max_running_requests"`
 }
 
 // tailLogs fetches the container's last LogTail lines for a diagnostic, with secrets blanked.

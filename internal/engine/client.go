@@ -1,7 +1,6 @@
 package engine
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -10,7 +9,6 @@ import (
 	"net/http"
 	"net/url"
 	"sort"
-	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -20,19 +18,7 @@ import (
 	"github.com/llmserve/terraform-provider-llmserve/internal/httpbody"
 )
 
-// Cache flush modes accepted by FlushCache.
-const (
-	FlushAuto     = "auto"
-	FlushNone     = "none"
-	FlushSGLang   = string(SGLang)
-	FlushVLLM     = string(VLLM)
-	FlushLlamaCpp = string(LlamaCpp)
-)
-
 var (
-	// ErrNoTokenizer means the server offers no tokenize endpoint; calibrate prompt lengths from
-	// usage.prompt_tokens instead.
-	ErrNoTokenizer = errors.New("the server has no tokenize endpoint")
 	// ErrUnauthorized means the server answered 401 or 403.
 	ErrUnauthorized = errors.New("the server rejected the credentials: api_key is missing or wrong")
 	// ErrUnreachable means no HTTP response came at all, after retries.
@@ -48,6 +34,9 @@ type ClientConfig struct {
 	BaseURL string
 	Model   string // used by VerifyModel and by vLLM/SGLang tokenize
 	APIKey  string // sent as "Authorization: Bearer" on every control call
+	// AdminAPIKey is sent instead of APIKey on admin endpoints (SGLang's /flush_cache when the
+	// server runs with --admin-api-key); empty: APIKey is sent there too.
+	AdminAPIKey string
 
 	// Engine skips detection when set to SGLang, VLLM or LlamaCpp.
 	Engine Name
@@ -57,6 +46,9 @@ type ClientConfig struct {
 	RetryWaitMin time.Duration // 0 means 200 ms
 	RetryWaitMax time.Duration // 0 means 5 s
 	FlushPoll    time.Duration // first wait while SGLang refuses to flush; 0 means 100 ms
+	// IdleTimeout bounds the wait for a busy server to become idle before a flush or a
+	// trial, and the retries of a refused flush; 0 means 2 minutes.
+	IdleTimeout time.Duration
 }
 
 // Client makes the non-measured calls: health, models, tokenize, server info, cache flush.
@@ -67,29 +59,14 @@ type Client struct {
 	redacted  string
 	model     string
 	apiKey    string
+	adminKey  string
 	rc        *retryablehttp.Client
 	flushPoll time.Duration
+	idleWait  time.Duration
 
 	mu     sync.Mutex
 	engine Name
-}
-
-// ServerInfo is what the server says about itself. Zero values mean "not reported".
-type ServerInfo struct {
-	Engine     Name
-	Version    string
-	ModelPath  string
-	MaxContext int // context length per request, in tokens
-	TokenPool  int // total KV token capacity (SGLang max_total_num_tokens)
-	Slots      int // llama.cpp total_slots, SGLang max_running_requests
-}
-
-// CacheFlush says how the cache was dealt with before a trial.
-type CacheFlush struct {
-	Engine Name // engine whose method was used; empty for FlushNone
-	// RequestFields must be merged into every measured request (ClientConfig.ExtraBody):
-	// llama.cpp has no flush endpoint, so each request is told not to reuse the cache.
-	RequestFields map[string]any
+	info   *ServerInfo // identification, cached after the first success
 }
 
 // NewClient validates cfg and builds the retrying client.
@@ -131,12 +108,17 @@ func NewClient(cfg ClientConfig) (*Client, error) {
 		redacted:  base.Redacted(),
 		model:     cfg.Model,
 		apiKey:    cfg.APIKey,
+		adminKey:  cfg.AdminAPIKey,
 		rc:        rc,
 		flushPoll: cfg.FlushPoll,
+		idleWait:  cfg.IdleTimeout,
 		engine:    cfg.Engine,
 	}
 	if c.flushPoll <= 0 {
 		c.flushPoll = 100 * time.Millisecond
+	}
+	if c.idleWait <= 0 {
+		c.idleWait = 2 * time.Minute
 	}
 	return c, nil
 }
@@ -144,6 +126,18 @@ func NewClient(cfg ClientConfig) (*Client, error) {
 // call performs one control request with retries and returns the status and up to 1 MiB of
 // body. Transport failures and 401/403 come back as errors; other statuses are the caller's.
 func (c *Client) call(ctx context.Context, method, path string, body any) (int, []byte, error) {
+	return c.send(ctx, method, path, body, c.apiKey)
+}
+
+// callAdmin is call for admin endpoints: it sends the admin key when one is configured.
+func (c *Client) callAdmin(ctx context.Context, method, path string, body any) (int, []byte, error) {
+	if c.adminKey != "" {
+		return c.send(ctx, method, path, body, c.adminKey)
+	}
+	return c.send(ctx, method, path, body, c.apiKey)
+}
+
+func (c *Client) send(ctx context.Context, method, path string, body any, key string) (int, []byte, error) {
 	var raw []byte
 	if body != nil {
 		var err error
@@ -163,8 +157,8 @@ func (c *Client) call(ctx context.Context, method, path string, body any) (int, 
 		req.Header.Set("Content-Type", "application/json")
 	}
 	req.Header.Set("Accept", "application/json")
-	if c.apiKey != "" {
-		req.Header.Set("Authorization", "Bearer "+c.apiKey)
+	if key != "" {
+		req.Header.Set("Authorization", "Bearer "+key)
 	}
 	resp, err := c.rc.Do(req)
 	if err != nil {
@@ -181,7 +175,10 @@ func (c *Client) call(ctx context.Context, method, path string, body any) (int, 
 	}
 	if resp.StatusCode == http.StatusUnauthorized || resp.StatusCode == http.StatusForbidden {
 		hint := "set api_key to the server's key"
-		if c.apiKey != "" {
+		switch {
+		case key != "" && key == c.adminKey:
+			hint = "check that admin_api_key matches the server's --admin-api-key"
+		case key != "":
 			hint = "check that api_key matches the key the server was started with"
 		}
 		return resp.StatusCode, data, fmt.Errorf("%s %s%s: HTTP %d: %w; %s", method, c.redacted, path, resp.StatusCode, ErrUnauthorized, hint)
@@ -203,10 +200,12 @@ func (c *Client) quote(b []byte) string {
 
 // scrub is defence in depth: a server or proxy that echoes the request must not leak the key.
 func (c *Client) scrub(s string) string {
-	if c.apiKey == "" {
-		return s
+	for _, k := range []string{c.apiKey, c.adminKey} {
+		if k != "" {
+			s = strings.ReplaceAll(s, k, "[redacted]")
+		}
 	}
-	return strings.ReplaceAll(s, c.apiKey, "[redacted]")
+	return s
 }
 
 // Health succeeds once GET /health answers 200. Servers answer 503 while loading; that is
@@ -283,310 +282,6 @@ func quoteList(ids []string) string {
 		q[i] = fmt.Sprintf("%q", id)
 	}
 	return strings.Join(q, ", ")
-}
-
-// Engine identifies the server (cached after the first success): SGLang answers
-// GET /get_server_info, llama.cpp GET /props, vLLM GET /version.
-func (c *Client) Engine(ctx context.Context) (Name, error) {
-	c.mu.Lock()
-	e := c.engine
-	c.mu.Unlock()
-	if e != "" {
-		return e, nil
-	}
-	probes := []struct {
-		engine Name
-		path   string
-	}{
-		{SGLang, "/get_server_info"},
-		{LlamaCpp, "/props"},
-		{VLLM, "/version"},
-	}
-	for _, p := range probes {
-		status, body, err := c.call(ctx, http.MethodGet, p.path, nil)
-		if err != nil {
-			return "", fmt.Errorf("identify server: %w", err)
-		}
-		if status != http.StatusOK || !json.Valid(body) {
-			continue
-		}
-		if p.engine == LlamaCpp && !bytes.Contains(body, []byte("default_generation_settings")) &&
-			!bytes.Contains(body, []byte("total_slots")) {
-			continue
-		}
-		c.mu.Lock()
-		c.engine = p.engine
-		c.mu.Unlock()
-		return p.engine, nil
-	}
-	return "", fmt.Errorf("identify server at %s: %w", c.redacted, ErrUnknownEngine)
-}
-
-// ServerInfo reads the server's self-description: SGLang GET /get_server_info, llama.cpp
-// GET /props, vLLM GET /version plus max_model_len from /v1/models.
-func (c *Client) ServerInfo(ctx context.Context) (ServerInfo, error) {
-	engine, err := c.Engine(ctx)
-	if err != nil {
-		return ServerInfo{}, fmt.Errorf("server info: %w", err)
-	}
-	info := ServerInfo{Engine: engine}
-	var path string
-	switch engine {
-	case SGLang:
-		path = "/get_server_info"
-	case LlamaCpp:
-		path = "/props"
-	default:
-		path = "/version"
-	}
-	status, body, err := c.call(ctx, http.MethodGet, path, nil)
-	if err != nil {
-		return info, fmt.Errorf("server info: %w", err)
-	}
-	if status != http.StatusOK {
-		return info, fmt.Errorf("server info: %w", c.statusErr(http.MethodGet, path, status, body))
-	}
-	var m map[string]any
-	if err := json.Unmarshal(body, &m); err != nil {
-		return info, fmt.Errorf("server info: GET %s%s: not JSON: %w", c.redacted, path, err)
-	}
-	switch engine {
-	case SGLang:
-		// Newer SGLang reports scheduler figures under internal_states.
-		var states map[string]any
-		if l, ok := m["internal_states"].([]any); ok && len(l) > 0 {
-			states, _ = l[0].(map[string]any)
-		}
-		info.Version = str(m["version"])
-		info.ModelPath = str(m["model_path"])
-		info.MaxContext = firstInt(m["context_length"], states["context_length"])
-		info.TokenPool = firstInt(m["max_total_num_tokens"], states["max_total_num_tokens"])
-		info.Slots = firstInt(m["max_running_requests"], states["max_running_requests"])
-	case LlamaCpp:
-		gen, _ := m["default_generation_settings"].(map[string]any)
-		info.Version = str(m["build_info"])
-		info.ModelPath = str(m["model_path"])
-		info.MaxContext = firstInt(gen["n_ctx"], m["n_ctx"])
-		info.Slots = firstInt(m["total_slots"])
-	case VLLM:
-		info.Version = str(m["version"])
-	}
-	if info.MaxContext == 0 {
-		// OpenAI model lists of vLLM and SGLang carry max_model_len; a failure here only
-		// leaves the figure unreported.
-		if ml, err := c.models(ctx); err == nil {
-			for _, d := range ml.Data {
-				if d.ID == c.model || len(ml.Data) == 1 {
-					info.MaxContext = d.MaxModelLen
-				}
-			}
-		}
-	}
-	return info, nil
-}
-
-func str(v any) string {
-	s, _ := v.(string)
-	return s
-}
-
-func firstInt(vs ...any) int {
-	for _, v := range vs {
-		if f, ok := v.(float64); ok && f > 0 {
-			return int(f)
-		}
-	}
-	return 0
-}
-
-// CountTokens returns how many tokens text is, without special tokens, through the server's
-// tokenize endpoint: llama.cpp POST /tokenize {"content", "add_special": false}; vLLM and
-// SGLang POST /tokenize {"model", "prompt", "add_special_tokens": false}. It returns
-// ErrNoTokenizer when the server has none (older SGLang, unknown servers).
-func (c *Client) CountTokens(ctx context.Context, text string) (int, error) {
-	engine, err := c.Engine(ctx)
-	if err != nil && !errors.Is(err, ErrUnknownEngine) {
-		return 0, fmt.Errorf("count tokens: %w", err)
-	}
-	var body any
-	switch engine {
-	case LlamaCpp:
-		body = map[string]any{"content": text, "add_special": false}
-	case VLLM, SGLang:
-		body = map[string]any{"model": c.model, "prompt": text, "add_special_tokens": false}
-	default:
-		return 0, fmt.Errorf("count tokens: %w", ErrNoTokenizer)
-	}
-	status, resp, err := c.call(ctx, http.MethodPost, "/tokenize", body)
-	if err != nil {
-		return 0, fmt.Errorf("count tokens: %w", err)
-	}
-	switch {
-	case status == http.StatusNotFound || status == http.StatusMethodNotAllowed:
-		return 0, fmt.Errorf("count tokens: POST %s/tokenize: HTTP %d: %w", c.redacted, status, ErrNoTokenizer)
-	case status != http.StatusOK:
-		return 0, fmt.Errorf("count tokens: %w", c.statusErr(http.MethodPost, "/tokenize", status, resp))
-	}
-	var out struct {
-		Count  *int              `json:"count"`
-		Tokens []json.RawMessage `json:"tokens"`
-	}
-	if err := json.Unmarshal(resp, &out); err != nil {
-		return 0, fmt.Errorf("count tokens: POST %s/tokenize: unexpected answer: %w", c.redacted, err)
-	}
-	if out.Count != nil {
-		return *out.Count, nil
-	}
-	if out.Tokens == nil {
-		return 0, fmt.Errorf("count tokens: POST %s/tokenize: answer has neither count nor tokens: %s", c.redacted, c.quote(resp))
-	}
-	return len(out.Tokens), nil
-}
-
-// FlushCache empties the prefix/radix cache before a trial so no trial benefits from the
-// previous one. Modes: FlushNone does nothing; FlushSGLang posts /flush_cache and, while
-// SGLang answers 400 because requests are still running, waits and tries again until it
-// succeeds or ctx ends; FlushVLLM posts /reset_prefix_cache; FlushLlamaCpp returns
-// cache_prompt=false as a per-request field; FlushAuto identifies the server first.
-func (c *Client) FlushCache(ctx context.Context, mode string) (CacheFlush, error) {
-	switch mode {
-	case FlushNone:
-		return CacheFlush{}, nil
-	case FlushAuto:
-		engine, err := c.Engine(ctx)
-		if err != nil {
-			return CacheFlush{}, fmt.Errorf("cache flush auto: %w; set cache_flush to \"none\" to measure without flushing, or name the engine", err)
-		}
-		return c.FlushCache(ctx, string(engine))
-	case FlushLlamaCpp:
-		return CacheFlush{Engine: LlamaCpp, RequestFields: map[string]any{"cache_prompt": false}}, nil
-	case FlushVLLM:
-		status, body, err := c.call(ctx, http.MethodPost, "/reset_prefix_cache", nil)
-		if err != nil {
-			return CacheFlush{}, fmt.Errorf("cache flush: %w", err)
-		}
-		if status == http.StatusNotFound {
-			return CacheFlush{}, fmt.Errorf("cache flush: POST %s/reset_prefix_cache: HTTP 404: vLLM serves it only with VLLM_SERVER_DEV_MODE=1", c.redacted)
-		}
-		if status != http.StatusOK {
-			return CacheFlush{}, fmt.Errorf("cache flush: %w", c.statusErr(http.MethodPost, "/reset_prefix_cache", status, body))
-		}
-		return CacheFlush{Engine: VLLM}, nil
-	case FlushSGLang:
-		return c.flushSGLang(ctx)
-	}
-	return CacheFlush{}, fmt.Errorf("cache flush: mode %q is not one of auto, none, sglang, vllm, llamacpp", mode)
-}
-
-func (c *Client) flushSGLang(ctx context.Context) (CacheFlush, error) {
-	wait := c.flushPoll
-	for attempt := 1; ; attempt++ {
-		status, body, err := c.call(ctx, http.MethodPost, "/flush_cache", nil)
-		if err != nil {
-			return CacheFlush{}, fmt.Errorf("cache flush: %w", err)
-		}
-		switch status {
-		case http.StatusOK:
-			return CacheFlush{Engine: SGLang}, nil
-		case http.StatusBadRequest:
-			// SGLang refuses while requests are running; they finish on their own.
-		default:
-			return CacheFlush{}, fmt.Errorf("cache flush: %w", c.statusErr(http.MethodPost, "/flush_cache", status, body))
-		}
-		t := time.NewTimer(wait)
-		select {
-		case <-ctx.Done():
-			t.Stop()
-			return CacheFlush{}, fmt.Errorf("cache flush: POST %s/flush_cache still refused (requests running) after %d attempts: %w",
-				c.redacted, attempt, ctx.Err())
-		case <-t.C:
-		}
-		if wait < 2*time.Second {
-			wait *= 2
-		}
-	}
-}
-
-// ErrBusy means the server kept running requests that are not ours past the idle wait.
-var ErrBusy = errors.New("the server stayed busy")
-
-// idleWait bounds WaitIdle: requests cancelled by a stopped probe end within seconds; a
-// server busy for longer is serving someone else, and a trial measured then would be wrong.
-const idleWait = 2 * time.Minute
-
-// WaitIdle returns once the server runs no request, so a trial never starts while requests
-// of a previous (stopped) trial are still being processed. llama.cpp is asked through
-// GET /slots, vLLM through its /metrics gauges; SGLang's flush already waits for idle, and
-// servers that cannot tell are taken as idle.
-func (c *Client) WaitIdle(ctx context.Context, engine Name) error {
-	var busy func(context.Context) (bool, error)
-	switch engine {
-	case LlamaCpp:
-		busy = c.llamaCppBusy
-	case VLLM:
-		busy = c.vllmBusy
-	default:
-		return nil
-	}
-	deadline := time.Now().Add(idleWait)
-	for {
-		b, err := busy(ctx)
-		if err != nil || !b {
-			return err
-		}
-		if time.Now().After(deadline) {
-			return fmt.Errorf("%w: %s still ran requests %s after the previous trial ended; is another client using it?", ErrBusy, c.redacted, idleWait)
-		}
-		t := time.NewTimer(50 * time.Millisecond)
-		select {
-		case <-ctx.Done():
-			t.Stop()
-			return fmt.Errorf("waiting for %s to become idle: %w", c.redacted, ctx.Err())
-		case <-t.C:
-		}
-	}
-}
-
-func (c *Client) llamaCppBusy(ctx context.Context) (bool, error) {
-	status, body, err := c.call(ctx, http.MethodGet, "/slots", nil)
-	if err != nil {
-		return false, fmt.Errorf("idle check: %w", err)
-	}
-	if status != http.StatusOK {
-		return false, nil // slots endpoint disabled (--no-slots): cannot tell
-	}
-	var slots []struct {
-		IsProcessing bool `json:"is_processing"`
-	}
-	if err := json.Unmarshal(body, &slots); err != nil {
-		return false, nil
-	}
-	for _, s := range slots {
-		if s.IsProcessing {
-			return true, nil
-		}
-	}
-	return false, nil
-}
-
-func (c *Client) vllmBusy(ctx context.Context) (bool, error) {
-	status, body, err := c.call(ctx, http.MethodGet, "/metrics", nil)
-	if err != nil {
-		return false, fmt.Errorf("idle check: %w", err)
-	}
-	if status != http.StatusOK {
-		return false, nil
-	}
-	for _, line := range strings.Split(string(body), "\n") {
-		if !strings.HasPrefix(line, "vllm:num_requests_running") && !strings.HasPrefix(line, "vllm:num_requests_waiting") {
-			continue
-		}
-		f := strings.Fields(line)
-		if v, err := strconv.ParseFloat(f[len(f)-1], 64); err == nil && v > 0 {
-			return true, nil
-		}
-	}
-	return false, nil
 }
 
 // stripURL drops the URL from a transport error: the caller names the endpoint itself,

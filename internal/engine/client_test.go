@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -112,18 +113,44 @@ func TestClientVerifyModel(t *testing.T) {
 	}
 }
 
-// engineServer imitates the identifying endpoints of one engine.
-func engineServer(t *testing.T, engine Name, extra http.HandlerFunc) *httptest.Server {
+// Identifying answers, shaped after each engine's source (see info.go for the files).
+const (
+	// SGLang 0.5.x /get_server_info: server_args flattened (context_length and
+	// max_running_requests null because the flags were not set), scheduler_info's
+	// max_total_num_tokens, one internal state per DP rank.
+	sglang05Info = `{"model_path":"/models/qwen","tp_size":4,"context_length":null,"max_running_requests":null,` +
+		`"max_total_num_tokens":1100000,"max_req_input_len":262139,"version":"0.5.2",` +
+		`"internal_states":[{"effective_max_running_requests_per_dp":48,"last_gen_throughput":0.0}]}`
+	// SGLang 2026 /server_info: the same shape; two DP ranks here, plus kv_events.
+	sglang26Info = `{"model_path":"/models/qwen","tp_size":4,"dp_size":2,"context_length":131072,"max_running_requests":null,` +
+		`"max_total_num_tokens":900000,"version":"0.5.10","kv_events":null,` +
+		`"internal_states":[{"effective_max_running_requests_per_dp":24},{"effective_max_running_requests_per_dp":24}]}`
+	llamaProps = `{"default_generation_settings":{"n_ctx":2048},"total_slots":4,"model_path":"/m/tiny.gguf","build_info":"b5000-abc"}`
+	vllmConfig = `{"vllm_config":{"model_config":{"model":"Qwen/Qwen3-8B","max_model_len":32768},"scheduler_config":{"max_num_seqs":256},` +
+		`"cache_config":{"block_size":16,"num_gpu_blocks":2000}},"vllm_env":{},"system_env":{}}`
+)
+
+// engineServer imitates the identifying endpoints of one engine release: "sglang-0.5",
+// "sglang-2026", "llamacpp", "vllm" (with dev mode) or "vllm-nodev".
+func engineServer(t *testing.T, release string, extra http.HandlerFunc) *httptest.Server {
 	return httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		switch {
-		case engine == SGLang && r.URL.Path == "/get_server_info":
-			io.WriteString(w, `{"model_path":"/models/qwen","context_length":262144,"max_running_requests":48,"version":"0.4.9","internal_states":[{"max_total_num_tokens":1100000}]}`)
-		case engine == LlamaCpp && r.URL.Path == "/props":
-			io.WriteString(w, `{"default_generation_settings":{"n_ctx":8192},"total_slots":4,"model_path":"/m/tiny.gguf","build_info":"b5000-abc"}`)
-		case engine == VLLM && r.URL.Path == "/version":
-			io.WriteString(w, `{"version":"0.9.1"}`)
-		case engine == VLLM && r.URL.Path == "/v1/models":
-			io.WriteString(w, `{"data":[{"id":"qwen","max_model_len":32768}]}`)
+		case release == "sglang-0.5" && r.URL.Path == "/get_server_info":
+			io.WriteString(w, sglang05Info)
+		case release == "sglang-2026" && (r.URL.Path == "/server_info" || r.URL.Path == "/get_server_info"):
+			io.WriteString(w, sglang26Info)
+		case strings.HasPrefix(release, "sglang") && r.URL.Path == "/v1/models":
+			io.WriteString(w, `{"data":[{"id":"qwen","max_model_len":262144}]}`)
+		case release == "llamacpp" && r.URL.Path == "/props":
+			io.WriteString(w, llamaProps)
+		case release == "llamacpp" && r.URL.Path == "/v1/models":
+			io.WriteString(w, `{"data":[{"id":"qwen","meta":{"n_ctx_train":131072}}]}`)
+		case release == "vllm" && r.URL.Path == "/server_info" && r.URL.Query().Get("config_format") == "json":
+			io.WriteString(w, vllmConfig)
+		case strings.HasPrefix(release, "vllm") && r.URL.Path == "/version":
+			io.WriteString(w, `{"version":"0.11.0"}`)
+		case strings.HasPrefix(release, "vllm") && r.URL.Path == "/v1/models":
+			io.WriteString(w, `{"data":[{"id":"qwen","max_model_len":16384}]}`)
 		case extra != nil:
 			extra(w, r)
 		default:
@@ -134,16 +161,23 @@ func engineServer(t *testing.T, engine Name, extra http.HandlerFunc) *httptest.S
 
 func TestClientServerInfo(t *testing.T) {
 	tests := []struct {
-		engine Name
-		want   ServerInfo
+		release string
+		want    ServerInfo
 	}{
-		{SGLang, ServerInfo{Engine: "sglang", Version: "0.4.9", ModelPath: "/models/qwen", MaxContext: 262144, TokenPool: 1100000, Slots: 48}},
-		{LlamaCpp, ServerInfo{Engine: "llamacpp", Version: "b5000-abc", ModelPath: "/m/tiny.gguf", MaxContext: 8192, Slots: 4}},
-		{VLLM, ServerInfo{Engine: "vllm", Version: "0.9.1", MaxContext: 32768}},
+		// Context from /v1/models (the flag was not set); slots the effective cap, not null.
+		{"sglang-0.5", ServerInfo{Engine: SGLang, Version: "0.5.2", ModelPath: "/models/qwen", InfoPath: "/get_server_info", MaxContext: 262144, TokenPool: 1100000, MaxRunningRequests: 48}},
+		// 24 per DP rank × 2 ranks.
+		{"sglang-2026", ServerInfo{Engine: SGLang, Version: "0.5.10", ModelPath: "/models/qwen", InfoPath: "/server_info", MaxContext: 131072, TokenPool: 900000, MaxRunningRequests: 48}},
+		// n_ctx per slot is the per-request context; the pool is not reported (n_ctx_train is
+		// the training context and must not be taken).
+		{"llamacpp", ServerInfo{Engine: LlamaCpp, Version: "b5000-abc", ModelPath: "/m/tiny.gguf", MaxContext: 2048, MaxRunningRequests: 4}},
+		// 2000 blocks × 16 tokens.
+		{"vllm", ServerInfo{Engine: VLLM, Version: "0.11.0", ModelPath: "Qwen/Qwen3-8B", MaxContext: 32768, TokenPool: 32000, MaxRunningRequests: 256}},
+		{"vllm-nodev", ServerInfo{Engine: VLLM, Version: "0.11.0", MaxContext: 16384}},
 	}
 	for _, tc := range tests {
-		t.Run(string(tc.engine), func(t *testing.T) {
-			srv := engineServer(t, tc.engine, nil)
+		t.Run(tc.release, func(t *testing.T) {
+			srv := engineServer(t, tc.release, nil)
 			defer srv.Close()
 			info, err := newTestClient(t, srv.URL, nil).ServerInfo(context.Background())
 			if err != nil {
@@ -164,13 +198,13 @@ func TestClientServerInfo(t *testing.T) {
 func TestClientCountTokens(t *testing.T) {
 	tests := []struct {
 		name    string
-		engine  Name
+		release string
 		handler http.HandlerFunc
 		want    int
 		wantErr error
 	}{
 		{
-			name: "llama.cpp tokens list", engine: LlamaCpp, want: 3,
+			name: "llama.cpp tokens list", release: "llamacpp", want: 3,
 			handler: func(w http.ResponseWriter, r *http.Request) {
 				var b map[string]any
 				_ = json.NewDecoder(r.Body).Decode(&b)
@@ -181,7 +215,7 @@ func TestClientCountTokens(t *testing.T) {
 			},
 		},
 		{
-			name: "vLLM count", engine: VLLM, want: 7,
+			name: "vLLM count", release: "vllm", want: 7,
 			handler: func(w http.ResponseWriter, r *http.Request) {
 				var b map[string]any
 				_ = json.NewDecoder(r.Body).Decode(&b)
@@ -192,17 +226,17 @@ func TestClientCountTokens(t *testing.T) {
 			},
 		},
 		{
-			name: "SGLang without tokenize", engine: SGLang, wantErr: ErrNoTokenizer,
+			name: "SGLang 0.4 without tokenize", release: "sglang-0.5", wantErr: ErrNoTokenizer,
 			handler: func(w http.ResponseWriter, r *http.Request) { http.NotFound(w, r) },
 		},
 		{
-			name: "unknown server", engine: "other", wantErr: ErrNoTokenizer,
+			name: "unknown server", release: "other", wantErr: ErrNoTokenizer,
 			handler: func(w http.ResponseWriter, r *http.Request) { http.NotFound(w, r) },
 		},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			srv := engineServer(t, tc.engine, func(w http.ResponseWriter, r *http.Request) {
+			srv := engineServer(t, tc.release, func(w http.ResponseWriter, r *http.Request) {
 				if r.URL.Path == "/tokenize" && r.Method == http.MethodPost {
 					tc.handler(w, r)
 					return
@@ -224,58 +258,124 @@ func TestClientCountTokens(t *testing.T) {
 	}
 }
 
+// onFlush serves h at /flush_cache only.
+func onFlush(h http.HandlerFunc) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/flush_cache" {
+			h(w, r)
+			return
+		}
+		http.NotFound(w, r)
+	}
+}
+
 func TestClientFlushCache(t *testing.T) {
-	t.Run("sglang retries while 400", func(t *testing.T) {
+	const admin = "sk-admin-0123456789"
+	const flushedBody = "Cache flushed.\nPlease check backend logs for more details. (When there are running or waiting requests, the operation will not be performed.)\n"
+	t.Run("sglang 0.5 retries while 400 with the misleading body", func(t *testing.T) {
 		var flushes atomic.Int32
-		srv := engineServer(t, SGLang, func(w http.ResponseWriter, r *http.Request) {
+		srv := engineServer(t, "sglang-0.5", func(w http.ResponseWriter, r *http.Request) {
 			if r.URL.Path != "/flush_cache" || r.Method != http.MethodPost {
 				http.NotFound(w, r)
 				return
 			}
-			if flushes.Add(1) <= 3 {
-				http.Error(w, "Cache not flushed because there are pending requests.", http.StatusBadRequest)
-				return
+			if r.URL.Query().Get("timeout") != "10" {
+				t.Errorf("flush without ?timeout=10: %s", r.URL)
 			}
-			io.WriteString(w, "Cache flushed.")
+			w.WriteHeader(map[bool]int{true: http.StatusBadRequest, false: http.StatusOK}[flushes.Add(1) <= 3])
+			io.WriteString(w, flushedBody)
 		})
 		defer srv.Close()
 		res, err := newTestClient(t, srv.URL, nil).FlushCache(context.Background(), FlushAuto)
-		if err != nil || res.Engine != SGLang || res.RequestFields != nil {
+		if err != nil || res.Engine != SGLang || res.RequestFields != nil || !res.Auto {
 			t.Fatalf("res %+v err %v", res, err)
 		}
 		if flushes.Load() != 4 {
 			t.Errorf("flush attempts = %d, want 4", flushes.Load())
 		}
-	})
-	t.Run("sglang busy until ctx ends", func(t *testing.T) {
-		srv := engineServer(t, SGLang, func(w http.ResponseWriter, r *http.Request) {
-			http.Error(w, "pending requests", http.StatusBadRequest)
-		})
-		defer srv.Close()
-		ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
-		defer cancel()
-		_, err := newTestClient(t, srv.URL, nil).FlushCache(ctx, FlushSGLang)
-		if !errors.Is(err, context.DeadlineExceeded) || !strings.Contains(err.Error(), "still refused") {
-			t.Fatalf("err = %v", err)
+		if p := res.Policy(); !strings.Contains(p, "/flush_cache") || !strings.Contains(p, `"auto"`) || !strings.Contains(p, "sglang") {
+			t.Errorf("policy %q does not say what auto picked", p)
 		}
 	})
-	t.Run("vllm reset_prefix_cache", func(t *testing.T) {
-		var resets atomic.Int32
-		srv := engineServer(t, VLLM, func(w http.ResponseWriter, r *http.Request) {
-			if r.URL.Path == "/reset_prefix_cache" && r.Method == http.MethodPost {
-				resets.Add(1)
+	failures := []struct {
+		name     string
+		release  string
+		mut      func(*ClientConfig)
+		handler  http.HandlerFunc
+		contains []string
+	}{
+		{"sglang refuses past the bound", "sglang-2026", nil, onFlush(func(w http.ResponseWriter, r *http.Request) {
+			http.Error(w, "Another flush_cache is already in progress.", http.StatusBadRequest)
+		}), []string{"refused", "Another flush_cache is already in progress"}},
+		{"sglang 200 that is not a flush", "sglang-2026", nil, onFlush(func(w http.ResponseWriter, r *http.Request) {
+			io.WriteString(w, `{"object":"error","message":"upstream"}`)
+		}), []string{"without saying the cache was flushed"}},
+		{"sglang admin key missing", "sglang-2026", nil, onFlush(func(w http.ResponseWriter, r *http.Request) {
+			http.Error(w, "Unauthorized", http.StatusUnauthorized)
+		}), []string{"admin_api_key", "--admin-api-key"}},
+		{"vllm without dev mode", "vllm-nodev", nil, nil, []string{"VLLM_SERVER_DEV_MODE=1", `llmserve_inference_server with engine = "vllm"`, `cache_flush = "none"`}},
+	}
+	for _, tc := range failures {
+		t.Run(tc.name, func(t *testing.T) {
+			srv := engineServer(t, tc.release, tc.handler)
+			defer srv.Close()
+			c := newTestClient(t, srv.URL, func(c *ClientConfig) { c.IdleTimeout = 30 * time.Millisecond })
+			_, err := c.FlushCache(context.Background(), FlushAuto)
+			if err == nil {
+				t.Fatal("flush succeeded")
+			}
+			if !errors.Is(err, ErrFlushFailed) && !errors.Is(err, ErrUnauthorized) {
+				t.Errorf("err %v is neither ErrFlushFailed nor ErrUnauthorized", err)
+			}
+			for _, s := range tc.contains {
+				if !strings.Contains(err.Error(), s) {
+					t.Errorf("error %q does not say %q", err, s)
+				}
+			}
+		})
+	}
+	t.Run("sglang sends the admin key to flush_cache only", func(t *testing.T) {
+		srv := engineServer(t, "sglang-2026", func(w http.ResponseWriter, r *http.Request) {
+			if r.URL.Path == "/flush_cache" && r.Header.Get("Authorization") == "Bearer "+admin {
+				io.WriteString(w, flushedBody)
 				return
 			}
-			http.NotFound(w, r)
+			http.Error(w, "Unauthorized", http.StatusUnauthorized)
+		})
+		defer srv.Close()
+		c := newTestClient(t, srv.URL, func(c *ClientConfig) { c.AdminAPIKey = admin })
+		if _, err := c.FlushCache(context.Background(), FlushSGLang); err != nil {
+			t.Fatal(err)
+		}
+	})
+	t.Run("vllm resets only once idle", func(t *testing.T) {
+		var polls, resetAfter atomic.Int32
+		srv := engineServer(t, "vllm", func(w http.ResponseWriter, r *http.Request) {
+			switch {
+			case r.URL.Path == "/metrics":
+				running := 0
+				if polls.Add(1) <= 2 {
+					running = 1
+				}
+				fmt.Fprintf(w, "# TYPE vllm:num_requests_running gauge\nvllm:num_requests_running{model_name=\"qwen\",engine=\"0\"} %d.0\n"+
+					"# TYPE vllm:num_requests_waiting gauge\nvllm:num_requests_waiting{model_name=\"qwen\",engine=\"0\"} 0.0\n", running)
+			case r.URL.Path == "/reset_prefix_cache" && r.Method == http.MethodPost && r.URL.Query().Get("reset_running_requests") == "true":
+				resetAfter.Store(polls.Load())
+			default:
+				http.NotFound(w, r)
+			}
 		})
 		defer srv.Close()
 		res, err := newTestClient(t, srv.URL, nil).FlushCache(context.Background(), FlushAuto)
-		if err != nil || res.Engine != VLLM || resets.Load() != 1 {
-			t.Fatalf("res %+v err %v resets %d", res, err, resets.Load())
+		if err != nil || res.Engine != VLLM {
+			t.Fatalf("res %+v err %v", res, err)
+		}
+		if resetAfter.Load() != 3 {
+			t.Errorf("reset after %d metric polls, want 3 (two busy, one idle)", resetAfter.Load())
 		}
 	})
 	t.Run("llamacpp per-request field", func(t *testing.T) {
-		srv := engineServer(t, LlamaCpp, nil)
+		srv := engineServer(t, "llamacpp", nil)
 		defer srv.Close()
 		res, err := newTestClient(t, srv.URL, nil).FlushCache(context.Background(), FlushAuto)
 		if err != nil || res.Engine != LlamaCpp || res.RequestFields["cache_prompt"] != false {

@@ -68,6 +68,9 @@ type Spec struct {
 type Secrets struct {
 	HubToken string
 	APIKey   string
+	// AdminAPIKey guards SGLang's admin endpoints (/flush_cache …) with --admin-api-key; the
+	// other engines have no such key.
+	AdminAPIKey string
 }
 
 // Problem is one violated constraint: Field is the attribute path in snake_case with dots
@@ -231,6 +234,10 @@ func (s Spec) Args() []string {
 			num("--speculative-num-draft-tokens", sp.DraftTokens)
 		}
 		flag("--device", string(s.Accelerator))
+		// Prometheus metrics (idle signal, the server-side view of each trial) and
+		// usage.prompt_tokens_details.cached_tokens, which SGLang fills only with
+		// --enable-cache-report (server_args.py): the proof that a trial's cache was cold.
+		a = append(a, "--enable-metrics", "--enable-cache-report")
 	case VLLM:
 		flag("--model", s.Model)
 		flag("--revision", s.Revision)
@@ -242,6 +249,9 @@ func (s Spec) Args() []string {
 		if sp := s.Speculative; sp != nil {
 			flag("--speculative-config", vllmSpeculativeConfig(sp))
 		}
+		// usage.prompt_tokens_details.cached_tokens is filled only with this flag (the
+		// serving classes default it off, entrypoints/openai/serving_completion.py).
+		a = append(a, "--enable-prompt-tokens-details")
 	case LlamaCpp:
 		flag("--model", s.Model)
 		flag("--alias", s.ServedModelName)
@@ -285,12 +295,49 @@ func (s Spec) SecretEnv(sec Secrets) map[string]string {
 }
 
 // SecretArgs are arguments appended after Args for secrets an engine only takes as a flag
-// (SGLang's --api-key). They are kept out of Command so the stored command holds no secret.
+// (SGLang's --api-key and --admin-api-key). They are kept out of Command so the stored
+// command holds no secret.
 func (s Spec) SecretArgs(sec Secrets) []string {
-	if sec.APIKey != "" && s.Engine == SGLang {
-		return []string{"--api-key", sec.APIKey}
+	if s.Engine != SGLang {
+		return nil
+	}
+	var a []string
+	if sec.APIKey != "" {
+		a = append(a, "--api-key", sec.APIKey)
+	}
+	if sec.AdminAPIKey != "" {
+		a = append(a, "--admin-api-key", sec.AdminAPIKey)
+	}
+	return a
+}
+
+// Env is the environment the engine needs to serve what the benchmark uses. vLLM registers
+// /reset_prefix_cache (and, in older releases, /server_info) only in development mode
+// (vllm/entrypoints/serve/cache/api_router.py; before, under envs.VLLM_SERVER_DEV_MODE in
+// api_server.py), so cache_flush = "auto" needs it.
+func (s Spec) Env() map[string]string {
+	if s.Engine == VLLM {
+		return map[string]string{"VLLM_SERVER_DEV_MODE": "1"}
 	}
 	return nil
+}
+
+// LaunchAPIKey finds the API key a running engine was started with, in its environment or
+// argv, the way SecretEnv and SecretArgs put it there; "" when it has none. The provider uses
+// it, in memory only, to read an imported server's self-description.
+func LaunchAPIKey(e Name, env map[string]string, args []string) string {
+	for i := 0; i+1 < len(args); i++ {
+		if args[i] == "--api-key" {
+			return args[i+1]
+		}
+	}
+	switch e {
+	case VLLM:
+		return env["VLLM_API_KEY"]
+	case LlamaCpp:
+		return env["LLAMA_API_KEY"]
+	}
+	return ""
 }
 
 // RequestModel is the model name a client sends in a completion request.

@@ -32,6 +32,7 @@ func TestCommandReferenceSGLang(t *testing.T) {
 		"--speculative-eagle-topk", "1",
 		"--speculative-num-draft-tokens", "8",
 		"--device", "xpu",
+		"--enable-metrics", "--enable-cache-report",
 		"--host", "0.0.0.0",
 		"--port", "30000",
 	}
@@ -58,7 +59,7 @@ func TestCommandOtherEngines(t *testing.T) {
 				"--model", "Qwen/Qwen3-8B", "--served-model-name", "qwen", "--tensor-parallel-size", "2",
 				"--max-model-len", "32768", "--max-num-seqs", "64", "--gpu-memory-utilization", "0.9",
 				"--speculative-config", `{"method":"eagle3","model":"org/eagle3-draft","num_speculative_tokens":3}`,
-				"--host", "0.0.0.0", "--port", "8000"},
+				"--enable-prompt-tokens-details", "--host", "0.0.0.0", "--port", "8000"},
 		},
 		{
 			name: "llamacpp gguf on cpu with slots",
@@ -70,7 +71,7 @@ func TestCommandOtherEngines(t *testing.T) {
 		{
 			name: "custom entrypoint",
 			spec: Spec{Engine: SGLang, Model: "m", TensorParallel: 1, Accelerator: CPU, Port: 1, Entrypoint: []string{"/opt/venv/bin/python", "-m", "sglang.launch_server"}},
-			want: []string{"/opt/venv/bin/python", "-m", "sglang.launch_server", "--model-path", "m", "--tp", "1", "--device", "cpu", "--host", "0.0.0.0", "--port", "1"},
+			want: []string{"/opt/venv/bin/python", "-m", "sglang.launch_server", "--model-path", "m", "--tp", "1", "--device", "cpu", "--enable-metrics", "--enable-cache-report", "--host", "0.0.0.0", "--port", "1"},
 		},
 	}
 	for _, tt := range tests {
@@ -127,5 +128,45 @@ func TestValidate(t *testing.T) {
 			}
 			t.Errorf("want a problem on %s mentioning %q, got %q", tt.field, tt.detail, found)
 		})
+	}
+}
+
+func TestLaunchAPIKey(t *testing.T) {
+	tests := []struct {
+		name string
+		e    Name
+		env  map[string]string
+		args []string
+		want string
+	}{
+		{"sglang flag", SGLang, nil, []string{"--port", "1", "--api-key", "k1", "--admin-api-key", "adm"}, "k1"},
+		{"vllm env", VLLM, map[string]string{"VLLM_API_KEY": "k2", "VLLM_SERVER_DEV_MODE": "1"}, nil, "k2"},
+		{"llamacpp env", LlamaCpp, map[string]string{"LLAMA_API_KEY": "k3"}, nil, "k3"},
+		{"llamacpp flag wins", LlamaCpp, map[string]string{"LLAMA_API_KEY": "k3"}, []string{"--api-key", "k4"}, "k4"},
+		{"none", SGLang, map[string]string{"VLLM_API_KEY": "other engine"}, []string{"--api-key"}, ""},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := LaunchAPIKey(tt.e, tt.env, tt.args); got != tt.want {
+				t.Errorf("LaunchAPIKey = %q, want %q", got, tt.want)
+			}
+		})
+	}
+}
+
+func TestSecretsAndEngineEnv(t *testing.T) {
+	sec := Secrets{APIKey: "user", AdminAPIKey: "admin"}
+	s := Spec{Engine: SGLang}
+	if got := strings.Join(s.SecretArgs(sec), " "); got != "--api-key user --admin-api-key admin" {
+		t.Errorf("SGLang secret args %q", got)
+	}
+	if got := (Spec{Engine: VLLM}).SecretArgs(sec); got != nil {
+		t.Errorf("vLLM takes no admin key, got %q", got)
+	}
+	if got := (Spec{Engine: VLLM}).Env()["VLLM_SERVER_DEV_MODE"]; got != "1" {
+		t.Errorf("vLLM not launched in dev mode (needed for /reset_prefix_cache): %q", got)
+	}
+	if got := (Spec{Engine: LlamaCpp}).Env(); got != nil {
+		t.Errorf("llama.cpp env %v", got)
 	}
 }

@@ -55,6 +55,7 @@ type engineSettings struct {
 	Entrypoint         types.List    `tfsdk:"entrypoint"`
 	HubTokenWO         types.String  `tfsdk:"hub_token_wo"`
 	APIKeyWO           types.String  `tfsdk:"api_key_wo"`
+	AdminAPIKeyWO      types.String  `tfsdk:"admin_api_key_wo"`
 	SecretsVersion     types.String  `tfsdk:"secrets_version"`
 	ReadinessTimeout   types.String  `tfsdk:"readiness_timeout"`
 
@@ -216,6 +217,8 @@ func engineSettingsAttributes() map[string]schema.Attribute {
 		"api_key_wo": schema.StringAttribute{Optional: true, Sensitive: true, WriteOnly: true,
 			Validators:          []validator.String{printableValidator{}},
 			MarkdownDescription: "API key the server demands as `Authorization: Bearer` (vLLM `VLLM_API_KEY`, llama.cpp `LLAMA_API_KEY`, SGLang `--api-key`, kept out of `command`). Write-only, never stored."},
+		"admin_api_key_wo": schema.StringAttribute{Optional: true, Sensitive: true, WriteOnly: true,
+			MarkdownDescription: "SGLang only: key for its admin endpoints (`--admin-api-key`), among them `/flush_cache`, which a benchmark's cache flush calls; give the same value to the benchmark's `admin_api_key`. Kept out of `command`. Write-only, never stored."},
 		"secrets_version": schema.StringAttribute{Optional: true, PlanModifiers: replace,
 			Validators:          []validator.String{printableValidator{}},
 			MarkdownDescription: "Any value; changing it re-creates the server so new write-only secrets take effect."},
@@ -260,8 +263,8 @@ func inferenceServerExperimentAttributes() map[string]schema.Attribute {
 		"driver":              str("Accelerator driver version; empty, the engine host does not report it."),
 		"kernel":              str("Kernel of the engine host."),
 		"tensor_parallelism":  num("Tensor parallel size."),
-		"context_length":      num("Context length the server reports, else the configured one."),
-		"physical_token_pool": num("KV cache token pool the server reports (SGLang `max_total_num_tokens`); 0 when it reports none."),
+		"context_length":      num("Most tokens (prompt plus output) one request may use, as the server reports it (SGLang `context_length`, vLLM `max_model_len`, llama.cpp the per-slot `n_ctx` of `/props`, which is `context_length` divided among the slots unless the KV cache is unified), else the configured one."),
+		"physical_token_pool": num("KV cache token pool the server reports (SGLang `max_total_num_tokens`, vLLM GPU blocks × block size); null when it reports none (llama.cpp)."),
 		"speculative_mode": schema.SingleNestedAttribute{Computed: true, MarkdownDescription: "Speculative decoding; null when off.",
 			Attributes: map[string]schema.Attribute{
 				"algorithm": str("Algorithm."), "steps": num("Steps."), "topk": num("Top-k."), "draft_tokens": num("Draft tokens."),
@@ -341,13 +344,13 @@ func (m engineSettings) validateSpec(ctx context.Context) (engine.Spec, diag.Dia
 // secrets are the write-only values, which exist only in the configuration, never in the
 // plan or state.
 func (m engineSettings) secrets() engine.Secrets {
-	return engine.Secrets{HubToken: m.HubTokenWO.ValueString(), APIKey: m.APIKeyWO.ValueString()}
+	return engine.Secrets{HubToken: m.HubTokenWO.ValueString(), APIKey: m.APIKeyWO.ValueString(), AdminAPIKey: m.AdminAPIKeyWO.ValueString()}
 }
 
 func (m engineSettings) readiness(spec engine.Spec, sec engine.Secrets) deploy.Readiness {
 	d, _ := time.ParseDuration(m.ReadinessTimeout.ValueString()) // validated at plan time
 	return deploy.Readiness{Engine: spec.Engine, Model: spec.RequestModel(), APIKey: sec.APIKey, Timeout: d,
-		Redact: []string{sec.APIKey, sec.HubToken}}
+		Redact: []string{sec.APIKey, sec.HubToken, sec.AdminAPIKey}}
 }
 
 func (m *engineSettings) setCommand(ctx context.Context, spec engine.Spec) diag.Diagnostics {
@@ -358,14 +361,17 @@ func (m *engineSettings) setCommand(ctx context.Context, spec engine.Spec) diag.
 
 // experiment is the deployment in the results document's shape; a resource adds what only
 // it knows (kernel, replicas).
-func (m *engineSettings) experiment(spec engine.Spec, imageDigest string, info deploy.ServerInfo) results.Experiment {
+func (m *engineSettings) experiment(spec engine.Spec, imageDigest string, info engine.ServerInfo) results.Experiment {
 	exp := results.Experiment{
 		ImageTag: m.Image.ValueString(), ImageDigest: imageDigest, Model: spec.Model, Checkpoint: spec.Revision,
 		Hardware: string(spec.Accelerator), TensorParallelism: spec.TensorParallel,
-		ContextLength: spec.ContextLength, PhysicalTokenPool: info.TokenPool,
+		ContextLength: spec.ContextLength,
 	}
-	if info.ContextLength != 0 {
-		exp.ContextLength = info.ContextLength
+	if info.TokenPool != 0 {
+		exp.PhysicalTokenPool = &info.TokenPool
+	}
+	if info.MaxContext != 0 {
+		exp.ContextLength = info.MaxContext
 	}
 	if sp := spec.Speculative; sp != nil {
 		exp.SpeculativeMode = &results.SpeculativeMode{Algorithm: sp.Algorithm, Steps: sp.Steps, TopK: sp.TopK, DraftTokens: sp.DraftTokens}
@@ -373,8 +379,8 @@ func (m *engineSettings) experiment(spec engine.Spec, imageDigest string, info d
 	return exp
 }
 
-func (m *engineSettings) setExperiment(ctx context.Context, exp results.Experiment, info deploy.ServerInfo) diag.Diagnostics {
-	m.ServerVersion = types.StringValue(info.Version)
+func (m *engineSettings) setExperiment(ctx context.Context, exp results.Experiment, info engine.ServerInfo) diag.Diagnostics {
+	m.ServerVersion = nullableString(info.Version)
 	obj, diags := experimentValue(ctx, exp)
 	m.Experiment = obj
 	return diags
@@ -412,7 +418,7 @@ func (m *engineSettings) fromSpec(ctx context.Context, image string, s engine.Sp
 	}
 	m.Accelerator, m.Port = types.StringValue(string(s.Accelerator)), types.Int64Value(int64(s.Port))
 	m.ExtraArgs, m.Entrypoint = list(s.ExtraArgs), list(s.Entrypoint)
-	m.HubTokenWO, m.APIKeyWO = types.StringNull(), types.StringNull()
+	m.HubTokenWO, m.APIKeyWO, m.AdminAPIKeyWO = types.StringNull(), types.StringNull(), types.StringNull()
 	m.SecretsVersion = nullableString(secretsVersion)
 	m.ReadinessTimeout = types.StringValue(orString(readinessTimeout, defaultReadinessTimeout))
 	m.Experiment = types.ObjectNull(experimentAttrTypes)

@@ -109,7 +109,7 @@ func experimentFromObject(ctx context.Context, obj types.Object) (*results.Exper
 		Kernel:            m.Kernel.ValueString(),
 		TensorParallelism: int(m.TensorParallelism.ValueInt64()),
 		ContextLength:     int(m.ContextLength.ValueInt64()),
-		PhysicalTokenPool: int(m.PhysicalTokenPool.ValueInt64()),
+		PhysicalTokenPool: intPointer(m.PhysicalTokenPool),
 	}
 	if !m.SpeculativeMode.IsNull() && !m.SpeculativeMode.IsUnknown() {
 		var s speculativeModeModel
@@ -140,9 +140,26 @@ func experimentValue(ctx context.Context, e results.Experiment) (types.Object, d
 		ImageTag: types.StringValue(e.ImageTag), ImageDigest: types.StringValue(e.ImageDigest), Model: types.StringValue(e.Model),
 		Checkpoint: types.StringValue(e.Checkpoint), Hardware: types.StringValue(e.Hardware), Driver: types.StringValue(e.Driver),
 		Kernel: types.StringValue(e.Kernel), TensorParallelism: types.Int64Value(int64(e.TensorParallelism)),
-		ContextLength: types.Int64Value(int64(e.ContextLength)), PhysicalTokenPool: types.Int64Value(int64(e.PhysicalTokenPool)),
+		ContextLength: types.Int64Value(int64(e.ContextLength)), PhysicalTokenPool: nullableIntPtr(e.PhysicalTokenPool),
 		SpeculativeMode: spec,
 	})
 	diags.Append(d...)
 	return obj, diags
+}
+
+// intPointer is a number attribute as an optional count: nil when null or unknown.
+func intPointer(v types.Int64) *int {
+	if v.IsNull() || v.IsUnknown() {
+		return nil
+	}
+	i := int(v.ValueInt64())
+	return &i
+}
+
+// nullableIntPtr is intPointer's inverse.
+func nullableIntPtr(p *int) types.Int64 {
+	if p == nil {
+		return types.Int64Null()
+	}
+	return types.Int64Value(int64(*p))
 }

@@ -59,6 +59,7 @@ type capacityBenchmarkModel struct {
 	Model        types.String   `tfsdk:"model"`
 	API          types.String   `tfsdk:"api"`
 	APIKey       types.String   `tfsdk:"api_key"`
+	AdminAPIKey  types.String   `tfsdk:"admin_api_key"`
 	Workloads    types.List     `tfsdk:"workloads"`
 	SLOs         types.List     `tfsdk:"slos"`
 	Search       types.Object   `tfsdk:"search"`
@@ -160,6 +161,12 @@ func (r *capacityBenchmarkResource) Schema(ctx context.Context, _ resource.Schem
 				WriteOnly:           true,
 				MarkdownDescription: "API key sent as a Bearer token. Write-only: never stored in state or plan (Terraform >= 1.11).",
 				Validators:          []validator.String{printableValidator{}},
+			},
+			"admin_api_key": schema.StringAttribute{
+				Optional:            true,
+				Sensitive:           true,
+				WriteOnly:           true,
+				MarkdownDescription: "Key for the server's admin endpoints, sent instead of `api_key` only to flush the cache: SGLang started with `--admin-api-key` (`llmserve_inference_server`'s `admin_api_key_wo`) refuses `/flush_cache` without it. Write-only: never stored in state or plan.",
 			},
 			"workloads": schema.ListNestedAttribute{
 				Required:            true,
@@ -524,9 +531,10 @@ func sloUnitSlips(p path.Path, o sloModel) diag.Diagnostics {
 func (r *capacityBenchmarkResource) Create(ctx context.Context, req resource.CreateRequest, resp *resource.CreateResponse) {
 	var plan capacityBenchmarkModel
 	resp.Diagnostics.Append(req.Plan.Get(ctx, &plan)...)
-	var apiKey types.String
+	var apiKey, adminKey types.String
 	// Write-only values are only in the config, never in the plan.
 	resp.Diagnostics.Append(req.Config.GetAttribute(ctx, path.Root("api_key"), &apiKey)...)
+	resp.Diagnostics.Append(req.Config.GetAttribute(ctx, path.Root("admin_api_key"), &adminKey)...)
 	if resp.Diagnostics.HasError() {
 		return
 	}
@@ -538,7 +546,7 @@ func (r *capacityBenchmarkResource) Create(ctx context.Context, req resource.Cre
 	if resp.Diagnostics.HasError() {
 		return
 	}
-	cfg.APIKey = apiKey.ValueString()
+	cfg.APIKey, cfg.AdminAPIKey = apiKey.ValueString(), adminKey.ValueString()
 	if r.data != nil {
 		cfg.ToolVersion = r.data.version
 	}
@@ -591,7 +599,7 @@ func (r *capacityBenchmarkResource) Create(ctx context.Context, req resource.Cre
 		tflog.Warn(ctx, "cannot mark the run complete in the progress file", map[string]any{"error": err.Error()})
 	}
 	plan.ID = types.StringValue(randomID())
-	plan.APIKey = types.StringNull()
+	plan.APIKey, plan.AdminAPIKey = types.StringNull(), types.StringNull()
 	resp.Diagnostics.Append(resp.State.Set(ctx, &plan)...)
 }
 
@@ -615,7 +623,7 @@ func (r *capacityBenchmarkResource) Update(ctx context.Context, req resource.Upd
 	}
 	state.ProgressFile = plan.ProgressFile
 	state.Timeouts = plan.Timeouts
-	state.APIKey = types.StringNull()
+	state.APIKey, state.AdminAPIKey = types.StringNull(), types.StringNull()
 	resp.Diagnostics.Append(resp.State.Set(ctx, &state)...)
 }
 

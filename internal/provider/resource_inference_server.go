@@ -480,7 +480,7 @@ func (r *inferenceServerResource) Read(ctx context.Context, req resource.ReadReq
 	if state.Experiment.IsNull() && st.Running {
 		// After an import: ask the running server for what create would have recorded.
 		infoCtx, cancel := context.WithTimeout(ctx, 10*time.Second)
-		info := deploy.ReadServerInfo(infoCtx, st.Endpoint, deploy.Readiness{Engine: rec.Spec.Engine})
+		info := deploy.ReadServerInfo(infoCtx, st.Endpoint, deploy.Readiness{Engine: rec.Spec.Engine, Model: rec.Spec.RequestModel(), APIKey: st.APIKey})
 		cancel()
 		kernel, _ := b.KernelVersion(ctx)
 		resp.Diagnostics.Append(state.setExperiment(ctx, rec.Spec, st, info, kernel)...)
@@ -630,7 +630,7 @@ func (m *inferenceServerModel) setStatus(ctx context.Context, spec engine.Spec, 
 	return diags
 }
 
-func (m *inferenceServerModel) setExperiment(ctx context.Context, spec engine.Spec, st deploy.Status, info deploy.ServerInfo, kernel string) diag.Diagnostics {
+func (m *inferenceServerModel) setExperiment(ctx context.Context, spec engine.Spec, st deploy.Status, info engine.ServerInfo, kernel string) diag.Diagnostics {
 	exp := m.experiment(spec, st.ImageDigest, info)
 	exp.Kernel = kernel
 	return m.engineSettings.setExperiment(ctx, exp, info)

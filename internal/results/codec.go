@@ -431,7 +431,7 @@ func (r *reader) experiment(o *object) Experiment {
 	e.Kernel = o.str("kernel")
 	e.TensorParallelism = o.integer("tensor_parallelism")
 	e.ContextLength = o.integer("context_length")
-	e.PhysicalTokenPool = o.integer("physical_token_pool")
+	e.PhysicalTokenPool = o.nullableInt("physical_token_pool")
 	if v, p := o.field("speculative_mode"); v != nil && v.kind != kindNull {
 		if so := r.asObject(p, v); so != nil {
 			e.SpeculativeMode = &SpeculativeMode{

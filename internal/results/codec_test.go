@@ -182,7 +182,7 @@ func TestMarshalFromScratchHasReferenceShape(t *testing.T) {
 		}
 	}
 	d := &Document{
-		Experiment: Experiment{ImageTag: "img", SpeculativeMode: &SpeculativeMode{Algorithm: "EAGLE"}},
+		Experiment: Experiment{ImageTag: "img", PhysicalTokenPool: intp(1), SpeculativeMode: &SpeculativeMode{Algorithm: "EAGLE"}},
 		SLOs:       []SLO{{Metric: "time_to_first_token", Percentile: 95, ThresholdMs: 10000}},
 		Workloads: []Workload{{
 			Label: "2K / 512", ConfiguredISL: 2048, ConfiguredOSL: 512,
@@ -598,5 +598,31 @@ func TestRoundTripErrorSummary(t *testing.T) {
 	bad := bytes.Replace(out, []byte(`"count": 2`), []byte(`"count": 0`), 1)
 	if _, err := Parse(bad); err == nil || !strings.Contains(err.Error(), "workloads[0].failing_trials[0].error_summary[0].count: must be at least 1") {
 		t.Fatalf("err = %v, want the count refused with its path", err)
+	}
+}
+
+// A server that reports no KV pool (llama.cpp) is null in the document and "not reported" in
+// the Markdown, never a pool of 0 tokens.
+func TestUnreportedTokenPoolIsNull(t *testing.T) {
+	doc := `{"schema_version":1,"experiment":{"image_tag":"","image_digest":"","model":"m","checkpoint":"","hardware":"","driver":"","kernel":"","tensor_parallelism":1,"context_length":2048,"physical_token_pool":null,"speculative_mode":null},` +
+		`"aiperf":{"version":"x","arrival_pattern":"a","streaming":true,"server_token_count":true,"temperature":0,"ignore_eos":true,"warmups_per_trial":0,"measured_requests_per_trial":1,"independent_trials_per_boundary_side":1,"cache_policy":"not flushed"},` +
+		`"slo":{"metric":"time_to_first_token","percentile":95,"threshold_ms":1000,"comparison":"strictly_less_than","all_confirmation_trials_must_pass":true},"workloads":[],` +
+		`"correctness_total":{"warmup_records":0,"unique_warmup_prompts":0,"warmup_profile_prompt_overlap":0,"profiling_records":0,"http_200":0,"unique_prompts":0,"unique_outputs":0,"generated_chunks":0,"generated_utf8_bytes":0,"completion_tokens_total":0,"finish_reason_length":0,"errors":0,"cancelled":false,"output_length_mismatches":0}}`
+	d, err := Parse([]byte(doc))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d.Experiment.PhysicalTokenPool != nil {
+		t.Fatalf("pool = %d, want nil", *d.Experiment.PhysicalTokenPool)
+	}
+	out, err := Marshal(d)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(out), `"physical_token_pool": null`) {
+		t.Errorf("null pool not written back as null:\n%s", out)
+	}
+	if md := Markdown(d); !strings.Contains(md, "physical token pool not reported") || strings.Contains(md, "pool 0") {
+		t.Errorf("markdown does not say the pool is unknown:\n%s", md)
 	}
 }

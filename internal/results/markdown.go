@@ -36,7 +36,7 @@ func Markdown(d *Document) string {
 		row("Tensor parallelism", strconv.Itoa(e.TensorParallelism))
 	}
 	if e.ContextLength > 0 {
-		row("Context length", fmt.Sprintf("%d tokens (physical token pool %d)", e.ContextLength, e.PhysicalTokenPool))
+		row("Context length", fmt.Sprintf("%d tokens (physical token pool %s)", e.ContextLength, tokenPool(e.PhysicalTokenPool)))
 	}
 	if s := e.SpeculativeMode; s != nil {
 		row("Speculative decoding", fmt.Sprintf("%s, %d steps, top-k %d, %d draft tokens", mdText(s.Algorithm), s.Steps, s.TopK, s.DraftTokens))
@@ -209,4 +209,12 @@ func joinNonEmpty(sep string, parts ...string) string {
 		}
 	}
 	return strings.Join(keep, sep)
+}
+
+// tokenPool shows a KV pool size, or says the server did not report one.
+func tokenPool(p *int) string {
+	if p == nil {
+		return "not reported"
+	}
+	return strconv.Itoa(*p)
 }

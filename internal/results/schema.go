@@ -34,7 +34,7 @@ type Experiment struct {
 	Kernel            string           `json:"kernel"`
 	TensorParallelism int              `json:"tensor_parallelism"`
 	ContextLength     int              `json:"context_length"`
-	PhysicalTokenPool int              `json:"physical_token_pool"`
+	PhysicalTokenPool *int             `json:"physical_token_pool"` // null: the server did not report it
 	SpeculativeMode   *SpeculativeMode `json:"speculative_mode"`
 }
 

@@ -21,6 +21,7 @@ import (
 	"github.com/docker/go-connections/nat"
 
 	"github.com/llmserve/terraform-provider-llmserve/internal/deploy"
+	"github.com/llmserve/terraform-provider-llmserve/internal/engine"
 )
 
 var _ deploy.Backend = (*Backend)(nil)
@@ -190,6 +191,11 @@ func (b *Backend) Inspect(ctx context.Context, idOrName string) (deploy.Status, 
 		st.RestartPolicy = string(ci.HostConfig.RestartPolicy.Name)
 	}
 	st.ImageDigest = b.imageDigest(ctx, ci.Image, ci.Config.Image)
+	if ci.Config != nil {
+		if rec, err := deploy.ParseRecord(ci.Config.Labels[deploy.SpecLabel]); err == nil {
+			st.APIKey = engine.LaunchAPIKey(rec.Spec.Engine, envMap(ci.Config.Env), ci.Args)
+		}
+	}
 	hostIP, hostPort := publishedPort(ci)
 	st.HostPort = hostPort
 	if st.Running && hostPort != 0 {
@@ -349,4 +355,15 @@ func lastLine(s string) string {
 		return s[i+1:]
 	}
 	return s
+}
+
+// envMap turns a container's KEY=value environment into a map.
+func envMap(env []string) map[string]string {
+	m := make(map[string]string, len(env))
+	for _, kv := range env {
+		if k, v, ok := strings.Cut(kv, "="); ok {
+			m[k] = v
+		}
+	}
+	return m
 }

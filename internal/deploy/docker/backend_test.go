@@ -103,7 +103,7 @@ func TestLaunchReadyAndServes(t *testing.T) {
 	if !st.Running || !strings.HasPrefix(st.Endpoint, "http://127.0.0.1:") || !strings.HasPrefix(st.ImageDigest, "sha256:") {
 		t.Errorf("status = %+v", st)
 	}
-	if info.ContextLength == 0 {
+	if info.MaxContext == 0 {
 		t.Errorf("server info not read back: %+v", info)
 	}
 	resp, err := http.Post(st.Endpoint+"/v1/completions", "application/json", strings.NewReader(`{"model":"sim/model","prompt":"hi","max_tokens":2}`))

@@ -1,0 +1,62 @@
+package engine
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+)
+
+// ErrNoTokenizer: the server offers no tokenize endpoint; calibrate prompt lengths from
+// usage.prompt_tokens instead.
+var ErrNoTokenizer = errors.New("the server has no tokenize endpoint")
+
+// CountTokens returns how many tokens text is, without special tokens and without a chat
+// template, through the engine's tokenizer:
+//   - llama.cpp: POST /tokenize {"content", "add_special": false} gives {"tokens": [...]}.
+//   - vLLM: POST /tokenize {"model", "prompt", "add_special_tokens": false} gives {"count", ...}.
+//   - SGLang: the same request and answer (entrypoints/openai/serving_tokenize.py @0351c1fa,
+//     0.5.x and later; 0.4.x has no tokenizer endpoint and answers 404).
+//
+// It returns ErrNoTokenizer when the server has none. Transient failures (429, 5xx, a
+// dropped connection) are retried with backoff like every control call.
+func (c *Client) CountTokens(ctx context.Context, text string) (int, error) {
+	engine, err := c.Engine(ctx)
+	if err != nil && !errors.Is(err, ErrUnknownEngine) {
+		return 0, fmt.Errorf("count tokens: %w", err)
+	}
+	var body any
+	switch engine {
+	case LlamaCpp:
+		body = map[string]any{"content": text, "add_special": false}
+	case VLLM, SGLang:
+		body = map[string]any{"model": c.model, "prompt": text, "add_special_tokens": false}
+	default:
+		return 0, fmt.Errorf("count tokens: %w", ErrNoTokenizer)
+	}
+	status, resp, err := c.call(ctx, http.MethodPost, "/tokenize", body)
+	if err != nil {
+		return 0, fmt.Errorf("count tokens: %w", err)
+	}
+	switch {
+	case status == http.StatusNotFound || status == http.StatusMethodNotAllowed:
+		return 0, fmt.Errorf("count tokens: POST %s/tokenize: HTTP %d: %w", c.redacted, status, ErrNoTokenizer)
+	case status != http.StatusOK:
+		return 0, fmt.Errorf("count tokens: %w", c.statusErr(http.MethodPost, "/tokenize", status, resp))
+	}
+	var out struct {
+		Count  *int              `json:"count"`
+		Tokens []json.RawMessage `json:"tokens"`
+	}
+	if err := json.Unmarshal(resp, &out); err != nil {
+		return 0, fmt.Errorf("count tokens: POST %s/tokenize: unexpected answer: %w", c.redacted, err)
+	}
+	if out.Count != nil {
+		return *out.Count, nil
+	}
+	if out.Tokens == nil {
+		return 0, fmt.Errorf("count tokens: POST %s/tokenize: answer has neither count nor tokens: %s", c.redacted, c.quote(resp))
+	}
+	return len(out.Tokens), nil
+}
