@@ -34,6 +34,9 @@ type Config struct {
 	MeasuredRequests   int
 	ConfirmationTrials int
 	CacheFlush         string // auto | none | sglang | vllm | llamacpp
+	// IdleTimeout bounds the wait for a busy server before each trial, and the retries of a
+	// flush it refuses; 0 means 2 minutes.
+	IdleTimeout time.Duration
 
 	// StallTimeout and RequestTimeout bound every request (see load.ClientConfig); zero
 	// means the load package's defaults.

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -76,7 +77,7 @@ type session struct {
 // served, credentials accepted, streaming with usage.
 func connect(ctx context.Context, cfg Config) (*session, error) {
 	s := &session{cfg: cfg}
-	control, err := engine.NewClient(engine.ClientConfig{BaseURL: cfg.Endpoint, Model: cfg.Model, APIKey: cfg.APIKey, AdminAPIKey: cfg.AdminAPIKey})
+	control, err := engine.NewClient(engine.ClientConfig{BaseURL: cfg.Endpoint, Model: cfg.Model, APIKey: cfg.APIKey, AdminAPIKey: cfg.AdminAPIKey, IdleTimeout: cfg.IdleTimeout})
 	if err != nil {
 		return nil, err
 	}
@@ -171,13 +172,10 @@ func transient(r load.Record) bool {
 }
 
 // usageProbe measures a prompt's server token count with a 1-token request; used to fit
-// prompt lengths when the server has no tokenize endpoint.
+// prompt lengths when the server has no tokenize endpoint. It is a control call, retried on
+// transient failures.
 func (s *session) usageProbe(ctx context.Context, text string) (int, error) {
-	r := s.client.Do(ctx, text, 1)
-	if !r.OK() || !r.UsageReported {
-		return 0, fmt.Errorf("usage probe: HTTP %d %s", r.HTTPStatus, r.Err)
-	}
-	return r.PromptTokens, nil
+	return s.control.PromptTokens(ctx, s.cfg.API == "chat", text, s.flush.RequestFields)
 }
 
 func (s *session) skeleton() *results.Document {
@@ -391,7 +389,7 @@ func (r *trialRunner) RunTrial(ctx context.Context, req search.Request) (search.
 	if err != nil {
 		return search.Outcome{}, fmt.Errorf("warmup prompts: %w", err)
 	}
-	measured, _, err := s.prompts.Prompts(ctx, stream+" measured", s.cfg.MeasuredRequests, w.InputTokens)
+	measured, calib, err := s.prompts.Prompts(ctx, stream+" measured", s.cfg.MeasuredRequests, w.InputTokens)
 	if err != nil {
 		return search.Outcome{}, fmt.Errorf("measured prompts: %w", err)
 	}
@@ -425,7 +423,10 @@ func (r *trialRunner) RunTrial(ctx context.Context, req search.Request) (search.
 			return d != metrics.Undecided
 		}
 	}
+	// The engine's own metrics before, during and after the trial: its side of the story.
+	watch := watchServer(ctx, s.control, s.engine)
 	res, err := load.RunTrial(ctx, s.client, spec)
+	view := watch.finish(ctx)
 	if err != nil {
 		return search.Outcome{}, err
 	}
@@ -483,6 +484,8 @@ func (r *trialRunner) RunTrial(ctx context.Context, req search.Request) (search.
 		goodput := verdict.GoodputPercent
 		trial.GoodputPercent = &goodput
 	}
+	trial.Server = view
+	checkCache(&trial, done, w.InputTokens, int(math.Ceil(calib.TemplateOverheadTokens)), s.flush.Engine != "")
 	out.Detail = &trial
 	return out, nil
 }

@@ -415,3 +415,42 @@ func TestClientErrorBodyIsOneLine(t *testing.T) {
 		t.Fatalf("err = %q, want one line ending in %q", err, want)
 	}
 }
+
+// Calibration survives one 503: tokenize and the usage probe are control calls, retried.
+func TestClientCalibrationRetriesTransientFailures(t *testing.T) {
+	var tokenizeCalls, probeCalls atomic.Int32
+	srv := engineServer(t, "vllm", func(w http.ResponseWriter, r *http.Request) {
+		switch r.URL.Path {
+		case "/tokenize":
+			if tokenizeCalls.Add(1) == 1 {
+				http.Error(w, "busy", http.StatusServiceUnavailable)
+				return
+			}
+			io.WriteString(w, `{"count":3,"tokens":[1,2,3]}`)
+		case "/v1/chat/completions":
+			if probeCalls.Add(1) == 1 {
+				http.Error(w, "rate limited", http.StatusTooManyRequests)
+				return
+			}
+			var b map[string]any
+			_ = json.NewDecoder(r.Body).Decode(&b)
+			if b["stream"] != false || b["max_tokens"] != float64(1) || b["cache_prompt"] != false {
+				t.Errorf("probe body %v", b)
+			}
+			io.WriteString(w, `{"choices":[{"message":{"content":"x"}}],"usage":{"prompt_tokens":14,"completion_tokens":1}}`)
+		default:
+			http.NotFound(w, r)
+		}
+	})
+	defer srv.Close()
+	c := newTestClient(t, srv.URL, nil)
+	if n, err := c.CountTokens(context.Background(), "a b c"); err != nil || n != 3 {
+		t.Fatalf("CountTokens after a 503 = %d, %v", n, err)
+	}
+	if n, err := c.PromptTokens(context.Background(), true, "a b c", map[string]any{"cache_prompt": false}); err != nil || n != 14 {
+		t.Fatalf("PromptTokens after a 429 = %d, %v", n, err)
+	}
+	if tokenizeCalls.Load() != 2 || probeCalls.Load() != 2 {
+		t.Errorf("calls: tokenize %d, probe %d; want one retry each", tokenizeCalls.Load(), probeCalls.Load())
+	}
+}

@@ -60,3 +60,39 @@ func (c *Client) CountTokens(ctx context.Context, text string) (int, error) {
 	}
 	return len(out.Tokens), nil
 }
+
+// PromptTokens sends text as a one-token, non-streamed request (POST /v1/chat/completions as
+// the user message when chat, else /v1/completions) and returns usage.prompt_tokens, which
+// counts the chat template too. Prompt calibration uses it where the server has no tokenize
+// endpoint; unlike measured requests it is retried on 429, 5xx and dropped connections, so one
+// transient failure does not abort a benchmark. extra holds per-request fields the measured
+// requests carry (llama.cpp's cache_prompt).
+func (c *Client) PromptTokens(ctx context.Context, chat bool, text string, extra map[string]any) (int, error) {
+	path := "/v1/completions"
+	body := map[string]any{"model": c.model, "max_tokens": 1, "temperature": 0, "stream": false}
+	if chat {
+		path = "/v1/chat/completions"
+		body["messages"] = []map[string]string{{"role": "user", "content": text}}
+	} else {
+		body["prompt"] = text
+	}
+	for k, v := range extra {
+		body[k] = v
+	}
+	status, resp, err := c.call(ctx, http.MethodPost, path, body)
+	if err != nil {
+		return 0, fmt.Errorf("usage probe: %w", err)
+	}
+	if status != http.StatusOK {
+		return 0, fmt.Errorf("usage probe: %w", c.statusErr(http.MethodPost, path, status, resp))
+	}
+	var out struct {
+		Usage *struct {
+			PromptTokens int `json:"prompt_tokens"`
+		} `json:"usage"`
+	}
+	if err := json.Unmarshal(resp, &out); err != nil || out.Usage == nil {
+		return 0, fmt.Errorf("usage probe: POST %s%s: the answer has no usage: %s", c.redacted, path, c.quote(resp))
+	}
+	return out.Usage.PromptTokens, nil
+}

@@ -434,9 +434,17 @@ func (c *Client) read(ctx, reqCtx context.Context, body io.Reader, contentType s
 			rec.PromptTokens = ev.PromptTokens
 			rec.CompletionTokens = ev.CompletionTokens
 		}
+		if ev.HasCachedTokens {
+			n := ev.CachedTokens
+			rec.CachedTokens = &n
+		}
 		if ev.HasTimings {
 			t := ev.Timings
 			rec.ServerTimings = &t
+			if t.HasCacheN && rec.CachedTokens == nil {
+				n := t.CacheN
+				rec.CachedTokens = &n
+			}
 		}
 		if ev.Error != "" {
 			setErr(FailServerError, "server error in stream: "+ev.Error)

@@ -34,7 +34,11 @@ type Record struct {
 	UsageReported    bool // the server sent a usage object
 	PromptTokens     int  // usage.prompt_tokens
 	CompletionTokens int  // usage.completion_tokens (the output sequence length, OSL)
-	FinishReason     string
+	// CachedTokens is how many prompt tokens the server says it served from its prefix
+	// cache (usage.prompt_tokens_details.cached_tokens, or llama.cpp's timings.cache_n); nil
+	// when the server did not say, which is not the same as 0.
+	CachedTokens *int
+	FinishReason string
 
 	HTTPStatus int         // 0 when no response arrived
 	Err        string      // empty on success; otherwise what failed, for diagnostics
@@ -51,6 +55,10 @@ type ServerTimings struct {
 	PredictedMs         float64
 	PredictedN          int
 	PredictedPerTokenMs float64
+	// CacheN is how many prompt tokens were reused from the slot's cache (HasCacheN: the
+	// server reported it).
+	CacheN    int
+	HasCacheN bool
 }
 
 // OK reports whether the request completed with HTTP 200 and no transport or stream error.

@@ -26,6 +26,10 @@ type StreamEvent struct {
 	HasUsage         bool
 	PromptTokens     int
 	CompletionTokens int
+	// HasCachedTokens: usage.prompt_tokens_details.cached_tokens was present (SGLang with
+	// --enable-cache-report, vLLM with --enable-prompt-tokens-details, current llama.cpp).
+	HasCachedTokens bool
+	CachedTokens    int
 
 	HasTimings bool
 	Timings    ServerTimings // llama.cpp's "timings" object
@@ -442,8 +446,22 @@ func usageMember(d *decoder, key []byte) error {
 		n, err := d.intValue()
 		d.ev.CompletionTokens = n
 		return err
+	case "prompt_tokens_details":
+		if d.isNull() {
+			return d.skipValue()
+		}
+		return d.object(promptDetailsMember)
 	}
 	return d.skipValue()
+}
+
+func promptDetailsMember(d *decoder, key []byte) error {
+	if string(key) != "cached_tokens" || d.isNull() {
+		return d.skipValue()
+	}
+	n, err := d.intValue()
+	d.ev.CachedTokens, d.ev.HasCachedTokens = n, err == nil
+	return err
 }
 
 func timingsMember(d *decoder, key []byte) error {
@@ -460,6 +478,9 @@ func timingsMember(d *decoder, key []byte) error {
 		t.PredictedN, err = d.intValue()
 	case "predicted_per_token_ms":
 		t.PredictedPerTokenMs, err = d.floatValue()
+	case "cache_n":
+		t.CacheN, err = d.intValue()
+		t.HasCacheN = err == nil
 	default:
 		err = d.skipValue()
 	}

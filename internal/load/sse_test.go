@@ -18,6 +18,8 @@ type got struct {
 	HasUsage         bool
 	PromptTokens     int
 	CompletionTokens int
+	HasCachedTokens  bool
+	CachedTokens     int
 	HasTimings       bool
 	Timings          ServerTimings
 	Error            string
@@ -40,6 +42,7 @@ func parseAll(t testing.TB, r io.Reader) ([]got, error) {
 		out = append(out, got{
 			Done: ev.Done, Content: string(ev.Content), FinishReason: ev.FinishReason,
 			HasUsage: ev.HasUsage, PromptTokens: ev.PromptTokens, CompletionTokens: ev.CompletionTokens,
+			HasCachedTokens: ev.HasCachedTokens, CachedTokens: ev.CachedTokens,
 			HasTimings: ev.HasTimings, Timings: ev.Timings, Error: ev.Error, Malformed: malformed,
 		})
 	}
@@ -59,6 +62,19 @@ func TestSSEReader(t *testing.T) {
 				{Content: "lo", FinishReason: "length"},
 				{HasUsage: true, PromptTokens: 2099, CompletionTokens: 512},
 				{Done: true},
+			},
+		},
+		{
+			// vLLM --enable-prompt-tokens-details / SGLang --enable-cache-report; a null
+			// details object (the flag off) says nothing, and is not 0.
+			name: "cached tokens in prompt_tokens_details",
+			input: "data: {\"choices\":[],\"usage\":{\"prompt_tokens\":40,\"completion_tokens\":2,\"prompt_tokens_details\":{\"cached_tokens\":32}}}\n\n" +
+				"data: {\"choices\":[],\"usage\":{\"prompt_tokens\":40,\"completion_tokens\":2,\"prompt_tokens_details\":null}}\n\n" +
+				"data: {\"choices\":[],\"timings\":{\"prompt_n\":8,\"cache_n\":32}}\n\n",
+			want: []got{
+				{HasUsage: true, PromptTokens: 40, CompletionTokens: 2, HasCachedTokens: true, CachedTokens: 32},
+				{HasUsage: true, PromptTokens: 40, CompletionTokens: 2},
+				{HasTimings: true, Timings: ServerTimings{PromptN: 8, CacheN: 32, HasCacheN: true}},
 			},
 		},
 		{

@@ -595,6 +595,13 @@ func (r *capacityBenchmarkResource) Create(ctx context.Context, req resource.Cre
 				fmt.Sprintf("Workload %q: %s. maximum_passing_concurrency and first_failing_concurrency are the edge of the search, not the capacity; capacity_bounded_by_search[%q] is true.", w.Label, capacity.BoundNote(w), w.Label))
 		}
 	}
+	if warm := capacity.WarmCacheTrials(doc); len(warm) > 0 {
+		resp.Diagnostics.AddWarning("Prompts were served from a cache that should have been cold",
+			fmt.Sprintf("With cache_flush = %q, the server reported cached prompt tokens beyond the prefix all prompts share in %s. "+
+				"The flush did not take effect, so those trials' latencies are too low and the capacity may be too high; "+
+				"each trial's note in results_json says more. Check that the server honours the flush (vLLM: VLLM_SERVER_DEV_MODE=1; SGLang: admin_api_key) and apply again.",
+				cfg.CacheFlush, strings.Join(warm, "; ")))
+	}
 	if err := journal.Complete(); err != nil {
 		tflog.Warn(ctx, "cannot mark the run complete in the progress file", map[string]any{"error": err.Error()})
 	}

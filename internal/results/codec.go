@@ -647,6 +647,7 @@ func (r *reader) trial(o *object) Trial {
 			o.keepAsWritten("error_summary")
 		}
 	}
+	r.engineView(o, &t)
 	o.finish()
 	return t
 }
@@ -756,6 +757,60 @@ func (r *reader) correctness(o *object) Correctness {
 			o.keepAsWritten("uniqueness_scope")
 		}
 	}
+	if v, p := o.optional("cached_prompt_tokens"); v != nil {
+		c.CachedPromptTokens = &CacheCount{Tokens: r.integer(p, v), Known: true}
+	}
+	if v, p := o.optional("requests_cached_beyond_shared_prefix"); v != nil {
+		if c.RequestsCachedBeyondSharedPrefix = r.integer(p, v); c.RequestsCachedBeyondSharedPrefix == 0 {
+			o.keepAsWritten("requests_cached_beyond_shared_prefix")
+		}
+	}
 	o.finish()
 	return c
+}
+
+// engineView reads a trial's additive server view and notes.
+func (r *reader) engineView(o *object, t *Trial) {
+	if v, p := o.optional("server"); v != nil {
+		if so := r.asObject(p, v); so != nil {
+			sv := &ServerView{Source: so.str("source")}
+			latency := func(key string) *ServerLatency {
+				v, p := so.optional(key)
+				if v == nil {
+					return nil
+				}
+				lo := r.asObject(p, v)
+				if lo == nil {
+					return nil
+				}
+				l := &ServerLatency{Count: lo.integer("count"), Mean: lo.num("mean"), P50: lo.num("p50"), P95: lo.num("p95")}
+				lo.finish()
+				return l
+			}
+			number := func(key string) *float64 {
+				v, p := so.optional(key)
+				if v == nil {
+					return nil
+				}
+				f := r.num(p, v)
+				return &f
+			}
+			sv.TTFTMs, sv.RequestLatencyMs, sv.QueueTimeMs = latency("ttft_ms"), latency("request_latency_ms"), latency("queue_time_ms")
+			sv.PeakRunningRequests, sv.PeakQueuedRequests = number("peak_running_requests"), number("peak_queued_requests")
+			sv.PeakKVCacheUsage, sv.PrefixCacheHitTokens = number("peak_kv_cache_usage"), number("prefix_cache_hit_tokens")
+			so.finish()
+			t.Server = sv
+		}
+	}
+	if v, p := o.optional("notes"); v != nil {
+		if v.kind != kindArray {
+			r.fail(p, "expected array, got %s", v.kind)
+		}
+		for i, it := range v.items {
+			t.Notes = append(t.Notes, r.str(joinIndex(p, i), it))
+		}
+		if len(t.Notes) == 0 {
+			o.keepAsWritten("notes")
+		}
+	}
 }

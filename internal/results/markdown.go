@@ -122,6 +122,7 @@ func Markdown(d *Document) string {
 				fixed(t.OutputThroughputTPS, 1), fixed(t.PerUserOutputThroughputTPS.Avg, 1), mdText(verdict))
 		}
 		b.WriteString("\n")
+		writeServerView(&b, trials)
 	}
 
 	c := d.CorrectnessTotal
@@ -217,4 +218,62 @@ func tokenPool(p *int) string {
 		return "not reported"
 	}
 	return strconv.Itoa(*p)
+}
+
+// writeServerView renders what the engine itself saw in each trial (its metrics) and the
+// proof that the cache was cold, beside the client's table, when the document has them.
+func writeServerView(b *strings.Builder, trials []SideTrial) {
+	present := false
+	for _, st := range trials {
+		present = present || st.Trial.Server != nil || st.Trial.Correctness.CachedPromptTokens != nil || len(st.Trial.Notes) > 0
+	}
+	if !present {
+		return
+	}
+	b.WriteString("Server-side view (the engine's own metrics during each trial):\n\n")
+	b.WriteString("| Side | Concurrency | Trial | Server TTFT p50 / p95 (ms) | Server latency p50 / p95 (ms) | Queue p95 (ms) | Peak running | Peak queued | Peak KV use | Cached prompt tokens |\n")
+	b.WriteString("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n")
+	dash := "–"
+	lat := func(l *ServerLatency, both bool) string {
+		switch {
+		case l == nil:
+			return dash
+		case both:
+			return fixed(l.P50, 1) + " / " + fixed(l.P95, 1)
+		}
+		return fixed(l.P95, 1)
+	}
+	num := func(f *float64, pct bool) string {
+		switch {
+		case f == nil:
+			return dash
+		case pct:
+			return fixed(*f*100, 1) + " %"
+		}
+		return fixed(*f, 0)
+	}
+	for _, st := range trials {
+		t := st.Trial
+		sv := t.Server
+		if sv == nil {
+			sv = &ServerView{}
+		}
+		cached := dash
+		if c := t.Correctness.CachedPromptTokens; c != nil {
+			cached = "not reported"
+			if c.Known {
+				cached = strconv.Itoa(c.Tokens)
+			}
+		}
+		fmt.Fprintf(b, "| %s | %s | %d | %s | %s | %s | %s | %s | %s | %s |\n",
+			st.Side, concurrencyText(st.Concurrency), t.Trial, lat(sv.TTFTMs, true), lat(sv.RequestLatencyMs, true), lat(sv.QueueTimeMs, false),
+			num(sv.PeakRunningRequests, false), num(sv.PeakQueuedRequests, false), num(sv.PeakKVCacheUsage, true), cached)
+	}
+	b.WriteString("\n")
+	for _, st := range trials {
+		for _, n := range st.Trial.Notes {
+			fmt.Fprintf(b, "> **Note** (%s trial %d at concurrency %s): %s\n", st.Side, st.Trial.Trial, concurrencyText(st.Concurrency), mdText(n))
+		}
+	}
+	b.WriteString("\n")
 }

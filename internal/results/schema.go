@@ -130,6 +130,11 @@ type Trial struct {
 	// ErrorSummary is additive: the measured requests that failed (or missed their output
 	// length), by kind, with one redacted example message each. Absent when there were none.
 	ErrorSummary []ErrorCount `json:"error_summary,omitempty"`
+	// Server is the engine's own view of the trial (its Prometheus metrics); additive.
+	Server *ServerView `json:"server,omitempty"`
+	// Notes are additive: what a reader of this trial should know, such as prompts served
+	// from a cache that should have been cold.
+	Notes []string `json:"notes,omitempty"`
 }
 
 // SLOResult is one objective's value in one trial.
@@ -181,4 +186,53 @@ type Correctness struct {
 	Cancelled                  bool    `json:"cancelled"`
 	OutputLengthMismatches     float64 `json:"output_length_mismatches"`
 	UniquenessScope            string  `json:"uniqueness_scope,omitempty"` // only in correctness_total
+	// CachedPromptTokens sums, over the measured requests, the prompt tokens the server
+	// reported as served from its prefix cache; null when it could not tell. Additive.
+	CachedPromptTokens *CacheCount `json:"cached_prompt_tokens,omitempty"`
+	// RequestsCachedBeyondSharedPrefix counts measured requests with more cached prompt
+	// tokens than the prefix every prompt shares (the chat template's): with flushing on,
+	// proof that the cache was not cold. Additive.
+	RequestsCachedBeyondSharedPrefix int `json:"requests_cached_beyond_shared_prefix,omitempty"`
+}
+
+// CacheCount is a count of prompt tokens the server reported as served from its prefix
+// cache. Known false means the server could not tell, written as null: a 0 would claim a cold
+// cache nobody observed.
+type CacheCount struct {
+	Tokens int
+	Known  bool
+}
+
+// MarshalJSON writes the count, or null when unknown.
+func (c CacheCount) MarshalJSON() ([]byte, error) {
+	if !c.Known {
+		return []byte("null"), nil
+	}
+	return strconv.AppendInt(nil, int64(c.Tokens), 10), nil
+}
+
+// ServerView is what the engine's own Prometheus metrics saw during a trial, between a scrape
+// before its first request and one after its last, beside the client's measurements. Every
+// field is optional: engines export different series (llama.cpp has no latency histograms).
+type ServerView struct {
+	Source              string         `json:"source"` // e.g. "vllm /metrics"
+	TTFTMs              *ServerLatency `json:"ttft_ms,omitempty"`
+	RequestLatencyMs    *ServerLatency `json:"request_latency_ms,omitempty"`
+	QueueTimeMs         *ServerLatency `json:"queue_time_ms,omitempty"`
+	PeakRunningRequests *float64       `json:"peak_running_requests,omitempty"`
+	PeakQueuedRequests  *float64       `json:"peak_queued_requests,omitempty"`
+	// PeakKVCacheUsage is the highest fraction (0..1) of the KV cache in use.
+	PeakKVCacheUsage *float64 `json:"peak_kv_cache_usage,omitempty"`
+	// PrefixCacheHitTokens is how many prompt tokens the server's prefix-cache counter says
+	// it served from cache during the trial (warmups included).
+	PrefixCacheHitTokens *float64 `json:"prefix_cache_hit_tokens,omitempty"`
+}
+
+// ServerLatency summarises a server histogram's observations during a trial, in ms;
+// percentiles are interpolated inside the buckets, as Prometheus' histogram_quantile does.
+type ServerLatency struct {
+	Count int     `json:"count"`
+	Mean  float64 `json:"mean"`
+	P50   float64 `json:"p50"`
+	P95   float64 `json:"p95"`
 }

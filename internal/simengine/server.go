@@ -26,6 +26,21 @@ type Options struct {
 	MaxTotalTokens     int // reported KV pool size; default Slots * ContextLength
 	DefaultMaxTokens   int // when a request has no max_tokens; default 128
 	Version            string
+	// Protocol selects the HTTP face of one engine release (see Protocol); empty: the generic
+	// SGLang-like face.
+	Protocol Protocol
+	// AdminAPIKey guards /flush_cache as SGLang's --admin-api-key does (SGLang protocol).
+	AdminAPIKey string
+	// DevMode serves vLLM's development endpoints (VLLM_SERVER_DEV_MODE=1).
+	DevMode bool
+	// NoCacheReport leaves cached_tokens out of usage (SGLang without --enable-cache-report,
+	// vLLM without --enable-prompt-tokens-details).
+	NoCacheReport bool
+	// NoMetrics turns /metrics off (SGLang without --enable-metrics, llama.cpp without
+	// --metrics).
+	NoMetrics bool
+	// FlushFault makes the cache flush refuse or ignore every call.
+	FlushFault FlushFault
 	// OnFirstChunk, when set, is called right after the first non-empty content chunk of a
 	// response has been flushed, so tests can compare client TTFT with the server's emit time.
 	OnFirstChunk func(id string, at time.Time)
@@ -39,8 +54,11 @@ type Stats struct {
 	MaxInFlight     int   // highest InFlight since the last ResetStats
 	RequestsServed  int64 // generation requests that ran to completion
 	Cancelled       int64 // generation requests the client abandoned
-	Flushes         int64 // /flush_cache calls answered 200
+	Flushes         int64 // flushes that emptied the prefix cache
 	FlushesRejected int64 // /flush_cache calls answered 400 because requests were running
+	FlushesIgnored  int64 // flushes answered as success that emptied nothing
+	DeprecatedCalls int64 // calls to aliases the engine warns about on every call
+	CachedTokens    int64 // prompt tokens of completed requests served from the prefix cache
 	PromptTokens    int64 // server-side prompt tokens of completed requests
 	OutputTokens    int64 // tokens generated for completed requests
 }
@@ -59,17 +77,28 @@ type Server struct {
 	running      []*job
 	schedRunning bool
 	stats        Stats
+	cache        prefixCache
+	ttft         histogram
+	e2e          histogram
+	queue        histogram
 }
 
 type job struct {
-	id        string
-	prompt    int     // server-side prompt tokens
-	generate  int     // tokens to generate
-	jitter    float64 // per-request prefill cost factor
-	produced  int     // guarded by Server.mu
-	done      bool    // guarded by Server.mu
-	cancelled bool    // guarded by Server.mu
-	notify    chan struct{}
+	id       string
+	prompt   int     // server-side prompt tokens
+	generate int     // tokens to generate
+	jitter   float64 // per-request prefill cost factor
+	seq      []int   // prompt tokens as the prefix cache sees them
+	cached   int     // prompt tokens served from the prefix cache
+	// cachePrompt is llama.cpp's per-request cache_prompt (false: reuse nothing).
+	cachePrompt bool
+	submitted   time.Time
+	admitted    time.Time // guarded by Server.mu
+	first       time.Time // guarded by Server.mu
+	produced    int       // guarded by Server.mu
+	done        bool      // guarded by Server.mu
+	cancelled   bool      // guarded by Server.mu
+	notify      chan struct{}
 }
 
 // NewServer validates the options and returns a ready server.
@@ -106,6 +135,14 @@ func NewServer(opts Options) (*Server, error) {
 	}
 	s := &Server{opts: opts, mux: http.NewServeMux()}
 	s.ready.Store(true)
+	switch opts.Protocol {
+	case "":
+	case SGLang04, SGLang, VLLM, LlamaCpp:
+		s.registerProtocol()
+		return s, nil
+	default:
+		return nil, fmt.Errorf("simengine: unknown protocol %q", opts.Protocol)
+	}
 	s.mux.HandleFunc("POST /v1/chat/completions", s.authed(s.ready503(s.handleGenerate(true))))
 	s.mux.HandleFunc("POST /v1/completions", s.authed(s.ready503(s.handleGenerate(false))))
 	s.mux.HandleFunc("GET /v1/models", s.authed(s.ready503(s.handleModels)))
@@ -176,6 +213,10 @@ func writeJSON(w http.ResponseWriter, v any) {
 func (s *Server) submit(j *job) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	j.submitted = time.Now()
+	if j.seq != nil {
+		j.cached = s.cachedTokens(j.seq, j.cachePrompt)
+	}
 	s.waiting = append(s.waiting, j)
 	s.stats.InFlight++
 	s.stats.MaxInFlight = max(s.stats.MaxInFlight, s.stats.InFlight)
@@ -215,6 +256,9 @@ func (s *Server) schedule() {
 		if len(s.waiting) > 0 && len(s.running) < m.Slots {
 			n := m.admit(len(s.waiting), m.Slots-len(s.running), func(i int) int { return s.waiting[i].prompt })
 			batch = append(batch, s.waiting[:n]...)
+			for _, j := range batch {
+				j.admitted = time.Now()
+			}
 			s.waiting = append(s.waiting[:0:0], s.waiting[n:]...)
 			weighted := 0.0
 			for _, j := range batch {
@@ -263,6 +307,9 @@ func (s *Server) schedule() {
 // emit produces one token for j; callers hold s.mu.
 func (s *Server) emit(j *job) {
 	j.produced++
+	if j.produced == 1 {
+		j.first = time.Now()
+	}
 	if j.produced >= j.generate {
 		j.done = true
 	}
@@ -290,6 +337,7 @@ type generateRequest struct {
 	Prompt              json.RawMessage `json:"prompt"`
 	MaxTokens           *int            `json:"max_tokens"`
 	MaxCompletionTokens *int            `json:"max_completion_tokens"`
+	CachePrompt         json.RawMessage `json:"cache_prompt"` // llama.cpp; default true
 	Temperature         *float64        `json:"temperature"`
 	IgnoreEOS           bool            `json:"ignore_eos"`
 	Stream              bool            `json:"stream"`
@@ -420,10 +468,12 @@ func (s *Server) handleGenerate(chat bool) http.HandlerFunc {
 			jitter:   r0.logNormal(s.opts.Model.RequestNoise),
 			notify:   make(chan struct{}, 1),
 		}
+		if s.opts.Protocol != "" {
+			j.seq, j.cachePrompt = promptSequence(prompt, chat), decodeCachePrompt(req.CachePrompt)
+		}
 		s.submit(j)
 		defer s.release(j)
 		started := time.Now()
-		usage := map[string]int{"prompt_tokens": promptTokens, "completion_tokens": generate, "total_tokens": promptTokens + generate}
 		created := time.Now().Unix()
 
 		if !req.Stream {
@@ -437,6 +487,7 @@ func (s *Server) handleGenerate(chat bool) http.HandlerFunc {
 				return
 			}
 			s.completed(j, started)
+			usage := s.usageFor(promptTokens, generate, j.cached)
 			choice := map[string]any{"index": 0, "finish_reason": finish}
 			object := "text_completion"
 			if chat {
@@ -518,7 +569,12 @@ func (s *Server) handleGenerate(chat bool) http.HandlerFunc {
 			return
 		}
 		if req.StreamOptions != nil && req.StreamOptions.IncludeUsage {
-			if chunk([]any{}, map[string]any{"usage": usage}) != nil {
+			extra := map[string]any{"usage": s.usageFor(promptTokens, generate, j.cached)}
+			if s.opts.Protocol == LlamaCpp {
+				// llama-server's own account on the last chunk: cache_n prompt tokens reused.
+				extra["timings"] = map[string]any{"prompt_n": promptTokens - j.cached, "cache_n": j.cached, "predicted_n": generate}
+			}
+			if chunk([]any{}, extra) != nil {
 				return
 			}
 		}
@@ -557,6 +613,11 @@ func (s *Server) completed(j *job, started time.Time) {
 	s.stats.RequestsServed++
 	s.stats.PromptTokens += int64(j.prompt)
 	s.stats.OutputTokens += int64(j.generate)
+	s.stats.CachedTokens += int64(j.cached)
+	if j.seq != nil {
+		s.cache.insert(j.seq)
+		s.observe(j)
+	}
 	s.mu.Unlock()
 	if s.opts.Logf != nil {
 		s.opts.Logf("request %s prompt_tokens=%d completion_tokens=%d elapsed=%s", j.id, j.prompt, j.generate, time.Since(started).Round(time.Microsecond))

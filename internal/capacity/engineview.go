@@ -1,0 +1,211 @@
+package capacity
+
+import (
+	"context"
+	"fmt"
+	"math"
+	"sync"
+	"time"
+
+	"github.com/llmserve/terraform-provider-llmserve/internal/engine"
+	"github.com/llmserve/terraform-provider-llmserve/internal/load"
+	"github.com/llmserve/terraform-provider-llmserve/internal/results"
+)
+
+// peakInterval is how often the engine's gauges are sampled during a confirmation trial for
+// their peaks: often enough to see a queue that lasts a fraction of a second, rare enough to
+// cost the server nothing measurable (one small GET).
+const peakInterval = 250 * time.Millisecond
+
+// scrapeTimeout bounds one metrics scrape; a slow /metrics must not hold a trial back.
+const scrapeTimeout = 5 * time.Second
+
+// serverWatch follows the engine's Prometheus metrics over one trial: a scrape before, the
+// peaks of its gauges while the trial runs, a scrape after.
+type serverWatch struct {
+	c      *engine.Client
+	e      engine.Name
+	names  engine.MetricNames
+	before engine.Snapshot
+
+	stop chan struct{}
+	done chan struct{}
+
+	mu      sync.Mutex
+	running *float64
+	queued  *float64
+	kv      *float64
+}
+
+// watchServer starts watching; nil when the engine is unknown or exports no metrics, in
+// which case the trial simply has no server view.
+func watchServer(ctx context.Context, c *engine.Client, e engine.Name) *serverWatch {
+	if e == "" {
+		return nil
+	}
+	sctx, cancel := context.WithTimeout(ctx, scrapeTimeout)
+	before, err := c.Scrape(sctx)
+	cancel()
+	if err != nil {
+		return nil
+	}
+	w := &serverWatch{c: c, e: e, names: engine.Metrics(e), before: before, stop: make(chan struct{}), done: make(chan struct{})}
+	w.sample(before)
+	go w.loop(ctx)
+	return w
+}
+
+func (w *serverWatch) loop(ctx context.Context) {
+	defer close(w.done)
+	t := time.NewTicker(peakInterval)
+	defer t.Stop()
+	for {
+		select {
+		case <-w.stop:
+			return
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		sctx, cancel := context.WithTimeout(ctx, scrapeTimeout)
+		s, err := w.c.Scrape(sctx)
+		cancel()
+		if err == nil {
+			w.sample(s)
+		}
+	}
+}
+
+func (w *serverWatch) sample(s engine.Snapshot) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	peak := func(p **float64, v float64, ok bool) {
+		if ok && (*p == nil || v > **p) {
+			*p = &v
+		}
+	}
+	v, ok := s.Sum(w.names.Running)
+	peak(&w.running, v, ok)
+	v, ok = s.Sum(w.names.Queued)
+	peak(&w.queued, v, ok)
+	v, ok = s.Max(w.names.KVUsage)
+	peak(&w.kv, v, ok)
+}
+
+// finish stops the sampling, scrapes once more and returns what the server saw; nil when the
+// closing scrape fails.
+func (w *serverWatch) finish(ctx context.Context) *results.ServerView {
+	if w == nil {
+		return nil
+	}
+	close(w.stop)
+	<-w.done
+	sctx, cancel := context.WithTimeout(ctx, scrapeTimeout)
+	after, err := w.c.Scrape(sctx)
+	cancel()
+	if err != nil {
+		return nil
+	}
+	w.sample(after)
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	v := &results.ServerView{
+		Source:              string(w.e) + " /metrics",
+		TTFTMs:              w.latency(after, w.names.TTFT),
+		RequestLatencyMs:    w.latency(after, w.names.E2E),
+		QueueTimeMs:         w.latency(after, w.names.QueueTime),
+		PeakRunningRequests: w.running, PeakQueuedRequests: w.queued, PeakKVCacheUsage: w.kv,
+	}
+	if a, ok := after.Sum(w.names.PrefixHits); ok {
+		if b, ok := w.before.Sum(w.names.PrefixHits); ok && a >= b {
+			d := a - b
+			v.PrefixCacheHitTokens = &d
+		}
+	}
+	return v
+}
+
+// latency is a histogram's observations between the two scrapes, in ms; nil when the engine
+// does not export it or saw nothing.
+func (w *serverWatch) latency(after engine.Snapshot, names []string) *results.ServerLatency {
+	a, ok1 := after.Histogram(names)
+	b, ok2 := w.before.Histogram(names)
+	if !ok1 || !ok2 {
+		return nil
+	}
+	d, ok := a.Sub(b)
+	if !ok || d.Count == 0 {
+		return nil
+	}
+	ms := func(s float64) float64 {
+		if math.IsNaN(s) {
+			return 0
+		}
+		return s * 1000
+	}
+	return &results.ServerLatency{Count: int(d.Count), Mean: ms(d.Sum / d.Count), P50: ms(d.Quantile(0.5)), P95: ms(d.Quantile(0.95))}
+}
+
+// checkCache fills the trial's proof that the cache was cold: the cached prompt tokens the
+// server reported for the measured requests, and how many requests had more than the prefix
+// all prompts share. That prefix is what the server adds to a prompt's own tokens (the chat
+// template, a BOS token): prompts are unique from their first word, so nothing beyond it may
+// come from the cache. It is usage.prompt_tokens minus the configured input tokens where
+// prompts were fitted with the tokenizer, and the measured template overhead where they were
+// fitted from usage (then prompt_tokens is the input size). When the responses do not say, the engine's prefix-cache counter does
+// (for the whole trial, warmups included); when neither does, the count is null with a note.
+func checkCache(t *results.Trial, measured []load.Record, inputTokens, templateTokens int, flushed bool) {
+	total, reported, beyond, worst := 0, 0, 0, 0
+	for _, r := range measured {
+		if r.CachedTokens == nil {
+			continue
+		}
+		reported++
+		total += *r.CachedTokens
+		shared := max(r.PromptTokens-inputTokens, templateTokens, 0)
+		if *r.CachedTokens > shared {
+			beyond++
+			worst = max(worst, *r.CachedTokens-shared)
+		}
+	}
+	switch {
+	case reported > 0:
+		t.Correctness.CachedPromptTokens = &results.CacheCount{Tokens: total, Known: true}
+	case t.Server != nil && t.Server.PrefixCacheHitTokens != nil:
+		t.Correctness.CachedPromptTokens = &results.CacheCount{Tokens: int(*t.Server.PrefixCacheHitTokens), Known: true}
+		t.Notes = append(t.Notes, "cached prompt tokens from the engine's prefix-cache counter (warmups included): the responses did not report them")
+		if flushed && *t.Server.PrefixCacheHitTokens > 0 {
+			// Without per-request figures the shared prefix cannot be told apart; say so.
+			t.Notes = append(t.Notes, fmt.Sprintf("the engine counted %g prompt tokens served from its prefix cache after the flush; some may be the chat template's shared prefix", *t.Server.PrefixCacheHitTokens))
+		}
+		return
+	default:
+		t.Correctness.CachedPromptTokens = &results.CacheCount{}
+		t.Notes = append(t.Notes, "the server reported no cached prompt tokens (usage.prompt_tokens_details.cached_tokens) and no prefix-cache counter, so this trial cannot prove its cache was cold; "+
+			"SGLang needs --enable-cache-report and --enable-metrics, vLLM --enable-prompt-tokens-details")
+		return
+	}
+	t.Correctness.RequestsCachedBeyondSharedPrefix = beyond
+	if beyond > 0 && flushed {
+		t.Notes = append(t.Notes, fmt.Sprintf("%d of %d measured requests were served partly from a cache that should have been cold "+
+			"(up to %d prompt tokens beyond the prefix all prompts share): the cache flush did not take effect, so latencies are too low and the capacity too high",
+			beyond, len(measured), worst))
+	}
+}
+
+// WarmCacheTrials describes each reported trial that, with flushing on, had requests served
+// from a cache that should have been cold; the apply turns them into a warning.
+func WarmCacheTrials(doc *results.Document) []string {
+	var out []string
+	if doc == nil {
+		return nil
+	}
+	for _, w := range doc.Workloads {
+		for _, st := range w.Trials() {
+			if n := st.Trial.Correctness.RequestsCachedBeyondSharedPrefix; n > 0 && len(st.Trial.Notes) > 0 {
+				out = append(out, fmt.Sprintf("workload %q, %s trial %d at concurrency %d: %d requests", w.Label, st.Side, st.Trial.Trial, st.Concurrency, n))
+			}
+		}
+	}
+	return out
+}
