@@ -19,7 +19,7 @@ const (
 	FlushLlamaCpp = string(LlamaCpp)
 )
 
-// ErrFlushFailed: the server did not confirm that it emptied its prefix cache.
+// ErrFlushFailed means the server did not confirm that it emptied its prefix cache.
 var ErrFlushFailed = errors.New("the prefix cache was not flushed")
 
 // CacheFlush says how the cache is dealt with before each trial.

@@ -9,7 +9,7 @@ import (
 	"time"
 )
 
-// ErrBusy: the server kept running requests that are not ours past the idle wait.
+// ErrBusy means the server kept running requests that are not ours past the idle wait.
 var ErrBusy = errors.New("the server stayed busy")
 
 // errNoSignal: this way of asking the engine whether it is idle is not available here.

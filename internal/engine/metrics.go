@@ -14,7 +14,7 @@ import (
 	"github.com/prometheus/common/model"
 )
 
-// ErrNoMetrics: the server exports no Prometheus metrics (SGLang without --enable-metrics,
+// ErrNoMetrics means the server exports no Prometheus metrics (SGLang without --enable-metrics,
 // llama.cpp without --metrics).
 var ErrNoMetrics = errors.New("the server exports no Prometheus metrics")
 

@@ -8,7 +8,7 @@ import (
 	"net/http"
 )
 
-// ErrNoTokenizer: the server offers no tokenize endpoint; calibrate prompt lengths from
+// ErrNoTokenizer means the server offers no tokenize endpoint; calibrate prompt lengths from
 // usage.prompt_tokens instead.
 var ErrNoTokenizer = errors.New("the server has no tokenize endpoint")
 

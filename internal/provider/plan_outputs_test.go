@@ -65,6 +65,7 @@ resource "llmserve_capacity_benchmark" "qwen" {
 					knownvalue.StringExact("--model-path"), knownvalue.StringExact("Qwen/Qwen3-8B"),
 					knownvalue.StringExact("--tp"), knownvalue.StringExact("1"),
 					knownvalue.StringExact("--device"), knownvalue.StringExact("cpu"),
+					knownvalue.StringExact("--enable-metrics"), knownvalue.StringExact("--enable-cache-report"),
 					knownvalue.StringExact("--host"), knownvalue.StringExact("0.0.0.0"),
 					knownvalue.StringExact("--port"), knownvalue.StringExact("30000"),
 				})),

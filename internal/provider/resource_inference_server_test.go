@@ -268,6 +268,7 @@ func TestAccInferenceServer_lifecycle(t *testing.T) {
 							knownvalue.StringExact("--served-model-name"), knownvalue.StringExact("qwen"),
 							knownvalue.StringExact("--tp"), knownvalue.StringExact("1"),
 							knownvalue.StringExact("--device"), knownvalue.StringExact("cpu"),
+							knownvalue.StringExact("--enable-metrics"), knownvalue.StringExact("--enable-cache-report"),
 							knownvalue.StringExact("--host"), knownvalue.StringExact("0.0.0.0"),
 							knownvalue.StringExact("--port"), knownvalue.StringExact("30000"),
 						})),
