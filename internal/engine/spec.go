@@ -33,7 +33,8 @@ var supportedAccelerators = map[Name][]Accelerator{
 }
 
 // Speculative is speculative decoding. Its fields follow SGLang's vocabulary; other engines
-// translate them (vLLM's num_speculative_tokens is Steps, llama.cpp's --draft-max is Steps).
+// translate them (vLLM's num_speculative_tokens is Steps, llama.cpp's --spec-draft-n-max, or
+// --draft-max before the rename, is Steps).
 type Speculative struct {
 	Algorithm   string `json:"algorithm"`
 	Steps       int    `json:"steps,omitempty"`
@@ -62,6 +63,9 @@ type Spec struct {
 	// Entrypoint replaces the engine's default program (DefaultEntrypoint) when an image
 	// installs it elsewhere.
 	Entrypoint []string `json:"entrypoint"`
+	// EngineVersion is the engine release the image holds, where flags changed between
+	// releases: llama.cpp's build ("b8846"). Empty: the current upstream flags.
+	EngineVersion string `json:"engine_version,omitempty"`
 }
 
 // Secrets are handed to the engine at launch and never stored.
@@ -262,8 +266,15 @@ func (s Spec) Args() []string {
 			a = append(a, "--n-gpu-layers", "999")
 		}
 		if sp := s.Speculative; sp != nil {
+			// -md/--model-draft is accepted by every build (an alias of --spec-draft-model in
+			// current ones); the draft length flag was renamed (see llamaCppLegacyDraftFlags).
 			flag("--model-draft", sp.DraftModel)
-			num("--draft-max", sp.Steps)
+			if llamaCppLegacyDraftFlags(s.EngineVersion) {
+				num("--draft-max", sp.Steps)
+			} else {
+				a = append(a, "--spec-type", "draft-simple")
+				num("--spec-draft-n-max", sp.Steps)
+			}
 		}
 		// Prometheus metrics at /metrics: the benchmark reads slot and queue figures from it.
 		a = append(a, "--metrics")
@@ -371,4 +382,24 @@ func joinQuoted[T ~string](vs []T) string {
 		q[i] = strconv.Quote(string(v))
 	}
 	return strings.Join(q, ", ")
+}
+
+// llamaCppSpecRenameBuild is the first llama.cpp build known to name its speculative flags
+// --spec-draft-n-max/-n-min and to select the draft-model method with --spec-type
+// draft-simple; tools/server/README.md @00dc8057 says --draft-max/--draft-min "have been
+// removed". Builds up to b8846 still print only the old names. Between the two the exact
+// build is not pinned down: such an image can set engine_version past the rename or pass
+// the flags in extra_args.
+const llamaCppSpecRenameBuild = 10749
+
+// llamaCppLegacyDraftFlags reports whether a llama.cpp build ("b8846", "b8846-abc1234", or
+// "8846") predates the speculative-flag rename. An unknown or unparsable version gets the
+// current flags.
+func llamaCppLegacyDraftFlags(version string) bool {
+	v := strings.TrimPrefix(strings.ToLower(strings.TrimSpace(version)), "b")
+	if i := strings.IndexAny(v, "-+ "); i >= 0 {
+		v = v[:i]
+	}
+	n, err := strconv.Atoi(v)
+	return err == nil && n > 0 && n < llamaCppSpecRenameBuild
 }

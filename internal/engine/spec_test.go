@@ -170,3 +170,37 @@ func TestSecretsAndEngineEnv(t *testing.T) {
 		t.Errorf("llama.cpp env %v", got)
 	}
 }
+
+// llama.cpp renamed its speculative flags: old builds take --draft-max, current ones (and an
+// unknown version) --spec-type draft-simple --spec-draft-n-max.
+func TestLlamaCppDraftFlagsByVersion(t *testing.T) {
+	base := Spec{Engine: LlamaCpp, Model: "/m.gguf", TensorParallel: 1, Accelerator: CPU, Port: 8080,
+		Speculative: &Speculative{Algorithm: "draft", Steps: 4, DraftModel: "/d.gguf"}}
+	oldFlags := []string{"--model-draft", "/d.gguf", "--draft-max", "4"}
+	newFlags := []string{"--model-draft", "/d.gguf", "--spec-type", "draft-simple", "--spec-draft-n-max", "4"}
+	tests := []struct {
+		version string
+		want    []string
+	}{
+		{"", newFlags},
+		{"b8846", oldFlags},
+		{"b8846-3b2c1a0", oldFlags},
+		{"5000", oldFlags},
+		{"b10749", newFlags},
+		{"b12000", newFlags},
+		{"1:0.7.0+dfsg-2", newFlags}, // a distribution version says nothing about the build
+	}
+	for _, tt := range tests {
+		t.Run(tt.version, func(t *testing.T) {
+			s := base
+			s.EngineVersion = tt.version
+			args := strings.Join(s.Args(), " ")
+			if !strings.Contains(args, strings.Join(tt.want, " ")) {
+				t.Errorf("args %q lack %q", args, tt.want)
+			}
+			if p := s.Validate(); len(p) != 0 {
+				t.Errorf("problems %v", p)
+			}
+		})
+	}
+}

@@ -53,6 +53,7 @@ type engineSettings struct {
 	Port               types.Int64   `tfsdk:"port"`
 	ExtraArgs          types.List    `tfsdk:"extra_args"`
 	Entrypoint         types.List    `tfsdk:"entrypoint"`
+	EngineVersion      types.String  `tfsdk:"engine_version"`
 	HubTokenWO         types.String  `tfsdk:"hub_token_wo"`
 	APIKeyWO           types.String  `tfsdk:"api_key_wo"`
 	AdminAPIKeyWO      types.String  `tfsdk:"admin_api_key_wo"`
@@ -211,6 +212,8 @@ func engineSettingsAttributes() map[string]schema.Attribute {
 			MarkdownDescription: "Engine arguments appended verbatim after the typed ones. Flags that take a secret (`--api-key`, `--admin-api-key`, `--hf-token`) are refused: they would be stored in state; use `api_key_wo` / `hub_token_wo`."},
 		"entrypoint": schema.ListAttribute{ElementType: types.StringType, Optional: true, PlanModifiers: replaceList,
 			MarkdownDescription: "Program that starts the engine, when the image installs it elsewhere than the engine's default (`python3 -m sglang.launch_server`, `python3 -m vllm.entrypoints.openai.api_server`, `llama-server`)."},
+		"engine_version": schema.StringAttribute{Optional: true, PlanModifiers: replace,
+			MarkdownDescription: "Engine release the image holds, where launch flags changed between releases. llama.cpp: the build (`b8846`); builds before b10749 get `--draft-max` for speculative decoding, later or unset ones `--spec-type draft-simple --spec-draft-n-max` (upstream removed `--draft-max`)."},
 		"hub_token_wo": schema.StringAttribute{Optional: true, Sensitive: true, WriteOnly: true,
 			Validators:          []validator.String{printableValidator{}},
 			MarkdownDescription: "Hugging Face token (as `HF_TOKEN`). Write-only: never stored in state or plan (Terraform >= 1.11). Bump `secrets_version` to apply a new one."},
@@ -287,6 +290,7 @@ func (m engineSettings) spec(ctx context.Context) (engine.Spec, diag.Diagnostics
 		MemFraction:        m.MemFraction.ValueFloat64(),
 		Accelerator:        engine.Accelerator(orString(m.Accelerator.ValueString(), string(engine.CPU))),
 		Port:               int(m.Port.ValueInt64()),
+		EngineVersion:      m.EngineVersion.ValueString(),
 	}
 	if m.TensorParallelSize.IsNull() {
 		s.TensorParallel = 1
@@ -315,7 +319,7 @@ func (m engineSettings) spec(ctx context.Context) (engine.Spec, diag.Diagnostics
 // checked at plan time.
 func (m engineSettings) specKnown() bool {
 	for _, v := range []attr.Value{m.Engine, m.Model, m.Revision, m.ServedModelName, m.TensorParallelSize, m.ContextLength,
-		m.MaxRunningRequests, m.MemFraction, m.Speculative, m.Accelerator, m.Port, m.ExtraArgs, m.Entrypoint} {
+		m.MaxRunningRequests, m.MemFraction, m.Speculative, m.Accelerator, m.Port, m.ExtraArgs, m.Entrypoint, m.EngineVersion} {
 		if v.IsUnknown() {
 			return false
 		}
@@ -418,6 +422,7 @@ func (m *engineSettings) fromSpec(ctx context.Context, image string, s engine.Sp
 	}
 	m.Accelerator, m.Port = types.StringValue(string(s.Accelerator)), types.Int64Value(int64(s.Port))
 	m.ExtraArgs, m.Entrypoint = list(s.ExtraArgs), list(s.Entrypoint)
+	m.EngineVersion = nullableString(s.EngineVersion)
 	m.HubTokenWO, m.APIKeyWO, m.AdminAPIKeyWO = types.StringNull(), types.StringNull(), types.StringNull()
 	m.SecretsVersion = nullableString(secretsVersion)
 	m.ReadinessTimeout = types.StringValue(orString(readinessTimeout, defaultReadinessTimeout))
