@@ -6,6 +6,7 @@ package capacity
 import (
 	"errors"
 	"fmt"
+	"math"
 	"strings"
 	"time"
 
@@ -66,8 +67,17 @@ type Config struct {
 // Workload is one input/output shape to find the boundary for.
 type Workload struct {
 	Label        string
-	InputTokens  int
-	OutputTokens int
+	InputTokens  int // the prompt's own tokens, shared prefix included; the mean with a spread
+	OutputTokens int // max_tokens; the mean with a spread
+
+	// InputTokensStddev and OutputTokensStddev spread each request's lengths: drawn from a
+	// normal distribution (seeded per trial), rounded, clipped at 1, as AIPerf's synthetic
+	// --synthetic-input-tokens-stddev and --output-tokens-stddev do.
+	InputTokensStddev  float64
+	OutputTokensStddev float64
+	// SharedPrefixTokens of every prompt are the same text (a common system prompt), so a
+	// prefix cache serves them after the first request of each trial.
+	SharedPrefixTokens int
 }
 
 // Upper bounds that keep a run's memory and time finite. They are far above any real
@@ -116,6 +126,18 @@ func (c Config) Validate() error {
 		}
 		if w.OutputTokens < 1 || w.OutputTokens > MaxTokens {
 			errs = append(errs, fmt.Errorf("workloads[%d].output_tokens: must be between 1 and %d, got %d", i, MaxTokens, w.OutputTokens))
+		}
+		for _, sd := range []struct {
+			name string
+			v    float64
+			mean int
+		}{{"input_tokens_stddev", w.InputTokensStddev, w.InputTokens}, {"output_tokens_stddev", w.OutputTokensStddev, w.OutputTokens}} {
+			if math.IsNaN(sd.v) || sd.v < 0 || sd.v > float64(sd.mean) {
+				errs = append(errs, fmt.Errorf("workloads[%d].%s: must be between 0 and the mean length %d, got %g", i, sd.name, sd.mean, sd.v))
+			}
+		}
+		if w.SharedPrefixTokens < 0 || w.SharedPrefixTokens >= w.InputTokens {
+			errs = append(errs, fmt.Errorf("workloads[%d].shared_prefix_tokens: must be at least 0 and below input_tokens (%d), which it is part of; got %d", i, w.InputTokens, w.SharedPrefixTokens))
 		}
 	}
 	slos := make([]results.SLO, len(c.SLOs))

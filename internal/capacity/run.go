@@ -4,7 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"hash/fnv"
 	"math"
+	"math/rand/v2"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -240,6 +242,9 @@ func (s *session) measure(ctx context.Context, w Workload, history []search.Outc
 		Label:                     w.Label,
 		ConfiguredISL:             w.InputTokens,
 		ConfiguredOSL:             w.OutputTokens,
+		InputTokensStddev:         w.InputTokensStddev,
+		OutputTokensStddev:        w.OutputTokensStddev,
+		SharedPrefixTokens:        w.SharedPrefixTokens,
 		MaximumPassingConcurrency: res.MaximumPassing,
 		FirstFailingConcurrency:   res.FirstFailing,
 		PassingTrials:             trialsOf(res.PassingTrials),
@@ -385,16 +390,17 @@ func (r *trialRunner) RunTrial(ctx context.Context, req search.Request) (search.
 		return search.Outcome{}, err
 	}
 	stream := fmt.Sprintf("%s c=%d %s t=%d", w.Label, req.Concurrency, req.Kind, req.Index)
-	warmups, _, err := s.prompts.Prompts(ctx, stream+" warmup", s.cfg.WarmupRequests, w.InputTokens)
+	warmups, warmupOut, _, err := s.workloadPrompts(ctx, w, stream+" warmup", s.cfg.WarmupRequests)
 	if err != nil {
 		return search.Outcome{}, fmt.Errorf("warmup prompts: %w", err)
 	}
-	measured, calib, err := s.prompts.Prompts(ctx, stream+" measured", s.cfg.MeasuredRequests, w.InputTokens)
+	measured, measuredOut, calib, err := s.workloadPrompts(ctx, w, stream+" measured", s.cfg.MeasuredRequests)
 	if err != nil {
 		return search.Outcome{}, fmt.Errorf("measured prompts: %w", err)
 	}
 
-	spec := load.TrialSpec{Concurrency: req.Concurrency, Warmup: warmups, Measured: measured, OutputTokens: w.OutputTokens}
+	spec := load.TrialSpec{Concurrency: req.Concurrency, Warmup: warmups, Measured: measured, OutputTokens: w.OutputTokens,
+		WarmupOutputTokens: warmupOut, MeasuredOutputTokens: measuredOut}
 	// Probes stop the moment their verdict is certain; confirmations always run in full
 	// because their metrics are reported.
 	slos := s.slos()
@@ -435,7 +441,7 @@ func (r *trialRunner) RunTrial(ctx context.Context, req search.Request) (search.
 	// probe stopped at its first failed request is just a fail, and a server shedding load
 	// above the minimum is a failing level, recorded with its errors.
 	if !res.Stopped && req.Concurrency == s.cfg.MinConcurrency {
-		if err := allFailed(done, metrics.ErrorSummary(done, w.OutputTokens)); err != nil {
+		if err := allFailed(done, metrics.ErrorSummary(done, requestedOSL(w))); err != nil {
 			return search.Outcome{}, err
 		}
 	}
@@ -464,7 +470,7 @@ func (r *trialRunner) RunTrial(ctx context.Context, req search.Request) (search.
 	// Every trial is kept with its metrics. A probe cut short may have no successful
 	// request to take them from, nor a trial whose requests all failed; their counters and
 	// error summary still say what happened.
-	trial, err := metrics.Summarize(res.Records, w.OutputTokens)
+	trial, err := metrics.Summarize(res.Records, requestedOSL(w))
 	if err != nil && req.Kind == search.Confirmation && !errors.Is(err, metrics.ErrNoSuccessfulRequests) {
 		return search.Outcome{}, err
 	}
@@ -485,9 +491,66 @@ func (r *trialRunner) RunTrial(ctx context.Context, req search.Request) (search.
 		trial.GoodputPercent = &goodput
 	}
 	trial.Server = view
-	checkCache(&trial, done, w.InputTokens, int(math.Ceil(calib.TemplateOverheadTokens)), s.flush.Engine != "")
+	// A shared prefix is served from the cache after the first request: expected, not flagged.
+	checkCache(&trial, done, w.InputTokens-w.SharedPrefixTokens, int(math.Ceil(calib.TemplateOverheadTokens))+w.SharedPrefixTokens, s.flush.Engine != "")
 	out.Detail = &trial
 	return out, nil
+}
+
+// requestedOSL is the output length the metrics judge mismatches against: the workload's,
+// or each request's own (0) when lengths are spread.
+func requestedOSL(w Workload) int {
+	if w.OutputTokensStddev > 0 {
+		return 0
+	}
+	return w.OutputTokens
+}
+
+// workloadPrompts makes n prompts of a trial's stream with the workload's shape, and their
+// max_tokens when output lengths are spread (nil otherwise: the workload's for all). Lengths
+// are drawn from a generator seeded by the configuration seed and the stream, so a resumed
+// or repeated run sends the same lengths.
+func (s *session) workloadPrompts(ctx context.Context, w Workload, stream string, n int) ([]string, []int, prompt.Calibration, error) {
+	if w.InputTokensStddev == 0 && w.OutputTokensStddev == 0 && w.SharedPrefixTokens == 0 {
+		prompts, cal, err := s.prompts.Prompts(ctx, stream, n, w.InputTokens)
+		return prompts, nil, cal, err
+	}
+	h := fnv.New64a()
+	h.Write([]byte(stream))
+	rng := rand.New(rand.NewPCG(uint64(s.cfg.Seed), h.Sum64()))
+	draw := func(mean int, sd float64) int {
+		if sd == 0 {
+			return mean
+		}
+		return max(1, int(math.Round(float64(mean)+sd*rng.NormFloat64())))
+	}
+	var prefix string
+	if w.SharedPrefixTokens > 0 {
+		p, _, err := s.prompts.Prompts(ctx, w.Label+" shared prefix", 1, w.SharedPrefixTokens)
+		if err != nil {
+			return nil, nil, prompt.Calibration{}, fmt.Errorf("shared prefix: %w", err)
+		}
+		prefix = p[0] + "\n\n"
+	}
+	prompts := make([]string, n)
+	var outs []int
+	if w.OutputTokensStddev > 0 {
+		outs = make([]int, n)
+	}
+	var cal prompt.Calibration
+	for i := range prompts {
+		own := max(1, draw(w.InputTokens, w.InputTokensStddev)-w.SharedPrefixTokens)
+		p, c, err := s.prompts.Prompts(ctx, fmt.Sprintf("%s #%d", stream, i), 1, own)
+		if err != nil {
+			return nil, nil, cal, err
+		}
+		cal = c
+		prompts[i] = prefix + p[0]
+		if outs != nil {
+			outs[i] = draw(w.OutputTokens, w.OutputTokensStddev)
+		}
+	}
+	return prompts, outs, cal, nil
 }
 
 // probeTick is how often a probe re-checks what waiting requests prove: a twentieth of the

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -61,7 +62,12 @@ type TrialSpec struct {
 	Concurrency  int      // requests in flight, warmups and measured alike
 	Warmup       []string // prompts sent first, not measured, all finished before measuring
 	Measured     []string // prompts of the measured phase
-	OutputTokens int      // max_tokens of every request
+	OutputTokens int      // max_tokens of every request, unless given per prompt below
+
+	// WarmupOutputTokens and MeasuredOutputTokens, when set, give each prompt its own
+	// max_tokens (a workload with an output length spread); they must match the prompts.
+	WarmupOutputTokens   []int
+	MeasuredOutputTokens []int
 
 	// Observe, when set, sees measured requests' events one at a time from a single
 	// goroutine. Returning true stops the trial at once: in-flight requests are cancelled
@@ -113,6 +119,17 @@ func RunTrial(ctx context.Context, s Streamer, spec TrialSpec) (TrialResult, err
 	if spec.OutputTokens < 1 {
 		return res, fmt.Errorf("run trial: output tokens %d is below 1", spec.OutputTokens)
 	}
+	for _, per := range []struct {
+		lengths []int
+		prompts int
+	}{{spec.WarmupOutputTokens, len(spec.Warmup)}, {spec.MeasuredOutputTokens, len(spec.Measured)}} {
+		if per.lengths != nil && len(per.lengths) != per.prompts {
+			return res, fmt.Errorf("run trial: %d per-prompt output lengths for %d prompts", len(per.lengths), per.prompts)
+		}
+		if slices.ContainsFunc(per.lengths, func(n int) bool { return n < 1 }) {
+			return res, errors.New("run trial: a per-prompt output length is below 1")
+		}
+	}
 
 	trialCtx, cancel := context.WithCancel(ctx)
 	defer cancel()
@@ -121,7 +138,7 @@ func RunTrial(ctx context.Context, s Streamer, spec TrialSpec) (TrialResult, err
 	slots := make([]Record, nw+len(spec.Measured))
 	sent := make([]bool, len(slots))
 
-	runPhase(trialCtx, s, spec.Concurrency, spec.Warmup, 0, true, spec.OutputTokens, slots, sent, nil, nil)
+	runPhase(trialCtx, s, spec.Concurrency, spec.Warmup, 0, true, outputTokens(spec.OutputTokens, spec.WarmupOutputTokens), slots, sent, nil, nil)
 	if err := ctx.Err(); err != nil {
 		res.Records = collect(slots, sent)
 		res.Stopped = true
@@ -138,7 +155,7 @@ func RunTrial(ctx context.Context, s Streamer, spec TrialSpec) (TrialResult, err
 	res.MeasuredStart = time.Now()
 	go func() {
 		defer close(done)
-		runPhase(trialCtx, s, spec.Concurrency, spec.Measured, nw, false, spec.OutputTokens, slots, sent, events, flight)
+		runPhase(trialCtx, s, spec.Concurrency, spec.Measured, nw, false, outputTokens(spec.OutputTokens, spec.MeasuredOutputTokens), slots, sent, events, flight)
 		close(events)
 	}()
 
@@ -198,10 +215,20 @@ func anyCancelled(recs []Record) bool {
 	return false
 }
 
+// outputTokens is the max_tokens of prompt i: its own when given, else the trial's.
+func outputTokens(all int, per []int) func(i int) int {
+	return func(i int) int {
+		if per != nil {
+			return per[i]
+		}
+		return all
+	}
+}
+
 // runPhase keeps c requests in flight over prompts. Each worker takes the next prompt as soon
 // as its previous request ends, which is what makes the loop closed.
 func runPhase(ctx context.Context, s Streamer, c int, prompts []string, offset int, warmup bool,
-	maxTokens int, slots []Record, sent []bool, events chan<- Event, flight *inFlight) {
+	maxTokens func(i int) int, slots []Record, sent []bool, events chan<- Event, flight *inFlight) {
 	if len(prompts) == 0 {
 		return
 	}
@@ -222,7 +249,7 @@ func runPhase(ctx context.Context, s Streamer, c int, prompts []string, offset i
 				if i >= len(prompts) || ctx.Err() != nil {
 					return
 				}
-				req := Request{Prompt: prompts[i], MaxTokens: maxTokens}
+				req := Request{Prompt: prompts[i], MaxTokens: maxTokens(i)}
 				if events != nil {
 					req.OnFirstContent = func(partial Record) {
 						partial.Index, partial.Warmup = offset+i, warmup
@@ -236,7 +263,7 @@ func runPhase(ctx context.Context, s Streamer, c int, prompts []string, offset i
 				rec := s.Stream(ctx, req)
 				flight.done(offset + i)
 				rec.Index, rec.Warmup = offset+i, warmup
-				rec.Prompt, rec.RequestedOutputTokens = prompts[i], maxTokens
+				rec.Prompt, rec.RequestedOutputTokens = prompts[i], req.MaxTokens
 				slots[offset+i] = rec
 				sent[offset+i] = true
 				if events != nil {

@@ -9,6 +9,8 @@ import (
 	"time"
 
 	"github.com/hashicorp/terraform-plugin-framework-timeouts/resource/timeouts"
+	"github.com/hashicorp/terraform-plugin-framework-validators/float64validator"
+	"github.com/hashicorp/terraform-plugin-framework-validators/int64validator"
 	"github.com/hashicorp/terraform-plugin-framework-validators/listvalidator"
 	"github.com/hashicorp/terraform-plugin-framework-validators/mapvalidator"
 	"github.com/hashicorp/terraform-plugin-framework-validators/stringvalidator"
@@ -79,9 +81,12 @@ type capacityBenchmarkModel struct {
 }
 
 type workloadModel struct {
-	Label        types.String `tfsdk:"label"`
-	InputTokens  types.Int64  `tfsdk:"input_tokens"`
-	OutputTokens types.Int64  `tfsdk:"output_tokens"`
+	Label              types.String  `tfsdk:"label"`
+	InputTokens        types.Int64   `tfsdk:"input_tokens"`
+	OutputTokens       types.Int64   `tfsdk:"output_tokens"`
+	InputTokensStddev  types.Float64 `tfsdk:"input_tokens_stddev"`
+	OutputTokensStddev types.Float64 `tfsdk:"output_tokens_stddev"`
+	SharedPrefixTokens types.Int64   `tfsdk:"shared_prefix_tokens"`
 }
 
 type searchModel struct {
@@ -188,6 +193,27 @@ func (r *capacityBenchmarkResource) Schema(ctx context.Context, _ resource.Schem
 						Required:            true,
 						MarkdownDescription: fmt.Sprintf("Tokens generated per request (`max_tokens` with `ignore_eos`); 1 to %d (1 Mi).", capacity.MaxTokens),
 						Validators:          []validator.Int64{intRange{min: 1, max: capacity.MaxTokens}},
+					},
+					"input_tokens_stddev": schema.Float64Attribute{
+						Optional: true,
+						MarkdownDescription: "Spread of the prompt length: each request's `input_tokens` is drawn from a normal distribution " +
+							"with this standard deviation (seeded, rounded, clipped at 1), as AIPerf's `--synthetic-input-tokens-stddev`. " +
+							"Default 0: every prompt the same length.",
+						Validators: []validator.Float64{float64validator.AtLeast(0)},
+					},
+					"output_tokens_stddev": schema.Float64Attribute{
+						Optional: true,
+						MarkdownDescription: "Spread of the output length (`max_tokens`), drawn like `input_tokens_stddev`, as AIPerf's " +
+							"`--output-tokens-stddev`. Output length mismatches are then judged against each request's own length. Default 0.",
+						Validators: []validator.Float64{float64validator.AtLeast(0)},
+					},
+					"shared_prefix_tokens": schema.Int64Attribute{
+						Optional: true,
+						MarkdownDescription: "Tokens at the start of every prompt that are the same text for all requests (a common system " +
+							"prompt, the realistic chat case), counted within `input_tokens`. The cache is still flushed before every trial, " +
+							"so the prefix is computed once per trial and served from the prefix cache after that: expected cache hits, " +
+							"not a measurement error. Default 0: nothing shared.",
+						Validators: []validator.Int64{int64validator.AtLeast(0)},
 					},
 				}},
 			},
@@ -385,6 +411,7 @@ func (r *capacityBenchmarkResource) ValidateConfig(ctx context.Context, req reso
 			}
 			var w workloadModel
 			resp.Diagnostics.Append(obj.As(ctx, &w, basetypes.ObjectAsOptions{UnhandledUnknownAsEmpty: true})...)
+			validateWorkloadShape(path.Root("workloads").AtListIndex(i), w, &resp.Diagnostics)
 			if w.Label.IsNull() || w.Label.IsUnknown() {
 				continue
 			}
@@ -677,9 +704,12 @@ func (m capacityBenchmarkModel) capacityConfig(ctx context.Context) (capacity.Co
 	}
 	for _, w := range workloads {
 		cfg.Workloads = append(cfg.Workloads, capacity.Workload{
-			Label:        w.Label.ValueString(),
-			InputTokens:  int(w.InputTokens.ValueInt64()),
-			OutputTokens: int(w.OutputTokens.ValueInt64()),
+			Label:              w.Label.ValueString(),
+			InputTokens:        int(w.InputTokens.ValueInt64()),
+			OutputTokens:       int(w.OutputTokens.ValueInt64()),
+			InputTokensStddev:  w.InputTokensStddev.ValueFloat64(),
+			OutputTokensStddev: w.OutputTokensStddev.ValueFloat64(),
+			SharedPrefixTokens: int(w.SharedPrefixTokens.ValueInt64()),
 		})
 	}
 	exp, d := experimentFromObject(ctx, m.Experiment)
@@ -707,6 +737,31 @@ func (m *capacityBenchmarkModel) setResults(ctx context.Context, doc *results.Do
 	m.WorkloadResults, d = workloadResultsValue(ctx, doc)
 	diags.Append(d...)
 	return diags
+}
+
+// validateWorkloadShape checks what one attribute cannot: a shared prefix is part of the
+// prompt, so it must be shorter than input_tokens, and a spread wider than its mean length
+// would clip most draws at 1.
+func validateWorkloadShape(p path.Path, w workloadModel, diags *diag.Diagnostics) {
+	in, out := w.InputTokens, w.OutputTokens
+	if pre := w.SharedPrefixTokens; !pre.IsNull() && !pre.IsUnknown() && !in.IsNull() && !in.IsUnknown() && pre.ValueInt64() >= in.ValueInt64() {
+		diags.AddAttributeError(p.AtName("shared_prefix_tokens"), "Shared prefix as long as the prompt",
+			fmt.Sprintf("shared_prefix_tokens (%d) counts within input_tokens (%d) and must be below it, leaving each prompt a part of its own; lower shared_prefix_tokens or raise input_tokens.",
+				pre.ValueInt64(), in.ValueInt64()))
+	}
+	for _, sd := range []struct {
+		name string
+		v    types.Float64
+		mean types.Int64
+	}{{"input_tokens_stddev", w.InputTokensStddev, in}, {"output_tokens_stddev", w.OutputTokensStddev, out}} {
+		if sd.v.IsNull() || sd.v.IsUnknown() || sd.mean.IsNull() || sd.mean.IsUnknown() {
+			continue
+		}
+		if sd.v.ValueFloat64() > float64(sd.mean.ValueInt64()) {
+			diags.AddAttributeError(p.AtName(sd.name), "Length spread wider than the length",
+				fmt.Sprintf("%s (%g) is above the mean length (%d): most draws would be clipped at 1 token; give at most the mean.", sd.name, sd.v.ValueFloat64(), sd.mean.ValueInt64()))
+		}
+	}
 }
 
 // levelsOf reads search.concurrency_levels; nil when unset.

@@ -26,7 +26,8 @@ type Recomputed struct {
 // SHA-256, and recomputes the trial's metrics as the benchmark did. What a records file
 // cannot give (prompt text, output bytes and hashes: unique_prompts, unique_outputs,
 // warmup/profile overlap, generated_utf8_bytes; time to second token without
-// record_chunk_times) is taken from the document and not compared.
+// record_chunk_times; output length mismatches when output lengths are spread) is taken
+// from the document and not compared.
 func Recompute(doc *results.Document, dir string) ([]Recomputed, error) {
 	var out []Recomputed
 	for _, w := range doc.Workloads {
@@ -44,6 +45,11 @@ func Recompute(doc *results.Document, dir string) ([]Recomputed, error) {
 					w.Label, t.Kind, t.Trial, t.Concurrency, path, sum, t.RecordsSHA256)
 			}
 			got, err := recomputeTrial(doc.Objectives(), w.ConfiguredOSL, t, lines)
+			if w.OutputTokensStddev > 0 {
+				// Each request asked for its own max_tokens, which records do not hold:
+				// mismatches against it come from the document.
+				got.Correctness.OutputLengthMismatches, got.ErrorSummary = t.Correctness.OutputLengthMismatches, t.ErrorSummary
+			}
 			if err != nil {
 				return out, fmt.Errorf("workload %q %s trial %d at concurrency %d: %w", w.Label, t.Kind, t.Trial, t.Concurrency, err)
 			}

@@ -105,7 +105,7 @@ func FromLoad(t Trial, recs []load.Record) []Line {
 			SentNs: at(r.Sent), HeadersNs: at(r.Headers), FirstTokenNs: at(r.FirstContent), LastTokenNs: at(r.LastContent),
 			DoneNs: at(r.Done), Chunks: r.ContentChunks,
 			FinishReason: optional(r.FinishReason), Error: optional(r.Err), ErrorKind: optional(errorKind(r)),
-			ConnectNs: dur(r.Connect), TLSNs: dur(r.TLSHandshake),
+			ConnectNs: dur(r.Connect), TLSNs: dur(r.TLSHandshake), CachedTokens: r.CachedTokens,
 		}
 		if r.Warmup {
 			l.Kind = KindWarmup
@@ -159,6 +159,7 @@ func (l Line) Record() load.Record {
 	if l.PromptTokens != nil && l.CompletionTokens != nil {
 		r.UsageReported, r.PromptTokens, r.CompletionTokens = true, *l.PromptTokens, *l.CompletionTokens
 	}
+	r.CachedTokens = l.CachedTokens
 	if l.ConnectNs != nil {
 		r.Connect = time.Duration(*l.ConnectNs)
 	}

@@ -527,6 +527,21 @@ func (r *reader) workload(o *object) Workload {
 	w.ConfiguredISL = o.integer("configured_isl")
 	w.ConfiguredOSL = o.integer("configured_osl")
 	w.ServerPromptTokens = r.minMax(o.child("server_prompt_tokens"))
+	for _, k := range []struct {
+		key string
+		dst *float64
+	}{{"input_tokens_stddev", &w.InputTokensStddev}, {"output_tokens_stddev", &w.OutputTokensStddev}} {
+		if v, p := o.optional(k.key); v != nil {
+			if *k.dst = r.num(p, v); *k.dst == 0 {
+				o.keepAsWritten(k.key)
+			}
+		}
+	}
+	if v, p := o.optional("shared_prefix_tokens"); v != nil {
+		if w.SharedPrefixTokens = r.integer(p, v); w.SharedPrefixTokens == 0 {
+			o.keepAsWritten("shared_prefix_tokens")
+		}
+	}
 	w.MaximumPassingConcurrency = o.nullableInt("maximum_passing_concurrency")
 	w.FirstFailingConcurrency = o.nullableInt("first_failing_concurrency")
 	w.PassingTrials = r.trials(o, "passing_trials")

@@ -70,10 +70,15 @@ func (d *Document) Objectives() []SLO {
 
 // Workload is the boundary found for one input/output shape.
 type Workload struct {
-	Label                     string  `json:"label"`
-	ConfiguredISL             int     `json:"configured_isl"`
-	ConfiguredOSL             int     `json:"configured_osl"`
-	ServerPromptTokens        MinMax  `json:"server_prompt_tokens"`
+	Label              string `json:"label"`
+	ConfiguredISL      int    `json:"configured_isl"`
+	ConfiguredOSL      int    `json:"configured_osl"`
+	ServerPromptTokens MinMax `json:"server_prompt_tokens"`
+	// The workload's shape beyond its mean lengths; absent when lengths are fixed and no
+	// prefix is shared.
+	InputTokensStddev         float64 `json:"input_tokens_stddev,omitempty"`
+	OutputTokensStddev        float64 `json:"output_tokens_stddev,omitempty"`
+	SharedPrefixTokens        int     `json:"shared_prefix_tokens,omitempty"`
 	MaximumPassingConcurrency *int    `json:"maximum_passing_concurrency"` // nil: even the minimum failed
 	FirstFailingConcurrency   *int    `json:"first_failing_concurrency"`   // nil: nothing failed within bounds
 	PassingTrials             []Trial `json:"passing_trials"`
