@@ -79,6 +79,8 @@ func recomputeTrial(slos []results.SLO, osl int, reported results.Trial, lines [
 	c, rc := &t.Correctness, reported.Correctness
 	c.UniqueWarmupPrompts, c.UniquePrompts, c.WarmupProfilePromptOverlap = rc.UniqueWarmupPrompts, rc.UniquePrompts, rc.WarmupProfilePromptOverlap
 	c.UniqueOutputs, c.GeneratedUTF8Bytes = rc.UniqueOutputs, rc.GeneratedUTF8Bytes
+	// The cache check needs the prompt calibration; the per-request counts are in the file.
+	c.CachedPromptTokens, c.RequestsCachedBeyondSharedPrefix = rc.CachedPromptTokens, rc.RequestsCachedBeyondSharedPrefix
 	if !chunkTimes {
 		t.TTSTMs = reported.TTSTMs
 	}
