@@ -55,3 +55,7 @@ TOFU="$tofu" scripts/testacc-opentofu.sh
 # The real-engine chain runs alone: its SLO is set for a machine not also running other tests.
 step "end to end: quickstart on llama.cpp in Docker"
 go test -count=1 -timeout 20m -run 'TestAccQuickstart' -v ./internal/provider/
+
+# Needs no Docker: a real control plane with kwok nodes, and llama-server on the pod IPs.
+step "Kubernetes: llmserve_inference_deployment against a real API server"
+scripts/test-kubernetes.sh

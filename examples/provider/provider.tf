@@ -14,3 +14,20 @@ provider "llmserve" {}
 #   docker_host     = "ssh://deploy@gpu-host.example.com"
 #   ssh_private_key = file("~/.ssh/id_ed25519")
 # }
+
+# Kubernetes for llmserve_inference_deployment (read only when such a resource is used):
+# provider "llmserve" {
+#   kubernetes {
+#     config_path    = "~/.kube/config" # else KUBECONFIG, else ~/.kube/config
+#     config_context = "inference"
+#   }
+# }
+#
+# ... or an API server with a token:
+# provider "llmserve" {
+#   kubernetes {
+#     host                   = "https://k8s.example.com:6443"
+#     token                  = var.kube_token
+#     cluster_ca_certificate = file("~/.kube/example-ca.pem")
+#   }
+# }

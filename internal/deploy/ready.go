@@ -85,6 +85,16 @@ func WaitReady(ctx context.Context, b Backend, id string, r Readiness) (engine.S
 	}
 }
 
+// Probe is one readiness attempt against the engine at base (health, then a one-token
+// completion), for a backend that reaches its replicas one by one (Kubernetes pods).
+func Probe(ctx context.Context, base string, r Readiness) error {
+	hc := r.HTTPClient
+	if hc == nil {
+		hc = &http.Client{Transport: &http.Transport{DisableKeepAlives: true}}
+	}
+	return probe(ctx, hc, base, r)
+}
+
 // probe is one readiness attempt: health, then a real one-token generation, because a health
 // endpoint can answer before the scheduler serves (vLLM, llama.cpp while loading slots).
 func probe(ctx context.Context, hc *http.Client, base string, r Readiness) error {

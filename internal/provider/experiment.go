@@ -34,6 +34,7 @@ var experimentAttrTypes = map[string]attr.Type{
 	"context_length":      types.Int64Type,
 	"physical_token_pool": types.Int64Type,
 	"speculative_mode":    types.ObjectType{AttrTypes: speculativeModeAttrTypes},
+	"replicas":            types.Int64Type,
 }
 
 type experimentModel struct {
@@ -48,6 +49,7 @@ type experimentModel struct {
 	ContextLength     types.Int64  `tfsdk:"context_length"`
 	PhysicalTokenPool types.Int64  `tfsdk:"physical_token_pool"`
 	SpeculativeMode   types.Object `tfsdk:"speculative_mode"`
+	Replicas          types.Int64  `tfsdk:"replicas"`
 }
 
 type speculativeModeModel struct {
@@ -75,6 +77,7 @@ func experimentSchemaAttributes() map[string]schema.Attribute {
 		"tensor_parallelism":  num("Tensor parallel size."),
 		"context_length":      num("Context length in tokens."),
 		"physical_token_pool": num("KV cache token pool the server reports."),
+		"replicas":            num("Engine replicas behind the endpoint (`llmserve_inference_deployment`); omit for one server."),
 		"speculative_mode": schema.SingleNestedAttribute{
 			Optional:            true,
 			MarkdownDescription: "Speculative decoding settings; omit when the server decodes plainly.",
@@ -110,6 +113,7 @@ func experimentFromObject(ctx context.Context, obj types.Object) (*results.Exper
 		TensorParallelism: int(m.TensorParallelism.ValueInt64()),
 		ContextLength:     int(m.ContextLength.ValueInt64()),
 		PhysicalTokenPool: intPointer(m.PhysicalTokenPool),
+		Replicas:          int(m.Replicas.ValueInt64()),
 	}
 	if !m.SpeculativeMode.IsNull() && !m.SpeculativeMode.IsUnknown() {
 		var s speculativeModeModel
@@ -141,7 +145,7 @@ func experimentValue(ctx context.Context, e results.Experiment) (types.Object, d
 		Checkpoint: types.StringValue(e.Checkpoint), Hardware: types.StringValue(e.Hardware), Driver: types.StringValue(e.Driver),
 		Kernel: types.StringValue(e.Kernel), TensorParallelism: types.Int64Value(int64(e.TensorParallelism)),
 		ContextLength: types.Int64Value(int64(e.ContextLength)), PhysicalTokenPool: nullableIntPtr(e.PhysicalTokenPool),
-		SpeculativeMode: spec,
+		SpeculativeMode: spec, Replicas: types.Int64Value(int64(e.Replicas)),
 	})
 	diags.Append(d...)
 	return obj, diags

@@ -12,6 +12,7 @@ import (
 	"github.com/hashicorp/terraform-plugin-framework/resource"
 
 	"github.com/llmserve/terraform-provider-llmserve/internal/deploy/docker"
+	"github.com/llmserve/terraform-provider-llmserve/internal/deploy/kubernetes"
 )
 
 var (
@@ -30,6 +31,8 @@ type providerData struct {
 	// docker builds the Docker Engine backend on first use, so configuring the provider
 	// never contacts the engine.
 	docker *docker.Lazy
+	// kubernetes likewise connects to the cluster only when a resource needs it.
+	kubernetes *kubernetes.Lazy
 }
 
 // New returns a constructor for the provider, as providerserver expects.
@@ -46,6 +49,7 @@ func (p *llmserveProvider) Schema(_ context.Context, _ provider.SchemaRequest, r
 	resp.Schema = schema.Schema{
 		MarkdownDescription: "Deploys LLM inference servers and measures their SLO capacity as infrastructure code.",
 		Attributes:          dockerProviderAttributes(),
+		Blocks:              map[string]schema.Block{"kubernetes": kubernetesProviderBlock()},
 	}
 }
 
@@ -60,7 +64,12 @@ func (p *llmserveProvider) Configure(ctx context.Context, req provider.Configure
 	if resp.Diagnostics.HasError() {
 		return
 	}
-	data := &providerData{version: p.version, docker: docker.NewLazy(dockerCfg)}
+	kubeCfg, diags := kubernetesConfig(ctx, req)
+	resp.Diagnostics.Append(diags...)
+	if resp.Diagnostics.HasError() {
+		return
+	}
+	data := &providerData{version: p.version, docker: docker.NewLazy(dockerCfg), kubernetes: kubernetes.NewLazy(kubeCfg)}
 	resp.ResourceData = data
 	resp.DataSourceData = data
 }
@@ -69,6 +78,7 @@ func (p *llmserveProvider) Resources(_ context.Context) []func() resource.Resour
 	return []func() resource.Resource{
 		NewCapacityBenchmarkResource,
 		NewInferenceServerResource,
+		NewInferenceDeploymentResource,
 	}
 }
 

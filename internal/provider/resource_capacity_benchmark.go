@@ -574,6 +574,12 @@ func (r *capacityBenchmarkResource) Create(ctx context.Context, req resource.Cre
 		return
 	}
 	cfg.APIKey, cfg.AdminAPIKey = apiKey.ValueString(), adminKey.ValueString()
+	if exp := cfg.Experiment; exp != nil && exp.Replicas > 1 && cfg.CacheFlush != "none" && cfg.CacheFlush != "llamacpp" {
+		resp.Diagnostics.AddAttributeWarning(path.Root("trial").AtName("cache_flush"), "Cache flush reaches one replica",
+			fmt.Sprintf("The endpoint serves %d replicas behind one Service. A flush by endpoint (SGLang /flush_cache, vLLM /reset_prefix_cache) "+
+				"reaches only the replica the Service picks, so the others may keep warm prefix caches between trials; the provider cannot flush each pod "+
+				"through a Service. llama.cpp is unaffected (cache_prompt: false on every request). Use one replica to measure without prefix-cache reuse.", exp.Replicas))
+	}
 	if r.data != nil {
 		cfg.ToolVersion = r.data.version
 	}

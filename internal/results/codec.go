@@ -432,6 +432,11 @@ func (r *reader) experiment(o *object) Experiment {
 	e.TensorParallelism = o.integer("tensor_parallelism")
 	e.ContextLength = o.integer("context_length")
 	e.PhysicalTokenPool = o.nullableInt("physical_token_pool")
+	if v, p := o.optional("replicas"); v != nil {
+		if e.Replicas = r.integer(p, v); e.Replicas == 0 {
+			o.keepAsWritten("replicas")
+		}
+	}
 	if v, p := o.field("speculative_mode"); v != nil && v.kind != kindNull {
 		if so := r.asObject(p, v); so != nil {
 			e.SpeculativeMode = &SpeculativeMode{

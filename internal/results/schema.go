@@ -36,6 +36,9 @@ type Experiment struct {
 	ContextLength     int              `json:"context_length"`
 	PhysicalTokenPool *int             `json:"physical_token_pool"` // null: the server did not report it
 	SpeculativeMode   *SpeculativeMode `json:"speculative_mode"`
+	// Replicas is how many engine replicas serve behind the endpoint (a Kubernetes
+	// deployment); absent (0) for one server.
+	Replicas int `json:"replicas,omitempty"`
 }
 
 // SpeculativeMode describes speculative decoding; nil when the server decodes plainly.

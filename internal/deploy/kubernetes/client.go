@@ -1,0 +1,141 @@
+// Package kubernetes runs an inference engine as a Kubernetes Deployment and Service:
+// the objects (applied server-side under one field manager), the rollout wait that reports
+// the failing pod's events and log lines, and the per-replica proof that every pod
+// generates. It knows nothing of Terraform; engine facts come from internal/deploy.
+package kubernetes
+
+import (
+	"errors"
+	"fmt"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+
+	k8s "k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/clientcmd"
+)
+
+// Config is how to reach the API server, in the conventions of the Kubernetes provider:
+// either a kubeconfig (ConfigPath, else KUBECONFIG, else ~/.kube/config, with ConfigContext)
+// or Host with a Token or client certificate and the cluster's CA.
+type Config struct {
+	ConfigPath    string
+	ConfigContext string
+
+	Host                 string
+	Token                string
+	ClientCertificate    string // PEM
+	ClientKey            string // PEM
+	ClusterCACertificate string // PEM
+	Insecure             bool
+
+	// Unknown names settings whose values were not known when the provider was configured;
+	// using the cluster then fails with that explanation.
+	Unknown []string
+}
+
+// RESTConfig builds the client configuration. It reads files but contacts nothing.
+func (c Config) RESTConfig() (*rest.Config, error) {
+	if len(c.Unknown) > 0 {
+		return nil, fmt.Errorf("the provider's kubernetes settings %s were not known when the provider was configured; "+
+			"give them values known at plan time (or apply their sources first with -target)", strings.Join(c.Unknown, ", "))
+	}
+	if c.Host != "" {
+		cfg := &rest.Config{
+			Host:        c.Host,
+			BearerToken: c.Token,
+			TLSClientConfig: rest.TLSClientConfig{
+				CertData: []byte(c.ClientCertificate), KeyData: []byte(c.ClientKey),
+				CAData: []byte(c.ClusterCACertificate), Insecure: c.Insecure,
+			},
+		}
+		if (c.ClientCertificate == "") != (c.ClientKey == "") {
+			return nil, errors.New("kubernetes: client_certificate and client_key go together; set both or neither")
+		}
+		return cfg, nil
+	}
+	rules := clientcmd.NewDefaultClientConfigLoadingRules() // KUBECONFIG, then ~/.kube/config
+	if c.ConfigPath != "" {
+		p, err := expandHome(c.ConfigPath)
+		if err != nil {
+			return nil, err
+		}
+		rules.ExplicitPath = p
+	}
+	overrides := &clientcmd.ConfigOverrides{CurrentContext: c.ConfigContext}
+	cfg, err := clientcmd.NewNonInteractiveDeferredLoadingClientConfig(rules, overrides).ClientConfig()
+	if err != nil {
+		if clientcmd.IsEmptyConfig(err) {
+			return nil, errors.New("kubernetes: no cluster configured; set kubernetes.config_path (or KUBECONFIG), or kubernetes.host with a token or client certificate")
+		}
+		return nil, fmt.Errorf("kubernetes: loading kubeconfig: %w", err)
+	}
+	return cfg, nil
+}
+
+func expandHome(p string) (string, error) {
+	if p != "~" && !strings.HasPrefix(p, "~/") {
+		return p, nil
+	}
+	home, err := os.UserHomeDir()
+	if err != nil {
+		return "", fmt.Errorf("kubernetes: expanding %s: %w", p, err)
+	}
+	return filepath.Join(home, strings.TrimPrefix(p, "~")), nil
+}
+
+// Cluster is a connection to one API server.
+type Cluster struct {
+	cs   k8s.Interface
+	rest *rest.Config
+	http *http.Client // authenticated to the API server, for the pod proxy
+}
+
+// NewCluster connects (lazily: client-go dials on the first request).
+func NewCluster(cfg *rest.Config) (*Cluster, error) {
+	hc, err := rest.HTTPClientFor(cfg)
+	if err != nil {
+		return nil, fmt.Errorf("kubernetes: building HTTP client for %s: %w", cfg.Host, err)
+	}
+	cs, err := k8s.NewForConfigAndClient(cfg, hc)
+	if err != nil {
+		return nil, fmt.Errorf("kubernetes: building client for %s: %w", cfg.Host, err)
+	}
+	return &Cluster{cs: cs, rest: cfg, http: hc}, nil
+}
+
+// Lazy builds the Cluster on first use, so configuring the provider never reads a
+// kubeconfig or contacts an API server, and a provider block that only uses Docker works
+// without any Kubernetes settings.
+type Lazy struct {
+	cfg Config
+
+	mu sync.Mutex
+	c  *Cluster
+}
+
+// NewLazy returns a factory for cfg.
+func NewLazy(cfg Config) *Lazy { return &Lazy{cfg: cfg} }
+
+// Cluster returns the shared connection, building it on first call.
+func (l *Lazy) Cluster() (*Cluster, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.c != nil {
+		return l.c, nil
+	}
+	rc, err := l.cfg.RESTConfig()
+	if err != nil {
+		return nil, err
+	}
+	rc.UserAgent = "terraform-provider-llmserve"
+	c, err := NewCluster(rc)
+	if err != nil {
+		return nil, err
+	}
+	l.c = c
+	return c, nil
+}

@@ -1,0 +1,288 @@
+package provider
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	k8s "k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/tools/clientcmd"
+
+	"github.com/llmserve/terraform-provider-llmserve/internal/deploy/kubernetes"
+)
+
+// The Kubernetes acceptance tests run against the real control plane scripts/kube-controlplane.sh
+// starts (make test-kubernetes): etcd, kube-apiserver, kube-controller-manager,
+// kube-scheduler and kwok. kwok has no kubelet: it marks pods Running and Ready and gives
+// them IPs from a loopback pod CIDR. kubeEngines plays the two parts of a node kwok leaves
+// out, so the tests reach real engines:
+//
+//   - the container runtime: for every pod the provider created that kwok gave an IP, it
+//     runs the pod's own command (llama.cpp's llama-server from the Debian rootfs of
+//     scripts/build-llamacpp-image.sh, under chroot) listening on that pod IP;
+//   - kube-proxy: the API server refuses loopback addresses in EndpointSlices, so a Service
+//     has no endpoints here and nothing routes its cluster IP. kubeEngines listens on each
+//     Service's cluster IP and port and spreads connections round-robin over the engines of
+//     the pods the Service selects.
+//
+// Everything listens on 127.0.0.0/8 only.
+
+// kubeTestEnv is the cluster of the current test run, or a skip with the reason.
+func kubeTestEnv(t *testing.T) (kubeconfig string, cs k8s.Interface) {
+	t.Helper()
+	if os.Getenv("TF_ACC") == "" {
+		t.Skip("acceptance test: set TF_ACC=1")
+	}
+	kubeconfig = os.Getenv("LLMSERVE_TEST_KUBECONFIG")
+	if kubeconfig == "" {
+		t.Skip("Kubernetes acceptance test: run `make test-kubernetes`, which starts a control plane and sets LLMSERVE_TEST_KUBECONFIG")
+	}
+	cfg, err := clientcmd.BuildConfigFromFlags("", kubeconfig)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cs, err = k8s.NewForConfig(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return kubeconfig, cs
+}
+
+type kubeEngines struct {
+	t       *testing.T
+	cs      k8s.Interface
+	ns      string
+	rootfs  string
+	models  string
+	cancel  context.CancelFunc
+	done    chan struct{}
+	mu      sync.Mutex
+	engines map[string]*podEngine      // by pod name
+	proxies map[string]*serviceForward // by Service name
+	started atomic.Int64
+}
+
+type podEngine struct {
+	instance string
+	addr     string // podIP:port
+	cmd      *exec.Cmd
+	exited   chan struct{}
+}
+
+type serviceForward struct {
+	instance string
+	ln       net.Listener
+	next     atomic.Uint64
+}
+
+// startKubeEngines runs engines for the provider's pods in ns until the test ends.
+func startKubeEngines(t *testing.T, cs k8s.Interface, ns string) *kubeEngines {
+	t.Helper()
+	root, err := filepath.Abs("../..")
+	if err != nil {
+		t.Fatal(err)
+	}
+	e := &kubeEngines{t: t, cs: cs, ns: ns, rootfs: filepath.Join(root, ".cache/llamacpp-rootfs"),
+		models: filepath.Join(root, ".cache/models"), done: make(chan struct{}),
+		engines: map[string]*podEngine{}, proxies: map[string]*serviceForward{}}
+	if _, err := os.Stat(filepath.Join(e.rootfs, "usr/bin/llama-server")); err != nil {
+		t.Fatalf("llama.cpp rootfs missing (%v): run scripts/build-llamacpp-image.sh --rootfs-only", err)
+	}
+	if _, err := os.Stat(filepath.Join(e.models, "tiny-llama.gguf")); err != nil {
+		t.Fatalf("tiny model missing (%v): run scripts/build-model.sh", err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	e.cancel = cancel
+	go e.loop(ctx)
+	t.Cleanup(e.stop)
+	return e
+}
+
+func (e *kubeEngines) loop(ctx context.Context) {
+	defer close(e.done)
+	tick := time.NewTicker(300 * time.Millisecond)
+	defer tick.Stop()
+	for {
+		e.sync(ctx)
+		select {
+		case <-ctx.Done():
+			return
+		case <-tick.C:
+		}
+	}
+}
+
+func (e *kubeEngines) sync(ctx context.Context) {
+	sel := metav1.ListOptions{LabelSelector: kubernetes.ManagedByLabel + "=llmserve"}
+	pods, err := e.cs.CoreV1().Pods(e.ns).List(ctx, sel)
+	if err != nil {
+		return
+	}
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	live := map[string]bool{}
+	for _, p := range pods.Items {
+		if p.DeletionTimestamp != nil || p.Status.PodIP == "" || p.Status.Phase != corev1.PodRunning {
+			continue
+		}
+		live[p.Name] = true
+		if _, ok := e.engines[p.Name]; !ok {
+			e.engines[p.Name] = e.run(p)
+		}
+	}
+	for name, pe := range e.engines {
+		if !live[name] {
+			pe.kill()
+			delete(e.engines, name)
+		}
+	}
+	svcs, err := e.cs.CoreV1().Services(e.ns).List(ctx, sel)
+	if err != nil {
+		return
+	}
+	seen := map[string]bool{}
+	for _, s := range svcs.Items {
+		key := s.Name + "/" + s.Spec.ClusterIP
+		seen[key] = true
+		if _, ok := e.proxies[key]; ok || s.Spec.ClusterIP == "" || len(s.Spec.Ports) == 0 {
+			continue
+		}
+		ln, err := net.Listen("tcp", net.JoinHostPort(s.Spec.ClusterIP, strconv.Itoa(int(s.Spec.Ports[0].Port))))
+		if err != nil {
+			e.t.Logf("kube-proxy stand-in: %v", err)
+			continue
+		}
+		f := &serviceForward{instance: s.Spec.Selector[kubernetes.InstanceLabel], ln: ln}
+		e.proxies[key] = f
+		go e.forward(f)
+	}
+	for key, f := range e.proxies {
+		if !seen[key] {
+			f.ln.Close()
+			delete(e.proxies, key)
+		}
+	}
+}
+
+// run starts the pod's engine command under chroot in the llama.cpp rootfs, bound to the
+// pod IP, with the model directory at /models (the test configurations' model_cache).
+func (e *kubeEngines) run(p corev1.Pod) *podEngine {
+	c := p.Spec.Containers[0]
+	argv := append(slices.Clone(c.Command), c.Args...)
+	port := "8080"
+	for i := 0; i+1 < len(argv); i++ {
+		switch argv[i] {
+		case "--host":
+			argv[i+1] = p.Status.PodIP
+		case "--port":
+			port = argv[i+1]
+		}
+	}
+	if argv[0] == "llama-server" {
+		argv[0] = "/usr/bin/llama-server"
+	}
+	script := `set -e; mount --bind "$1" "$2/models"; mount -t proc proc "$2/proc"; r=$2; shift 2; exec chroot "$r" "$@"`
+	cmd := exec.Command("unshare", append([]string{"--mount", "--propagation", "private", "sh", "-c", script, "sh", e.models, e.rootfs}, argv...)...)
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	logf, err := os.Create(filepath.Join(e.t.TempDir(), p.Name+".log"))
+	if err == nil {
+		cmd.Stdout, cmd.Stderr = logf, logf
+	} else {
+		cmd.Stdout, cmd.Stderr = io.Discard, io.Discard
+	}
+	pe := &podEngine{instance: p.Labels[kubernetes.InstanceLabel], addr: net.JoinHostPort(p.Status.PodIP, port), cmd: cmd, exited: make(chan struct{})}
+	if err := cmd.Start(); err != nil {
+		e.t.Logf("starting the engine of pod %s: %v", p.Name, err)
+		close(pe.exited)
+		return pe
+	}
+	e.started.Add(1)
+	go func() {
+		_ = cmd.Wait()
+		if logf != nil {
+			logf.Close()
+		}
+		close(pe.exited)
+	}()
+	return pe
+}
+
+func (pe *podEngine) kill() {
+	if pe.cmd.Process != nil {
+		_ = syscall.Kill(-pe.cmd.Process.Pid, syscall.SIGKILL)
+	}
+	select {
+	case <-pe.exited:
+	case <-time.After(10 * time.Second):
+	}
+}
+
+func (e *kubeEngines) forward(f *serviceForward) {
+	for {
+		conn, err := f.ln.Accept()
+		if err != nil {
+			return
+		}
+		go func() {
+			defer conn.Close()
+			e.mu.Lock()
+			var addrs []string
+			for _, pe := range e.engines {
+				if pe.instance == f.instance {
+					addrs = append(addrs, pe.addr)
+				}
+			}
+			e.mu.Unlock()
+			if len(addrs) == 0 {
+				return
+			}
+			slices.Sort(addrs)
+			up, err := net.DialTimeout("tcp", addrs[f.next.Add(1)%uint64(len(addrs))], 5*time.Second)
+			if err != nil {
+				return
+			}
+			defer up.Close()
+			go func() { _, _ = io.Copy(up, conn); _ = up.(*net.TCPConn).CloseWrite() }()
+			_, _ = io.Copy(conn, up)
+		}()
+	}
+}
+
+// running is the number of engines up now.
+func (e *kubeEngines) running() int {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return len(e.engines)
+}
+
+func (e *kubeEngines) stop() {
+	e.cancel()
+	<-e.done
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	for name, pe := range e.engines {
+		pe.kill()
+		delete(e.engines, name)
+	}
+	for key, f := range e.proxies {
+		f.ln.Close()
+		delete(e.proxies, key)
+	}
+}
+
+func (e *kubeEngines) String() string {
+	return fmt.Sprintf("%d engines running, %d started", e.running(), e.started.Load())
+}
