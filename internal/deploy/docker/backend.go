@@ -16,6 +16,7 @@ import (
 	"github.com/docker/docker/api/types/container"
 	"github.com/docker/docker/api/types/image"
 	"github.com/docker/docker/api/types/mount"
+	"github.com/docker/docker/api/types/system"
 	"github.com/docker/docker/client"
 	"github.com/docker/docker/pkg/stdcopy"
 	"github.com/docker/go-connections/nat"
@@ -40,8 +41,33 @@ func NewBackend(cli *client.Client, host string) *Backend {
 // Client is the underlying Engine API client, for tests and sweepers.
 func (b *Backend) Client() *client.Client { return b.cli }
 
+// callTimeout bounds one Engine API call that returns as soon as the engine has done a
+// bookkeeping step (inspect, create, start, update, info, remove); a stop adds its grace
+// period. Without it an engine that accepts connections and never answers (a tarpit, a hung
+// daemon) would hold plan and apply for as long as Terraform lets them run. Image pulls
+// stream progress for as long as they take and are bounded by the operation's timeout.
+var callTimeout = 2 * time.Minute
+
+// errNoAnswer is the cause of a call's own deadline, told apart from the caller's.
+var errNoAnswer = errors.New("no answer from the Docker Engine")
+
+// bounded runs one Engine API call under its own deadline (callTimeout plus extra) and says
+// so when that deadline, not the caller's, ended it.
+func bounded(ctx context.Context, extra time.Duration, call func(context.Context) error) error {
+	cctx, cancel := context.WithTimeoutCause(ctx, callTimeout+extra, errNoAnswer)
+	defer cancel()
+	err := call(cctx)
+	if err != nil && ctx.Err() == nil && errors.Is(context.Cause(cctx), errNoAnswer) {
+		return fmt.Errorf("%w within %s", errNoAnswer, callTimeout+extra)
+	}
+	return err
+}
+
 func (b *Backend) wrap(err error, format string, args ...any) error {
 	msg := fmt.Sprintf(format, args...)
+	if errors.Is(err, errNoAnswer) {
+		return fmt.Errorf("%s: %w at %s; the engine accepts connections but does not respond: check the daemon and docker_host", msg, err, b.hostURL)
+	}
 	if client.IsErrConnectionFailed(err) {
 		return fmt.Errorf("%s: cannot reach the Docker Engine at %s (%s): %w", msg, b.hostURL, hostHint(b.hostURL), err)
 	}
@@ -57,7 +83,11 @@ func (b *Backend) Create(ctx context.Context, c deploy.Container) (string, error
 	if err != nil {
 		return "", err
 	}
-	resp, err := b.cli.ContainerCreate(ctx, cfg, hc, nil, nil, c.Name)
+	var resp container.CreateResponse
+	err = bounded(ctx, 0, func(ctx context.Context) (err error) {
+		resp, err = b.cli.ContainerCreate(ctx, cfg, hc, nil, nil, c.Name)
+		return err
+	})
 	if err != nil {
 		if strings.Contains(err.Error(), "is already in use") {
 			return "", fmt.Errorf("container name %q is taken on %s; import the existing container (terraform import) or choose another name: %w", c.Name, b.hostURL, err)
@@ -70,7 +100,7 @@ func (b *Backend) Create(ctx context.Context, c deploy.Container) (string, error
 // ensureImage pulls the image only when the engine does not have it, so a locally built or
 // preloaded image (air-gapped hosts) is used as is.
 func (b *Backend) ensureImage(ctx context.Context, ref string) error {
-	if _, err := b.cli.ImageInspect(ctx, ref); err == nil {
+	if err := bounded(ctx, 0, func(ctx context.Context) error { _, err := b.cli.ImageInspect(ctx, ref); return err }); err == nil {
 		return nil
 	} else if !cerrdefs.IsNotFound(err) {
 		return b.wrap(err, "inspecting image %q", ref)
@@ -160,7 +190,7 @@ func ToDocker(c deploy.Container) (*container.Config, *container.HostConfig, err
 
 // Start implements deploy.Backend.
 func (b *Backend) Start(ctx context.Context, id string) error {
-	if err := b.cli.ContainerStart(ctx, id, container.StartOptions{}); err != nil {
+	if err := bounded(ctx, 0, func(ctx context.Context) error { return b.cli.ContainerStart(ctx, id, container.StartOptions{}) }); err != nil {
 		return b.wrap(err, "starting container %s", id)
 	}
 	return nil
@@ -168,7 +198,11 @@ func (b *Backend) Start(ctx context.Context, id string) error {
 
 // Inspect implements deploy.Backend.
 func (b *Backend) Inspect(ctx context.Context, idOrName string) (deploy.Status, error) {
-	ci, err := b.cli.ContainerInspect(ctx, idOrName)
+	var ci container.InspectResponse
+	err := bounded(ctx, 0, func(ctx context.Context) (err error) {
+		ci, err = b.cli.ContainerInspect(ctx, idOrName)
+		return err
+	})
 	if err != nil {
 		if cerrdefs.IsNotFound(err) {
 			return deploy.Status{}, fmt.Errorf("container %q: %w", idOrName, deploy.ErrNotFound)
@@ -257,7 +291,11 @@ func reachableHost(remote, bindIP string) string {
 // imageDigest prefers the registry digest (what a pull by digest pins) and falls back to the
 // local image id for images built or loaded on the engine, which have none.
 func (b *Backend) imageDigest(ctx context.Context, imageID, ref string) string {
-	ii, err := b.cli.ImageInspect(ctx, imageID)
+	var ii image.InspectResponse
+	err := bounded(ctx, 0, func(ctx context.Context) (err error) {
+		ii, err = b.cli.ImageInspect(ctx, imageID)
+		return err
+	})
 	if err != nil {
 		return imageID
 	}
@@ -281,14 +319,18 @@ func (b *Backend) imageDigest(ctx context.Context, imageID, ref string) string {
 
 // Logs implements deploy.Backend.
 func (b *Backend) Logs(ctx context.Context, id string, tail int) (string, error) {
-	rc, err := b.cli.ContainerLogs(ctx, id, container.LogsOptions{ShowStdout: true, ShowStderr: true, Tail: strconv.Itoa(tail)})
-	if err != nil {
-		return "", b.wrap(err, "reading logs of container %s", id)
-	}
-	defer rc.Close()
 	var out bytes.Buffer
-	// Containers run without a TTY, so the stream is multiplexed; merge both halves.
-	if _, err := stdcopy.StdCopy(&out, &out, rc); err != nil {
+	err := bounded(ctx, 0, func(ctx context.Context) error {
+		rc, err := b.cli.ContainerLogs(ctx, id, container.LogsOptions{ShowStdout: true, ShowStderr: true, Tail: strconv.Itoa(tail)})
+		if err != nil {
+			return err
+		}
+		defer rc.Close()
+		// Containers run without a TTY, so the stream is multiplexed; merge both halves.
+		_, err = stdcopy.StdCopy(&out, &out, rc)
+		return err
+	})
+	if err != nil {
 		return out.String(), b.wrap(err, "reading logs of container %s", id)
 	}
 	return strings.TrimRight(out.String(), "\n"), nil
@@ -297,11 +339,15 @@ func (b *Backend) Logs(ctx context.Context, id string, tail int) (string, error)
 // Remove implements deploy.Backend.
 func (b *Backend) Remove(ctx context.Context, id string, grace time.Duration) error {
 	secs := int(grace / time.Second)
-	err := b.cli.ContainerStop(ctx, id, container.StopOptions{Timeout: &secs})
+	err := bounded(ctx, grace, func(ctx context.Context) error {
+		return b.cli.ContainerStop(ctx, id, container.StopOptions{Timeout: &secs})
+	})
 	if err != nil && !cerrdefs.IsNotFound(err) {
 		return b.wrap(err, "stopping container %s", id)
 	}
-	err = b.cli.ContainerRemove(ctx, id, container.RemoveOptions{Force: true, RemoveVolumes: true})
+	err = bounded(ctx, 0, func(ctx context.Context) error {
+		return b.cli.ContainerRemove(ctx, id, container.RemoveOptions{Force: true, RemoveVolumes: true})
+	})
 	if err != nil && !cerrdefs.IsNotFound(err) && !isRemovalInProgress(err) {
 		return b.wrap(err, "removing container %s", id)
 	}
@@ -315,7 +361,9 @@ func isRemovalInProgress(err error) bool {
 // Stop implements deploy.Backend.
 func (b *Backend) Stop(ctx context.Context, id string, grace time.Duration) error {
 	secs := int(grace / time.Second)
-	if err := b.cli.ContainerStop(ctx, id, container.StopOptions{Timeout: &secs}); err != nil {
+	if err := bounded(ctx, grace, func(ctx context.Context) error {
+		return b.cli.ContainerStop(ctx, id, container.StopOptions{Timeout: &secs})
+	}); err != nil {
 		return b.wrap(err, "stopping container %s", id)
 	}
 	return nil
@@ -323,7 +371,10 @@ func (b *Backend) Stop(ctx context.Context, id string, grace time.Duration) erro
 
 // SetRestartPolicy implements deploy.Backend.
 func (b *Backend) SetRestartPolicy(ctx context.Context, id, policy string) error {
-	_, err := b.cli.ContainerUpdate(ctx, id, container.UpdateConfig{RestartPolicy: container.RestartPolicy{Name: container.RestartPolicyMode(orDefault(policy, "no"))}})
+	err := bounded(ctx, 0, func(ctx context.Context) error {
+		_, err := b.cli.ContainerUpdate(ctx, id, container.UpdateConfig{RestartPolicy: container.RestartPolicy{Name: container.RestartPolicyMode(orDefault(policy, "no"))}})
+		return err
+	})
 	if err != nil {
 		return b.wrap(err, "updating restart policy of container %s", id)
 	}
@@ -332,7 +383,11 @@ func (b *Backend) SetRestartPolicy(ctx context.Context, id, policy string) error
 
 // KernelVersion implements deploy.Backend.
 func (b *Backend) KernelVersion(ctx context.Context) (string, error) {
-	info, err := b.cli.Info(ctx)
+	var info system.Info
+	err := bounded(ctx, 0, func(ctx context.Context) (err error) {
+		info, err = b.cli.Info(ctx)
+		return err
+	})
 	if err != nil {
 		return "", b.wrap(err, "reading engine info")
 	}

@@ -63,6 +63,12 @@ func ConfigFromEnv(c Config) Config {
 	return c
 }
 
+// Connection bounds: the dial (the Docker client's own, 10 s, for tcp://; the ssh dialer's
+// for ssh://), the TLS handshake and the ssh handshake each have a deadline, so an engine
+// host that accepts connections and then says nothing fails within seconds instead of
+// hanging; each call then has callTimeout.
+var tlsHandshakeTimeout = 30 * time.Second
+
 // NewClient builds an Engine API client. It does not contact the engine; the API version is
 // negotiated on the first call.
 func NewClient(c Config) (*client.Client, error) {
@@ -86,7 +92,12 @@ func NewClient(c Config) (*client.Client, error) {
 			return nil, err
 		}
 		if tlsCfg != nil {
-			opts = append(opts, client.WithHTTPClient(&http.Client{Transport: &http.Transport{TLSClientConfig: tlsCfg}}))
+			opts = append(opts, client.WithHTTPClient(&http.Client{Transport: &http.Transport{
+				TLSClientConfig: tlsCfg,
+				// A host that accepts the connection and never completes the handshake
+				// (a tarpit, a plain-HTTP port) must not hold plan and apply.
+				TLSHandshakeTimeout: tlsHandshakeTimeout,
+			}}))
 		}
 		opts = append(opts, client.WithHost("tcp://"+u.Host))
 		if tlsCfg != nil {
