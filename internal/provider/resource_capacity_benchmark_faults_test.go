@@ -287,3 +287,26 @@ func journalRecord(t *testing.T, path string, match func(capacity.TrialRecord) b
 	t.Fatalf("no matching record in %s", path)
 	return capacity.TrialRecord{}
 }
+
+// The warning lists every trial with failed requests, a screenful at most.
+func TestFailureWarning(t *testing.T) {
+	var lines []string
+	for c := 1; c <= 12; c++ {
+		lines = append(lines, capacity.TrialRecord{Workload: "8K / 1K", Concurrency: c, Kind: "probe", Index: 1, Errors: 1,
+			ErrorSummary: []results.ErrorCount{{Kind: "stalled", Count: 1, Example: "stalled while streaming (after 3 content chunks): no byte for 5m0s (trial.stall_timeout)"}}}.FailureLine())
+	}
+	got := failureWarning(lines)
+	for _, want := range []string{
+		"12 trials had failed measured requests.",
+		`- workload "8K / 1K", concurrency 1, probe 1: 1 measured requests failed: 1 stalled (e.g. "stalled while streaming (after 3 content chunks): no byte for 5m0s (trial.stall_timeout)")`,
+		`- workload "8K / 1K", concurrency 10, probe 1`,
+		"... and 2 more",
+	} {
+		if !strings.Contains(got, want) {
+			t.Errorf("warning lacks %q:\n%s", want, got)
+		}
+	}
+	if strings.Contains(got, "concurrency 11,") {
+		t.Errorf("warning lists more than 10 trials:\n%s", got)
+	}
+}
