@@ -253,7 +253,7 @@ func (d *sshDialer) client(ctx context.Context) (*ssh.Client, error) {
 	if d.cli != nil {
 		return d.cli, nil
 	}
-	var nd net.Dialer
+	nd := net.Dialer{Timeout: 30 * time.Second} // a host that drops SYNs fails here, not at the call bound
 	conn, err := nd.DialContext(ctx, "tcp", d.addr)
 	if err != nil {
 		return nil, fmt.Errorf("connecting to ssh %s: %w", d.addr, err)
