@@ -40,6 +40,10 @@ func TestMain(m *testing.M) {
 		runFidelityServer(n)
 		return
 	}
+	if n, err := strconv.Atoi(os.Getenv(burstServerEnv)); err == nil && n > 0 {
+		runBurstServer(n)
+		return
+	}
 	os.Exit(m.Run())
 }
 

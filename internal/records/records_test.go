@@ -1,6 +1,7 @@
 package records
 
 import (
+	"encoding/json"
 	"os"
 	"path/filepath"
 	"testing"
@@ -102,5 +103,25 @@ func BenchmarkRecordsFileSize(b *testing.B) {
 			}
 			b.ReportMetric(float64(size)/1024, "KiB/1000req")
 		})
+	}
+}
+
+// The hand-written encoder writes what encoding/json would (HTML characters aside, which it
+// leaves unescaped), so any JSON reader reads a records file.
+func TestAppendJSONMatchesEncodingJSON(t *testing.T) {
+	sent := time.Now()
+	lines := FromLoad(Trial{Workload: `q "x" \ y`, Concurrency: 3, Index: 2}, []load.Record{
+		{Index: 0, Sent: sent, FirstContent: sent.Add(5), SecondContent: sent.Add(6), LastContent: sent.Add(9), Done: sent.Add(10), ContentChunks: 2,
+			UsageReported: true, PromptTokens: 4, CompletionTokens: 2, FinishReason: "length", HTTPStatus: 200, ChunkOffsets: []time.Duration{5, 9}},
+		{Index: 1, Warmup: true, Sent: sent, Done: sent.Add(3), HTTPStatus: 500, Err: "HTTP 500: \"boom\"\n", Failure: load.FailHTTPStatus},
+	})
+	for _, l := range lines {
+		want, err := json.Marshal(l)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := string(l.appendJSON(nil)); got != string(want)+"\n" {
+			t.Errorf("appendJSON\n got %s\nwant %s", got, want)
+		}
 	}
 }
