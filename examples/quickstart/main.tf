@@ -71,7 +71,7 @@ resource "llmserve_inference_server" "tiny" {
 
 resource "llmserve_capacity_benchmark" "tiny" {
   endpoint = llmserve_inference_server.tiny.endpoint
-  model    = "tiny"
+  model    = llmserve_inference_server.tiny.served_model_name # "tiny", read instead of repeated
   api      = "chat"
 
   workloads = [

@@ -22,8 +22,6 @@ import (
 	"github.com/docker/docker/api/types/filters"
 	"github.com/docker/docker/api/types/image"
 	"github.com/docker/docker/client"
-
-	"github.com/llmserve/terraform-provider-llmserve/internal/deploy"
 )
 
 // TestLabel marks every container and image a test creates, so Sweep can find leftovers.
@@ -104,19 +102,19 @@ func BuildImage(ctx context.Context, cli *client.Client, dir, tag string) error 
 	}
 }
 
-// Sweep removes every container created by the provider or a test, and every test image, on
-// cli's engine. It is the cleanup of last resort after a failed test.
+// Sweep removes every container a test created (TestLabel), and every test image, on cli's
+// engine. It is the cleanup of last resort after a failed test. Containers the provider
+// created for anyone else (deploy.ManagedLabel alone) are left alone: a user's quickstart, or
+// another test run sharing the engine, must survive a unit test run.
 func Sweep(ctx context.Context, cli *client.Client, removeImages bool) error {
 	var errs []string
-	for _, l := range []string{deploy.ManagedLabel, TestLabel} {
-		cs, err := cli.ContainerList(ctx, container.ListOptions{All: true, Filters: filters.NewArgs(filters.Arg("label", l))})
-		if err != nil {
-			return fmt.Errorf("listing containers to sweep: %w", err)
-		}
-		for _, c := range cs {
-			if err := cli.ContainerRemove(ctx, c.ID, container.RemoveOptions{Force: true, RemoveVolumes: true}); err != nil && !cerrdefs.IsNotFound(err) {
-				errs = append(errs, err.Error())
-			}
+	cs, err := cli.ContainerList(ctx, container.ListOptions{All: true, Filters: filters.NewArgs(filters.Arg("label", TestLabel))})
+	if err != nil {
+		return fmt.Errorf("listing containers to sweep: %w", err)
+	}
+	for _, c := range cs {
+		if err := cli.ContainerRemove(ctx, c.ID, container.RemoveOptions{Force: true, RemoveVolumes: true}); err != nil && !cerrdefs.IsNotFound(err) {
+			errs = append(errs, err.Error())
 		}
 	}
 	if removeImages {
