@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strconv"
 	"sync"
@@ -60,6 +61,9 @@ func kubeTestEnv(t *testing.T) (kubeconfig string, cs k8s.Interface) {
 	}
 	return kubeconfig, cs
 }
+
+// kubeVarRE is a $(VAR) reference in a container's command or arguments.
+var kubeVarRE = regexp.MustCompile(`\$\([A-Za-z_][A-Za-z0-9_]*\)`)
 
 type kubeEngines struct {
 	t       *testing.T
@@ -195,7 +199,36 @@ func (e *kubeEngines) run(p corev1.Pod) *podEngine {
 		argv[0] = "/usr/bin/llama-server"
 	}
 	script := `set -e; mount --bind "$1" "$2/models"; mount -t proc proc "$2/proc"; r=$2; shift 2; exec chroot "$r" "$@"`
+	// The container's environment as a kubelet builds it: literal values and Secret keys;
+	// then $(VAR) references in the arguments expand from it.
+	env := map[string]string{}
+	for _, ev := range c.Env {
+		switch {
+		case ev.ValueFrom != nil && ev.ValueFrom.SecretKeyRef != nil:
+			ref := ev.ValueFrom.SecretKeyRef
+			sec, err := e.cs.CoreV1().Secrets(p.Namespace).Get(context.Background(), ref.Name, metav1.GetOptions{})
+			if err != nil {
+				e.t.Logf("pod %s: secret %s: %v", p.Name, ref.Name, err)
+				continue
+			}
+			env[ev.Name] = string(sec.Data[ref.Key])
+		default:
+			env[ev.Name] = ev.Value
+		}
+	}
+	for i, a := range argv {
+		argv[i] = kubeVarRE.ReplaceAllStringFunc(a, func(ref string) string {
+			if v, ok := env[ref[2:len(ref)-1]]; ok {
+				return v
+			}
+			return ref // Kubernetes leaves unknown references as written
+		})
+	}
 	cmd := exec.Command("unshare", append([]string{"--mount", "--propagation", "private", "sh", "-c", script, "sh", e.models, e.rootfs}, argv...)...)
+	cmd.Env = []string{"PATH=/usr/sbin:/usr/bin:/sbin:/bin"}
+	for k, v := range env {
+		cmd.Env = append(cmd.Env, k+"="+v)
+	}
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	logf, err := os.Create(filepath.Join(e.t.TempDir(), p.Name+".log"))
 	if err == nil {

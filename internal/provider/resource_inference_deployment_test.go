@@ -2,8 +2,13 @@ package provider
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
+	"maps"
+	"net/http"
 	"regexp"
+	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -273,4 +278,77 @@ func kubeCheckGone(cs k8s.Interface, ns, name string) resource.TestCheckFunc {
 		}
 		return nil
 	}
+}
+
+// Write-only values travel through a Secret the pods read: never in state, plan or the
+// pod spec; the engine demands the key and the generation check presents it.
+func TestAccInferenceDeployment_secrets(t *testing.T) {
+	kubeconfig, cs := kubeTestEnv(t)
+	startKubeEngines(t, cs, "default")
+	const name, apiKey, hubToken = "keyed", "sk-kube-acc-4711", "hf_kube_acc_0815"
+	secrets := fmt.Sprintf(`api_key_wo = %q
+  hub_token_wo = %q
+  secrets_version = "1"
+`, apiKey, hubToken)
+	withSecrets := func(cfg string) string {
+		return regexp.MustCompile(`(readiness_timeout    = "2m"\n)`).ReplaceAllString(cfg, "${1}  "+secrets)
+	}
+	proxied := withSecrets(regexp.MustCompile(`  pod_access           = "pod_network"\n`).ReplaceAllString(kubeAccConfig(kubeconfig, name, 1, 1, ""), ""))
+	ctx := context.Background()
+	resource.Test(t, resource.TestCase{
+		ProtoV6ProviderFactories: testAccProtoV6ProviderFactories,
+		CheckDestroy:             kubeCheckGone(cs, "default", name),
+		Steps: []resource.TestStep{
+			{
+				// Through the API server's proxy the key could not reach the engine: refused at plan.
+				Config:      proxied,
+				PlanOnly:    true,
+				ExpectError: regexp.MustCompile(`api_key_wo needs pod_access = "pod_network"`),
+			},
+			{
+				Config: withSecrets(kubeAccConfig(kubeconfig, name, 1, 1, "")),
+				Check: func(s *terraform.State) error {
+					raw := fmt.Sprint(s.RootModule().Resources[kubeAccResource].Primary.Attributes)
+					if strings.Contains(raw, apiKey) || strings.Contains(raw, hubToken) {
+						return fmt.Errorf("a write-only value is in state: %s", raw)
+					}
+					sec, err := cs.CoreV1().Secrets("default").Get(ctx, kubernetes.SecretName(name), metav1.GetOptions{})
+					if err != nil {
+						return err
+					}
+					if string(sec.Data["LLAMA_API_KEY"]) != apiKey || string(sec.Data["HF_TOKEN"]) != hubToken {
+						return fmt.Errorf("secret keys %v", slices.Collect(maps.Keys(sec.Data)))
+					}
+					dep, err := cs.AppsV1().Deployments("default").Get(ctx, name, metav1.GetOptions{})
+					if err != nil {
+						return err
+					}
+					spec, _ := json.Marshal(dep)
+					if strings.Contains(string(spec), apiKey) || strings.Contains(string(spec), hubToken) {
+						return fmt.Errorf("a write-only value is in the Deployment")
+					}
+					// The engine really demands the key: without it, 401.
+					pods, err := cs.CoreV1().Pods("default").List(ctx, metav1.ListOptions{LabelSelector: kubernetes.InstanceLabel + "=" + name})
+					if err != nil || len(pods.Items) != 1 {
+						return fmt.Errorf("pods: %v (%d)", err, len(pods.Items))
+					}
+					req, err := http.NewRequestWithContext(ctx, http.MethodPost, "http://"+pods.Items[0].Status.PodIP+":8080/v1/completions",
+						strings.NewReader(`{"prompt":"hi","max_tokens":1}`))
+					if err != nil {
+						return err
+					}
+					req.Header.Set("Content-Type", "application/json")
+					resp, err := http.DefaultClient.Do(req)
+					if err != nil {
+						return err
+					}
+					_ = resp.Body.Close()
+					if resp.StatusCode != http.StatusUnauthorized {
+						return fmt.Errorf("completion without the API key: HTTP %d, want 401", resp.StatusCode)
+					}
+					return nil
+				},
+			},
+		},
+	})
 }
