@@ -109,6 +109,7 @@ func Summarize(records []load.Record, requestedOSL int) (results.Trial, error) {
 		c                    = &t.Correctness
 		ttft, latency, itl   []float64
 		perUser, ttst, icl   []float64
+		setup                []float64
 		warmupPrompts        = map[string]bool{}
 		measuredPrompts      = map[string]bool{}
 		outputs              = map[uint64]bool{}
@@ -153,6 +154,7 @@ func Summarize(records []load.Record, requestedOSL int) (results.Trial, error) {
 		if v, ok := InterChunkMs(r); ok {
 			icl = append(icl, v)
 		}
+		setup = append(setup, ms(r.Connect+r.TLSHandshake))
 		outputs[r.OutputHash] = true
 		c.GeneratedChunks += r.ContentChunks
 		c.GeneratedUTF8Bytes += r.ContentBytes
@@ -203,8 +205,8 @@ func Summarize(records []load.Record, requestedOSL int) (results.Trial, error) {
 	t.RequestLatencyMs = Stats(latency)
 	t.ITLMs = Stats(itl)
 	t.PerUserOutputThroughputTPS = Stats(perUser)
-	ttstStats, iclStats := Stats(ttst), Stats(icl)
-	t.TTSTMs, t.InterChunkLatencyMs = &ttstStats, &iclStats
+	ttstStats, iclStats, setupStats := Stats(ttst), Stats(icl), Stats(setup)
+	t.TTSTMs, t.InterChunkLatencyMs, t.ConnectionSetupMs = &ttstStats, &iclStats, &setupStats
 	if withUsage > 0 {
 		t.ServerPromptTokens = results.MinMax{Min: promptMin, Max: promptMax}
 		t.ServerCompletionTokens = results.MinMax{Min: complMin, Max: complMax}

@@ -361,3 +361,20 @@ func statValues(s results.Stats) []float64 {
 func constStats(v float64) results.Stats {
 	return results.Stats{Avg: v, Min: v, Max: v, P1: v, P5: v, P10: v, P25: v, P50: v, P75: v, P90: v, P95: v, P99: v}
 }
+
+// Connection set-up (connect + TLS before the request was sent) is reported apart from TTFT
+// over the successful measured requests, 0 for a reused connection.
+func TestSummarizeConnectionSetup(t *testing.T) {
+	a := req{prompt: "a", sent: 0, first: 100, last: 200, done: 210, osl: 3, chunks: 3}.record(0)
+	a.Connect, a.TLSHandshake = 2*time.Millisecond, 6*time.Millisecond
+	b := req{prompt: "b", sent: 0, first: 120, last: 220, done: 230, osl: 3, chunks: 3}.record(1) // reused connection
+	failed := load.Record{Index: 2, Prompt: "c", Sent: at(0), Done: at(5), Connect: time.Second, Err: "reset", HTTPStatus: 0}
+	got, _ := Summarize([]load.Record{a, b, failed}, 3)
+	// Values [8 0]: mean 4, std 4, p95 = 0 + 0.95·8.
+	if s := got.ConnectionSetupMs; s == nil || s.Avg != 4 || s.Max != 8 || s.Min != 0 || s.Std != 4 || !near(s.P95, 7.6) {
+		t.Fatalf("connection setup %+v", got.ConnectionSetupMs)
+	}
+	if got.TTFTMs.Min != 100 {
+		t.Errorf("TTFT must not include the set-up: min %v", got.TTFTMs.Min)
+	}
+}

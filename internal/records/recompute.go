@@ -124,6 +124,7 @@ func Diff(a, b results.Trial) []string {
 	stats("per_user_output_throughput_tps", &a.PerUserOutputThroughputTPS, &b.PerUserOutputThroughputTPS)
 	stats("ttst_ms", a.TTSTMs, b.TTSTMs)
 	stats("inter_chunk_latency_ms", a.InterChunkLatencyMs, b.InterChunkLatencyMs)
+	stats("connection_setup_ms", a.ConnectionSetupMs, b.ConnectionSetupMs)
 	num("output_throughput_tps", a.OutputThroughputTPS, b.OutputThroughputTPS)
 	num("request_throughput_rps", a.RequestThroughputRPS, b.RequestThroughputRPS)
 	num("benchmark_duration_s", a.BenchmarkDurationS, b.BenchmarkDurationS)

@@ -604,7 +604,7 @@ func (r *reader) trial(o *object) Trial {
 	for _, opt := range []struct {
 		key string
 		dst **Stats
-	}{{"ttst_ms", &t.TTSTMs}, {"inter_chunk_latency_ms", &t.InterChunkLatencyMs}} {
+	}{{"ttst_ms", &t.TTSTMs}, {"inter_chunk_latency_ms", &t.InterChunkLatencyMs}, {"connection_setup_ms", &t.ConnectionSetupMs}} {
 		if v, p := o.optional(opt.key); v != nil {
 			st := r.stats(r.asObject(p, v), StatKeys)
 			*opt.dst = &st

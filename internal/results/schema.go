@@ -118,6 +118,9 @@ type Trial struct {
 	// InterChunkLatencyMs is the raw stream cadence: per request, (last − first content
 	// chunk) / (content chunks − 1), not normalised by tokens as ITL is.
 	InterChunkLatencyMs *Stats `json:"inter_chunk_latency_ms,omitempty"`
+	// ConnectionSetupMs is each successful request's TCP connect plus TLS handshake before
+	// it was sent (0 on a reused connection). TTFT excludes it; AIPerf's TTFT includes it.
+	ConnectionSetupMs *Stats `json:"connection_setup_ms,omitempty"`
 	// Kind (probe | confirmation) and StoppedEarly are written for the entries of a
 	// workload's trials; a probe stopped early has metrics over what finished.
 	Kind         string `json:"kind,omitempty"`
