@@ -211,6 +211,10 @@ NODE
 start() {
 	dir=$1
 	[[ -n "$dir" ]] || die "start needs a directory"
+	local tool
+	for tool in curl openssl python3; do
+		command -v "$tool" >/dev/null || die "$tool is needed (apt-get install $tool, or run scripts/setup-host.sh)"
+	done
 	build
 	mkdir -p "$dir"
 	dir="$(cd "$dir" && pwd)"

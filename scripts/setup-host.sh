@@ -11,6 +11,7 @@ command -v debootstrap >/dev/null 2>&1 || need+=(debootstrap)
 command -v openssl >/dev/null 2>&1 || need+=(openssl)
 command -v ip >/dev/null 2>&1 || need+=(iproute2)
 command -v python3 >/dev/null 2>&1 || need+=(python3)
+command -v curl >/dev/null 2>&1 || need+=(curl)
 command -v jq >/dev/null 2>&1 || need+=(jq)
 command -v unzip >/dev/null 2>&1 || need+=(unzip)
 if [ ${#need[@]} -gt 0 ]; then
