@@ -162,6 +162,22 @@ resource "llmserve_capacity_benchmark" "through_service" {
 				ConfigStateChecks: []statecheck.StateCheck{
 					statecheck.ExpectKnownValue("llmserve_capacity_benchmark.through_service", tfjsonpath.New("maximum_passing_concurrency").AtMapKey("64 / 8"), knownvalue.Int64Exact(2)),
 				},
+				// The results say what was measured: two replicas behind the Service.
+				Check: func(s *terraform.State) error {
+					var doc struct {
+						Experiment struct {
+							Replicas int `json:"replicas"`
+						} `json:"experiment"`
+					}
+					raw := s.RootModule().Resources["llmserve_capacity_benchmark.through_service"].Primary.Attributes["results_json"]
+					if err := json.Unmarshal([]byte(raw), &doc); err != nil {
+						return err
+					}
+					if doc.Experiment.Replicas != 2 {
+						return fmt.Errorf("results experiment.replicas = %d, want 2", doc.Experiment.Replicas)
+					}
+					return nil
+				},
 			},
 		},
 	})
