@@ -125,7 +125,10 @@ func (r *inferenceDeploymentResource) Schema(ctx context.Context, _ resource.Sch
 			"with the failing pod's conditions, events and last log lines.\n\n" +
 			"`replicas`, `service_type`, `service_port`, `pod_access`, `readiness_timeout` and `timeouts` change in place; every other setting changes the pod " +
 			"template, which Kubernetes rolls out as new pods, so it is planned as a replacement. A Deployment or Service deleted by hand is re-created by the next apply; " +
-			"one scaled by hand shows as a `replicas` change. Destroy removes the Deployment, Service and Secret it created (only objects carrying its labels).",
+			"one scaled by hand shows as a `replicas` change. Destroy removes the Deployment, Service and Secret it created (only objects carrying its labels).\n\n" +
+			"A `llmserve_capacity_benchmark` given `endpoint` and `experiment` measures the whole replicated Service, and its results record `replicas`. " +
+			"The benchmark runs where Terraform runs, so `endpoint` must be reachable from there (`LoadBalancer`, `NodePort`, or a runner inside the cluster for `ClusterIP`). " +
+			"SGLang's and vLLM's prefix-cache flush is an HTTP call that the Service hands to one replica; with several replicas the benchmark warns that the others keep their caches.",
 		Attributes: withAttributes(shared, map[string]schema.Attribute{
 			"image":       image,
 			"accelerator": accel,
