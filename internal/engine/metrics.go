@@ -42,7 +42,8 @@ type MetricNames struct {
 //     which is a fraction despite its name, prefix_cache_queries/hits; gpu_* are the
 //     deprecated names of 0.10 and earlier).
 //   - llama.cpp: tools/server/README.md @00dc8057 (requests_processing/deferred with
-//     --metrics; kv_cache_usage_ratio only in builds before 2025; no latency histograms).
+//     --metrics; kv_cache_usage_ratio only in builds before 2025; no latency histograms);
+//     prompt_tokens_cached_total as a real llama-server (Debian llama.cpp 0.7.0) exports it.
 func Metrics(e Name) MetricNames {
 	switch e {
 	case SGLang:
@@ -68,7 +69,9 @@ func Metrics(e Name) MetricNames {
 	case LlamaCpp:
 		return MetricNames{
 			Running: []string{"llamacpp:requests_processing"}, Queued: []string{"llamacpp:requests_deferred"},
-			KVUsage: []string{"llamacpp:kv_cache_usage_ratio"},
+			KVUsage:       []string{"llamacpp:kv_cache_usage_ratio"},
+			PrefixQueries: []string{"llamacpp:prompt_tokens_total"},
+			PrefixHits:    []string{"llamacpp:prompt_tokens_cached_total"},
 		}
 	}
 	return MetricNames{}

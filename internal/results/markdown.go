@@ -270,10 +270,14 @@ func writeServerView(b *strings.Builder, trials []SideTrial) {
 			num(sv.PeakRunningRequests, false), num(sv.PeakQueuedRequests, false), num(sv.PeakKVCacheUsage, true), cached)
 	}
 	b.WriteString("\n")
+	notes := false
 	for _, st := range trials {
 		for _, n := range st.Trial.Notes {
 			fmt.Fprintf(b, "> **Note** (%s trial %d at concurrency %s): %s\n", st.Side, st.Trial.Trial, concurrencyText(st.Concurrency), mdText(n))
+			notes = true
 		}
 	}
-	b.WriteString("\n")
+	if notes {
+		b.WriteString("\n")
+	}
 }

@@ -37,6 +37,10 @@ const (
 	// LlamaCpp is llama-server (tools/server/README.md @00dc8057, server-context.cpp): /props
 	// with the per-slot n_ctx, /slots, /metrics with --metrics, /tokenize {"content"}, slot
 	// erase answering 501 without --slot-save-path, cache_prompt per request, timings.cache_n.
+	// Checked against a real llama-server (Debian llama.cpp, build b11669): /props n_ctx 2048
+	// per slot for --ctx-size 4096 --parallel 2; usage.prompt_tokens_details.cached_tokens and
+	// timings.cache_n both reported, 0 with cache_prompt false; /metrics has
+	// prompt_tokens_cached_total.
 	LlamaCpp Protocol = "llamacpp"
 )
 
@@ -432,6 +436,7 @@ func (s *Server) handleMetrics(w http.ResponseWriter, r *http.Request) {
 		fmt.Fprintf(&b, "# TYPE llamacpp:requests_processing gauge\nllamacpp:requests_processing %g\n", running)
 		fmt.Fprintf(&b, "# TYPE llamacpp:requests_deferred gauge\nllamacpp:requests_deferred %g\n", waiting)
 		fmt.Fprintf(&b, "# TYPE llamacpp:prompt_tokens_total counter\nllamacpp:prompt_tokens_total %d\n", prompt)
+		fmt.Fprintf(&b, "# TYPE llamacpp:prompt_tokens_cached_total counter\nllamacpp:prompt_tokens_cached_total %d\n", cached)
 	}
 	w.Header().Set("Content-Type", "text/plain; version=0.0.4")
 	_, _ = fmt.Fprint(w, b.String())
