@@ -6,6 +6,8 @@ import (
 	"io"
 	"math"
 	"strings"
+
+	"github.com/llmserve/terraform-provider-llmserve/internal/splitmix"
 )
 
 // Token types of tokenizer.ggml.token_type, numbered as llama.cpp's
@@ -362,27 +364,18 @@ func WriteRandomLlama(w io.Writer, cfg LlamaConfig) (int64, error) {
 	return f.WriteTo(w)
 }
 
-// rng is splitmix64: tiny, fully specified, and stable forever, unlike the
-// standard library's generators whose derived streams may change between Go
-// releases. Byte-identical output for a seed depends on that.
-type rng struct{ state uint64 }
+// rng is a splitmix64 stream per named tensor or table: byte-identical output for a seed
+// depends on a generator that never changes.
+type rng struct{ splitmix.Source }
 
 func newRNG(seed uint64, stream string) *rng {
 	h := fnv.New64a()
 	h.Write([]byte(stream))
-	return &rng{state: seed ^ h.Sum64()}
-}
-
-func (r *rng) next() uint64 {
-	r.state += 0x9e3779b97f4a7c15
-	z := r.state
-	z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9
-	z = (z ^ (z >> 27)) * 0x94d049bb133111eb
-	return z ^ (z >> 31)
+	return &rng{splitmix.New(seed ^ h.Sum64())}
 }
 
 // float32 is uniform in [0, 1) with 24 bits of precision.
-func (r *rng) float32() float32 { return float32(r.next()>>40) / (1 << 24) }
+func (r *rng) float32() float32 { return float32(r.Uint64()>>40) / (1 << 24) }
 
 // intn is uniform enough in [0, n) for the small n the vocabulary uses.
-func (r *rng) intn(n int) int { return int(r.next() % uint64(n)) }
+func (r *rng) intn(n int) int { return int(r.Uint64() % uint64(n)) }

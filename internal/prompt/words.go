@@ -4,6 +4,8 @@ import (
 	"hash/fnv"
 	"math/rand/v2"
 	"strings"
+
+	"github.com/llmserve/terraform-provider-llmserve/internal/splitmix"
 )
 
 // The syllable inventory: 16 onsets × 16 nuclei = 256 syllables, one per byte value. Every
@@ -17,18 +19,6 @@ var (
 
 func syllable(b byte) string { return onsets[b>>4] + nuclei[b&15] }
 
-// mix is splitmix64's finaliser, a bijection on uint64: distinct inputs give distinct
-// outputs, while neighbouring indices get unrelated first bytes, so prompts diverge at their
-// first token instead of sharing a prefix the radix cache could reuse.
-func mix(x uint64) uint64 {
-	x ^= x >> 30
-	x *= 0xbf58476d1ce4e5b9
-	x ^= x >> 27
-	x *= 0x94d049bb133111eb
-	x ^= x >> 31
-	return x
-}
-
 // streamKey separates streams: the seed and the stream name hashed together.
 func streamKey(seed int64, stream string) uint64 {
 	h := fnv.New64a()
@@ -38,7 +28,7 @@ func streamKey(seed int64, stream string) uint64 {
 	}
 	h.Write(b[:])
 	h.Write([]byte(stream))
-	return mix(h.Sum64())
+	return splitmix.Mix(h.Sum64())
 }
 
 // vocabularySize words of one to three syllables, drawn once per seed. Short (one-syllable)
@@ -80,7 +70,10 @@ type sequence struct {
 }
 
 func newSequence(vocab vocabulary, key uint64, index int) *sequence {
-	id := mix(key + uint64(index))
+	// Mix is a bijection: distinct indices give distinct ids, while neighbouring indices get
+	// unrelated first bytes, so prompts diverge at their first token instead of sharing a
+	// prefix the radix cache could reuse.
+	id := splitmix.Mix(key + uint64(index))
 	var sb strings.Builder
 	for i := range 8 {
 		if i > 0 && i%2 == 0 {

@@ -10,6 +10,8 @@ import (
 	"fmt"
 	"math"
 	"time"
+
+	"github.com/llmserve/terraform-provider-llmserve/internal/splitmix"
 )
 
 // Model is the timing of one simulated engine. The scheduler mirrors SGLang's default policy:
@@ -220,22 +222,14 @@ func (m Model) Run(t Trial) ([]RequestTiming, error) {
 	return out, nil
 }
 
-// rng is splitmix64: tiny, fast, and its output is fixed forever, unlike math/rand's
-// distribution helpers, so recorded scenarios stay reproducible across Go releases.
-type rng struct{ state uint64 }
+// rng is a splitmix64 stream: its output is fixed forever, unlike math/rand's distribution
+// helpers, so recorded scenarios stay reproducible across Go releases.
+type rng struct{ splitmix.Source }
 
-func newRNG(seed uint64) *rng { return &rng{state: seed} }
-
-func (r *rng) next() uint64 {
-	r.state += 0x9e3779b97f4a7c15
-	z := r.state
-	z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9
-	z = (z ^ (z >> 27)) * 0x94d049bb133111eb
-	return z ^ (z >> 31)
-}
+func newRNG(seed uint64) *rng { return &rng{splitmix.New(seed)} }
 
 // float returns a uniform value in (0, 1].
-func (r *rng) float() float64 { return (float64(r.next()>>11) + 1) / (1 << 53) }
+func (r *rng) float() float64 { return (float64(r.Uint64()>>11) + 1) / (1 << 53) }
 
 // normal is a standard normal draw (Box-Muller).
 func (r *rng) normal() float64 {
@@ -254,8 +248,8 @@ func (r *rng) logNormal(sigma float64) float64 {
 func mix(vals ...uint64) uint64 {
 	h := uint64(0x243f6a8885a308d3)
 	for _, v := range vals {
-		r := rng{state: h ^ v}
-		h = r.next()
+		r := rng{splitmix.New(h ^ v)}
+		h = r.Uint64()
 	}
 	return h
 }

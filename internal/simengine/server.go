@@ -460,9 +460,9 @@ func (s *Server) handleGenerate(chat bool) http.HandlerFunc {
 		if chat {
 			prefix = "chatcmpl-"
 		}
-		r0 := rng{state: mix(seed, nonce)}
+		r0 := newRNG(mix(seed, nonce))
 		j := &job{
-			id:       fmt.Sprintf("%s%016x", prefix, r0.next()),
+			id:       fmt.Sprintf("%s%016x", prefix, r0.Uint64()),
 			prompt:   promptTokens,
 			generate: generate,
 			jitter:   r0.logNormal(s.opts.Model.RequestNoise),

@@ -41,15 +41,15 @@ const letters = "abcdefghijklmnopqrstuvwxyz"
 // space, that the tokenizer counts as exactly one token. seed is the prompt's hash (plus a
 // per-request nonce when temperature > 0), so outputs are unique per prompt.
 func outputWord(seed uint64, i int) string {
-	r := rng{state: mix(seed, uint64(i))}
-	v := r.next()
+	r := newRNG(mix(seed, uint64(i)))
+	v := r.Uint64()
 	n := 3 + int(v%5)
 	b := make([]byte, 0, n+1)
 	b = append(b, ' ')
 	for j := 0; j < n; j++ {
 		v /= 26
 		if v == 0 {
-			v = r.next()
+			v = r.Uint64()
 		}
 		b = append(b, letters[v%26])
 	}
