@@ -2,8 +2,8 @@
 # Every test of the project on a fresh machine (as root): installs and starts what the
 # tests need (docker.io + dockerd, debootstrap), builds the llama.cpp engine image and the
 # tiny model when missing, checks formatting, vet and that docs/ is generated from the
-# current schemas, then runs unit and acceptance tests against the real Terraform CLI and
-# OpenTofu.
+# current schemas, installs a release snapshot as users do, then runs unit and acceptance
+# tests against the real Terraform CLI and OpenTofu.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -19,9 +19,30 @@ step() { printf '\n== %s (%s)\n' "$*" "$(date +%T)"; }
 step "host setup"
 scripts/setup-host.sh
 
+# The Go tools compile from the module proxy on a fresh machine (several CPU-minutes, mostly
+# OpenTofu); the engine image build below mostly waits on the network and disk, so they overlap.
+step "Go tools in the background: OpenTofu, golangci-lint, GoReleaser"
+tools_log=$(mktemp)
+(
+	set -e
+	scripts/build-opentofu.sh
+	go tool -modfile=tools/golangci-lint/go.mod golangci-lint version
+	go tool -modfile=tools/goreleaser/go.mod goreleaser --version
+) >"$tools_log" 2>&1 &
+tools_pid=$!
+trap 'kill "$tools_pid" 2>/dev/null || true' EXIT
+
 step "llama.cpp engine image and model"
 scripts/build-llamacpp-image.sh >/dev/null
 scripts/build-model.sh >/dev/null
+
+step "waiting for the Go tools"
+if ! wait "$tools_pid"; then
+	cat "$tools_log" >&2
+	echo "building the Go tools failed" >&2
+	exit 1
+fi
+grep -h 'built OpenTofu' "$tools_log" || true
 
 step "format, vet, generated docs"
 make lint
@@ -35,8 +56,10 @@ fi
 step "examples validate against the built provider"
 scripts/validate-examples.sh
 
-step "OpenTofu CLI (built from the module proxy once, cached in /var/cache/llmserve-tools)"
-tofu=$(scripts/build-opentofu.sh)
+tofu=$(scripts/build-opentofu.sh) # built above, cached in /var/cache/llmserve-tools
+
+step "install test: a snapshot release zip from a filesystem mirror, Terraform and OpenTofu"
+TOFU="$tofu" scripts/test-install.sh
 
 step "unit and acceptance tests"
 go test -count=1 -timeout 60m -p 2 -skip 'TestAccQuickstart' ./...
