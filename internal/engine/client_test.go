@@ -334,6 +334,44 @@ func TestClientFlushCache(t *testing.T) {
 			}
 		})
 	}
+	// The context can end in the backoff wait or during the next POST; both must say what
+	// the flush was waiting for, so each is forced here rather than left to timing: the
+	// call case cancels from inside the second POST, the wait case backs off for a minute
+	// so a deadline a second away can only land in the wait.
+	for _, tc := range []struct {
+		name  string
+		block bool
+	}{{"sglang busy until ctx ends in the wait", false}, {"sglang busy until ctx ends in the call", true}} {
+		t.Run(tc.name, func(t *testing.T) {
+			ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+			defer cancel()
+			var flushes atomic.Int32
+			srv := engineServer(t, "sglang-2026", onFlush(func(w http.ResponseWriter, r *http.Request) {
+				if flushes.Add(1) > 1 && tc.block {
+					cancel()
+					<-r.Context().Done()
+					return
+				}
+				http.Error(w, "requests are running", http.StatusBadRequest)
+			}))
+			defer srv.Close()
+			c := newTestClient(t, srv.URL, func(c *ClientConfig) {
+				c.IdleTimeout = time.Hour
+				if !tc.block {
+					c.FlushPoll = time.Minute
+				}
+			})
+			_, err := c.FlushCache(ctx, FlushSGLang)
+			if err == nil || !errors.Is(err, ctx.Err()) {
+				t.Fatalf("err %v does not wrap the context's end (%v)", err, ctx.Err())
+			}
+			for _, s := range []string{"still refused after 1 attempts", "requests are running"} {
+				if !strings.Contains(err.Error(), s) {
+					t.Errorf("error %q does not say %q", err, s)
+				}
+			}
+		})
+	}
 	t.Run("sglang sends the admin key to flush_cache only", func(t *testing.T) {
 		srv := engineServer(t, "sglang-2026", func(w http.ResponseWriter, r *http.Request) {
 			if r.URL.Path == "/flush_cache" && r.Header.Get("Authorization") == "Bearer "+admin {

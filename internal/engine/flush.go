@@ -139,9 +139,20 @@ func (c *Client) flushSGLang(ctx context.Context) (CacheFlush, error) {
 	path := "/flush_cache?timeout=" + strconv.FormatFloat(sglangFlushTimeout.Seconds(), 'f', -1, 64)
 	deadline := time.Now().Add(c.idleWait)
 	wait := c.flushPoll
+	// ended reports a context that ended while the server kept refusing, whether it ended
+	// in the backoff wait or during the next POST: either way the flush was waiting for
+	// the server to stop refusing, and the error says so.
+	var refusal []byte
+	ended := func(refused int) error {
+		return fmt.Errorf("cache flush: POST %s/flush_cache still refused after %d attempts (last answer HTTP 400: %q): %w",
+			c.redacted, refused, c.quote(refusal), ctx.Err())
+	}
 	for attempt := 1; ; attempt++ {
 		status, body, err := c.callAdmin(ctx, http.MethodPost, path, nil)
 		if err != nil {
+			if ctx.Err() != nil && attempt > 1 {
+				return CacheFlush{}, ended(attempt - 1)
+			}
 			if errors.Is(err, ErrUnauthorized) && c.adminKey == "" {
 				return CacheFlush{}, fmt.Errorf("cache flush: %w; a server started with --admin-api-key needs that key for /flush_cache: set admin_api_key", err)
 			}
@@ -161,11 +172,12 @@ func (c *Client) flushSGLang(ctx context.Context) (CacheFlush, error) {
 			return CacheFlush{}, fmt.Errorf("cache flush: %w: POST %s/flush_cache refused %d times over %s (last answer HTTP 400: %q); the server kept running or queueing requests, or another flush was pending",
 				ErrFlushFailed, c.redacted, attempt, c.idleWait, c.quote(body))
 		}
+		refusal = body
 		t := time.NewTimer(wait)
 		select {
 		case <-ctx.Done():
 			t.Stop()
-			return CacheFlush{}, fmt.Errorf("cache flush: POST %s/flush_cache still refused after %d attempts: %w", c.redacted, attempt, ctx.Err())
+			return CacheFlush{}, ended(attempt)
 		case <-t.C:
 		}
 		wait = min(2*wait, 2*time.Second)
