@@ -376,6 +376,11 @@ func (r *inferenceDeploymentResource) Create(ctx context.Context, req resource.C
 	if resp.Diagnostics.HasError() {
 		return
 	}
+	owned := kubernetes.Deployment{Namespace: plan.Namespace.ValueString(), Name: plan.Name.ValueString()}
+	if err := c.CheckOwnership(ctx, owned); err != nil {
+		resp.Diagnostics.AddAttributeError(path.Root("name"), "Name taken in the cluster", err.Error())
+		return
+	}
 	spec, d, info, diags := r.rollOut(ctx, c, plan, config)
 	if diags.HasError() {
 		resp.Diagnostics.Append(diags...)

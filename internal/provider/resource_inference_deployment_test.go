@@ -368,3 +368,30 @@ func TestAccInferenceDeployment_secrets(t *testing.T) {
 		},
 	})
 }
+
+// A Service of the same name that someone else made is neither taken over nor deleted.
+func TestAccInferenceDeployment_nameTaken(t *testing.T) {
+	kubeconfig, cs := kubeTestEnv(t)
+	ctx := context.Background()
+	const name = "taken"
+	svc := &corev1.Service{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "default", Labels: map[string]string{"owner": "someone-else"}},
+		Spec: corev1.ServiceSpec{Ports: []corev1.ServicePort{{Port: 80}}}}
+	if _, err := cs.CoreV1().Services("default").Create(ctx, svc, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = cs.CoreV1().Services("default").Delete(context.Background(), name, metav1.DeleteOptions{}) })
+	resource.Test(t, resource.TestCase{
+		ProtoV6ProviderFactories: testAccProtoV6ProviderFactories,
+		Steps: []resource.TestStep{{
+			Config:      kubeAccConfig(kubeconfig, name, 1, 1, ""),
+			ExpectError: regexp.MustCompile(`Service default/taken already exists and was not created by llmserve`),
+		}},
+	})
+	got, err := cs.CoreV1().Services("default").Get(ctx, name, metav1.GetOptions{})
+	if err != nil || got.Labels["owner"] != "someone-else" || got.Labels[kubernetes.ManagedByLabel] != "" {
+		t.Errorf("the foreign Service was changed or removed: %v, labels %v", err, got.Labels)
+	}
+	if _, err := cs.AppsV1().Deployments("default").Get(ctx, name, metav1.GetOptions{}); !apierrors.IsNotFound(err) {
+		t.Errorf("a Deployment was created next to the foreign Service (err %v)", err)
+	}
+}

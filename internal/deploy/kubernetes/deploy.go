@@ -70,6 +70,28 @@ func (c *Cluster) Apply(ctx context.Context, d Deployment, s engine.Spec, sec en
 	return nil
 }
 
+// CheckOwnership fails when a Deployment, Service or Secret of d's names exists that this
+// provider did not create for d: server-side apply with Force would otherwise take it over,
+// and destroy would then delete someone else's object.
+func (c *Cluster) CheckOwnership(ctx context.Context, d Deployment) error {
+	for _, o := range []struct {
+		kind string
+		get  labelsFunc
+	}{{"Deployment", c.deploymentLabels}, {"Service", c.serviceLabels}, {"Secret", c.secretLabels}} {
+		l, err := o.get(ctx, d.Namespace, d.Name)
+		if apierrors.IsNotFound(err) {
+			continue
+		}
+		if err != nil {
+			return fmt.Errorf("reading %s %s/%s: %w", o.kind, d.Namespace, d.Name, err)
+		}
+		if l[ManagedByLabel] != managedBy || l[InstanceLabel] != d.Name {
+			return fmt.Errorf("%s %s/%s already exists and was not created by llmserve for this deployment; choose another name or namespace, or remove it", o.kind, d.Namespace, d.Name)
+		}
+	}
+	return nil
+}
+
 // Status is what the cluster reports about a deployment; the values that drift.
 type Status struct {
 	Record        Record
