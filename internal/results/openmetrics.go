@@ -127,11 +127,11 @@ func OpenMetrics(d *Document) string {
 			sample("llmserve_trial_concurrency", float64(r.st.Concurrency), l...)
 		}
 	})
-	each("llmserve_trial_slo_met", "1 when the trial on its own met every objective, 0 when it missed one.", func(r trialRow, l []string) {
+	each("llmserve_trial_slo_met", "1 when the trial on its own met every objective, 0 when it missed one or measured requests failed.", func(r trialRow, l []string) {
 		switch Verdict(d.Objectives(), r.st.Trial) {
 		case "pass":
 			sample("llmserve_trial_slo_met", 1, l...)
-		case "fail":
+		case "fail", "error":
 			sample("llmserve_trial_slo_met", 0, l...)
 		}
 	})

@@ -8,6 +8,7 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -333,5 +334,34 @@ func TestRenderingsOnEdgeDocuments(t *testing.T) {
 	}
 	if svg := SVG(&oddSLO); strings.Contains(svg, `class="threshold"`) {
 		t.Error("a chart of an SLO the trials cannot express draws a threshold")
+	}
+}
+
+// A trial whose measured requests failed is "error" in the results document; the CSV and
+// Markdown say the same, and OpenMetrics counts it as not having met the objectives.
+func TestRenderingsCallErroredTrialsError(t *testing.T) {
+	d := parseReference(t)
+	d.Workloads[0].PassingTrials[0].Correctness.Errors = 2 // its percentiles still meet the SLO
+	rows, err := csv.NewReader(strings.NewReader(CSV(d))).ReadAll()
+	if err != nil {
+		t.Fatal(err)
+	}
+	col := slices.Index(rows[0], "verdict")
+	if col < 0 {
+		t.Fatalf("CSV header %v has no verdict column", rows[0])
+	}
+	if got := rows[1][col]; got != "error" {
+		t.Errorf("CSV verdict of the errored trial = %q, want error", got)
+	}
+	if got := rows[2][col]; got != "pass" {
+		t.Errorf("CSV verdict of the next trial = %q, want pass", got)
+	}
+	if md := Markdown(d); !strings.Contains(md, "| passing | 11 | 1 | 4364.5 | 7095.0 | 11215.3 | 33.71 | 255.3 | 34.5 | error |\n") {
+		t.Errorf("Markdown does not call the errored trial error:\n%s", md)
+	}
+	fams := parseOpenMetrics(t, OpenMetrics(d))
+	w := d.Workloads[0].Label
+	if got, ok := gauge(fams, "llmserve_trial_slo_met", map[string]string{"workload": w, "side": "passing", "trial": "1"}); !ok || got != 0 {
+		t.Errorf("llmserve_trial_slo_met of the errored trial = %v (present %v), want 0", got, ok)
 	}
 }

@@ -264,11 +264,12 @@ func (s SLO) Value(t Trial) (float64, error) {
 
 // Verdict is "pass" or "fail" for one trial judged on its own against every objective, or
 // "n/a" when an objective cannot be evaluated from what the trial recorded. A trial with
-// failed requests fails whatever its percentiles say, as the benchmark judged it (the
-// percentiles cover successful requests only).
+// failed requests is "error" whatever its percentiles say (they cover successful requests
+// only): the benchmark never passes it, and the document's trial verdict calls it the
+// server's failure rather than an objective's miss, so every rendering says the same.
 func Verdict(slos []SLO, t Trial) string {
 	if t.Correctness.Errors > 0 {
-		return "fail"
+		return "error"
 	}
 	unknown := false
 	for _, s := range slos {

@@ -59,8 +59,8 @@ func TestSLOJudgement(t *testing.T) {
 	}
 	withErrors := trial
 	withErrors.Correctness.Errors = 1
-	if got := Verdict(both[:1], withErrors); got != "fail" {
-		t.Errorf("a trial with errors fails: got %q", got)
+	if got := Verdict(both[:1], withErrors); got != "error" {
+		t.Errorf("a trial with errors is an error: got %q", got)
 	}
 }
 
@@ -244,8 +244,8 @@ func TestChartHelpers(t *testing.T) {
 	}
 }
 
-// A trial whose percentiles meet the SLO but that had failed requests was failed by the
-// benchmark; the renderings must say so too.
+// A trial whose percentiles meet the SLO but that had failed requests was never passed by
+// the benchmark, and the document calls it "error"; the renderings must say the same.
 func TestSLOVerdictFailsTrialWithErrors(t *testing.T) {
 	slo := SLO{Metric: "time_to_first_token", Percentile: 95, ThresholdMs: 10000, Comparison: "strictly_less_than"}
 	trial := Trial{TTFTMs: Stats{P95: 500}}
@@ -253,7 +253,7 @@ func TestSLOVerdictFailsTrialWithErrors(t *testing.T) {
 		t.Fatalf("clean trial: Verdict() = %q, want pass", got)
 	}
 	trial.Correctness.Errors = 2
-	if got := Verdict([]SLO{slo}, trial); got != "fail" {
-		t.Fatalf("trial with 2 errors: Verdict() = %q, want fail", got)
+	if got := Verdict([]SLO{slo}, trial); got != "error" {
+		t.Fatalf("trial with 2 errors: Verdict() = %q, want error", got)
 	}
 }

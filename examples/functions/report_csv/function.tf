@@ -17,11 +17,12 @@ output "trials_csv" {
   value = local.trials_csv
 }
 
-# CSV is easy to take apart in Terraform too: the trials that missed the SLO.
+# CSV is easy to take apart in Terraform too: the trials that missed the SLO (fail) or
+# whose requests failed (error).
 output "failed_trials" {
   value = [
     for row in csvdecode(local.trials_csv) :
     "${row.workload} at ${row.concurrency} users, trial ${row.trial}: ${row.slo_value_ms} ms"
-    if row.verdict == "fail"
+    if contains(["fail", "error"], row.verdict)
   ]
 }
