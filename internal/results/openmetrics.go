@@ -5,6 +5,8 @@ import (
 	"math"
 	"strconv"
 	"strings"
+	"unicode"
+	"unicode/utf8"
 )
 
 // OpenMetrics renders the document as gauges in the text exposition format that both
@@ -182,6 +184,32 @@ func promFloat(v float64) string {
 	return strconv.FormatFloat(v, 'g', -1, 64)
 }
 
+// escapeLabel writes a label value as both text formats read it. They define escapes only
+// for backslash, double quote and line feed, and require UTF-8, so the rest is neutralised
+// rather than passed through: a carriage return (alone or before a line feed) is a line
+// break and becomes \n, which line-oriented readers would otherwise split on or drop; a
+// tab becomes a space; any other control character and any invalid UTF-8 becomes U+FFFD.
 func escapeLabel(s string) string {
-	return strings.NewReplacer(`\`, `\\`, `"`, `\"`, "\n", `\n`).Replace(s)
+	var b strings.Builder
+	for i, r := range s {
+		switch {
+		case r == '\\':
+			b.WriteString(`\\`)
+		case r == '"':
+			b.WriteString(`\"`)
+		case r == '\n':
+			b.WriteString(`\n`)
+		case r == '\r':
+			if !strings.HasPrefix(s[i+1:], "\n") {
+				b.WriteString(`\n`)
+			}
+		case r == '\t':
+			b.WriteByte(' ')
+		case unicode.IsControl(r): // C0, DEL and C1 (range already reads invalid UTF-8 as U+FFFD)
+			b.WriteRune(utf8.RuneError)
+		default:
+			b.WriteRune(r)
+		}
+	}
+	return b.String()
 }

@@ -365,3 +365,19 @@ func TestRenderingsCallErroredTrialsError(t *testing.T) {
 		t.Errorf("llmserve_trial_slo_met of the errored trial = %v (present %v), want 0", got, ok)
 	}
 }
+
+// A workload label with a carriage return or other control characters still gives an
+// exposition that parses, with the label neutralised rather than raw.
+func TestOpenMetricsNeutralisesControlCharacters(t *testing.T) {
+	d := parseReference(t)
+	d.Workloads[0].Label = "2K\r\n512\x00\t\"x\"\\"
+	out := OpenMetrics(d)
+	if strings.ContainsAny(out, "\r\x00\t") {
+		t.Fatalf("exposition carries a raw control character: %q", out)
+	}
+	fams := parseOpenMetrics(t, out)
+	want := "2K\n512\ufffd \"x\"\\"
+	if _, ok := gauge(fams, "llmserve_maximum_passing_concurrency", map[string]string{"workload": want}); !ok {
+		t.Errorf("no boundary gauge labelled %q", want)
+	}
+}

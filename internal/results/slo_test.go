@@ -236,6 +236,9 @@ func TestChartHelpers(t *testing.T) {
 	}
 	labels := []struct{ in, want string }{
 		{`a"b`, `a\"b`}, {`a\b`, `a\\b`}, {"a\nb", `a\nb`},
+		{"a\rb", `a\nb`}, {"a\r\nb", `a\nb`}, {"a\r\r\nb", `a\n\nb`}, {"a\tb", "a b"},
+		{"a\x00b\x1bc\x7fd\u0085e", "a\ufffdb\ufffdc\ufffdd\ufffde"},
+		{"a\xffb", "a\ufffdb"}, {"8K \u00b7 1K \u2014 p95", "8K \u00b7 1K \u2014 p95"},
 	}
 	for _, tc := range labels {
 		if got := escapeLabel(tc.in); got != tc.want {
