@@ -277,11 +277,7 @@ func quoteList(ids []string) string {
 	if len(ids) == 0 {
 		return "no models"
 	}
-	q := make([]string, len(ids))
-	for i, id := range ids {
-		q[i] = fmt.Sprintf("%q", id)
-	}
-	return strings.Join(q, ", ")
+	return joinQuoted(ids)
 }
 
 // stripURL drops the URL from a transport error: the caller names the endpoint itself,

@@ -376,6 +376,7 @@ func formatFloat(f float64) string {
 	return strconv.FormatFloat(f, 'g', -1, 64)
 }
 
+// joinQuoted lists values for a message: "a", "b", "c".
 func joinQuoted[T ~string](vs []T) string {
 	q := make([]string, len(vs))
 	for i, v := range vs {
