@@ -37,6 +37,17 @@ type Backend interface {
 	KernelVersion(ctx context.Context) (string, error)
 }
 
+// RecordKeeper is a Backend that keeps a container's launch record true after an in-place
+// change. The record is first written at create (SpecLabel); Docker labels cannot change
+// after that, so the Docker backend keeps the amended record in a file inside the container.
+type RecordKeeper interface {
+	// WriteRecord replaces the launch record of an existing container, running or not.
+	WriteRecord(ctx context.Context, id string, rec Record) error
+	// ReadRecord returns the amended record; ok is false when there is none, and the
+	// record in SpecLabel is current.
+	ReadRecord(ctx context.Context, id string) (rec Record, ok bool, err error)
+}
+
 // Status is what a backend knows about a container.
 type Status struct {
 	ID            string

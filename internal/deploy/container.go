@@ -66,6 +66,19 @@ type Container struct {
 
 	RestartPolicy      string // "no", "on-failure", "unless-stopped", "always"
 	StopTimeoutSeconds int
+
+	// Files are written into the container after it is created and before it starts:
+	// secrets an engine reads from a file, so they appear neither in its environment nor in
+	// its command.
+	Files []File
+}
+
+// File is one file written into a container. Content may be a secret: it is never logged,
+// recorded or returned.
+type File struct {
+	Path    string // absolute, inside the container
+	Content []byte
+	Mode    int64
 }
 
 // Placement is where and how the container runs, as opposed to what the engine does. Env
@@ -146,6 +159,17 @@ func NewContainer(s engine.Spec, p Placement, sec engine.Secrets) (Container, er
 	}
 	maps.Copy(c.Env, s.Env())
 	maps.Copy(c.Env, s.SecretEnv(sec))
+	// Where the engine reads a secret from a file, write the file instead: the environment
+	// and the command are what docker inspect shows.
+	files, fileArgs, replaced := s.SecretFiles(sec)
+	for _, k := range replaced {
+		delete(c.Env, k)
+	}
+	c.Args = append(c.Args, fileArgs...)
+	for _, p := range slices.Sorted(maps.Keys(files)) {
+		// Readable by every user: the engine may run as a non-root user of the image.
+		c.Files = append(c.Files, File{Path: p, Content: files[p], Mode: 0o444})
+	}
 	if c.Labels == nil {
 		c.Labels = map[string]string{}
 	}

@@ -39,9 +39,39 @@ func TestSecretsStayOutOfCommandAndLabel(t *testing.T) {
 			t.Errorf("%s: hub token not delivered: %v", e, c.Env)
 		}
 		// The key reaches the engine one way or the other.
-		if !strings.Contains(strings.Join(c.Args, " "), "sk-secret") && !slices.ContainsFunc(mapValues(c.Env), func(v string) bool { return v == "sk-secret" }) {
+		inFile := slices.ContainsFunc(c.Files, func(f File) bool { return string(f.Content) == "sk-secret\n" })
+		if !strings.Contains(strings.Join(c.Args, " "), "sk-secret") && !slices.ContainsFunc(mapValues(c.Env), func(v string) bool { return v == "sk-secret" }) && !inFile {
 			t.Errorf("%s: api key not delivered", e)
 		}
+	}
+}
+
+// llama.cpp gets its key from a file, so neither its environment nor its command (what
+// docker inspect shows) holds it.
+func TestLlamaCppKeyInFile(t *testing.T) {
+	s := engine.Spec{Engine: engine.LlamaCpp, Model: "/m/tiny.gguf", TensorParallel: 1, Accelerator: engine.CPU, Port: 8080}
+	c, err := NewContainer(s, Placement{Name: "x", Image: "img"}, engine.Secrets{APIKey: "sk-secret"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []File{{Path: "/.llmserve/api-key", Content: []byte("sk-secret\n"), Mode: 0o444}}
+	if len(c.Files) != 1 || c.Files[0].Path != want[0].Path || string(c.Files[0].Content) != string(want[0].Content) || c.Files[0].Mode != want[0].Mode {
+		t.Fatalf("files = %+v, want %+v", c.Files, want)
+	}
+	args := strings.Join(c.Args, " ")
+	if !strings.HasSuffix(args, "--api-key-file /.llmserve/api-key") {
+		t.Errorf("args %q do not end with --api-key-file /.llmserve/api-key", args)
+	}
+	if strings.Contains(args, "sk-secret") || slices.Contains(mapValues(c.Env), "sk-secret") {
+		t.Errorf("key in args or environment: %q %v", args, c.Env)
+	}
+	// Without a key there is no file and no flag.
+	c, err = NewContainer(s, Placement{Name: "x", Image: "img"}, engine.Secrets{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(c.Files) != 0 || strings.Contains(strings.Join(c.Args, " "), "--api-key-file") {
+		t.Errorf("no key, yet files %v and args %q", c.Files, c.Args)
 	}
 }
 

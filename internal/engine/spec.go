@@ -57,6 +57,10 @@ type Spec struct {
 	Speculative        *Speculative `json:"speculative,omitempty"`
 	Accelerator        Accelerator  `json:"accelerator"`
 	Port               int          `json:"port"`
+	// ListenAddress is the address the engine binds in its network namespace; empty binds
+	// every interface. A backend that shares the host's network sets it to the address the
+	// user chose, since no port publishing restricts it there.
+	ListenAddress string `json:"listen_address,omitempty"`
 	// ExtraArgs and Entrypoint record an empty list as [] and an unset one as null, so an
 	// import restores exactly what was configured.
 	ExtraArgs []string `json:"extra_args"`
@@ -279,9 +283,14 @@ func (s Spec) Args() []string {
 		// Prometheus metrics at /metrics: the benchmark reads slot and queue figures from it.
 		a = append(a, "--metrics")
 	}
-	// The engine binds every interface inside the container; what is reachable from outside
-	// is decided by the backend's port publishing.
-	a = append(a, "--host", "0.0.0.0", "--port", strconv.Itoa(s.Port))
+	// By default the engine binds every interface inside the container, and what is reachable
+	// from outside is decided by the backend's port publishing. Where nothing is published
+	// (host networking) the engine binds ListenAddress itself.
+	listen := s.ListenAddress
+	if listen == "" {
+		listen = "0.0.0.0"
+	}
+	a = append(a, "--host", listen, "--port", strconv.Itoa(s.Port))
 	return append(a, s.ExtraArgs...)
 }
 
@@ -305,9 +314,25 @@ func (s Spec) SecretEnv(sec Secrets) map[string]string {
 	return env
 }
 
+// APIKeyFile is where llama.cpp finds its API key inside the container (--api-key-file).
+const APIKeyFile = "/.llmserve/api-key"
+
+// SecretFiles is how a backend that can write files into the container before it starts
+// hands over secrets an engine also reads from a file: the files (by absolute path), the
+// arguments that point the engine at them, and the SecretEnv names they replace. llama.cpp
+// reads its key with --api-key-file, so neither docker inspect (environment, command) nor
+// the process list shows it. A backend that cannot write files uses SecretEnv alone.
+func (s Spec) SecretFiles(sec Secrets) (files map[string][]byte, args, replacesEnv []string) {
+	if sec.APIKey != "" && s.Engine == LlamaCpp {
+		return map[string][]byte{APIKeyFile: []byte(sec.APIKey + "\n")}, []string{"--api-key-file", APIKeyFile}, []string{"LLAMA_API_KEY"}
+	}
+	return nil, nil, nil
+}
+
 // SecretArgs are arguments appended after Args for secrets an engine only takes as a flag
-// (SGLang's --api-key and --admin-api-key). They are kept out of Command so the stored
-// command holds no secret.
+// (SGLang's --api-key and --admin-api-key; SGLang has no file or environment alternative,
+// so docker inspect shows them). They are kept out of Command so the stored command holds
+// no secret.
 func (s Spec) SecretArgs(sec Secrets) []string {
 	if s.Engine != SGLang {
 		return nil

@@ -260,6 +260,17 @@ func badConfigs(t *testing.T) []badConfig {
 		{"benchmark timeouts.create negative", bench(map[string]string{"timeouts": `{ create = "-1h" }`}), "timeouts.create", `must be a positive Go duration`},
 		{"trigger control character", bench(map[string]string{"triggers": `{ server = "a\u0000b" }`}), `triggers["server"]`, `contains the control character U+0000`},
 
+		// llmserve_capacity_report: which document to read.
+		{"report path empty", `data "llmserve_capacity_report" "r" { path = "" }`, "path", `is empty; leave it out or give a results document`},
+		{"report content empty", `data "llmserve_capacity_report" "r" { content = "" }`, "content", `is empty; leave it out or give a results document`},
+		{"report neither source", `data "llmserve_capacity_report" "r" {}`, "content", `Set path to read a results document from a file`},
+		{"report both sources", `data "llmserve_capacity_report" "r" {
+  path    = "results.json"
+  content = "{}"
+}`, "content", `path and content are both set; set only one`},
+		{"report path is a directory", `data "llmserve_capacity_report" "r" { path = ` + q(dir) + ` }`, "path", `is a directory`},
+		{"report path missing", `data "llmserve_capacity_report" "r" { path = ` + q(dir+"/missing.json") + ` }`, "missing.json", `no such file or directory`},
+
 		// Provider: the Docker Engine connection.
 		{"docker_host without scheme", prov(`docker_host = "gpu-host.example.com:2376"`), "docker_host", `is not a URL`},
 		{"docker_host http", prov(`docker_host = "http://gpu-host.example.com:2376"`), "docker_host", `scheme "http" is not supported`},

@@ -218,9 +218,12 @@ func engineSettingsAttributes() map[string]schema.Attribute {
 			Validators:          []validator.String{printableValidator{}},
 			MarkdownDescription: "Hugging Face token (as `HF_TOKEN`). Write-only: never stored in state or plan (Terraform >= 1.11). Bump `secrets_version` to apply a new one."},
 		"api_key_wo": schema.StringAttribute{Optional: true, Sensitive: true, WriteOnly: true,
-			Validators:          []validator.String{printableValidator{}},
-			MarkdownDescription: "API key the server demands as `Authorization: Bearer` (vLLM `VLLM_API_KEY`, llama.cpp `LLAMA_API_KEY`, SGLang `--api-key`, kept out of `command`). Write-only, never stored."},
+			Validators: []validator.String{printableValidator{}},
+			MarkdownDescription: "API key the server demands as `Authorization: Bearer`. Write-only: never in state, plan or `command`. " +
+				"On Docker, llama.cpp reads it from a file written into the container before start (`--api-key-file`), so `docker inspect` does not show it; " +
+				"vLLM reads it from `VLLM_API_KEY` and SGLang only from `--api-key`, so for those two it is visible to `docker inspect` (environment or arguments) on the engine host: restrict who can reach the engine."},
 		"admin_api_key_wo": schema.StringAttribute{Optional: true, Sensitive: true, WriteOnly: true,
+			Validators:          []validator.String{printableValidator{}},
 			MarkdownDescription: "SGLang only: key for its admin endpoints (`--admin-api-key`), among them `/flush_cache`, which a benchmark's cache flush calls; give the same value to the benchmark's `admin_api_key`. Kept out of `command`. Write-only, never stored."},
 		"secrets_version": schema.StringAttribute{Optional: true, PlanModifiers: replace,
 			Validators:          []validator.String{printableValidator{}},

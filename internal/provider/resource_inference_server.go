@@ -130,7 +130,7 @@ func (r *inferenceServerResource) Schema(ctx context.Context, _ resource.SchemaR
 				MarkdownDescription: "Host port the engine is published on; the engine host picks a free one when omitted. Ignored with `network_mode = \"host\"`."},
 			"bind_address": schema.StringAttribute{Optional: true, Computed: true, Default: stringdefault.StaticString("127.0.0.1"), PlanModifiers: replace,
 				Validators:          []validator.String{ipAddressValidator{}},
-				MarkdownDescription: "Host address the port is published on, as an IP literal (a host name such as `localhost` is refused: the engine host would publish on every address it resolves to). Default `127.0.0.1`; use `0.0.0.0` to serve other machines (and for a remote engine)."},
+				MarkdownDescription: "Host address the port is published on, as an IP literal (a host name such as `localhost` is refused: the engine host would publish on every address it resolves to). Default `127.0.0.1`; use `0.0.0.0` to serve other machines (and for a remote engine). With `network_mode = \"host\"` nothing is published and the engine itself listens on this address (`--host`)."},
 			"network_mode": schema.StringAttribute{Optional: true, Computed: true, Default: stringdefault.StaticString("bridge"), PlanModifiers: replace,
 				Validators:          []validator.String{stringvalidator.OneOf("bridge", "host")},
 				MarkdownDescription: "`bridge` (default, port published) or `host` (the engine answers on `port` of the host)."},
@@ -224,6 +224,17 @@ func (r *inferenceServerResource) ValidateConfig(ctx context.Context, req resour
 	}
 }
 
+// launchSpec is the engine settings' launch spec as this resource runs it: with host
+// networking no port publishing restricts the engine, so it listens on bind_address itself
+// (state saying 127.0.0.1 while the engine answered on every interface would be a lie).
+func (m inferenceServerModel) launchSpec(ctx context.Context) (engine.Spec, diag.Diagnostics) {
+	spec, diags := m.spec(ctx)
+	if m.NetworkMode.ValueString() == "host" && !m.BindAddress.IsUnknown() {
+		spec.ListenAddress = m.BindAddress.ValueString()
+	}
+	return spec, diags
+}
+
 // placementKnown says whether every container setting is known, including each element of
 // its lists and maps.
 func (m inferenceServerModel) placementKnown() bool {
@@ -307,7 +318,7 @@ func (r *inferenceServerResource) planKnownOutputs(ctx context.Context, req reso
 	if resp.Diagnostics.HasError() || !plan.specKnown() {
 		return
 	}
-	spec, diags := plan.spec(ctx)
+	spec, diags := plan.launchSpec(ctx)
 	if diags.HasError() || len(spec.Validate()) > 0 {
 		return // ValidateConfig reports it
 	}
@@ -342,14 +353,14 @@ func (r *inferenceServerResource) warnLoopbackOnRemoteHost(ctx context.Context, 
 	if h := u.Hostname(); h == "localhost" || net.ParseIP(h).IsLoopback() {
 		return
 	}
-	var bind, network types.String
+	var bind types.String
 	resp.Diagnostics.Append(req.Plan.GetAttribute(ctx, path.Root("bind_address"), &bind)...)
-	resp.Diagnostics.Append(req.Plan.GetAttribute(ctx, path.Root("network_mode"), &network)...)
-	if network.ValueString() == "host" || bind.IsUnknown() || !net.ParseIP(bind.ValueString()).IsLoopback() {
+	// With host networking the engine itself listens on bind_address, so the same applies.
+	if bind.IsUnknown() || !net.ParseIP(bind.ValueString()).IsLoopback() {
 		return
 	}
 	resp.Diagnostics.AddAttributeWarning(path.Root("bind_address"), "Endpoint unreachable from this machine",
-		fmt.Sprintf("The engine host %s is remote, and bind_address %s publishes the port only on its loopback, so this machine (and a benchmark run from it) cannot reach the server; readiness would wait out readiness_timeout. Set bind_address = \"0.0.0.0\" (or the host's address) and restrict access with a firewall.", u.Hostname(), bind.ValueString()))
+		fmt.Sprintf("The engine host %s is remote, and bind_address %s serves only on its loopback, so this machine (and a benchmark run from it) cannot reach the server; readiness would wait out readiness_timeout. Set bind_address = \"0.0.0.0\" (or the host's address) and restrict access with a firewall.", u.Hostname(), bind.ValueString()))
 }
 
 // problemPath turns a domain Problem.Field ("speculative.steps", "mounts[1].target",
@@ -406,7 +417,7 @@ func (r *inferenceServerResource) Create(ctx context.Context, req resource.Creat
 	if resp.Diagnostics.HasError() {
 		return
 	}
-	spec, diags := plan.spec(ctx)
+	spec, diags := plan.launchSpec(ctx)
 	resp.Diagnostics.Append(diags...)
 	placement, diags := plan.placement(ctx)
 	resp.Diagnostics.Append(diags...)
@@ -463,13 +474,18 @@ func (r *inferenceServerResource) Read(ctx context.Context, req resource.ReadReq
 		resp.Diagnostics.AddError("Cannot read inference server", err.Error())
 		return
 	}
+	imported := state.Engine.IsNull()
 	rec, err := deploy.ParseRecord(st.Labels[deploy.SpecLabel])
 	if err != nil {
 		resp.Diagnostics.AddError("Container was not created by llmserve", err.Error())
 		return
 	}
-	imported := state.Engine.IsNull()
 	if imported {
+		// Only an import reads the in-place settings; a refresh keeps its own.
+		if rec, err = currentRecord(ctx, b, st); err != nil {
+			resp.Diagnostics.AddError("Cannot read the container's launch record", err.Error())
+			return
+		}
 		resp.Diagnostics.Append(state.fromRecord(ctx, rec)...)
 		if resp.Diagnostics.HasError() {
 			return
@@ -502,7 +518,7 @@ func (r *inferenceServerResource) Update(ctx context.Context, req resource.Updat
 	defer cancel()
 	b, diags := r.backend()
 	resp.Diagnostics.Append(diags...)
-	spec, diags := plan.spec(ctx)
+	spec, diags := plan.launchSpec(ctx)
 	resp.Diagnostics.Append(diags...)
 	if resp.Diagnostics.HasError() {
 		return
@@ -512,6 +528,13 @@ func (r *inferenceServerResource) Update(ctx context.Context, req resource.Updat
 		if err := b.SetRestartPolicy(ctx, id, plan.RestartPolicy.ValueString()); err != nil {
 			resp.Diagnostics.AddError("Cannot change restart policy", err.Error())
 			return
+		}
+	}
+	if !plan.RestartPolicy.Equal(state.RestartPolicy) || !plan.StopGraceSeconds.Equal(state.StopGraceSeconds) || !plan.ReadinessTimeout.Equal(state.ReadinessTimeout) {
+		if err := amendRecord(ctx, b, id, plan); err != nil {
+			// The change itself is made; only an import would read the old values.
+			resp.Diagnostics.AddWarning("Launch record not updated",
+				fmt.Sprintf("The in-place change is applied, but the container's launch record could not be updated (%v), so an import of this container would restore the previous restart_policy, stop_grace_period_seconds and readiness_timeout.", err))
 		}
 	}
 	grace := time.Duration(plan.StopGraceSeconds.ValueInt64()) * time.Second
@@ -568,6 +591,49 @@ func (r *inferenceServerResource) Delete(ctx context.Context, req resource.Delet
 	if err := b.Remove(ctx, state.ID.ValueString(), grace); err != nil {
 		resp.Diagnostics.AddError("Cannot remove inference server", err.Error())
 	}
+}
+
+// currentRecord is the container's launch record: the one written at create (SpecLabel), or
+// the one in-place changes amended since.
+func currentRecord(ctx context.Context, b deploy.Backend, st deploy.Status) (deploy.Record, error) {
+	rec, err := deploy.ParseRecord(st.Labels[deploy.SpecLabel])
+	if err != nil {
+		return deploy.Record{}, err
+	}
+	if keeper, ok := b.(deploy.RecordKeeper); ok {
+		amended, found, err := keeper.ReadRecord(ctx, st.ID)
+		if err != nil {
+			return deploy.Record{}, err
+		}
+		if found {
+			return amended, nil
+		}
+	}
+	return rec, nil
+}
+
+// amendRecord records the in-place settings of plan in the container's launch record, so
+// an import restores them rather than the ones the container was created with.
+func amendRecord(ctx context.Context, b deploy.Backend, id string, plan inferenceServerModel) error {
+	keeper, ok := b.(deploy.RecordKeeper)
+	if !ok {
+		return errors.New("the backend cannot amend a launch record")
+	}
+	st, err := b.Inspect(ctx, id)
+	if err != nil {
+		return err
+	}
+	rec, err := currentRecord(ctx, b, st)
+	if err != nil {
+		return err
+	}
+	rec.Placement.RestartPolicy = plan.RestartPolicy.ValueString()
+	rec.Placement.StopTimeoutSeconds = int(plan.StopGraceSeconds.ValueInt64())
+	if rec.Placement.Meta == nil {
+		rec.Placement.Meta = map[string]string{}
+	}
+	rec.Placement.Meta[metaReadiness] = plan.ReadinessTimeout.ValueString()
+	return keeper.WriteRecord(ctx, id, rec)
 }
 
 // ImportState takes a container name or id; Read fills everything else from the container's

@@ -94,6 +94,17 @@ func (b *Backend) Create(ctx context.Context, c deploy.Container) (string, error
 		}
 		return "", b.wrap(err, "creating container %q", c.Name)
 	}
+	if len(c.Files) > 0 {
+		if err := b.writeFiles(ctx, resp.ID, c.Files); err != nil {
+			// Launch removes only what Create returned; nothing of this container may stay.
+			rmCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), time.Minute)
+			defer cancel()
+			if rmErr := b.Remove(rmCtx, resp.ID, 0); rmErr != nil {
+				return "", errors.Join(err, fmt.Errorf("%w: remove it by hand (docker rm -f %s): %w", deploy.ErrContainerLeft, shortID(resp.ID), rmErr))
+			}
+			return "", err
+		}
+	}
 	return resp.ID, nil
 }
 
