@@ -184,9 +184,7 @@ resource "llmserve_inference_server" "test" {
 }`, bind)
 	}
 	hostFlag := func(addr string) plancheck.PlanCheck {
-		return plancheck.ExpectKnownValue(server, tfjsonpath.New("command"), knownvalue.ListPartial(map[int]knownvalue.Check{
-			9: knownvalue.StringExact("--host"), 10: knownvalue.StringExact(addr),
-		}))
+		return plancheck.ExpectKnownValue(server, tfjsonpath.New("command"), flagValue{"--host", addr})
 	}
 	resource.UnitTest(t, resource.TestCase{
 		ProtoV6ProviderFactories: testAccProtoV6ProviderFactories,
@@ -202,3 +200,24 @@ resource "llmserve_inference_server" "test" {
 		},
 	})
 }
+
+// flagValue is a knownvalue.Check that a command list holds flag followed by value.
+type flagValue struct{ flag, value string }
+
+func (c flagValue) CheckValue(v any) error {
+	list, ok := v.([]any)
+	if !ok {
+		return fmt.Errorf("expected a list, got %T", v)
+	}
+	for i := 0; i+1 < len(list); i++ {
+		if list[i] == c.flag {
+			if list[i+1] != c.value {
+				return fmt.Errorf("%s is followed by %v, want %s", c.flag, list[i+1], c.value)
+			}
+			return nil
+		}
+	}
+	return fmt.Errorf("no %s in %v", c.flag, list)
+}
+
+func (c flagValue) String() string { return c.flag + " " + c.value }
