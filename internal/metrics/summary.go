@@ -264,9 +264,13 @@ func mean(values []float64) float64 {
 
 // Totals sums the correctness counters of trials into the document's correctness_total:
 // counts add up, cancelled is true if any trial was cancelled, and the unique_* counters are
-// sums of per-trial counts (uniqueness_scope "within_each_trial").
+// sums of per-trial counts (uniqueness_scope "within_each_trial"). cached_prompt_tokens adds
+// up only while every trial knows it: one trial whose server could not tell (or that does not
+// record it) makes the total null, since a sum over the others would understate it; it stays
+// absent when no trial records it, as in documents from before it existed.
 func Totals(trials ...results.Trial) results.Correctness {
 	total := results.Correctness{UniquenessScope: UniquenessScope}
+	cached, cachedKnown, cachedRecorded := 0, true, false
 	for _, tr := range trials {
 		c := tr.Correctness
 		total.WarmupRecords += c.WarmupRecords
@@ -283,6 +287,19 @@ func Totals(trials ...results.Trial) results.Correctness {
 		total.Errors += c.Errors
 		total.Cancelled = total.Cancelled || c.Cancelled
 		total.OutputLengthMismatches += c.OutputLengthMismatches
+		total.RequestsCachedBeyondSharedPrefix += c.RequestsCachedBeyondSharedPrefix
+		if cc := c.CachedPromptTokens; cc != nil && cc.Known {
+			cached += cc.Tokens
+		} else {
+			cachedKnown = false
+		}
+		cachedRecorded = cachedRecorded || c.CachedPromptTokens != nil
+	}
+	switch {
+	case cachedRecorded && cachedKnown:
+		total.CachedPromptTokens = &results.CacheCount{Tokens: cached, Known: true}
+	case cachedRecorded:
+		total.CachedPromptTokens = &results.CacheCount{}
 	}
 	return total
 }

@@ -1,6 +1,7 @@
 package metrics
 
 import (
+	"encoding/json"
 	"errors"
 	"math"
 	"testing"
@@ -302,6 +303,50 @@ func TestTotals(t *testing.T) {
 	}
 	if got := Totals(); got != (results.Correctness{UniquenessScope: "within_each_trial"}) {
 		t.Errorf("Totals() = %+v", got)
+	}
+}
+
+// cached_prompt_tokens sums while every trial knows it; one trial whose server could not
+// tell (null) or that does not record it makes the total null, never a smaller number.
+func TestTotalsCachedPromptTokens(t *testing.T) {
+	known := func(n int) *results.CacheCount { return &results.CacheCount{Tokens: n, Known: true} }
+	trial := func(c *results.CacheCount, beyond int) results.Trial {
+		return results.Trial{Correctness: results.Correctness{CachedPromptTokens: c, RequestsCachedBeyondSharedPrefix: beyond}}
+	}
+	cases := []struct {
+		name       string
+		trials     []results.Trial
+		want       *results.CacheCount // nil: absent
+		wantJSON   string
+		wantBeyond int
+	}{
+		{"all known", []results.Trial{trial(known(120), 1), trial(known(0), 0), trial(known(37), 2)}, known(157), "157", 3},
+		{"one null", []results.Trial{trial(known(120), 1), trial(&results.CacheCount{}, 0), trial(known(37), 0)}, &results.CacheCount{}, "null", 1},
+		{"one not recorded", []results.Trial{trial(known(120), 0), trial(nil, 0)}, &results.CacheCount{}, "null", 0},
+		{"none recorded", []results.Trial{trial(nil, 0), trial(nil, 0)}, nil, "", 0},
+		{"all zero is known zero", []results.Trial{trial(known(0), 0), trial(known(0), 0)}, known(0), "0", 0},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			got := Totals(tc.trials...)
+			if (got.CachedPromptTokens == nil) != (tc.want == nil) || (tc.want != nil && *got.CachedPromptTokens != *tc.want) {
+				t.Fatalf("cached_prompt_tokens = %+v, want %+v", got.CachedPromptTokens, tc.want)
+			}
+			if got.RequestsCachedBeyondSharedPrefix != tc.wantBeyond {
+				t.Errorf("requests_cached_beyond_shared_prefix = %d, want %d", got.RequestsCachedBeyondSharedPrefix, tc.wantBeyond)
+			}
+			raw, err := json.Marshal(got)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var m map[string]json.RawMessage
+			if err := json.Unmarshal(raw, &m); err != nil {
+				t.Fatal(err)
+			}
+			if v, ok := m["cached_prompt_tokens"]; string(v) != tc.wantJSON || ok != (tc.wantJSON != "") {
+				t.Errorf("correctness_total JSON has cached_prompt_tokens %s (present %v), want %q", v, ok, tc.wantJSON)
+			}
+		})
 	}
 }
 
