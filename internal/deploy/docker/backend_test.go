@@ -79,7 +79,7 @@ func testContainer(tb testing.TB, name string, simArgs string) deploy.Container 
 	c, err := deploy.NewContainer(spec, deploy.Placement{
 		Name: name, Image: testImage, BindAddress: "127.0.0.1",
 		Env:    map[string]string{"SIMENGINE_ARGS": simArgs},
-		Labels: map[string]string{enginetest.TestLabel: "true"},
+		Labels: map[string]string{enginetest.TestLabel: "true", enginetest.RunLabel: enginetest.RunID},
 	}, engine.Secrets{})
 	if err != nil {
 		tb.Fatal(err)
@@ -215,10 +215,14 @@ func engineStartTimes(ctx context.Context, b *Backend, id string) (time.Time, ti
 }
 
 // TestNoLeftovers runs last (file order) and checks the tests above cleaned up after
-// themselves, independently of the sweeper in TestMain.
+// themselves, independently of the sweeper in TestMain. It looks only at this process's
+// containers (RunLabel): another run sharing the engine may have test containers alive.
 func TestNoLeftovers(t *testing.T) {
 	b := needEngine(t)
-	cs, err := b.cli.ContainerList(t.Context(), container.ListOptions{All: true, Filters: filters.NewArgs(filters.Arg("label", enginetest.TestLabel))})
+	cs, err := b.cli.ContainerList(t.Context(), container.ListOptions{All: true, Filters: filters.NewArgs(
+		filters.Arg("label", enginetest.TestLabel),
+		filters.Arg("label", enginetest.RunLabel+"="+enginetest.RunID),
+	)})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -7,6 +7,7 @@ import (
 	"archive/tar"
 	"bytes"
 	"context"
+	"crypto/rand"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -26,6 +27,14 @@ import (
 
 // TestLabel marks every container and image a test creates, so Sweep can find leftovers.
 const TestLabel = "dev.llmserve.test"
+
+// RunLabel carries RunID on the containers a test process creates, so a check for leftovers
+// looks only at its own: another test run sharing the engine has containers with TestLabel
+// alive at the same time, and they are not this run's leftovers.
+const RunLabel = "dev.llmserve.test.run"
+
+// RunID identifies this test process among the runs sharing an engine.
+var RunID = rand.Text()
 
 // dockerfile installs the shim under the names the provider's default entrypoints use.
 const dockerfile = `FROM scratch
