@@ -6,6 +6,7 @@ import (
 	"crypto/x509"
 	"encoding/pem"
 	"fmt"
+	"net/http/httptest"
 	"os"
 	"regexp"
 	"sort"
@@ -346,4 +347,44 @@ func TestAccBadConfigurations(t *testing.T) {
 			})
 		})
 	}
+}
+
+// A value unknown at plan (here the endpoint, built from another resource's id) is checked
+// at apply by the same rule, before any request: credentials in it fail the apply with the
+// plan-time message.
+func TestAccBadConfigurations_unknownAtPlan(t *testing.T) {
+	if os.Getenv("TF_ACC") == "" {
+		t.Skip("acceptance test: set TF_ACC=1")
+	}
+	srv := httptest.NewServer(newBoundaryEngine(t))
+	defer srv.Close()
+	host := strings.TrimPrefix(srv.URL, "http://")
+	resource.Test(t, resource.TestCase{
+		ProtoV6ProviderFactories: testAccProtoV6ProviderFactories,
+		Steps: []resource.TestStep{{
+			Config: fmt.Sprintf(`
+resource "llmserve_capacity_benchmark" "first" {
+  endpoint  = "http://%[1]s"
+  model     = "sim-qwen"
+  api_key   = %[2]q
+  workloads = [{ label = "64 / 8", input_tokens = 64, output_tokens = 8 }]
+  slos      = [{ percentile = 95, threshold_ms = 150 }]
+  search    = { min_concurrency = 1, max_concurrency = 1 }
+  trial     = { warmup_requests = 1, measured_requests = 4, confirmation_trials = 1 }
+}
+
+resource "llmserve_capacity_benchmark" "second" {
+  # Unknown until first exists: the plan cannot check it.
+  endpoint  = "http://admin:hunter2@%[1]s${substr(llmserve_capacity_benchmark.first.id, 0, 0)}"
+  model     = "sim-qwen"
+  workloads = [{ label = "64 / 8", input_tokens = 64, output_tokens = 8 }]
+  slos      = [{ percentile = 95, threshold_ms = 150 }]
+  search    = { min_concurrency = 1, max_concurrency = 1 }
+  trial     = { warmup_requests = 1, measured_requests = 4, confirmation_trials = 1 }
+}`, host, benchAPIKey),
+			// Terraform validates again once the value is known, before create; the message
+			// masks the password.
+			ExpectError: regexp.MustCompile(`(?s)Error running apply.*Invalid endpoint URL.*endpoint "http://admin:xxxxx@.*` + words(`carries credentials, which would be stored in state and shown in plan output`)),
+		}},
+	})
 }
