@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"time"
 
 	"github.com/llmserve/terraform-provider-llmserve/internal/engine"
@@ -65,9 +66,40 @@ type Status struct {
 	Endpoint string
 	HostPort int
 	// APIKey is the key the engine was launched with, read back from the container so an
-	// imported server can be asked about itself. In memory only: never stored or logged.
-	APIKey string
+	// imported server can be asked about itself. In memory only: never stored or logged, and
+	// a Secret so that formatting the Status (a test's %+v, a log line) cannot print it.
+	APIKey Secret
 }
+
+// Secret is a credential held in memory. Every fmt verb and text encoding writes it as
+// "[redacted]" (nothing when empty, so an unset key still shows as unset); Reveal is the one
+// way to the value, for the request that needs it.
+type Secret string
+
+const redacted = "[redacted]"
+
+// Reveal returns the secret's value.
+func (s Secret) Reveal() string { return string(s) }
+
+// String redacts the value.
+func (s Secret) String() string {
+	if s == "" {
+		return ""
+	}
+	return redacted
+}
+
+// Format redacts the value for every verb (%v, %+v, %#v, %s, %q, %x, ...).
+func (s Secret) Format(f fmt.State, verb rune) {
+	if verb == 'q' || verb == 'v' && f.Flag('#') {
+		fmt.Fprintf(f, "%q", s.String())
+		return
+	}
+	io.WriteString(f, s.String())
+}
+
+// MarshalText redacts the value, so JSON and other encoders cannot write it either.
+func (s Secret) MarshalText() ([]byte, error) { return []byte(s.String()), nil }
 
 // ExitedError is the container stopping or restarting before it was ready.
 type ExitedError struct {

@@ -496,7 +496,7 @@ func (r *inferenceServerResource) Read(ctx context.Context, req resource.ReadReq
 	if state.Experiment.IsNull() && st.Running {
 		// After an import: ask the running server for what create would have recorded.
 		infoCtx, cancel := context.WithTimeout(ctx, 10*time.Second)
-		info := deploy.ReadServerInfo(infoCtx, st.Endpoint, deploy.Readiness{Engine: rec.Spec.Engine, Model: rec.Spec.RequestModel(), APIKey: st.APIKey})
+		info := deploy.ReadServerInfo(infoCtx, st.Endpoint, deploy.Readiness{Engine: rec.Spec.Engine, Model: rec.Spec.RequestModel(), APIKey: st.APIKey.Reveal()})
 		cancel()
 		kernel, _ := b.KernelVersion(ctx)
 		resp.Diagnostics.Append(state.setExperiment(ctx, rec.Spec, st, info, kernel)...)

@@ -238,7 +238,7 @@ func (b *Backend) Inspect(ctx context.Context, idOrName string) (deploy.Status, 
 	st.ImageDigest = b.imageDigest(ctx, ci.Image, ci.Config.Image)
 	if ci.Config != nil {
 		if rec, err := deploy.ParseRecord(ci.Config.Labels[deploy.SpecLabel]); err == nil {
-			st.APIKey = engine.LaunchAPIKey(rec.Spec.Engine, envMap(ci.Config.Env), ci.Args)
+			st.APIKey = deploy.Secret(engine.LaunchAPIKey(rec.Spec.Engine, envMap(ci.Config.Env), ci.Args))
 		}
 	}
 	hostIP, hostPort := publishedPort(ci)
