@@ -2,8 +2,8 @@
 # Installs a snapshot release the way users do and uses it: the zip GoReleaser made, from a
 # filesystem_mirror named in a CLI config (no dev override, no network), `init`, `plan` and
 # `providers lock`, with Terraform and with OpenTofu. It also checks the release layout: the
-# zip holds only terraform-provider-llmserve_v<version>, the binary carries that version, and
-# the SHA256SUMS cover the zip and the manifest.
+# zip holds only terraform-provider-llmserve_v<version>, the binary carries that version, the
+# SHA256SUMS cover the zip and the manifest, and their detached signature verifies.
 #
 # Only the host's linux/amd64 target is built (RELEASE_TARGET): every target is built by the
 # same config, and the full matrix compiles the provider eight times, too long for CI.
@@ -21,7 +21,15 @@ unset TF_CLI_ARGS TF_PLUGIN_CACHE_DIR TF_CLI_CONFIG_FILE
 fail() { echo "test-install: $*" >&2; exit 1; }
 
 target=linux_amd64
-RELEASE_TARGET=$target scripts/release.sh snapshot >/dev/null
+# Signed with a throwaway key, so the signing step runs as in a release; the key and its
+# agent live in a temporary GNUPGHOME that is removed at the end.
+work=$(mktemp -d)
+export GNUPGHOME="$work/gnupg"
+mkdir -m 700 "$GNUPGHOME"
+trap 'gpgconf --kill gpg-agent 2>/dev/null || true; rm -rf "$work"' EXIT
+gpg --batch --quiet --passphrase '' --quick-gen-key 'llmserve install test <install-test@example.com>' ed25519 sign 1d 2>/dev/null
+fingerprint=$(gpg --list-keys --with-colons | awk -F: '$1 == "fpr" { print $10; exit }')
+RELEASE_TARGET=$target GPG_FINGERPRINT=$fingerprint scripts/release.sh snapshot >/dev/null
 version=$(jq -r .version dist/metadata.json)
 name=terraform-provider-llmserve
 zip="dist/${name}_${version}_${target}.zip"
@@ -35,8 +43,7 @@ manifest="dist/${name}_${version}_manifest.json"
 	fail "$sums does not cover the zip and the manifest with their current digests"
 [ "$(grep -c . "$sums")" = 2 ] || fail "$sums lists $(grep -c . "$sums") files, want the zip and the manifest"
 [ "$(jq -c .metadata.protocol_versions "$manifest")" = '["6.0"]' ] || fail "$manifest does not declare protocol 6.0"
-work=$(mktemp -d)
-trap 'rm -rf "$work"' EXIT
+gpg --batch --quiet --verify "$sums.sig" "$sums" 2>/dev/null || fail "$sums.sig is missing or does not verify against $sums"
 unzip -q "$zip" -d "$work/bin"
 # -trimpath keeps -ldflags out of the build info, so look for the stamped string itself: the
 # version exists nowhere else in the binary.
