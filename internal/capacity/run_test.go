@@ -459,15 +459,22 @@ func TestRunSearchBoundNotes(t *testing.T) {
 	for _, tc := range []struct {
 		name               string
 		min, max           int
+		levels             []int
 		wantPass, wantFail string
 		wantNote           string
 	}{
-		{"ceiling", 1, 2, "2", "none", "every concurrency tried passed, up to 2: capacity is at least 2; raise search.max_concurrency to find the boundary"},
-		{"floor", 3, 5, "none", "3", "even the lowest concurrency tried, 3, failed: capacity is below 3; lower search.min_concurrency to find the boundary"},
+		{"ceiling", 1, 2, nil, "2", "none", "every concurrency tried passed, up to 2: capacity is at least 2; raise search.max_concurrency to find the boundary"},
+		{"floor", 3, 5, nil, "none", "3", "even the lowest concurrency tried, 3, failed: capacity is below 3; lower search.min_concurrency to find the boundary"},
+		{"grid ceiling", 0, 0, []int{1, 2}, "2", "none", "every concurrency tried passed, up to 2: capacity is at least 2; add a higher level to search.concurrency_levels to find the boundary"},
+		{"grid floor", 0, 0, []int{3, 4}, "none", "3", "even the lowest concurrency tried, 3, failed: capacity is below 3; add a lower level to search.concurrency_levels to find the boundary"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			cfg := testConfig(srv.URL)
 			cfg.MinConcurrency, cfg.MaxConcurrency = tc.min, tc.max
+			if tc.levels != nil {
+				cfg.MinConcurrency, cfg.MaxConcurrency = tc.levels[0], tc.levels[len(tc.levels)-1]
+				cfg.ConcurrencyLevels = tc.levels
+			}
 			doc, err := Run(context.Background(), cfg)
 			if err != nil {
 				t.Fatal(err)

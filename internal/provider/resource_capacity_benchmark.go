@@ -625,7 +625,7 @@ func (r *capacityBenchmarkResource) Create(ctx context.Context, req resource.Cre
 		if w.SearchBound() != results.BoundNone {
 			resp.Diagnostics.AddAttributeWarning(path.Root("capacity_bounded_by_search").AtMapKey(w.Label),
 				fmt.Sprintf("Capacity of workload %q is bounded by the search", w.Label),
-				fmt.Sprintf("Workload %q: %s. maximum_passing_concurrency and first_failing_concurrency are the edge of the search, not the capacity; capacity_bounded_by_search[%q] is true.", w.Label, capacity.BoundNote(w), w.Label))
+				fmt.Sprintf("Workload %q: %s. maximum_passing_concurrency and first_failing_concurrency are the edge of the search, not the capacity; capacity_bounded_by_search[%q] is true.", w.Label, capacity.BoundNote(w, len(cfg.ConcurrencyLevels) > 0), w.Label))
 		}
 	}
 	if warm := capacity.WarmCacheTrials(doc); len(warm) > 0 {
