@@ -95,7 +95,7 @@ func (s Secret) Format(f fmt.State, verb rune) {
 		fmt.Fprintf(f, "%q", s.String())
 		return
 	}
-	io.WriteString(f, s.String())
+	_, _ = io.WriteString(f, s.String()) // a Formatter has no way to report a failed write
 }
 
 // MarshalText redacts the value, so JSON and other encoders cannot write it either.

@@ -315,7 +315,7 @@ func (s Spec) SecretEnv(sec Secrets) map[string]string {
 }
 
 // APIKeyFile is where llama.cpp finds its API key inside the container (--api-key-file).
-const APIKeyFile = "/.llmserve/api-key"
+const APIKeyFile = "/.llmserve/api-key" //nolint:gosec // G101: a path, not a credential
 
 // SecretFiles is how a backend that can write files into the container before it starts
 // hands over secrets an engine also reads from a file: the files (by absolute path), the

@@ -11,8 +11,8 @@ import (
 	"strings"
 	"time"
 
+	cerrdefs "github.com/containerd/errdefs"
 	"github.com/docker/docker/api/types/container"
-	"github.com/docker/docker/client"
 
 	"github.com/llmserve/terraform-provider-llmserve/internal/deploy"
 )
@@ -73,7 +73,7 @@ func (b *Backend) WriteRecord(ctx context.Context, id string, rec deploy.Record)
 // ReadRecord implements deploy.RecordKeeper.
 func (b *Backend) ReadRecord(ctx context.Context, id string) (deploy.Record, bool, error) {
 	rc, _, err := b.cli.CopyFromContainer(ctx, id, recordFile)
-	if client.IsErrNotFound(err) {
+	if cerrdefs.IsNotFound(err) {
 		return deploy.Record{}, false, nil
 	}
 	if err != nil {
