@@ -73,7 +73,7 @@ type Client struct {
 func NewClient(cfg ClientConfig) (*Client, error) {
 	base, err := url.Parse(strings.TrimRight(cfg.BaseURL, "/"))
 	if err != nil || base.Host == "" || (base.Scheme != "http" && base.Scheme != "https") {
-		return nil, fmt.Errorf("control client: endpoint %q is not an http(s) base URL such as http://host:30000", redactURL(cfg.BaseURL))
+		return nil, fmt.Errorf("control client: endpoint %q is not an http(s) base URL such as http://host:30000", httpbody.RedactURL(cfg.BaseURL))
 	}
 	switch cfg.Engine {
 	case "", SGLang, VLLM, LlamaCpp:
@@ -166,7 +166,7 @@ func (c *Client) send(ctx context.Context, method, path string, body any, key st
 			return 0, nil, fmt.Errorf("%s %s%s: %w", method, c.redacted, path, ctx.Err())
 		}
 		return 0, nil, fmt.Errorf("%w: %s %s%s failed: %s; check the endpoint URL, that the server is running and listening on that port, and that this machine can reach it",
-			ErrUnreachable, method, c.redacted, path, c.scrub(stripURL(err).Error()))
+			ErrUnreachable, method, c.redacted, path, c.scrub(httpbody.StripURL(err).Error()))
 	}
 	defer resp.Body.Close()
 	data, err := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
@@ -278,23 +278,4 @@ func quoteList(ids []string) string {
 		return "no models"
 	}
 	return joinQuoted(ids)
-}
-
-// stripURL drops the URL from a transport error: the caller names the endpoint itself,
-// redacted.
-func stripURL(err error) error {
-	var ue *url.Error
-	if errors.As(err, &ue) {
-		return ue.Err
-	}
-	return err
-}
-
-// redactURL hides any password in a user-supplied URL before it goes into a message.
-func redactURL(raw string) string {
-	u, err := url.Parse(raw)
-	if err != nil {
-		return "(unparseable URL)"
-	}
-	return u.Redacted()
 }

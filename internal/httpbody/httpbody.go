@@ -2,6 +2,7 @@
 // error message. Servers answer errors in many shapes: OpenAI-style JSON, FastAPI's
 // {"detail": ...}, a proxy's HTML page, plain text over several lines. A user reading a
 // Terraform diagnostic needs the server's sentence, not the page.
+// StripURL and RedactURL keep a password in the endpoint URL out of those messages.
 package httpbody
 
 import (

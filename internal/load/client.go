@@ -90,7 +90,7 @@ type Client struct {
 func NewClient(cfg ClientConfig) (*Client, error) {
 	base, err := url.Parse(strings.TrimRight(cfg.BaseURL, "/"))
 	if err != nil || base.Host == "" || (base.Scheme != "http" && base.Scheme != "https") {
-		return nil, fmt.Errorf("load client: endpoint %q is not an http(s) base URL such as http://host:30000", redactURL(cfg.BaseURL))
+		return nil, fmt.Errorf("load client: endpoint %q is not an http(s) base URL such as http://host:30000", httpbody.RedactURL(cfg.BaseURL))
 	}
 	if cfg.Model == "" {
 		return nil, errors.New("load client: model is empty")
@@ -289,7 +289,7 @@ func (c *Client) stream(ctx context.Context, req Request) Record {
 		rec.Done = time.Now()
 		c.fail(ctx, reqCtx, &rec, "waiting for the response", func() {
 			rec.Failure = FailReset
-			rec.Err = fmt.Sprintf("send request to %s: %v", c.redacted, stripURL(err))
+			rec.Err = fmt.Sprintf("send request to %s: %v", c.redacted, httpbody.StripURL(err))
 		})
 		return rec
 	}
@@ -471,23 +471,4 @@ func (c *Client) body(prompt string, maxTokens int) ([]byte, error) {
 	b = append(b, c.bodyMid...)
 	b = fmt.Appendf(b, "%d}", maxTokens)
 	return b, nil
-}
-
-// stripURL drops the *url.Error wrapper, whose text repeats the full URL; callers name the
-// endpoint themselves in redacted form.
-func stripURL(err error) error {
-	var ue *url.Error
-	if errors.As(err, &ue) {
-		return ue.Err
-	}
-	return err
-}
-
-// redactURL hides any password in a user-supplied URL before it goes into a message.
-func redactURL(raw string) string {
-	u, err := url.Parse(raw)
-	if err != nil {
-		return "(unparseable URL)"
-	}
-	return u.Redacted()
 }
