@@ -43,10 +43,10 @@ type Backend interface {
 // after that, so the Docker backend keeps the amended record in a file inside the container.
 type RecordKeeper interface {
 	// WriteRecord replaces the launch record of an existing container, running or not.
-	WriteRecord(ctx context.Context, id string, rec Record) error
+	WriteRecord(ctx context.Context, id string, rec LaunchRecord) error
 	// ReadRecord returns the amended record; ok is false when there is none, and the
 	// record in SpecLabel is current.
-	ReadRecord(ctx context.Context, id string) (rec Record, ok bool, err error)
+	ReadRecord(ctx context.Context, id string) (rec LaunchRecord, ok bool, err error)
 }
 
 // Status is what a backend knows about a container.

@@ -106,18 +106,18 @@ type Placement struct {
 	Meta map[string]string `json:"meta,omitempty"`
 }
 
-// Record is what a container remembers about how it was launched (in SpecLabel), so it can
+// LaunchRecord is what a container remembers about how it was launched (in SpecLabel), so it can
 // be imported into the same configuration without guessing from its argv.
-type Record struct {
+type LaunchRecord struct {
 	Spec      engine.Spec `json:"spec"`
 	Placement Placement   `json:"placement"`
 }
 
-// ParseRecord decodes SpecLabel.
-func ParseRecord(v string) (Record, error) {
-	var r Record
+// ParseLaunchRecord decodes SpecLabel.
+func ParseLaunchRecord(v string) (LaunchRecord, error) {
+	var r LaunchRecord
 	if err := json.Unmarshal([]byte(v), &r); err != nil {
-		return Record{}, fmt.Errorf("decoding label %q: %w; the container was not created by this provider or the label was edited", SpecLabel, err)
+		return LaunchRecord{}, fmt.Errorf("decoding label %q: %w; the container was not created by this provider or the label was edited", SpecLabel, err)
 	}
 	return r, nil
 }
@@ -129,7 +129,7 @@ var DefaultGroups = []string{"render", "video"}
 // NewContainer builds the container that launches the spec. User labels are kept; the provider's
 // own labels are added on top so a user label cannot hide a container from the sweeper.
 func NewContainer(s engine.Spec, p Placement, sec engine.Secrets) (Container, error) {
-	rec, err := json.Marshal(Record{Spec: s, Placement: p})
+	rec, err := json.Marshal(LaunchRecord{Spec: s, Placement: p})
 	if err != nil {
 		return Container{}, fmt.Errorf("encoding launch record: %w", err)
 	}

@@ -90,7 +90,7 @@ func TestRecordRoundTrip(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	got, err := ParseRecord(c.Labels[SpecLabel])
+	got, err := ParseLaunchRecord(c.Labels[SpecLabel])
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -30,9 +30,9 @@ type providerData struct {
 	version string
 	// docker builds the Docker Engine backend on first use, so configuring the provider
 	// never contacts the engine.
-	docker *docker.Lazy
+	docker *docker.Connection
 	// kubernetes likewise connects to the cluster only when a resource needs it.
-	kubernetes *kubernetes.Lazy
+	kubernetes *kubernetes.Connection
 }
 
 // New returns a constructor for the provider, as providerserver expects.
@@ -69,7 +69,7 @@ func (p *llmserveProvider) Configure(ctx context.Context, req provider.Configure
 	if resp.Diagnostics.HasError() {
 		return
 	}
-	data := &providerData{version: p.version, docker: docker.NewLazy(dockerCfg), kubernetes: kubernetes.NewLazy(kubeCfg)}
+	data := &providerData{version: p.version, docker: docker.NewConnection(dockerCfg), kubernetes: kubernetes.NewConnection(kubeCfg)}
 	resp.ResourceData = data
 	resp.DataSourceData = data
 }

@@ -49,7 +49,7 @@ func TestAccQuickstart_llamaCpp(t *testing.T) {
 	if _, err := os.Stat(model); err != nil {
 		t.Fatalf("the tiny model is missing (%v): run scripts/build-model.sh", err)
 	}
-	b, err := docker.NewLazy(docker.ConfigFromEnv(docker.Config{})).Backend()
+	b, err := docker.NewConnection(docker.ConfigFromEnv(docker.Config{})).Backend()
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -46,7 +46,7 @@ var (
 func NewInferenceDeploymentResource() resource.Resource { return &inferenceDeploymentResource{} }
 
 type inferenceDeploymentResource struct {
-	kube *kubernetes.Lazy
+	kube *kubernetes.Connection
 }
 
 type inferenceDeploymentModel struct {
@@ -547,7 +547,7 @@ func splitID(id string) (string, string, error) {
 }
 
 // fromRecord fills an imported deployment's configuration from its launch record.
-func (m *inferenceDeploymentModel) fromRecord(ctx context.Context, rec kubernetes.Record) diag.Diagnostics {
+func (m *inferenceDeploymentModel) fromRecord(ctx context.Context, rec kubernetes.LaunchRecord) diag.Diagnostics {
 	d := rec.Deployment
 	diags := m.fromSpec(ctx, d.Image, rec.Spec, d.Meta[metaSecrets], d.Meta[metaReadiness])
 	mp := func(vs map[string]string) types.Map {

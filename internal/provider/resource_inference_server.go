@@ -47,7 +47,7 @@ var (
 func NewInferenceServerResource() resource.Resource { return &inferenceServerResource{} }
 
 type inferenceServerResource struct {
-	docker *docker.Lazy
+	docker *docker.Connection
 }
 
 type inferenceServerModel struct {
@@ -475,7 +475,7 @@ func (r *inferenceServerResource) Read(ctx context.Context, req resource.ReadReq
 		return
 	}
 	imported := state.Engine.IsNull()
-	rec, err := deploy.ParseRecord(st.Labels[deploy.SpecLabel])
+	rec, err := deploy.ParseLaunchRecord(st.Labels[deploy.SpecLabel])
 	if err != nil {
 		resp.Diagnostics.AddError("Container was not created by llmserve", err.Error())
 		return
@@ -595,15 +595,15 @@ func (r *inferenceServerResource) Delete(ctx context.Context, req resource.Delet
 
 // currentRecord is the container's launch record: the one written at create (SpecLabel), or
 // the one in-place changes amended since.
-func currentRecord(ctx context.Context, b deploy.Backend, st deploy.Status) (deploy.Record, error) {
-	rec, err := deploy.ParseRecord(st.Labels[deploy.SpecLabel])
+func currentRecord(ctx context.Context, b deploy.Backend, st deploy.Status) (deploy.LaunchRecord, error) {
+	rec, err := deploy.ParseLaunchRecord(st.Labels[deploy.SpecLabel])
 	if err != nil {
-		return deploy.Record{}, err
+		return deploy.LaunchRecord{}, err
 	}
 	if keeper, ok := b.(deploy.RecordKeeper); ok {
 		amended, found, err := keeper.ReadRecord(ctx, st.ID)
 		if err != nil {
-			return deploy.Record{}, err
+			return deploy.LaunchRecord{}, err
 		}
 		if found {
 			return amended, nil
@@ -704,7 +704,7 @@ func (m *inferenceServerModel) setExperiment(ctx context.Context, spec engine.Sp
 
 // fromRecord fills the configuration of an imported container from its launch record,
 // writing null where the record holds the zero value so an unset attribute stays unset.
-func (m *inferenceServerModel) fromRecord(ctx context.Context, rec deploy.Record) diag.Diagnostics {
+func (m *inferenceServerModel) fromRecord(ctx context.Context, rec deploy.LaunchRecord) diag.Diagnostics {
 	s, p := rec.Spec, rec.Placement
 	diags := m.fromSpec(ctx, p.Image, s, p.Meta[metaSecrets], p.Meta[metaReadiness])
 	// nil is unset; an empty collection was configured as [] or {} and is restored as such.

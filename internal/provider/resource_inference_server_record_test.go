@@ -38,7 +38,7 @@ func TestFromRecordKeepsEmptyCollections(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	rec, err := deploy.ParseRecord(c.Labels[deploy.SpecLabel])
+	rec, err := deploy.ParseLaunchRecord(c.Labels[deploy.SpecLabel])
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -47,7 +47,7 @@ func accEngine(t *testing.T) *docker.Backend {
 	if os.Getenv("TF_ACC") == "" {
 		t.Skip("acceptance test: set TF_ACC=1")
 	}
-	b, err := docker.NewLazy(docker.ConfigFromEnv(docker.Config{})).Backend()
+	b, err := docker.NewConnection(docker.ConfigFromEnv(docker.Config{})).Backend()
 	if err != nil {
 		t.Fatal(err)
 	}

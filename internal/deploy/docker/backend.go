@@ -237,7 +237,7 @@ func (b *Backend) Inspect(ctx context.Context, idOrName string) (deploy.Status, 
 	}
 	st.ImageDigest = b.imageDigest(ctx, ci.Image, ci.Config.Image)
 	if ci.Config != nil {
-		if rec, err := deploy.ParseRecord(ci.Config.Labels[deploy.SpecLabel]); err == nil {
+		if rec, err := deploy.ParseLaunchRecord(ci.Config.Labels[deploy.SpecLabel]); err == nil {
 			st.APIKey = deploy.Secret(engine.LaunchAPIKey(rec.Spec.Engine, envMap(ci.Config.Env), ci.Args))
 		}
 	}
@@ -255,7 +255,7 @@ func publishedPort(ci container.InspectResponse) (string, int) {
 	if ci.HostConfig != nil && ci.HostConfig.NetworkMode.IsHost() {
 		// The image may expose ports of its own; the engine's is the one it was launched on.
 		if ci.Config != nil {
-			if rec, err := deploy.ParseRecord(ci.Config.Labels[deploy.SpecLabel]); err == nil && rec.Spec.Port > 0 {
+			if rec, err := deploy.ParseLaunchRecord(ci.Config.Labels[deploy.SpecLabel]); err == nil && rec.Spec.Port > 0 {
 				return "", rec.Spec.Port
 			}
 			if len(ci.Config.ExposedPorts) == 1 {

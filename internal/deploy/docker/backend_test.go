@@ -32,7 +32,7 @@ func TestMain(m *testing.M) {
 func run(m *testing.M) int {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
-	b, err := NewLazy(ConfigFromEnv(Config{})).Backend()
+	b, err := NewConnection(ConfigFromEnv(Config{})).Backend()
 	if err == nil {
 		pctx, pcancel := context.WithTimeout(ctx, 3*time.Second)
 		_, err = b.cli.Ping(pctx)

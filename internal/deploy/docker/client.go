@@ -285,43 +285,44 @@ func endpointHost(host string) string {
 	return u.Hostname()
 }
 
-// Lazy builds the backend on first use, so configuring the provider never contacts (or fails
-// on) an engine that no resource in the plan needs. A failed build is retried next time.
-type Lazy struct {
+// Connection is the provider's configured Docker Engine, connected on first use: configuring
+// the provider never contacts (or fails on) an engine that no resource in the plan needs. A
+// failed connection is tried again on the next use.
+type Connection struct {
 	cfg Config
 
 	mu sync.Mutex
 	b  *Backend
 }
 
-// NewLazy returns a factory for cfg.
-func NewLazy(cfg Config) *Lazy { return &Lazy{cfg: cfg} }
+// NewConnection returns the connection to the engine cfg names, not yet opened.
+func NewConnection(cfg Config) *Connection { return &Connection{cfg: cfg} }
 
 // Backend returns the shared backend, building it on first call.
-func (l *Lazy) Backend() (*Backend, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	if l.b != nil {
-		return l.b, nil
+func (c *Connection) Backend() (*Backend, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.b != nil {
+		return c.b, nil
 	}
-	cli, err := NewClient(l.cfg)
+	cli, err := NewClient(c.cfg)
 	if err != nil {
 		return nil, err
 	}
-	l.b = &Backend{cli: cli, hostURL: l.cfg.Host}
-	return l.b, nil
+	c.b = &Backend{cli: cli, hostURL: c.cfg.Host}
+	return c.b, nil
 }
 
-// Host is the engine address this factory connects to.
-func (l *Lazy) Host() string { return l.cfg.Host }
+// Host is the engine address this connection reaches.
+func (c *Connection) Host() string { return c.cfg.Host }
 
 // Endpoint is the URL a container published on bindIP:port will answer at, computed without
 // contacting the engine; false while the connection settings are only known after apply.
-func (l *Lazy) Endpoint(bindIP string, port int) (string, bool) {
-	if len(l.cfg.Unknown) > 0 {
+func (c *Connection) Endpoint(bindIP string, port int) (string, bool) {
+	if len(c.cfg.Unknown) > 0 {
 		return "", false
 	}
-	return EndpointURL(l.cfg.Host, bindIP, port), true
+	return EndpointURL(c.cfg.Host, bindIP, port), true
 }
 
 func hostHint(h string) string {

@@ -62,7 +62,7 @@ func (b *Backend) writeFiles(ctx context.Context, id string, files []deploy.File
 }
 
 // WriteRecord implements deploy.RecordKeeper.
-func (b *Backend) WriteRecord(ctx context.Context, id string, rec deploy.Record) error {
+func (b *Backend) WriteRecord(ctx context.Context, id string, rec deploy.LaunchRecord) error {
 	data, err := json.Marshal(rec)
 	if err != nil {
 		return fmt.Errorf("encoding launch record: %w", err)
@@ -71,29 +71,29 @@ func (b *Backend) WriteRecord(ctx context.Context, id string, rec deploy.Record)
 }
 
 // ReadRecord implements deploy.RecordKeeper.
-func (b *Backend) ReadRecord(ctx context.Context, id string) (deploy.Record, bool, error) {
+func (b *Backend) ReadRecord(ctx context.Context, id string) (deploy.LaunchRecord, bool, error) {
 	rc, _, err := b.cli.CopyFromContainer(ctx, id, recordFile)
 	if cerrdefs.IsNotFound(err) {
-		return deploy.Record{}, false, nil
+		return deploy.LaunchRecord{}, false, nil
 	}
 	if err != nil {
-		return deploy.Record{}, false, b.wrap(err, "reading the launch record of container %s", shortID(id))
+		return deploy.LaunchRecord{}, false, b.wrap(err, "reading the launch record of container %s", shortID(id))
 	}
 	defer rc.Close()
 	tr := tar.NewReader(rc)
 	if _, err := tr.Next(); err != nil {
-		return deploy.Record{}, false, fmt.Errorf("reading the launch record of container %s: %w", shortID(id), err)
+		return deploy.LaunchRecord{}, false, fmt.Errorf("reading the launch record of container %s: %w", shortID(id), err)
 	}
 	data, err := io.ReadAll(io.LimitReader(tr, maxRecordBytes+1))
 	if err != nil {
-		return deploy.Record{}, false, fmt.Errorf("reading the launch record of container %s: %w", shortID(id), err)
+		return deploy.LaunchRecord{}, false, fmt.Errorf("reading the launch record of container %s: %w", shortID(id), err)
 	}
 	if len(data) > maxRecordBytes {
-		return deploy.Record{}, false, fmt.Errorf("the launch record %s in container %s is larger than %d bytes; it was not written by this provider", recordFile, shortID(id), maxRecordBytes)
+		return deploy.LaunchRecord{}, false, fmt.Errorf("the launch record %s in container %s is larger than %d bytes; it was not written by this provider", recordFile, shortID(id), maxRecordBytes)
 	}
-	rec, err := deploy.ParseRecord(string(data))
+	rec, err := deploy.ParseLaunchRecord(string(data))
 	if err != nil {
-		return deploy.Record{}, false, err
+		return deploy.LaunchRecord{}, false, err
 	}
 	return rec, true, nil
 }

@@ -107,27 +107,27 @@ func NewCluster(cfg *rest.Config) (*Cluster, error) {
 	return &Cluster{cs: cs, rest: cfg, http: hc}, nil
 }
 
-// Lazy builds the Cluster on first use, so configuring the provider never reads a
-// kubeconfig or contacts an API server, and a provider block that only uses Docker works
-// without any Kubernetes settings.
-type Lazy struct {
+// Connection is the provider's configured Kubernetes cluster, connected on first use:
+// configuring the provider never reads a kubeconfig or contacts an API server, and a provider
+// block that only uses Docker works without any Kubernetes settings.
+type Connection struct {
 	cfg Config
 
 	mu sync.Mutex
 	c  *Cluster
 }
 
-// NewLazy returns a factory for cfg.
-func NewLazy(cfg Config) *Lazy { return &Lazy{cfg: cfg} }
+// NewConnection returns the connection to the cluster cfg names, not yet opened.
+func NewConnection(cfg Config) *Connection { return &Connection{cfg: cfg} }
 
-// Cluster returns the shared connection, building it on first call.
-func (l *Lazy) Cluster() (*Cluster, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	if l.c != nil {
-		return l.c, nil
+// Cluster returns the shared cluster client, building it on first call.
+func (conn *Connection) Cluster() (*Cluster, error) {
+	conn.mu.Lock()
+	defer conn.mu.Unlock()
+	if conn.c != nil {
+		return conn.c, nil
 	}
-	rc, err := l.cfg.RESTConfig()
+	rc, err := conn.cfg.RESTConfig()
 	if err != nil {
 		return nil, err
 	}
@@ -136,6 +136,6 @@ func (l *Lazy) Cluster() (*Cluster, error) {
 	if err != nil {
 		return nil, err
 	}
-	l.c = c
+	conn.c = c
 	return c, nil
 }

@@ -94,7 +94,7 @@ func (c *Cluster) CheckOwnership(ctx context.Context, d Deployment) error {
 
 // Status is what the cluster reports about a deployment; the values that drift.
 type Status struct {
-	Record        Record
+	Record        LaunchRecord
 	Replicas      int32 // spec.replicas as the cluster has it (kubectl scale shows here)
 	ReadyReplicas int32
 	ServiceFound  bool
@@ -111,7 +111,7 @@ func (c *Cluster) Read(ctx context.Context, namespace, name string) (Status, err
 	if err != nil {
 		return Status{}, fmt.Errorf("reading Deployment %s/%s: %w", namespace, name, err)
 	}
-	rec, err := ParseRecord(dep.Annotations[RecordAnnotation])
+	rec, err := ParseLaunchRecord(dep.Annotations[RecordAnnotation])
 	if err != nil {
 		return Status{}, fmt.Errorf("Deployment %s/%s: %w", namespace, name, err)
 	}

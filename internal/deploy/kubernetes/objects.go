@@ -84,20 +84,20 @@ type Deployment struct {
 	Meta map[string]string `json:"meta,omitempty"`
 }
 
-// Record is what the Deployment remembers about how it was launched (RecordAnnotation).
-type Record struct {
+// LaunchRecord is what the Deployment remembers about how it was launched (RecordAnnotation).
+type LaunchRecord struct {
 	Spec       engine.Spec `json:"spec"`
 	Deployment Deployment  `json:"deployment"`
 }
 
-// ParseRecord decodes RecordAnnotation.
-func ParseRecord(v string) (Record, error) {
-	var r Record
+// ParseLaunchRecord decodes RecordAnnotation.
+func ParseLaunchRecord(v string) (LaunchRecord, error) {
+	var r LaunchRecord
 	if v == "" {
 		return r, fmt.Errorf("annotation %q is missing: the Deployment was not created by llmserve", RecordAnnotation)
 	}
 	if err := json.Unmarshal([]byte(v), &r); err != nil {
-		return Record{}, fmt.Errorf("decoding annotation %q: %w; the Deployment was not created by llmserve or the annotation was edited", RecordAnnotation, err)
+		return LaunchRecord{}, fmt.Errorf("decoding annotation %q: %w; the Deployment was not created by llmserve or the annotation was edited", RecordAnnotation, err)
 	}
 	return r, nil
 }
@@ -159,7 +159,7 @@ func (d Deployment) SecretApply(s engine.Spec, sec engine.Secrets) *corev1ac.Sec
 // pod reads every key of it as environment, and SGLang's API key flag refers to it by
 // $(VAR) expansion, so no secret is ever in the pod spec.
 func (d Deployment) DeploymentApply(s engine.Spec, secretKeys []string) (*appsv1ac.DeploymentApplyConfiguration, error) {
-	rec, err := json.Marshal(Record{Spec: s, Deployment: d})
+	rec, err := json.Marshal(LaunchRecord{Spec: s, Deployment: d})
 	if err != nil {
 		return nil, fmt.Errorf("encoding launch record: %w", err)
 	}

@@ -86,7 +86,7 @@ func TestDeploymentApply(t *testing.T) {
 	if da.Labels[ManagedByLabel] != "llmserve" || da.Labels["team"] != "x" {
 		t.Errorf("labels %v", da.Labels)
 	}
-	rec, err := ParseRecord(da.Annotations[RecordAnnotation])
+	rec, err := ParseLaunchRecord(da.Annotations[RecordAnnotation])
 	if err != nil || rec.Spec.Model != "Qwen/Qwen3-8B" || rec.Deployment.Replicas != 2 {
 		t.Errorf("record %+v, %v", rec, err)
 	}
