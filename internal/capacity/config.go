@@ -53,9 +53,10 @@ type Config struct {
 	Experiment *results.Experiment // what was measured, copied into the document as given
 	// ToolVersion is this tool's version, recorded as the load generator's in the document.
 	ToolVersion string
-	// RunKey names what else makes this a new measurement (the resource's triggers): a
-	// journal entry recorded under another run key is never reused.
-	RunKey string
+	// Triggers name what else makes this a new measurement (the resource's triggers, e.g.
+	// the server's container id): a journal entry recorded under other triggers is never
+	// reused. No triggers and an empty map are the same run.
+	Triggers map[string]string
 
 	// History holds trials finished by an earlier, interrupted run of the same
 	// configuration; they are reused instead of measured again.

@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"strings"
 	"time"
 
 	"github.com/llmserve/terraform-provider-llmserve/internal/metrics"
@@ -101,7 +102,7 @@ func (t TrialRecord) verdict() string {
 const kindRunCompleted = "run_completed"
 
 // Fingerprint identifies what a trial's outcome depends on, so journal entries from another
-// configuration (or another run key: a changed trigger, another server) are never reused.
+// configuration (or other triggers: another server, another revision) are never reused.
 // The API key is deliberately left out.
 func (c Config) Fingerprint() string {
 	key := struct {
@@ -116,10 +117,26 @@ func (c Config) Fingerprint() string {
 		Levels                          []int `json:",omitempty"` // absent keeps older fingerprints
 	}{c.Endpoint, c.Model, c.API, c.Workloads, c.SLOs, c.MinConcurrency, c.MaxConcurrency,
 		c.WarmupRequests, c.MeasuredRequests, c.ConfirmationTrials, c.CacheFlush, c.Seed,
-		c.Experiment, c.RunKey, c.ConcurrencyLevels}
+		c.Experiment, runKey(c.Triggers), c.ConcurrencyLevels}
 	raw, _ := json.Marshal(key) // plain values only; cannot fail
 	sum := sha256.Sum256(raw)
 	return hex.EncodeToString(sum[:8])
+}
+
+// runKey is the triggers as one canonical string: their JSON object, keys sorted, nothing
+// escaped that need not be, so equal triggers always give the same key whatever order
+// they were built in. No triggers at all is "<null>" and none as an empty map "{}": the
+// keys journals written before this function recorded, so an interrupted run resumes
+// across the upgrade.
+func runKey(triggers map[string]string) string {
+	if triggers == nil {
+		return "<null>"
+	}
+	var b bytes.Buffer
+	enc := json.NewEncoder(&b)
+	enc.SetEscapeHTML(false)
+	_ = enc.Encode(triggers) // a map of strings always encodes
+	return strings.TrimSuffix(b.String(), "\n")
 }
 
 // journalFormat is the format key of every line this provider writes; a line is recognised

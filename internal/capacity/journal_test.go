@@ -191,3 +191,33 @@ func FuzzJournalRead(f *testing.F) {
 		}
 	})
 }
+
+// The triggers key a run: equal triggers resume, other triggers measure again. The
+// fingerprints are the ones the previous run key (Terraform's display of the triggers map)
+// gave for the same configuration, so a journal interrupted before the upgrade still resumes.
+func TestFingerprintTriggers(t *testing.T) {
+	tests := []struct {
+		name     string
+		triggers map[string]string
+		want     string
+	}{
+		{name: "no triggers", triggers: nil, want: "144b2778c2f39a3c"},
+		{name: "empty triggers", triggers: map[string]string{}, want: "a3a948350eaa5133"},
+		{name: "one trigger", triggers: map[string]string{"server": "one"}, want: "944adc503ac70f1f"},
+		{name: "keys sorted, nothing HTML-escaped", triggers: map[string]string{"server": "é x", "image": "a<b>&c"}, want: "6de6b1b00ae21741"},
+	}
+	seen := map[string]string{}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			cfg := testConfig("http://127.0.0.1:9")
+			cfg.Triggers = tc.triggers
+			if got := cfg.Fingerprint(); got != tc.want {
+				t.Errorf("fingerprint = %s, want %s", got, tc.want)
+			}
+			if other, dup := seen[tc.want]; dup {
+				t.Errorf("same fingerprint as %q", other)
+			}
+			seen[tc.want] = tc.name
+		})
+	}
+}

@@ -384,9 +384,9 @@ func TestJournalCompletedRunIsNotReplayed(t *testing.T) {
 		t.Fatalf("a completed run was replayed: %d trials reused", n)
 	}
 	retriggered := cfg
-	retriggered.RunKey = `{"server":"two"}`
+	retriggered.Triggers = map[string]string{"server": "two"}
 	if retriggered.Fingerprint() == cfg.Fingerprint() {
-		t.Fatal("a changed run key (trigger) keeps the fingerprint; its trials would be reused")
+		t.Fatal("a changed trigger keeps the fingerprint; its trials would be reused")
 	}
 }
 

@@ -721,7 +721,10 @@ func (m capacityBenchmarkModel) capacityConfig(ctx context.Context) (capacity.Co
 	exp, d := experimentFromObject(ctx, m.Experiment)
 	diags.Append(d...)
 	cfg.Experiment = exp
-	cfg.RunKey = m.Triggers.String() // a changed trigger is a new measurement, never a replay
+	if !m.Triggers.IsNull() && !m.Triggers.IsUnknown() {
+		// A changed trigger is a new measurement, never a replay (capacity keys the journal by it).
+		diags.Append(m.Triggers.ElementsAs(ctx, &cfg.Triggers, false)...)
+	}
 	if err := cfg.Validate(); err != nil {
 		diags.AddError("Invalid capacity benchmark configuration", err.Error())
 	}
