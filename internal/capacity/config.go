@@ -9,7 +9,9 @@ import (
 	"math"
 	"strings"
 	"time"
+	"unicode"
 
+	"github.com/llmserve/terraform-provider-llmserve/internal/endpoint"
 	"github.com/llmserve/terraform-provider-llmserve/internal/results"
 )
 
@@ -102,7 +104,7 @@ const (
 // unknown at plan.
 func (c Config) Validate() error {
 	var errs []error
-	if err := CheckEndpoint(c.Endpoint); err != nil {
+	if _, err := endpoint.Parse(c.Endpoint); err != nil {
 		errs = append(errs, fmt.Errorf("endpoint: %w", err))
 	}
 	if c.API != "chat" && c.API != "completions" {
@@ -116,7 +118,7 @@ func (c Config) Validate() error {
 		switch {
 		case w.Label == "":
 			errs = append(errs, fmt.Errorf("workloads[%d].label: must not be empty", i))
-		case strings.ContainsFunc(w.Label, isControl):
+		case strings.ContainsFunc(w.Label, unicode.IsControl):
 			errs = append(errs, fmt.Errorf("workloads[%d].label: %q contains control characters, which would reach terminals, CSV and Markdown renderings; use printable text", i, w.Label))
 		case seen[w.Label]:
 			errs = append(errs, fmt.Errorf("workloads[%d].label: %q is used twice; labels key the result maps and must be unique", i, w.Label))

@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"io"
 	"net/http"
-	"net/url"
 	"sort"
 	"strings"
 	"sync"
@@ -15,6 +14,7 @@ import (
 
 	"github.com/hashicorp/go-retryablehttp"
 
+	"github.com/llmserve/terraform-provider-llmserve/internal/endpoint"
 	"github.com/llmserve/terraform-provider-llmserve/internal/httpbody"
 )
 
@@ -71,9 +71,9 @@ type Client struct {
 
 // NewClient validates cfg and builds the retrying client.
 func NewClient(cfg ClientConfig) (*Client, error) {
-	base, err := url.Parse(strings.TrimRight(cfg.BaseURL, "/"))
-	if err != nil || base.Host == "" || (base.Scheme != "http" && base.Scheme != "https") {
-		return nil, fmt.Errorf("control client: endpoint %q is not an http(s) base URL such as http://host:30000", httpbody.RedactURL(cfg.BaseURL))
+	base, err := endpoint.Parse(cfg.BaseURL)
+	if err != nil {
+		return nil, fmt.Errorf("control client: endpoint %w", err)
 	}
 	switch cfg.Engine {
 	case "", SGLang, VLLM, LlamaCpp:

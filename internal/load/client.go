@@ -12,10 +12,10 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptrace"
-	"net/url"
 	"strings"
 	"time"
 
+	"github.com/llmserve/terraform-provider-llmserve/internal/endpoint"
 	"github.com/llmserve/terraform-provider-llmserve/internal/httpbody"
 )
 
@@ -88,9 +88,9 @@ type Client struct {
 
 // NewClient validates cfg and prepares the request template.
 func NewClient(cfg ClientConfig) (*Client, error) {
-	base, err := url.Parse(strings.TrimRight(cfg.BaseURL, "/"))
-	if err != nil || base.Host == "" || (base.Scheme != "http" && base.Scheme != "https") {
-		return nil, fmt.Errorf("load client: endpoint %q is not an http(s) base URL such as http://host:30000", httpbody.RedactURL(cfg.BaseURL))
+	base, err := endpoint.Parse(cfg.BaseURL)
+	if err != nil {
+		return nil, fmt.Errorf("load client: endpoint %w", err)
 	}
 	if cfg.Model == "" {
 		return nil, errors.New("load client: model is empty")

@@ -274,7 +274,7 @@ func TestNewClientValidation(t *testing.T) {
 		cfg  ClientConfig
 		want string
 	}{
-		{"no scheme", ClientConfig{BaseURL: "localhost:8080", Model: "m"}, "not an http(s) base URL"},
+		{"no scheme", ClientConfig{BaseURL: "localhost:8080", Model: "m"}, "is not an http:// or https:// URL"},
 		{"password redacted", ClientConfig{BaseURL: "ftp://u:hunter2@h", Model: "m"}, "xxxxx"},
 		{"no model", ClientConfig{BaseURL: "http://h", Model: ""}, "model is empty"},
 		{"bad api", ClientConfig{BaseURL: "http://h", Model: "m", API: "responses"}, `api "responses"`},

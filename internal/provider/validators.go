@@ -14,7 +14,7 @@ import (
 	"github.com/hashicorp/terraform-plugin-framework/resource/schema"
 	"github.com/hashicorp/terraform-plugin-framework/schema/validator"
 
-	"github.com/llmserve/terraform-provider-llmserve/internal/capacity"
+	"github.com/llmserve/terraform-provider-llmserve/internal/endpoint"
 )
 
 // percentileValidator accepts (0, 100]: p0 is meaningless for an SLO, p100 is the maximum.
@@ -152,7 +152,7 @@ func (ipAddressValidator) ValidateString(_ context.Context, req validator.String
 	}
 }
 
-// endpointValidator applies capacity.CheckEndpoint, the same rule apply enforces for values
+// endpointValidator applies endpoint.Parse, the same rule apply enforces for values
 // that were unknown at plan.
 type endpointValidator struct{}
 
@@ -165,7 +165,7 @@ func (endpointValidator) ValidateString(_ context.Context, req validator.StringR
 	if req.ConfigValue.IsNull() || req.ConfigValue.IsUnknown() {
 		return
 	}
-	if err := capacity.CheckEndpoint(req.ConfigValue.ValueString()); err != nil {
+	if _, err := endpoint.Parse(req.ConfigValue.ValueString()); err != nil {
 		resp.Diagnostics.AddAttributeError(req.Path, "Invalid endpoint URL", fmt.Sprintf("%s %v.", req.Path, err))
 	}
 }
