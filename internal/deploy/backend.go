@@ -141,12 +141,6 @@ func Launch(ctx context.Context, b Backend, c Container, r Readiness) (Status, e
 	return Status{}, engine.ServerInfo{}, err
 }
 
-// StartAndWait starts an existing container and waits until the engine generates; it leaves
-// the container in place on failure.
-func StartAndWait(ctx context.Context, b Backend, id string, r Readiness) (Status, engine.ServerInfo, error) {
-	return startAndWait(ctx, b, id, r)
-}
-
 func startAndWait(ctx context.Context, b Backend, id string, r Readiness) (Status, engine.ServerInfo, error) {
 	if err := b.Start(ctx, id); err != nil {
 		return Status{}, engine.ServerInfo{}, fmt.Errorf("starting container %s: %w\nLast log lines:\n%s", shortID(id), err, tailLogs(ctx, b, id, r.Redact))

@@ -3,6 +3,7 @@ package deploy
 import (
 	"fmt"
 	"net"
+	"net/url"
 	"path"
 	"regexp"
 	"slices"
@@ -43,7 +44,10 @@ func (p Placement) Validate(s engine.Spec) []engine.Problem {
 	if p.BindAddress != "" && net.ParseIP(p.BindAddress) == nil {
 		add("bind_address", "%q is not an IP address; the engine host would publish on every address the name resolves to (for \"localhost\" both 127.0.0.1 and ::1, or all interfaces), not what state says. Use an IP literal: \"127.0.0.1\" for this host only, \"0.0.0.0\" for every interface", p.BindAddress)
 	}
-	if p.HostPort != 0 && (p.HostPort < 1 || p.HostPort > 65535) {
+	switch {
+	case p.HostPort != 0 && p.HostNetwork:
+		add("host_port", "does not apply with host networking: with network_mode = \"host\" the engine listens on the host at port; remove host_port and set port instead")
+	case p.HostPort != 0 && (p.HostPort < 1 || p.HostPort > 65535):
 		add("host_port", "must be between 1 and 65535, got %d", p.HostPort)
 	}
 	if p.ModelHostPath != "" {
@@ -144,6 +148,24 @@ func (p Placement) Validate(s engine.Spec) []engine.Problem {
 		add("shm_size_mb", "has no effect with accelerator = %q: the container shares the host's IPC namespace and its /dev/shm. Remove shm_size_mb", s.Accelerator)
 	}
 	return out
+}
+
+// CheckReachable reports a placement that would run but that this machine could not reach:
+// the port published on (or, with host networking, the engine listening on) the loopback of
+// a remote engine host, engineHost being its Docker host URL. Readiness would then wait out
+// its whole timeout.
+func (p Placement) CheckReachable(engineHost string) []engine.Problem {
+	u, err := url.Parse(engineHost)
+	if err != nil || (u.Scheme != "tcp" && u.Scheme != "ssh") {
+		return nil
+	}
+	if h := u.Hostname(); h == "localhost" || net.ParseIP(h).IsLoopback() {
+		return nil
+	}
+	if !net.ParseIP(p.BindAddress).IsLoopback() {
+		return nil
+	}
+	return []engine.Problem{{Field: "bind_address", Detail: fmt.Sprintf("the engine host %s is remote, and bind_address %s serves only on its loopback, so this machine (and a benchmark run from it) cannot reach the server; readiness would wait out readiness_timeout. Set bind_address = \"0.0.0.0\" (or the host's address) and restrict access with a firewall", u.Hostname(), p.BindAddress)}}
 }
 
 func checkImage(ref string) []engine.Problem {

@@ -48,6 +48,8 @@ func TestPlacementValidate(t *testing.T) {
 		{"gpu ids cuda", cuda, with(func(p *Placement) { p.GPUIDs = []string{"0", "GPU-1a2b"} }), "", ""},
 		{"shm with cuda", cuda, with(func(p *Placement) { p.ShmSizeBytes = 1 << 30 }), "shm_size_mb", "has no effect"},
 		{"shm with cpu", cpu, with(func(p *Placement) { p.ShmSizeBytes = 1 << 30 }), "", ""},
+		{"host port with host networking", cpu, with(func(p *Placement) { p.HostNetwork, p.HostPort = true, 8080 }), "host_port", "does not apply with host networking"},
+		{"host networking", cpu, with(func(p *Placement) { p.HostNetwork = true }), "", ""},
 		{"model host path relative", cuda, with(func(p *Placement) { p.ModelHostPath = "m" }), "model_host_path", "absolute path on the engine host"},
 	}
 	for _, tt := range tests {
@@ -61,6 +63,35 @@ func TestPlacementValidate(t *testing.T) {
 			}
 			if len(got) != 1 || got[0].Field != tt.field || !strings.Contains(got[0].Detail, tt.want) {
 				t.Fatalf("Validate = %v, want one problem on %s containing %q", got, tt.field, tt.want)
+			}
+		})
+	}
+}
+
+func TestPlacementCheckReachable(t *testing.T) {
+	tests := []struct {
+		name, host, bind string
+		want             string // "" for no problem
+	}{
+		{"local socket, loopback", "unix:///var/run/docker.sock", "127.0.0.1", ""},
+		{"remote tcp, loopback", "tcp://gpu-host.example.com:2376", "127.0.0.1", "the engine host gpu-host.example.com is remote, and bind_address 127.0.0.1 serves only on its loopback"},
+		{"remote ssh, ipv6 loopback", "ssh://deploy@10.0.0.7", "::1", "the engine host 10.0.0.7 is remote, and bind_address ::1"},
+		{"remote tcp, every interface", "tcp://gpu-host.example.com:2376", "0.0.0.0", ""},
+		{"tcp to localhost", "tcp://localhost:2376", "127.0.0.1", ""},
+		{"tcp to loopback address", "tcp://127.0.0.1:2376", "127.0.0.1", ""},
+		{"unparsable host", "tcp://[::1", "127.0.0.1", ""},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got := Placement{BindAddress: tt.bind}.CheckReachable(tt.host)
+			if tt.want == "" {
+				if len(got) != 0 {
+					t.Fatalf("CheckReachable = %v, want no problem", got)
+				}
+				return
+			}
+			if len(got) != 1 || got[0].Field != "bind_address" || !strings.Contains(got[0].Detail, tt.want) || !strings.Contains(got[0].Detail, `Set bind_address = "0.0.0.0"`) {
+				t.Fatalf("CheckReachable = %v, want one bind_address problem containing %q and the fix", got, tt.want)
 			}
 		})
 	}

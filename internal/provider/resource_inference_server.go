@@ -4,11 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"net"
-	"net/url"
 	"regexp"
 	"strconv"
-	"strings"
 	"time"
 
 	"github.com/hashicorp/terraform-plugin-framework-timeouts/resource/timeouts"
@@ -32,7 +29,6 @@ import (
 
 	"github.com/llmserve/terraform-provider-llmserve/internal/deploy"
 	"github.com/llmserve/terraform-provider-llmserve/internal/deploy/docker"
-	"github.com/llmserve/terraform-provider-llmserve/internal/engine"
 )
 
 var (
@@ -191,216 +187,6 @@ func (r *inferenceServerResource) backend() (*docker.Backend, diag.Diagnostics) 
 	return b, diags
 }
 
-// ValidateConfig checks the engine's constraints at plan time, naming the attribute to fix.
-// Values not known yet are checked at apply, when they are.
-func (r *inferenceServerResource) ValidateConfig(ctx context.Context, req resource.ValidateConfigRequest, resp *resource.ValidateConfigResponse) {
-	var m inferenceServerModel
-	resp.Diagnostics.Append(req.Config.Get(ctx, &m)...)
-	if resp.Diagnostics.HasError() {
-		return
-	}
-	resp.Diagnostics.Append(readinessBeyondTimeouts(ctx, m.ReadinessTimeout, map[string]time.Duration{
-		"create": configuredTimeout(m.Timeouts, "create", defaultServerCreateTimeout),
-		"update": configuredTimeout(m.Timeouts, "update", defaultServerUpdateTimeout),
-	})...)
-	if !m.specKnown() {
-		return
-	}
-	spec, diags := m.validateSpec(ctx)
-	resp.Diagnostics.Append(diags...)
-	if diags.HasError() {
-		return
-	}
-	if m.placementKnown() {
-		placement, diags := m.placement(ctx)
-		resp.Diagnostics.Append(diags...)
-		for _, p := range placement.Validate(spec) {
-			resp.Diagnostics.AddAttributeError(problemPath(p.Field), "Invalid inference server setting", p.Error())
-		}
-	}
-	if m.NetworkMode.ValueString() == "host" && !m.HostPort.IsNull() && !m.HostPort.IsUnknown() {
-		resp.Diagnostics.AddAttributeError(path.Root("host_port"), "host_port does not apply with host networking",
-			"With network_mode = \"host\" the engine listens on the host at port; remove host_port and set port instead.")
-	}
-}
-
-// launchSpec is the engine settings' launch spec as this resource runs it: with host
-// networking no port publishing restricts the engine, so it listens on bind_address itself
-// (state saying 127.0.0.1 while the engine answered on every interface would be a lie).
-func (m inferenceServerModel) launchSpec(ctx context.Context) (engine.Spec, diag.Diagnostics) {
-	spec, diags := m.spec(ctx)
-	if m.NetworkMode.ValueString() == "host" && !m.BindAddress.IsUnknown() {
-		spec.ListenAddress = m.BindAddress.ValueString()
-	}
-	return spec, diags
-}
-
-// placementKnown says whether every container setting is known, including each element of
-// its lists and maps.
-func (m inferenceServerModel) placementKnown() bool {
-	for _, v := range []attr.Value{m.Name, m.Image, m.ModelHostPath, m.HostPort, m.BindAddress, m.NetworkMode, m.ShmSizeMB,
-		m.RestartPolicy, m.StopGraceSeconds, m.ReadinessTimeout, m.SecretsVersion, m.Environment, m.Labels, m.GroupAdd, m.GPUIDs, m.Mounts} {
-		if !fullyKnown(v) {
-			return false
-		}
-	}
-	return true
-}
-
-// fullyKnown is false when v or anything inside it is unknown.
-func fullyKnown(v attr.Value) bool {
-	if v.IsUnknown() {
-		return false
-	}
-	var elems []attr.Value
-	switch c := v.(type) {
-	case types.List:
-		elems = c.Elements()
-	case types.Map:
-		for _, e := range c.Elements() {
-			elems = append(elems, e)
-		}
-	case types.Object:
-		for _, e := range c.Attributes() {
-			elems = append(elems, e)
-		}
-	}
-	for _, e := range elems {
-		if !fullyKnown(e) {
-			return false
-		}
-	}
-	return true
-}
-
-func (m inferenceServerModel) specKnown() bool {
-	return m.engineSettings.specKnown() && !m.ModelHostPath.IsUnknown()
-}
-
-// ModifyPlan refuses to create a stopped server and marks what a restart changes: Docker picks a new ephemeral host port each time a
-// container starts, so a restart of a server without a fixed host_port moves its endpoint.
-func (r *inferenceServerResource) ModifyPlan(ctx context.Context, req resource.ModifyPlanRequest, resp *resource.ModifyPlanResponse) {
-	if req.Plan.Raw.IsNull() {
-		return
-	}
-	if req.State.Raw.IsNull() {
-		// Create launches the server and waits until it generates; a server created stopped
-		// would be a different operation with no endpoint to hand to a benchmark.
-		var running types.Bool
-		resp.Diagnostics.Append(req.Plan.GetAttribute(ctx, path.Root("running"), &running)...)
-		if !running.IsUnknown() && !running.ValueBool() {
-			resp.Diagnostics.AddAttributeError(path.Root("running"), "A new inference server starts running",
-				"running = false stops an existing server; create it with running = true (the default), then set false to stop it.")
-		}
-		r.warnLoopbackOnRemoteHost(ctx, req, resp)
-		r.planKnownOutputs(ctx, req, resp)
-		return
-	}
-	var plan, state, config inferenceServerModel
-	resp.Diagnostics.Append(req.Plan.Get(ctx, &plan)...)
-	resp.Diagnostics.Append(req.State.Get(ctx, &state)...)
-	resp.Diagnostics.Append(req.Config.Get(ctx, &config)...)
-	if resp.Diagnostics.HasError() {
-		return
-	}
-	if plan.Running.ValueBool() && !state.Running.ValueBool() && config.HostPort.IsNull() && plan.NetworkMode.ValueString() != "host" {
-		resp.Diagnostics.Append(resp.Plan.SetAttribute(ctx, path.Root("host_port"), types.Int64Unknown())...)
-		resp.Diagnostics.Append(resp.Plan.SetAttribute(ctx, path.Root("endpoint"), types.StringUnknown())...)
-	}
-}
-
-// planKnownOutputs shows at plan what a new server's plan already decides: the launch
-// command (the engine flags are the thing to review) and, when the host port is fixed, the
-// endpoint. Both come from the functions Create uses, so apply cannot disagree.
-func (r *inferenceServerResource) planKnownOutputs(ctx context.Context, req resource.ModifyPlanRequest, resp *resource.ModifyPlanResponse) {
-	var plan inferenceServerModel
-	resp.Diagnostics.Append(req.Plan.Get(ctx, &plan)...)
-	if resp.Diagnostics.HasError() || !plan.specKnown() {
-		return
-	}
-	spec, diags := plan.launchSpec(ctx)
-	if diags.HasError() || len(spec.Validate()) > 0 {
-		return // ValidateConfig reports it
-	}
-	resp.Diagnostics.Append(plan.setCommand(ctx, spec)...)
-	resp.Diagnostics.Append(resp.Plan.SetAttribute(ctx, path.Root("command"), plan.Command)...)
-
-	if r.docker == nil || plan.BindAddress.IsUnknown() || plan.NetworkMode.IsUnknown() {
-		return
-	}
-	bind, port := plan.BindAddress.ValueString(), plan.HostPort
-	if plan.NetworkMode.ValueString() == "host" {
-		bind, port = "", types.Int64Value(int64(spec.Port))
-	}
-	if port.IsNull() || port.IsUnknown() {
-		return // the engine host picks a free port at start
-	}
-	if endpoint, ok := r.docker.Endpoint(bind, int(port.ValueInt64())); ok {
-		resp.Diagnostics.Append(resp.Plan.SetAttribute(ctx, path.Root("endpoint"), types.StringValue(endpoint))...)
-	}
-}
-
-// warnLoopbackOnRemoteHost flags a port published on a remote engine host's loopback: this
-// machine cannot reach it, so readiness would wait out readiness_timeout.
-func (r *inferenceServerResource) warnLoopbackOnRemoteHost(ctx context.Context, req resource.ModifyPlanRequest, resp *resource.ModifyPlanResponse) {
-	if r.docker == nil {
-		return
-	}
-	u, err := url.Parse(r.docker.Host())
-	if err != nil || (u.Scheme != "tcp" && u.Scheme != "ssh") {
-		return
-	}
-	if h := u.Hostname(); h == "localhost" || net.ParseIP(h).IsLoopback() {
-		return
-	}
-	var bind types.String
-	resp.Diagnostics.Append(req.Plan.GetAttribute(ctx, path.Root("bind_address"), &bind)...)
-	// With host networking the engine itself listens on bind_address, so the same applies.
-	if bind.IsUnknown() || !net.ParseIP(bind.ValueString()).IsLoopback() {
-		return
-	}
-	resp.Diagnostics.AddAttributeWarning(path.Root("bind_address"), "Endpoint unreachable from this machine",
-		fmt.Sprintf("The engine host %s is remote, and bind_address %s serves only on its loopback, so this machine (and a benchmark run from it) cannot reach the server; readiness would wait out readiness_timeout. Set bind_address = \"0.0.0.0\" (or the host's address) and restrict access with a firewall.", u.Hostname(), bind.ValueString()))
-}
-
-// problemPath turns a domain Problem.Field ("speculative.steps", "mounts[1].target",
-// `environment["HF_TOKEN"]`) into the attribute path the diagnostic points at.
-func problemPath(field string) path.Path {
-	var p path.Path
-	first := true
-	for field != "" {
-		var step string
-		switch {
-		case strings.HasPrefix(field, "["):
-			end := strings.Index(field, "]")
-			if end < 0 {
-				return p
-			}
-			step, field = field[1:end], field[end+1:]
-			if key, err := strconv.Unquote(step); err == nil {
-				p = p.AtMapKey(key)
-			} else if i, err := strconv.Atoi(step); err == nil {
-				p = p.AtListIndex(i)
-			}
-			continue
-		case strings.HasPrefix(field, "."):
-			field = field[1:]
-			continue
-		}
-		end := strings.IndexAny(field, ".[")
-		if end < 0 {
-			end = len(field)
-		}
-		step, field = field[:end], field[end:]
-		if first {
-			p, first = path.Root(step), false
-		} else {
-			p = p.AtName(step)
-		}
-	}
-	return p
-}
-
 func (r *inferenceServerResource) Create(ctx context.Context, req resource.CreateRequest, resp *resource.CreateResponse) {
 	var plan, config inferenceServerModel
 	resp.Diagnostics.Append(req.Plan.Get(ctx, &plan)...)
@@ -482,7 +268,7 @@ func (r *inferenceServerResource) Read(ctx context.Context, req resource.ReadReq
 	}
 	if imported {
 		// Only an import reads the in-place settings; a refresh keeps its own.
-		if rec, err = currentRecord(ctx, b, st); err != nil {
+		if rec, err = deploy.CurrentRecord(ctx, b, st); err != nil {
 			resp.Diagnostics.AddError("Cannot read the container's launch record", err.Error())
 			return
 		}
@@ -523,49 +309,31 @@ func (r *inferenceServerResource) Update(ctx context.Context, req resource.Updat
 	if resp.Diagnostics.HasError() {
 		return
 	}
-	id := state.ID.ValueString()
-	if !plan.RestartPolicy.Equal(state.RestartPolicy) {
-		if err := b.SetRestartPolicy(ctx, id, plan.RestartPolicy.ValueString()); err != nil {
-			resp.Diagnostics.AddError("Cannot change restart policy", err.Error())
-			return
-		}
+	done, err := deploy.Restart(ctx, b, state.ID.ValueString(), state.inPlace(), plan.inPlace(), plan.readiness(spec, config.secrets()))
+	if done.RecordErr != nil {
+		// The change itself is made; only an import would read the old values.
+		resp.Diagnostics.AddWarning("Launch record not updated",
+			fmt.Sprintf("The in-place change is applied, but the container's launch record could not be updated (%v), so an import of this container would restore the previous restart_policy, stop_grace_period_seconds and readiness_timeout.", done.RecordErr))
 	}
-	if !plan.RestartPolicy.Equal(state.RestartPolicy) || !plan.StopGraceSeconds.Equal(state.StopGraceSeconds) || !plan.ReadinessTimeout.Equal(state.ReadinessTimeout) {
-		if err := amendRecord(ctx, b, id, plan); err != nil {
-			// The change itself is made; only an import would read the old values.
-			resp.Diagnostics.AddWarning("Launch record not updated",
-				fmt.Sprintf("The in-place change is applied, but the container's launch record could not be updated (%v), so an import of this container would restore the previous restart_policy, stop_grace_period_seconds and readiness_timeout.", err))
+	var notReady *deploy.NotReadyError
+	switch {
+	case errors.As(err, &notReady):
+		// The container was stopped again (or says why not), so state (still stopped) tells
+		// the truth and the next plan offers the restart again.
+		state.RestartPolicy, state.StopGraceSeconds = plan.RestartPolicy, plan.StopGraceSeconds
+		state.ReadinessTimeout, state.Timeouts = plan.ReadinessTimeout, plan.Timeouts
+		resp.Diagnostics.Append(resp.State.Set(ctx, &state)...)
+		detail := err.Error()
+		if notReady.StopErr == nil {
+			detail += " Fix the cause and apply again, or taint it to replace it."
 		}
-	}
-	grace := time.Duration(plan.StopGraceSeconds.ValueInt64()) * time.Second
-	switch want, is := plan.Running.ValueBool(), state.Running.ValueBool(); {
-	case want && !is:
-		if _, _, err := deploy.StartAndWait(ctx, b, id, plan.readiness(spec, config.secrets())); err != nil {
-			// Stop what did not become ready, so state (still stopped) tells the truth and the
-			// next plan offers the restart again.
-			stopCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), grace+time.Minute)
-			defer cancel()
-			detail := "\n\nThe container was stopped again; fix the cause and apply again, or taint it to replace it."
-			if serr := b.Stop(stopCtx, id, grace); serr != nil {
-				detail = fmt.Sprintf("\n\nStopping it again also failed (%v); it may still be running, not ready.", serr)
-			}
-			state.RestartPolicy, state.StopGraceSeconds = plan.RestartPolicy, plan.StopGraceSeconds
-			state.ReadinessTimeout, state.Timeouts = plan.ReadinessTimeout, plan.Timeouts
-			resp.Diagnostics.Append(resp.State.Set(ctx, &state)...)
-			resp.Diagnostics.AddError("Inference server did not become ready after restart", err.Error()+detail)
-			return
-		}
-	case !want && is:
-		if err := b.Stop(ctx, id, grace); err != nil {
-			resp.Diagnostics.AddError("Cannot stop inference server", err.Error())
-			return
-		}
-	}
-	st, err := b.Inspect(ctx, id)
-	if err != nil {
-		resp.Diagnostics.AddError("Cannot read inference server after update", err.Error())
+		resp.Diagnostics.AddError("Inference server did not become ready after restart", detail)
+		return
+	case err != nil:
+		resp.Diagnostics.AddError("Cannot change the inference server in place", err.Error())
 		return
 	}
+	st := done.Status
 	resp.Diagnostics.Append(plan.setStatus(ctx, spec, st)...)
 	// Server-reported values do not change with in-place settings.
 	plan.Experiment, plan.ServerVersion = state.Experiment, state.ServerVersion
@@ -593,49 +361,6 @@ func (r *inferenceServerResource) Delete(ctx context.Context, req resource.Delet
 	}
 }
 
-// currentRecord is the container's launch record: the one written at create (SpecLabel), or
-// the one in-place changes amended since.
-func currentRecord(ctx context.Context, b deploy.Backend, st deploy.Status) (deploy.LaunchRecord, error) {
-	rec, err := deploy.ParseLaunchRecord(st.Labels[deploy.SpecLabel])
-	if err != nil {
-		return deploy.LaunchRecord{}, err
-	}
-	if keeper, ok := b.(deploy.RecordKeeper); ok {
-		amended, found, err := keeper.ReadRecord(ctx, st.ID)
-		if err != nil {
-			return deploy.LaunchRecord{}, err
-		}
-		if found {
-			return amended, nil
-		}
-	}
-	return rec, nil
-}
-
-// amendRecord records the in-place settings of plan in the container's launch record, so
-// an import restores them rather than the ones the container was created with.
-func amendRecord(ctx context.Context, b deploy.Backend, id string, plan inferenceServerModel) error {
-	keeper, ok := b.(deploy.RecordKeeper)
-	if !ok {
-		return errors.New("the backend cannot amend a launch record")
-	}
-	st, err := b.Inspect(ctx, id)
-	if err != nil {
-		return err
-	}
-	rec, err := currentRecord(ctx, b, st)
-	if err != nil {
-		return err
-	}
-	rec.Placement.RestartPolicy = plan.RestartPolicy.ValueString()
-	rec.Placement.StopTimeoutSeconds = int(plan.StopGraceSeconds.ValueInt64())
-	if rec.Placement.Meta == nil {
-		rec.Placement.Meta = map[string]string{}
-	}
-	rec.Placement.Meta[metaReadiness] = plan.ReadinessTimeout.ValueString()
-	return keeper.WriteRecord(ctx, id, rec)
-}
-
 // ImportState takes a container name or id; Read fills everything else from the container's
 // launch record.
 func (r *inferenceServerResource) ImportState(ctx context.Context, req resource.ImportStateRequest, resp *resource.ImportStateResponse) {
@@ -644,122 +369,6 @@ func (r *inferenceServerResource) ImportState(ctx context.Context, req resource.
 	resp.Diagnostics.Append(resp.State.SetAttribute(ctx, path.Root("timeouts"), timeouts.Value{Object: types.ObjectNull(map[string]attr.Type{
 		"create": types.StringType, "update": types.StringType, "delete": types.StringType,
 	})})...)
-}
-
-func (m inferenceServerModel) placement(ctx context.Context) (deploy.Placement, diag.Diagnostics) {
-	var diags diag.Diagnostics
-	p := deploy.Placement{
-		Name:               m.Name.ValueString(),
-		Image:              m.Image.ValueString(),
-		ModelHostPath:      m.ModelHostPath.ValueString(),
-		HostPort:           int(m.HostPort.ValueInt64()),
-		BindAddress:        m.BindAddress.ValueString(),
-		HostNetwork:        m.NetworkMode.ValueString() == "host",
-		ShmSizeBytes:       m.ShmSizeMB.ValueInt64() << 20,
-		RestartPolicy:      m.RestartPolicy.ValueString(),
-		StopTimeoutSeconds: int(m.StopGraceSeconds.ValueInt64()),
-		Meta:               map[string]string{metaReadiness: m.ReadinessTimeout.ValueString()},
-	}
-	if !m.SecretsVersion.IsNull() {
-		p.Meta[metaSecrets] = m.SecretsVersion.ValueString()
-	}
-	diags.Append(m.Environment.ElementsAs(ctx, &p.Env, false)...)
-	diags.Append(m.Labels.ElementsAs(ctx, &p.Labels, false)...)
-	diags.Append(m.GroupAdd.ElementsAs(ctx, &p.GroupAdd, false)...)
-	diags.Append(m.GPUIDs.ElementsAs(ctx, &p.GPUIDs, false)...)
-	var mounts []mountModel
-	diags.Append(m.Mounts.ElementsAs(ctx, &mounts, false)...)
-	if !m.Mounts.IsNull() {
-		p.Mounts = []deploy.Mount{} // configured empty: recorded as [], not as unset
-	}
-	for _, mm := range mounts {
-		p.Mounts = append(p.Mounts, deploy.Mount{Type: mm.Type.ValueString(), Source: mm.Source.ValueString(), Target: mm.Target.ValueString(), ReadOnly: mm.ReadOnly.ValueBool()})
-	}
-	return p, diags
-}
-
-// setStatus copies what the engine host reports; these are the values that drift.
-func (m *inferenceServerModel) setStatus(ctx context.Context, spec engine.Spec, st deploy.Status) diag.Diagnostics {
-	var diags diag.Diagnostics
-	m.ID = types.StringValue(st.ID)
-	m.Running = types.BoolValue(st.Running)
-	m.ImageDigest = types.StringValue(st.ImageDigest)
-	if st.HostPort != 0 || m.HostPort.IsUnknown() {
-		m.HostPort = types.Int64Value(int64(st.HostPort))
-	}
-	// A stopped container has no published port; keep the last endpoint so references to it
-	// do not churn while the plan restarts the server.
-	if st.Endpoint != "" || m.Endpoint.IsUnknown() || m.Endpoint.IsNull() {
-		m.Endpoint = types.StringValue(st.Endpoint)
-	}
-	diags.Append(m.setCommand(ctx, spec)...)
-	return diags
-}
-
-func (m *inferenceServerModel) setExperiment(ctx context.Context, spec engine.Spec, st deploy.Status, info engine.ServerInfo, kernel string) diag.Diagnostics {
-	exp := m.experiment(spec, st.ImageDigest, info)
-	exp.Kernel = kernel
-	return m.engineSettings.setExperiment(ctx, exp, info)
-}
-
-// fromRecord fills the configuration of an imported container from its launch record,
-// writing null where the record holds the zero value so an unset attribute stays unset.
-func (m *inferenceServerModel) fromRecord(ctx context.Context, rec deploy.LaunchRecord) diag.Diagnostics {
-	s, p := rec.Spec, rec.Placement
-	diags := m.fromSpec(ctx, p.Image, s, p.Meta[metaSecrets], p.Meta[metaReadiness])
-	// nil is unset; an empty collection was configured as [] or {} and is restored as such.
-	list := func(vs []string) types.List {
-		if vs == nil {
-			return types.ListNull(types.StringType)
-		}
-		l, d := types.ListValueFrom(ctx, types.StringType, vs)
-		diags.Append(d...)
-		return l
-	}
-	mp := func(vs map[string]string) types.Map {
-		if vs == nil {
-			return types.MapNull(types.StringType)
-		}
-		v, d := types.MapValueFrom(ctx, types.StringType, vs)
-		diags.Append(d...)
-		return v
-	}
-	m.Name, m.ModelHostPath = types.StringValue(p.Name), nullableString(p.ModelHostPath)
-	m.GPUIDs, m.GroupAdd = list(p.GPUIDs), list(p.GroupAdd)
-	m.ShmSizeMB = nullableInt(int(p.ShmSizeBytes >> 20))
-	m.BindAddress = types.StringValue(orString(p.BindAddress, "127.0.0.1"))
-	m.NetworkMode = types.StringValue("bridge")
-	if p.HostNetwork {
-		m.NetworkMode = types.StringValue("host")
-	}
-	m.Environment, m.Labels = mp(p.Env), mp(p.Labels)
-	m.Mounts = types.ListNull(types.ObjectType{AttrTypes: mountAttrTypes})
-	if p.Mounts != nil {
-		mounts := []mountModel{}
-		for _, mt := range p.Mounts {
-			mounts = append(mounts, mountModel{Type: types.StringValue(mt.Type), Source: types.StringValue(mt.Source), Target: types.StringValue(mt.Target), ReadOnly: types.BoolValue(mt.ReadOnly)})
-		}
-		v, d := types.ListValueFrom(ctx, types.ObjectType{AttrTypes: mountAttrTypes}, mounts)
-		diags.Append(d...)
-		m.Mounts = v
-	}
-	m.StopGraceSeconds = types.Int64Value(int64(p.StopTimeoutSeconds))
-	return diags
-}
-
-func orString(v, d string) string {
-	if v == "" {
-		return d
-	}
-	return v
-}
-
-func enumStrings[T ~string](vs []T) []string {
-	out := make([]string, len(vs))
-	for i, v := range vs {
-		out[i] = string(v)
-	}
-	return out
 }
 
 // durationValidator accepts Go durations ("90s", "30m").

@@ -385,7 +385,7 @@ func TestAccInferenceServer_validation(t *testing.T) {
 		{"created stopped", `  running = false`, regexp.MustCompile(`(?s)A new inference server starts running.*running = false stops an existing server`)},
 		{"host port with host networking", `
   network_mode = "host"
-  host_port    = 18080`, regexp.MustCompile(`(?s)host_port does not apply with host networking`)},
+  host_port    = 18080`, regexp.MustCompile(`(?s)host_port: does not apply with host networking`)},
 		{"unsupported accelerator", `
   engine = "llamacpp"
   accelerator = "xpu"`, nil},

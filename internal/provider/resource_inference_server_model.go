@@ -1,0 +1,149 @@
+package provider
+
+import (
+	"context"
+
+	"github.com/hashicorp/terraform-plugin-framework/attr"
+	"github.com/hashicorp/terraform-plugin-framework/diag"
+	"github.com/hashicorp/terraform-plugin-framework/types"
+
+	"github.com/llmserve/terraform-provider-llmserve/internal/deploy"
+	"github.com/llmserve/terraform-provider-llmserve/internal/engine"
+)
+
+// launchSpec is the engine settings' launch spec as this resource runs it: with host
+// networking no port publishing restricts the engine, so it listens on bind_address itself
+// (state saying 127.0.0.1 while the engine answered on every interface would be a lie).
+func (m inferenceServerModel) launchSpec(ctx context.Context) (engine.Spec, diag.Diagnostics) {
+	spec, diags := m.spec(ctx)
+	if m.NetworkMode.ValueString() == "host" && !m.BindAddress.IsUnknown() {
+		spec.ListenAddress = m.BindAddress.ValueString()
+	}
+	return spec, diags
+}
+
+// placementKnown says whether every container setting is known, including each element of
+// its lists and maps.
+func (m inferenceServerModel) placementKnown() bool {
+	for _, v := range []attr.Value{m.Name, m.Image, m.ModelHostPath, m.HostPort, m.BindAddress, m.NetworkMode, m.ShmSizeMB,
+		m.RestartPolicy, m.StopGraceSeconds, m.ReadinessTimeout, m.SecretsVersion, m.Environment, m.Labels, m.GroupAdd, m.GPUIDs, m.Mounts} {
+		if !fullyKnown(v) {
+			return false
+		}
+	}
+	return true
+}
+
+func (m inferenceServerModel) specKnown() bool {
+	return m.engineSettings.specKnown() && !m.ModelHostPath.IsUnknown()
+}
+
+// inPlace is what Update changes without replacing the container.
+func (m inferenceServerModel) inPlace() deploy.InPlace {
+	return deploy.InPlace{
+		Running: m.Running.ValueBool(), RestartPolicy: m.RestartPolicy.ValueString(),
+		StopTimeoutSeconds: int(m.StopGraceSeconds.ValueInt64()),
+		Meta:               map[string]string{metaReadiness: m.ReadinessTimeout.ValueString()},
+	}
+}
+
+func (m inferenceServerModel) placement(ctx context.Context) (deploy.Placement, diag.Diagnostics) {
+	var diags diag.Diagnostics
+	p := deploy.Placement{
+		Name:               m.Name.ValueString(),
+		Image:              m.Image.ValueString(),
+		ModelHostPath:      m.ModelHostPath.ValueString(),
+		HostPort:           int(m.HostPort.ValueInt64()),
+		BindAddress:        m.BindAddress.ValueString(),
+		HostNetwork:        m.NetworkMode.ValueString() == "host",
+		ShmSizeBytes:       m.ShmSizeMB.ValueInt64() << 20,
+		RestartPolicy:      m.RestartPolicy.ValueString(),
+		StopTimeoutSeconds: int(m.StopGraceSeconds.ValueInt64()),
+		Meta:               map[string]string{metaReadiness: m.ReadinessTimeout.ValueString()},
+	}
+	if !m.SecretsVersion.IsNull() {
+		p.Meta[metaSecrets] = m.SecretsVersion.ValueString()
+	}
+	diags.Append(m.Environment.ElementsAs(ctx, &p.Env, false)...)
+	diags.Append(m.Labels.ElementsAs(ctx, &p.Labels, false)...)
+	diags.Append(m.GroupAdd.ElementsAs(ctx, &p.GroupAdd, false)...)
+	diags.Append(m.GPUIDs.ElementsAs(ctx, &p.GPUIDs, false)...)
+	var mounts []mountModel
+	diags.Append(m.Mounts.ElementsAs(ctx, &mounts, false)...)
+	if !m.Mounts.IsNull() {
+		p.Mounts = []deploy.Mount{} // configured empty: recorded as [], not as unset
+	}
+	for _, mm := range mounts {
+		p.Mounts = append(p.Mounts, deploy.Mount{Type: mm.Type.ValueString(), Source: mm.Source.ValueString(), Target: mm.Target.ValueString(), ReadOnly: mm.ReadOnly.ValueBool()})
+	}
+	return p, diags
+}
+
+// setStatus copies what the engine host reports; these are the values that drift.
+func (m *inferenceServerModel) setStatus(ctx context.Context, spec engine.Spec, st deploy.Status) diag.Diagnostics {
+	var diags diag.Diagnostics
+	m.ID = types.StringValue(st.ID)
+	m.Running = types.BoolValue(st.Running)
+	m.ImageDigest = types.StringValue(st.ImageDigest)
+	if st.HostPort != 0 || m.HostPort.IsUnknown() {
+		m.HostPort = types.Int64Value(int64(st.HostPort))
+	}
+	// A stopped container has no published port; keep the last endpoint so references to it
+	// do not churn while the plan restarts the server.
+	if st.Endpoint != "" || m.Endpoint.IsUnknown() || m.Endpoint.IsNull() {
+		m.Endpoint = types.StringValue(st.Endpoint)
+	}
+	diags.Append(m.setCommand(ctx, spec)...)
+	return diags
+}
+
+func (m *inferenceServerModel) setExperiment(ctx context.Context, spec engine.Spec, st deploy.Status, info engine.ServerInfo, kernel string) diag.Diagnostics {
+	exp := m.experiment(spec, st.ImageDigest, info)
+	exp.Kernel = kernel
+	return m.engineSettings.setExperiment(ctx, exp, info)
+}
+
+// fromRecord fills the configuration of an imported container from its launch record,
+// writing null where the record holds the zero value so an unset attribute stays unset.
+func (m *inferenceServerModel) fromRecord(ctx context.Context, rec deploy.LaunchRecord) diag.Diagnostics {
+	s, p := rec.Spec, rec.Placement
+	diags := m.fromSpec(ctx, p.Image, s, p.Meta[metaSecrets], p.Meta[metaReadiness])
+	// nil is unset; an empty collection was configured as [] or {} and is restored as such.
+	list := func(vs []string) types.List {
+		if vs == nil {
+			return types.ListNull(types.StringType)
+		}
+		l, d := types.ListValueFrom(ctx, types.StringType, vs)
+		diags.Append(d...)
+		return l
+	}
+	mp := func(vs map[string]string) types.Map {
+		if vs == nil {
+			return types.MapNull(types.StringType)
+		}
+		v, d := types.MapValueFrom(ctx, types.StringType, vs)
+		diags.Append(d...)
+		return v
+	}
+	m.Name, m.ModelHostPath = types.StringValue(p.Name), nullableString(p.ModelHostPath)
+	m.GPUIDs, m.GroupAdd = list(p.GPUIDs), list(p.GroupAdd)
+	m.ShmSizeMB = nullableInt(int(p.ShmSizeBytes >> 20))
+	m.BindAddress = types.StringValue(orString(p.BindAddress, "127.0.0.1"))
+	m.NetworkMode = types.StringValue("bridge")
+	if p.HostNetwork {
+		m.NetworkMode = types.StringValue("host")
+	}
+	m.Environment, m.Labels = mp(p.Env), mp(p.Labels)
+	m.Mounts = types.ListNull(types.ObjectType{AttrTypes: mountAttrTypes})
+	if p.Mounts != nil {
+		mounts := []mountModel{}
+		for _, mt := range p.Mounts {
+			mounts = append(mounts, mountModel{Type: types.StringValue(mt.Type), Source: types.StringValue(mt.Source), Target: types.StringValue(mt.Target), ReadOnly: types.BoolValue(mt.ReadOnly)})
+		}
+		v, d := types.ListValueFrom(ctx, types.ObjectType{AttrTypes: mountAttrTypes}, mounts)
+		diags.Append(d...)
+		m.Mounts = v
+	}
+	m.StopGraceSeconds = types.Int64Value(int64(p.StopTimeoutSeconds))
+	return diags
+}

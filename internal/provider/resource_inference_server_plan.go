@@ -1,0 +1,121 @@
+package provider
+
+import (
+	"context"
+	"time"
+
+	"github.com/hashicorp/terraform-plugin-framework/path"
+	"github.com/hashicorp/terraform-plugin-framework/resource"
+	"github.com/hashicorp/terraform-plugin-framework/types"
+
+	"github.com/llmserve/terraform-provider-llmserve/internal/deploy"
+)
+
+// ValidateConfig checks the engine's constraints at plan time, naming the attribute to fix.
+// Values not known yet are checked at apply, when they are.
+func (r *inferenceServerResource) ValidateConfig(ctx context.Context, req resource.ValidateConfigRequest, resp *resource.ValidateConfigResponse) {
+	var m inferenceServerModel
+	resp.Diagnostics.Append(req.Config.Get(ctx, &m)...)
+	if resp.Diagnostics.HasError() {
+		return
+	}
+	resp.Diagnostics.Append(readinessBeyondTimeouts(ctx, m.ReadinessTimeout, map[string]time.Duration{
+		"create": configuredTimeout(m.Timeouts, "create", defaultServerCreateTimeout),
+		"update": configuredTimeout(m.Timeouts, "update", defaultServerUpdateTimeout),
+	})...)
+	if !m.specKnown() {
+		return
+	}
+	spec, diags := m.validateSpec(ctx)
+	resp.Diagnostics.Append(diags...)
+	if diags.HasError() {
+		return
+	}
+	if m.placementKnown() {
+		placement, diags := m.placement(ctx)
+		resp.Diagnostics.Append(diags...)
+		for _, p := range placement.Validate(spec) {
+			resp.Diagnostics.AddAttributeError(problemPath(p.Field), "Invalid inference server setting", p.Error())
+		}
+	}
+}
+
+// ModifyPlan refuses to create a stopped server and marks what a restart changes: Docker picks a new ephemeral host port each time a
+// container starts, so a restart of a server without a fixed host_port moves its endpoint.
+func (r *inferenceServerResource) ModifyPlan(ctx context.Context, req resource.ModifyPlanRequest, resp *resource.ModifyPlanResponse) {
+	if req.Plan.Raw.IsNull() {
+		return
+	}
+	if req.State.Raw.IsNull() {
+		// Create launches the server and waits until it generates; a server created stopped
+		// would be a different operation with no endpoint to hand to a benchmark.
+		var running types.Bool
+		resp.Diagnostics.Append(req.Plan.GetAttribute(ctx, path.Root("running"), &running)...)
+		if !running.IsUnknown() && !running.ValueBool() {
+			resp.Diagnostics.AddAttributeError(path.Root("running"), "A new inference server starts running",
+				"running = false stops an existing server; create it with running = true (the default), then set false to stop it.")
+		}
+		r.warnUnreachable(ctx, req, resp)
+		r.planKnownOutputs(ctx, req, resp)
+		return
+	}
+	var plan, state, config inferenceServerModel
+	resp.Diagnostics.Append(req.Plan.Get(ctx, &plan)...)
+	resp.Diagnostics.Append(req.State.Get(ctx, &state)...)
+	resp.Diagnostics.Append(req.Config.Get(ctx, &config)...)
+	if resp.Diagnostics.HasError() {
+		return
+	}
+	if plan.Running.ValueBool() && !state.Running.ValueBool() && config.HostPort.IsNull() && plan.NetworkMode.ValueString() != "host" {
+		resp.Diagnostics.Append(resp.Plan.SetAttribute(ctx, path.Root("host_port"), types.Int64Unknown())...)
+		resp.Diagnostics.Append(resp.Plan.SetAttribute(ctx, path.Root("endpoint"), types.StringUnknown())...)
+	}
+}
+
+// planKnownOutputs shows at plan what a new server's plan already decides: the launch
+// command (the engine flags are the thing to review) and, when the host port is fixed, the
+// endpoint. Both come from the functions Create uses, so apply cannot disagree.
+func (r *inferenceServerResource) planKnownOutputs(ctx context.Context, req resource.ModifyPlanRequest, resp *resource.ModifyPlanResponse) {
+	var plan inferenceServerModel
+	resp.Diagnostics.Append(req.Plan.Get(ctx, &plan)...)
+	if resp.Diagnostics.HasError() || !plan.specKnown() {
+		return
+	}
+	spec, diags := plan.launchSpec(ctx)
+	if diags.HasError() || len(spec.Validate()) > 0 {
+		return // ValidateConfig reports it
+	}
+	resp.Diagnostics.Append(plan.setCommand(ctx, spec)...)
+	resp.Diagnostics.Append(resp.Plan.SetAttribute(ctx, path.Root("command"), plan.Command)...)
+
+	if r.docker == nil || plan.BindAddress.IsUnknown() || plan.NetworkMode.IsUnknown() {
+		return
+	}
+	bind, port := plan.BindAddress.ValueString(), plan.HostPort
+	if plan.NetworkMode.ValueString() == "host" {
+		bind, port = "", types.Int64Value(int64(spec.Port))
+	}
+	if port.IsNull() || port.IsUnknown() {
+		return // the engine host picks a free port at start
+	}
+	if endpoint, ok := r.docker.Endpoint(bind, int(port.ValueInt64())); ok {
+		resp.Diagnostics.Append(resp.Plan.SetAttribute(ctx, path.Root("endpoint"), types.StringValue(endpoint))...)
+	}
+}
+
+// warnUnreachable flags a placement this machine could not reach (the port published on a
+// remote engine host's loopback): readiness would wait out readiness_timeout.
+func (r *inferenceServerResource) warnUnreachable(ctx context.Context, req resource.ModifyPlanRequest, resp *resource.ModifyPlanResponse) {
+	if r.docker == nil {
+		return
+	}
+	var bind types.String
+	resp.Diagnostics.Append(req.Plan.GetAttribute(ctx, path.Root("bind_address"), &bind)...)
+	if bind.IsUnknown() {
+		return
+	}
+	// With host networking the engine itself listens on bind_address, so the same applies.
+	for _, p := range (deploy.Placement{BindAddress: bind.ValueString()}).CheckReachable(r.docker.Host()) {
+		resp.Diagnostics.AddAttributeWarning(problemPath(p.Field), "Endpoint unreachable from this machine", p.Detail+".")
+	}
+}
