@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"io"
 	"net/http"
-	"strings"
 	"time"
 
 	"github.com/llmserve/terraform-provider-llmserve/internal/engine"
@@ -98,11 +97,11 @@ func Probe(ctx context.Context, base string, r Readiness) error {
 // probe is one readiness attempt: health, then a real one-token generation, because a health
 // endpoint can answer before the scheduler serves (vLLM, llama.cpp while loading slots).
 func probe(ctx context.Context, hc *http.Client, base string, r Readiness) error {
-	if _, err := call(ctx, hc, http.MethodGet, base+engine.HealthPath(r.Engine), r.APIKey, nil); err != nil {
+	if _, err := call(ctx, hc, http.MethodGet, base+engine.HealthPath(r.Engine), r, nil); err != nil {
 		return err
 	}
 	body := map[string]any{"model": r.Model, "prompt": "Hello", "max_tokens": 1, "temperature": 0, "stream": false}
-	out, err := call(ctx, hc, http.MethodPost, base+"/v1/completions", r.APIKey, body)
+	out, err := call(ctx, hc, http.MethodPost, base+"/v1/completions", r, body)
 	if err != nil {
 		return err
 	}
@@ -110,13 +109,19 @@ func probe(ctx context.Context, hc *http.Client, base string, r Readiness) error
 		Choices []json.RawMessage `json:"choices"`
 	}
 	if err := json.Unmarshal(out, &resp); err != nil || len(resp.Choices) == 0 {
-		return fmt.Errorf("completion answered without choices: %.200s", out)
+		return fmt.Errorf("completion answered without choices: %s", r.secrets().OneLine(out))
 	}
 	return nil
 }
 
+// secrets are the values to keep out of a failure's text: the server's key may come back in
+// an echoed request.
+func (r Readiness) secrets() *httpbody.Redactor {
+	return httpbody.NewRedactor(append([]string{r.APIKey}, r.Redact...)...)
+}
+
 // call does one request with its own short deadline so a hung engine cannot stall the poll.
-func call(ctx context.Context, hc *http.Client, method, url, apiKey string, body any) ([]byte, error) {
+func call(ctx context.Context, hc *http.Client, method, url string, r Readiness, body any) ([]byte, error) {
 	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
 	var rd io.Reader
@@ -134,8 +139,8 @@ func call(ctx context.Context, hc *http.Client, method, url, apiKey string, body
 	if body != nil {
 		req.Header.Set("Content-Type", "application/json")
 	}
-	if apiKey != "" {
-		req.Header.Set("Authorization", "Bearer "+apiKey)
+	if r.APIKey != "" {
+		req.Header.Set("Authorization", "Bearer "+r.APIKey)
 	}
 	resp, err := hc.Do(req)
 	if err != nil {
@@ -147,7 +152,7 @@ func call(ctx context.Context, hc *http.Client, method, url, apiKey string, body
 		return nil, fmt.Errorf("%s %s: reading body: %w", method, url, err)
 	}
 	if resp.StatusCode != http.StatusOK {
-		return out, fmt.Errorf("%s %s: HTTP %d: %s", method, url, resp.StatusCode, httpbody.OneLine(out))
+		return out, fmt.Errorf("%s %s: HTTP %d: %s", method, url, resp.StatusCode, r.secrets().OneLine(out))
 	}
 	return out, nil
 }
@@ -179,10 +184,5 @@ func tailLogs(ctx context.Context, b Backend, id string, redact []string) string
 	if err != nil {
 		return fmt.Sprintf("(logs unavailable: %v)", err)
 	}
-	for _, secret := range redact {
-		if secret != "" {
-			logs = strings.ReplaceAll(logs, secret, "[redacted]")
-		}
-	}
-	return logs
+	return httpbody.NewRedactor(redact...).String(logs)
 }

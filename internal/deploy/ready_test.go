@@ -3,8 +3,12 @@ package deploy
 import (
 	"context"
 	"errors"
+	"net/http"
+	"net/http/httptest"
 	"strings"
 	"testing"
+
+	"github.com/llmserve/terraform-provider-llmserve/internal/engine"
 )
 
 // logsOnly is a Backend whose only answer is a log tail; tailLogs needs nothing else.
@@ -25,5 +29,30 @@ func TestTailLogsRedactsSecrets(t *testing.T) {
 	}
 	if got := tailLogs(context.Background(), logsOnly{err: errors.New("no such container")}, "c1", nil); !strings.Contains(got, "logs unavailable: no such container") {
 		t.Fatalf("tailLogs on error = %q", got)
+	}
+}
+
+// An engine or proxy that echoes the request in its error page must not get a secret into
+// the readiness failure, which is a Terraform diagnostic: the key is hidden before the body
+// is cut to one line, so not even its first characters survive the cut.
+func TestProbeRedactsEchoedSecrets(t *testing.T) {
+	const key, hub = "sk-live-0123456789", "hf_abcdef"
+	pad := strings.Repeat("x", 190)
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		http.Error(w, pad+" "+r.Header.Get("Authorization")+" "+hub, http.StatusServiceUnavailable)
+	}))
+	defer srv.Close()
+	err := Probe(context.Background(), srv.URL, Readiness{Engine: engine.LlamaCpp, Model: "m", APIKey: key, Redact: []string{key, hub}})
+	if err == nil {
+		t.Fatal("Probe succeeded against a 503")
+	}
+	// 190 x, a space and "Bearer " fill 198 bytes of the 200 OneLine keeps.
+	if want := pad + " Bearer [r..."; !strings.HasSuffix(err.Error(), want) {
+		t.Errorf("Probe error = %q, want it to end in %q", err, want)
+	}
+	for _, s := range []string{"sk-", "hf_"} {
+		if strings.Contains(err.Error(), s) {
+			t.Errorf("Probe error leaks %q: %v", s, err)
+		}
 	}
 }

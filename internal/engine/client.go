@@ -8,7 +8,6 @@ import (
 	"io"
 	"net/http"
 	"sort"
-	"strings"
 	"sync"
 	"time"
 
@@ -60,6 +59,7 @@ type Client struct {
 	model     string
 	apiKey    string
 	adminKey  string
+	secrets   *httpbody.Redactor // both keys, out of any text a server or proxy echoes
 	rc        *retryablehttp.Client
 	flushPoll time.Duration
 	idleWait  time.Duration
@@ -109,6 +109,7 @@ func NewClient(cfg ClientConfig) (*Client, error) {
 		model:     cfg.Model,
 		apiKey:    cfg.APIKey,
 		adminKey:  cfg.AdminAPIKey,
+		secrets:   httpbody.NewRedactor(cfg.APIKey, cfg.AdminAPIKey),
 		rc:        rc,
 		flushPoll: cfg.FlushPoll,
 		idleWait:  cfg.IdleTimeout,
@@ -166,12 +167,12 @@ func (c *Client) send(ctx context.Context, method, path string, body any, key st
 			return 0, nil, fmt.Errorf("%s %s%s: %w", method, c.redacted, path, ctx.Err())
 		}
 		return 0, nil, fmt.Errorf("%w: %s %s%s failed: %s; check the endpoint URL, that the server is running and listening on that port, and that this machine can reach it",
-			ErrUnreachable, method, c.redacted, path, c.scrub(httpbody.StripURL(err).Error()))
+			ErrUnreachable, method, c.redacted, path, c.secrets.String(httpbody.StripURL(err).Error()))
 	}
 	defer resp.Body.Close()
 	data, err := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
 	if err != nil {
-		return resp.StatusCode, nil, fmt.Errorf("%s %s%s: read response: %s", method, c.redacted, path, c.scrub(err.Error()))
+		return resp.StatusCode, nil, fmt.Errorf("%s %s%s: read response: %s", method, c.redacted, path, c.secrets.String(err.Error()))
 	}
 	if resp.StatusCode == http.StatusUnauthorized || resp.StatusCode == http.StatusForbidden {
 		hint := "set api_key to the server's key"
@@ -188,24 +189,7 @@ func (c *Client) send(ctx context.Context, method, path string, body any, key st
 
 // statusErr describes an unexpected status, with the start of the body for diagnosis.
 func (c *Client) statusErr(method, path string, status int, body []byte) error {
-	return fmt.Errorf("%s %s%s: HTTP %d: %s", method, c.redacted, path, status, c.quote(body))
-}
-
-// quote turns server text into one line for a message, redacting the key first: cutting
-// first could leave the key's first characters at the end of the quote, where scrub no
-// longer finds them.
-func (c *Client) quote(b []byte) string {
-	return c.scrub(httpbody.OneLine([]byte(c.scrub(string(b)))))
-}
-
-// scrub is defence in depth: a server or proxy that echoes the request must not leak the key.
-func (c *Client) scrub(s string) string {
-	for _, k := range []string{c.apiKey, c.adminKey} {
-		if k != "" {
-			s = strings.ReplaceAll(s, k, "[redacted]")
-		}
-	}
-	return s
+	return fmt.Errorf("%s %s%s: HTTP %d: %s", method, c.redacted, path, status, c.secrets.OneLine(body))
 }
 
 // Health succeeds once GET /health answers 200. Servers answer 503 while loading; that is

@@ -145,7 +145,7 @@ func (c *Client) flushSGLang(ctx context.Context) (CacheFlush, error) {
 	var refusal []byte
 	ended := func(refused int) error {
 		return fmt.Errorf("cache flush: POST %s/flush_cache still refused after %d attempts (last answer HTTP 400: %q): %w",
-			c.redacted, refused, c.quote(refusal), ctx.Err())
+			c.redacted, refused, c.secrets.OneLine(refusal), ctx.Err())
 	}
 	for attempt := 1; ; attempt++ {
 		status, body, err := c.callAdmin(ctx, http.MethodPost, path, nil)
@@ -164,13 +164,13 @@ func (c *Client) flushSGLang(ctx context.Context) (CacheFlush, error) {
 			return CacheFlush{Engine: SGLang, Method: "radix enabled; flushed before every trial (/flush_cache)"}, nil
 		case status == http.StatusOK:
 			return CacheFlush{}, fmt.Errorf("cache flush: POST %s/flush_cache answered 200 without saying the cache was flushed (%q): %w; is this endpoint SGLang?",
-				c.redacted, c.quote(body), ErrFlushFailed)
+				c.redacted, c.secrets.OneLine(body), ErrFlushFailed)
 		case status != http.StatusBadRequest:
 			return CacheFlush{}, fmt.Errorf("cache flush: %w: %w", ErrFlushFailed, c.statusErr(http.MethodPost, "/flush_cache", status, body))
 		}
 		if time.Now().Add(wait).After(deadline) {
 			return CacheFlush{}, fmt.Errorf("cache flush: %w: POST %s/flush_cache refused %d times over %s (last answer HTTP 400: %q); the server kept running or queueing requests, or another flush was pending",
-				ErrFlushFailed, c.redacted, attempt, c.idleWait, c.quote(body))
+				ErrFlushFailed, c.redacted, attempt, c.idleWait, c.secrets.OneLine(body))
 		}
 		refusal = body
 		t := time.NewTimer(wait)

@@ -56,7 +56,7 @@ func (c *Client) CountTokens(ctx context.Context, text string) (int, error) {
 		return *out.Count, nil
 	}
 	if out.Tokens == nil {
-		return 0, fmt.Errorf("count tokens: POST %s/tokenize: answer has neither count nor tokens: %s", c.redacted, c.quote(resp))
+		return 0, fmt.Errorf("count tokens: POST %s/tokenize: answer has neither count nor tokens: %s", c.redacted, c.secrets.OneLine(resp))
 	}
 	return len(out.Tokens), nil
 }
@@ -92,7 +92,7 @@ func (c *Client) PromptTokens(ctx context.Context, chat bool, text string, extra
 		} `json:"usage"`
 	}
 	if err := json.Unmarshal(resp, &out); err != nil || out.Usage == nil {
-		return 0, fmt.Errorf("usage probe: POST %s%s: the answer has no usage: %s", c.redacted, path, c.quote(resp))
+		return 0, fmt.Errorf("usage probe: POST %s%s: the answer has no usage: %s", c.redacted, path, c.secrets.OneLine(resp))
 	}
 	return out.Usage.PromptTokens, nil
 }

@@ -2,7 +2,8 @@
 // error message. Servers answer errors in many shapes: OpenAI-style JSON, FastAPI's
 // {"detail": ...}, a proxy's HTML page, plain text over several lines. A user reading a
 // Terraform diagnostic needs the server's sentence, not the page.
-// StripURL and RedactURL keep a password in the endpoint URL out of those messages.
+// StripURL and RedactURL keep a password in the endpoint URL out of those messages, and a
+// Redactor keeps API keys and tokens out of them.
 package httpbody
 
 import (
@@ -21,6 +22,10 @@ const MaxLen = 200
 // "..." when cut, on a UTF-8 boundary): the message of a JSON error, the title (or else the
 // text) of an HTML page, or the text itself with its whitespace collapsed. "" for an empty body.
 func OneLine(body []byte) string {
+	return oneLine(body, nil)
+}
+
+func oneLine(body []byte, secrets *Redactor) string {
 	body = bytes.TrimSpace(body)
 	var s string
 	switch {
@@ -34,7 +39,7 @@ func OneLine(body []byte) string {
 	if s == "" {
 		s = string(body)
 	}
-	return truncate(strings.Join(strings.Fields(s), " "))
+	return truncate(secrets.String(strings.Join(strings.Fields(s), " ")))
 }
 
 // jsonMessage finds the human sentence of the common error shapes: OpenAI, vLLM and SGLang

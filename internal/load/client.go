@@ -12,7 +12,6 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptrace"
-	"strings"
 	"time"
 
 	"github.com/llmserve/terraform-provider-llmserve/internal/endpoint"
@@ -77,7 +76,8 @@ type Client struct {
 	url        string
 	redacted   string // url for messages: no user info
 	auth       string
-	apiKey     string // only to scrub it from error text a server might echo
+	apiKey     string             // only to size the read of an error body
+	secrets    *httpbody.Redactor // the key, out of any text a server might echo
 	http       *http.Client
 	bodyPrefix []byte // JSON up to the prompt value
 	bodyMid    []byte // JSON between the prompt and max_tokens value
@@ -157,6 +157,7 @@ func NewClient(cfg ClientConfig) (*Client, error) {
 	if cfg.APIKey != "" {
 		c.auth = "Bearer " + cfg.APIKey
 		c.apiKey = cfg.APIKey
+		c.secrets = httpbody.NewRedactor(cfg.APIKey)
 	}
 	return c, nil
 }
@@ -205,11 +206,9 @@ func (c *Client) Do(ctx context.Context, prompt string, maxTokens int) Record {
 // timed out after the request timeout; both messages name the bound.
 func (c *Client) Stream(ctx context.Context, req Request) Record {
 	rec := c.stream(ctx, req)
-	if c.apiKey != "" && rec.Err != "" {
-		// Server text is redacted before it is cut short (see redact); this catches the
-		// key anywhere else a message might carry it.
-		rec.Err = strings.ReplaceAll(rec.Err, c.apiKey, redactedKey)
-	}
+	// Server text is redacted before it is cut short (Redactor.OneLine); this catches the
+	// key anywhere else a message might carry it.
+	rec.Err = c.secrets.String(rec.Err)
 	if rec.Err != "" && rec.Failure == "" {
 		rec.Failure = FailOther
 	}
@@ -306,7 +305,7 @@ func (c *Client) stream(ctx context.Context, req Request) Record {
 			return rec
 		}
 		rec.Failure = FailHTTPStatus
-		rec.Err = fmt.Sprintf("HTTP %d from %s: %s", resp.StatusCode, c.redacted, httpbody.OneLine(c.redact(head)))
+		rec.Err = fmt.Sprintf("HTTP %d from %s: %s", resp.StatusCode, c.redacted, c.secrets.OneLine(head))
 		return rec
 	}
 
@@ -348,17 +347,6 @@ func (k *kickReader) Read(p []byte) (int, error) {
 	return n, err
 }
 
-const redactedKey = "[redacted]"
-
-// redact removes the API key from server text before it is summarised: cutting first could
-// leave the key's first characters at the end of a quote, where no later search finds them.
-func (c *Client) redact(b []byte) []byte {
-	if c.apiKey == "" {
-		return b
-	}
-	return bytes.ReplaceAll(b, []byte(c.apiKey), []byte(redactedKey))
-}
-
 const (
 	fnvOffset64 = 14695981039346656037
 	fnvPrime64  = 1099511628211
@@ -366,8 +354,8 @@ const (
 
 func (c *Client) read(ctx, reqCtx context.Context, body io.Reader, contentType string, rec *Record, onFirst func(Record)) {
 	sr := NewSSEReader(body)
-	if c.apiKey != "" {
-		sr.Redact = c.redact
+	if c.secrets != nil {
+		sr.Redact = c.secrets.Bytes
 	}
 	hash := uint64(fnvOffset64)
 	sawDone := false

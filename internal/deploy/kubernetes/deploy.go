@@ -19,6 +19,7 @@ import (
 
 	"github.com/llmserve/terraform-provider-llmserve/internal/deploy"
 	"github.com/llmserve/terraform-provider-llmserve/internal/engine"
+	"github.com/llmserve/terraform-provider-llmserve/internal/httpbody"
 )
 
 // ErrNotFound means the Deployment does not exist.
@@ -327,7 +328,7 @@ func (c *Cluster) rolloutError(ctx context.Context, d Deployment, reason string,
 		if podReady(p) || len(e.Pods) == maxPods {
 			continue
 		}
-		e.Pods = append(e.Pods, redactAll(c.diagnose(ctx, p), redact))
+		e.Pods = append(e.Pods, httpbody.NewRedactor(redact...).String(c.diagnose(ctx, p)))
 	}
 	return e
 }
@@ -412,15 +413,6 @@ func eventTime(e corev1.Event) time.Time {
 	return e.CreationTimestamp.Time
 }
 
-func redactAll(s string, secrets []string) string {
-	for _, sec := range secrets {
-		if sec != "" {
-			s = strings.ReplaceAll(s, sec, "[redacted]")
-		}
-	}
-	return s
-}
-
 // Replica is one ready pod and the base URL that reaches its engine from this machine.
 type Replica struct {
 	Pod    string
@@ -490,7 +482,7 @@ func (c *Cluster) ProveGenerates(ctx context.Context, d Deployment, port int, ac
 			select {
 			case <-ctx.Done():
 				return engine.ServerInfo{}, 0, fmt.Errorf("replica %s of %s/%s does not generate: %w (last attempt through %s: %s)",
-					rep.Pod, d.Namespace, d.Name, ctx.Err(), access, redactAll(lastErr.Error(), r.Redact))
+					rep.Pod, d.Namespace, d.Name, ctx.Err(), access, httpbody.NewRedactor(r.Redact...).String(lastErr.Error()))
 			case <-time.After(interval):
 			}
 		}
