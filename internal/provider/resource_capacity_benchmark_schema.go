@@ -1,0 +1,290 @@
+package provider
+
+// The llmserve_capacity_benchmark schema: every attribute, its default and its description.
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/hashicorp/terraform-plugin-framework-timeouts/resource/timeouts"
+	"github.com/hashicorp/terraform-plugin-framework-validators/float64validator"
+	"github.com/hashicorp/terraform-plugin-framework-validators/int64validator"
+	"github.com/hashicorp/terraform-plugin-framework-validators/listvalidator"
+	"github.com/hashicorp/terraform-plugin-framework-validators/mapvalidator"
+	"github.com/hashicorp/terraform-plugin-framework-validators/stringvalidator"
+	"github.com/hashicorp/terraform-plugin-framework/attr"
+	"github.com/hashicorp/terraform-plugin-framework/resource"
+	"github.com/hashicorp/terraform-plugin-framework/resource/schema"
+	"github.com/hashicorp/terraform-plugin-framework/resource/schema/boolplanmodifier"
+	"github.com/hashicorp/terraform-plugin-framework/resource/schema/int64default"
+	"github.com/hashicorp/terraform-plugin-framework/resource/schema/listplanmodifier"
+	"github.com/hashicorp/terraform-plugin-framework/resource/schema/mapplanmodifier"
+	"github.com/hashicorp/terraform-plugin-framework/resource/schema/objectdefault"
+	"github.com/hashicorp/terraform-plugin-framework/resource/schema/objectplanmodifier"
+	"github.com/hashicorp/terraform-plugin-framework/resource/schema/planmodifier"
+	"github.com/hashicorp/terraform-plugin-framework/resource/schema/stringdefault"
+	"github.com/hashicorp/terraform-plugin-framework/resource/schema/stringplanmodifier"
+	"github.com/hashicorp/terraform-plugin-framework/schema/validator"
+	"github.com/hashicorp/terraform-plugin-framework/types"
+
+	"github.com/llmserve/terraform-provider-llmserve/internal/capacity"
+	"github.com/llmserve/terraform-provider-llmserve/internal/load"
+)
+
+func (r *capacityBenchmarkResource) Schema(ctx context.Context, _ resource.SchemaRequest, resp *resource.SchemaResponse) {
+	replace := []planmodifier.String{stringplanmodifier.RequiresReplace()}
+	resp.Schema = schema.Schema{
+		MarkdownDescription: "Measures the SLO capacity of an OpenAI-compatible streaming endpoint: for each workload, " +
+			"the highest concurrency at which every confirmation trial meets the SLO. The benchmark runs at create; " +
+			"plan never sends load. Any change of an input or of `triggers` replaces the resource, which re-runs it " +
+			"(so does `terraform apply -replace=<address>`).\n\n" +
+			"A measurement cannot be imported: there is nothing remote to read it back from. Archive `results_json` and read it " +
+			"with the `llmserve_capacity_report` data source instead. Destroy only forgets the result in state: the server is " +
+			"left as it is, and `progress_file`, if set, is kept on disk.",
+		Attributes: map[string]schema.Attribute{
+			"id": schema.StringAttribute{
+				Computed:            true,
+				MarkdownDescription: "Random identifier of this benchmark run.",
+				PlanModifiers:       []planmodifier.String{stringplanmodifier.UseStateForUnknown()},
+			},
+			"endpoint": schema.StringAttribute{
+				Required:            true,
+				MarkdownDescription: "Base URL of the OpenAI-compatible server, e.g. `http://gpu-host.example.com:30000`: `http` or `https`, without `/v1` (the benchmark adds `/v1/chat/completions` itself), query, fragment or credentials (put the key in `api_key`; a URL is stored in state and shown in plan). A value known only at apply is checked then, before any request.",
+				Validators:          []validator.String{endpointValidator{}},
+				PlanModifiers:       replace,
+			},
+			"model": schema.StringAttribute{
+				Required:            true,
+				MarkdownDescription: "Model name sent in every request (as listed by the server's `/v1/models`).",
+				Validators:          []validator.String{stringvalidator.LengthAtLeast(1), printableValidator{}},
+				PlanModifiers:       replace,
+			},
+			"api": schema.StringAttribute{
+				Optional:            true,
+				Computed:            true,
+				Default:             stringdefault.StaticString("chat"),
+				MarkdownDescription: "`chat` (`/v1/chat/completions`, the server applies its chat template) or `completions` (`/v1/completions`). Default `chat`.",
+				Validators:          []validator.String{stringvalidator.OneOf("chat", "completions")},
+				PlanModifiers:       replace,
+			},
+			"api_key": schema.StringAttribute{
+				Optional:            true,
+				Sensitive:           true,
+				WriteOnly:           true,
+				MarkdownDescription: "API key sent as a Bearer token. Write-only: never stored in state or plan (Terraform >= 1.11).",
+				Validators:          []validator.String{printableValidator{}},
+			},
+			"admin_api_key": schema.StringAttribute{
+				Optional:            true,
+				Sensitive:           true,
+				WriteOnly:           true,
+				MarkdownDescription: "Key for the server's admin endpoints, sent instead of `api_key` only to flush the cache: SGLang started with `--admin-api-key` (`llmserve_inference_server`'s `admin_api_key_wo`) refuses `/flush_cache` without it. Write-only: never stored in state or plan.",
+			},
+			"workloads": schema.ListNestedAttribute{
+				Required:            true,
+				MarkdownDescription: "Input/output shapes to find the boundary for. Labels key the result maps.",
+				Validators:          []validator.List{listvalidator.SizeAtLeast(1)},
+				PlanModifiers:       []planmodifier.List{listplanmodifier.RequiresReplace()},
+				NestedObject: schema.NestedAttributeObject{Attributes: map[string]schema.Attribute{
+					"label": schema.StringAttribute{
+						Required:            true,
+						MarkdownDescription: "Unique name of the workload, e.g. `8K / 1K`.",
+						Validators:          []validator.String{stringvalidator.LengthAtLeast(1), printableValidator{}},
+					},
+					"input_tokens": schema.Int64Attribute{
+						Required:            true,
+						MarkdownDescription: fmt.Sprintf("Prompt length in tokens, not counting the server's chat template; 1 to %d (1 Mi).", capacity.MaxTokens),
+						Validators:          []validator.Int64{intRange{min: 1, max: capacity.MaxTokens}},
+					},
+					"output_tokens": schema.Int64Attribute{
+						Required:            true,
+						MarkdownDescription: fmt.Sprintf("Tokens generated per request (`max_tokens` with `ignore_eos`); 1 to %d (1 Mi).", capacity.MaxTokens),
+						Validators:          []validator.Int64{intRange{min: 1, max: capacity.MaxTokens}},
+					},
+					"input_tokens_stddev": schema.Float64Attribute{
+						Optional: true,
+						MarkdownDescription: "Spread of the prompt length: each request's `input_tokens` is drawn from a normal distribution " +
+							"with this standard deviation (seeded, rounded, clipped at 1), as AIPerf's `--synthetic-input-tokens-stddev`. " +
+							"Default 0: every prompt the same length.",
+						Validators: []validator.Float64{float64validator.AtLeast(0)},
+					},
+					"output_tokens_stddev": schema.Float64Attribute{
+						Optional: true,
+						MarkdownDescription: "Spread of the output length (`max_tokens`), drawn like `input_tokens_stddev`, as AIPerf's " +
+							"`--output-tokens-stddev`. Output length mismatches are then judged against each request's own length. Default 0.",
+						Validators: []validator.Float64{float64validator.AtLeast(0)},
+					},
+					"shared_prefix_tokens": schema.Int64Attribute{
+						Optional: true,
+						MarkdownDescription: "Tokens at the start of every prompt that are the same text for all requests (a common system " +
+							"prompt, the realistic chat case), counted within `input_tokens`. The cache is still flushed before every trial, " +
+							"so the prefix is computed once per trial and served from the prefix cache after that: expected cache hits, " +
+							"not a measurement error. Default 0: nothing shared.",
+						Validators: []validator.Int64{int64validator.AtLeast(0)},
+					},
+				}},
+			},
+			"slos": sloListAttribute(),
+			"search": schema.SingleNestedAttribute{
+				Optional:            true,
+				Computed:            true,
+				MarkdownDescription: "Concurrency bounds of the search (default 1 to 64), or a plain grid of levels.",
+				Default: objectdefault.StaticValue(types.ObjectValueMust(searchAttrTypes, map[string]attr.Value{
+					"min_concurrency":    types.Int64Value(1),
+					"max_concurrency":    types.Int64Value(64),
+					"concurrency_levels": types.ListNull(types.Int64Type),
+				})),
+				PlanModifiers: []planmodifier.Object{objectplanmodifier.RequiresReplace()},
+				Attributes: map[string]schema.Attribute{
+					"min_concurrency": schema.Int64Attribute{
+						Optional: true, Computed: true, Default: int64default.StaticInt64(1),
+						MarkdownDescription: fmt.Sprintf("Lowest concurrency tried, 1 to %d. Default 1.", capacity.MaxConcurrency),
+						Validators:          []validator.Int64{intRange{min: 1, max: capacity.MaxConcurrency}},
+					},
+					"max_concurrency": schema.Int64Attribute{
+						Optional: true, Computed: true, Default: int64default.StaticInt64(64),
+						MarkdownDescription: fmt.Sprintf("Highest concurrency tried, 1 to %d. Default 64.", capacity.MaxConcurrency),
+						Validators:          []validator.Int64{intRange{min: 1, max: capacity.MaxConcurrency}},
+					},
+					"concurrency_levels": schema.ListAttribute{
+						Optional:    true,
+						ElementType: types.Int64Type,
+						MarkdownDescription: "A plain grid instead of the adaptive search: exactly these concurrencies, each with " +
+							"`trial.confirmation_trials` full trials (no probes, nothing stopped early), all reported in `results_json`; " +
+							"the boundary is the first failing level and the level before it. For a full curve, or to reproduce a " +
+							"published table. Replaces `min_concurrency`/`max_concurrency`, which must then be left unset. " +
+							fmt.Sprintf("Each level 1 to %d.", capacity.MaxConcurrency),
+						Validators: []validator.List{
+							listvalidator.SizeAtLeast(1),
+							listvalidator.UniqueValues(),
+							listvalidator.ValueInt64sAre(intRange{min: 1, max: capacity.MaxConcurrency}),
+						},
+					},
+				},
+			},
+			"trial": schema.SingleNestedAttribute{
+				Optional:            true,
+				Computed:            true,
+				MarkdownDescription: "Shape of every trial. Defaults match the reference AIPerf protocol: 8 warmups, 64 measured requests, 3 confirmation trials, cache flushed.",
+				Default: objectdefault.StaticValue(types.ObjectValueMust(trialAttrTypes, map[string]attr.Value{
+					"warmup_requests":     types.Int64Value(8),
+					"measured_requests":   types.Int64Value(64),
+					"confirmation_trials": types.Int64Value(3),
+					"cache_flush":         types.StringValue("auto"),
+					"stall_timeout":       types.StringValue(load.DefaultStallTimeout.String()),
+					"request_timeout":     types.StringValue(load.DefaultRequestTimeout.String()),
+				})),
+				PlanModifiers: []planmodifier.Object{objectplanmodifier.RequiresReplace()},
+				Attributes: map[string]schema.Attribute{
+					"warmup_requests": schema.Int64Attribute{
+						Optional: true, Computed: true, Default: int64default.StaticInt64(8),
+						MarkdownDescription: fmt.Sprintf("Requests sent before each trial's measured requests, not measured; 0 to %d. Default 8.", capacity.MaxRequests),
+						Validators:          []validator.Int64{intRange{min: 0, max: capacity.MaxRequests}},
+					},
+					"measured_requests": schema.Int64Attribute{
+						Optional: true, Computed: true, Default: int64default.StaticInt64(64),
+						MarkdownDescription: fmt.Sprintf("Measured requests per trial, 1 to %d. Default 64.", capacity.MaxRequests),
+						Validators:          []validator.Int64{intRange{min: 1, max: capacity.MaxRequests}},
+					},
+					"confirmation_trials": schema.Int64Attribute{
+						Optional: true, Computed: true, Default: int64default.StaticInt64(3),
+						MarkdownDescription: fmt.Sprintf("Independent full trials on each side of the boundary; all must pass at the maximum passing concurrency. 1 to %d; default 3.", capacity.MaxConfirmationTrials),
+						Validators:          []validator.Int64{intRange{min: 1, max: capacity.MaxConfirmationTrials}},
+					},
+					"cache_flush": schema.StringAttribute{
+						Optional: true, Computed: true, Default: stringdefault.StaticString("auto"),
+						MarkdownDescription: "Prefix cache flush before every trial: `auto` (detect the server), `sglang` (`/flush_cache`), `vllm` (`/reset_prefix_cache`), `llamacpp` (`cache_prompt: false` per request) or `none`.",
+						Validators:          []validator.String{stringvalidator.OneOf("auto", "none", "sglang", "vllm", "llamacpp")},
+					},
+					"stall_timeout": schema.StringAttribute{
+						Optional: true, Computed: true, Default: stringdefault.StaticString(load.DefaultStallTimeout.String()),
+						MarkdownDescription: "A request fails as `stalled` when no byte of its response arrives for this long: not the headers, not a chunk, " +
+							"not a keep-alive comment. Go duration, e.g. `90s`. Default `5m0s`: a 16K-token prefill takes seconds to tens of seconds on one accelerator, " +
+							"and a request queued behind a full batch waits minutes at most at the concurrencies a search visits (probes past the boundary stop early), " +
+							"so five silent minutes mean a stalled server, reported within ten minutes rather than at `timeouts.create`.",
+						Validators: []validator.String{durationValidator{}},
+					},
+					"request_timeout": schema.StringAttribute{
+						Optional: true, Computed: true, Default: stringdefault.StaticString(load.DefaultRequestTimeout.String()),
+						MarkdownDescription: "A request fails as `request_timeout` when it has not finished this long after it was sent, however steadily it streams. " +
+							"Go duration. Default `30m0s`: 2K output tokens at a slow 200 ms per token under load take about 7 minutes, plus the stall allowance " +
+							"for the first token; 30 minutes leaves room for slower hardware while a stuck request cannot hold an apply for hours.",
+						Validators: []validator.String{durationValidator{}},
+					},
+				},
+			},
+			"triggers": schema.MapAttribute{
+				Optional:            true,
+				ElementType:         types.StringType,
+				MarkdownDescription: "Arbitrary values; any change re-runs the benchmark (e.g. the inference server's container id).",
+				Validators:          []validator.Map{mapvalidator.ValueStringsAre(printableValidator{}), mapvalidator.KeysAre(printableValidator{})},
+				PlanModifiers:       []planmodifier.Map{mapplanmodifier.RequiresReplace()},
+			},
+			"experiment": schema.SingleNestedAttribute{
+				Optional:            true,
+				MarkdownDescription: "What was measured, recorded in `results_json`'s `experiment` block. Pass `llmserve_inference_server.<name>.experiment` or write it out.",
+				Attributes:          experimentSchemaAttributes(),
+				PlanModifiers:       []planmodifier.Object{objectplanmodifier.RequiresReplace()},
+			},
+			"progress_file": schema.StringAttribute{
+				Optional:   true,
+				Validators: []validator.String{progressFileValidator{}, printableValidator{}},
+				MarkdownDescription: "Path of a file to append one JSON line per finished trial (workload, concurrency, kind, verdict, metric value), " +
+					"so `tail -f` shows a long run. Trials recorded there for the same configuration are reused when an interrupted run is applied again. " +
+					"Must be a file path: not empty (omit the attribute for no journal) and not a directory.",
+			},
+			"records_directory": schema.StringAttribute{
+				Optional: true,
+				MarkdownDescription: "Directory to write per-request records to: one JSONL file per trial (probes included), one line per " +
+					"request, warmups flagged, with its timestamps (Unix ns), chunk count, token counts, finish reason, HTTP status and " +
+					"error. Each trial in `results_json` names its file (`records_file`, relative to this directory) and `records_sha256`. " +
+					"`go run ./cmd/llmserve-recompute -results result.json -records <dir> -check` recomputes every trial's metrics from " +
+					"them, bit for bit. Changing it re-runs the benchmark (the files belong to the run).",
+				Validators:    []validator.String{stringvalidator.LengthAtLeast(1), printableValidator{}},
+				PlanModifiers: replace,
+			},
+			"record_chunk_times": schema.BoolAttribute{
+				Optional: true,
+				MarkdownDescription: "With `records_directory`, also record each content chunk's arrival after the request was sent " +
+					"(`chunk_offsets_ns`): about 10 bytes per streamed chunk on disk (a records file is about 420 KiB per 1 000 requests without them, 5.3 MiB with them at 512 chunks per request). Default `false`.",
+				PlanModifiers: []planmodifier.Bool{boolplanmodifier.RequiresReplace()},
+			},
+			"timeouts": positiveTimeouts(ctx, timeouts.Opts{
+				Create:            true,
+				CreateDescription: "How long the whole benchmark may run, as a Go duration (`\"90m\"`, `\"36h\"`). Default `24h`; must be positive.",
+			}),
+
+			"maximum_passing_concurrency": schema.MapAttribute{
+				Computed:            true,
+				ElementType:         types.Int64Type,
+				MarkdownDescription: "Per workload label, " + descMaximumPassing + labelKeyedPlan,
+				PlanModifiers:       []planmodifier.Map{mapplanmodifier.UseStateForUnknown()},
+			},
+			"first_failing_concurrency": schema.MapAttribute{
+				Computed:            true,
+				ElementType:         types.Int64Type,
+				MarkdownDescription: "Per workload label, " + descFirstFailing + labelKeyedPlan,
+				PlanModifiers:       []planmodifier.Map{mapplanmodifier.UseStateForUnknown()},
+			},
+			"capacity_bounded_by_search": schema.MapAttribute{
+				Computed:    true,
+				ElementType: types.BoolType,
+				MarkdownDescription: "Per workload label, " + descBoundedBySearch + " A bounded workload also gets a warning at apply " +
+					"and a note in `workload_results` and `results_json`. Gate on it: " +
+					"`condition = !self.capacity_bounded_by_search[\"8K / 1K\"]`." + labelKeyedPlan,
+				PlanModifiers: []planmodifier.Map{mapplanmodifier.UseStateForUnknown()},
+			},
+			"workload_results": schema.ListNestedAttribute{
+				Computed:            true,
+				MarkdownDescription: "Per workload, the boundary and the full metrics of the confirmation trials on both sides.",
+				NestedObject:        schema.NestedAttributeObject{Attributes: workloadResultSchemaAttributes()},
+				PlanModifiers:       []planmodifier.List{listplanmodifier.UseStateForUnknown()},
+			},
+			"results_json": schema.StringAttribute{
+				Computed:            true,
+				MarkdownDescription: "The whole result as a schema v1 JSON document (the reference AIPerf result's shape).",
+				PlanModifiers:       []planmodifier.String{stringplanmodifier.UseStateForUnknown()},
+			},
+		},
+	}
+}
