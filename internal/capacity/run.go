@@ -483,7 +483,7 @@ func (r *trialRunner) RunTrial(ctx context.Context, req search.Request) (search.
 	trial.Concurrency = req.Concurrency
 	if s.cfg.RecordsDirectory != "" {
 		rel := records.FileName(r.index, w.Label, req.Kind.String(), req.Concurrency, req.Index)
-		lines := records.FromLoad(records.Trial{Workload: w.Label, Concurrency: req.Concurrency, Index: req.Index}, res.Records)
+		lines := records.FromLoad(records.Trial{Workload: w.Label, Concurrency: req.Concurrency, Index: req.Index, ChunkTimes: s.cfg.RecordChunkTimes}, res.Records)
 		sum, err := records.Write(s.cfg.RecordsDirectory, rel, lines)
 		if err != nil {
 			return search.Outcome{}, err

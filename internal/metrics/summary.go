@@ -96,9 +96,14 @@ func OutputLengthMismatch(osl, requested int) bool {
 //   - profiling_records, unique_prompts, http_200 (a 200 status was received, even if the
 //     stream failed later), errors (not successful and not cancelled), cancelled (any
 //     measured or warmup request cancelled): every measured request.
-//   - duration: first measured Sent to last measured Done over every measured request that
-//     was sent, failed or not, because the load they put on the server was real.
-//   - request throughput: successful requests / duration.
+//   - duration: AIPerf's benchmark_duration, its maximum response timestamp (request
+//     start plus request latency) minus its minimum request timestamp, both over valid
+//     requests: here the earliest Sent to the latest LastContent of the successful
+//     measured requests. Both ends are in a records file (sent_ns, last_token_ns), so the
+//     duration and the throughputs over it recompute bit for bit. Failed and cancelled
+//     requests do not stretch it, as they do not in AIPerf; nor do the trailing usage
+//     chunk and [DONE], as request latency ends at the last content chunk.
+//   - output and request throughput: Σ OSL and successful requests / duration.
 //
 // Trial and Concurrency are left for the caller. The returned trial is filled even when the
 // error is non-nil; the error (ErrNoSuccessfulRequests, ErrNoUsage, wrapped with counts) says
@@ -133,12 +138,6 @@ func Summarize(records []load.Record, requestedOSL int) (results.Trial, error) {
 		if r.HTTPStatus == 200 {
 			c.HTTP200++
 		}
-		if !r.Sent.IsZero() && (first.IsZero() || r.Sent.Before(first)) {
-			first = r.Sent
-		}
-		if !r.Sent.IsZero() && r.Done.After(last) {
-			last = r.Done
-		}
 		if failed(r) {
 			c.Errors++
 		}
@@ -146,6 +145,12 @@ func Summarize(records []load.Record, requestedOSL int) (results.Trial, error) {
 			continue
 		}
 		successes++
+		if first.IsZero() || r.Sent.Before(first) {
+			first = r.Sent
+		}
+		if r.LastContent.After(last) {
+			last = r.LastContent
+		}
 		ttft = append(ttft, TTFTMs(r))
 		latency = append(latency, RequestLatencyMs(r))
 		if v, ok := TTSTMs(r); ok {

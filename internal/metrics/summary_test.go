@@ -66,14 +66,15 @@ func TestSummarize(t *testing.T) {
 		// 12.5 tok/s, not 400/1 per chunk. Same output as the one before (hash 2).
 		req{prompt: "c", sent: 20, first: 320, second: 720, last: 720, done: 730, osl: 6, promptTokens: 49, chunks: 2, bytes: 30, hash: 2}.record(4),
 		// Reasoning-first stream: the load package set FirstContent at the first
-		// reasoning_content chunk; one token only, so no ITL. Its Done is the trial's last.
+		// reasoning_content chunk; one token only, so no ITL. Its response ends last (3030
+		// ms), which does not stretch the duration: that ends at the last content chunk.
 		req{prompt: "d", sent: 30, first: 430, last: 430, done: 3030, osl: 1, promptTokens: 51, chunks: 1, bytes: 5, hash: 3, finish: "stop"}.record(5),
 	}
 	got, err := Summarize(records, 20)
 	if err != nil {
 		t.Fatal(err)
 	}
-	// Duration 0 → 3030 ms; Σ OSL = 11+21+6+1 = 39.
+	// Duration 0 → 1210 ms (b's last content chunk); Σ OSL = 11+21+6+1 = 39.
 	want := results.Trial{
 		// TTFT [100 200 300 400]: ranks 3q/100, e.g. p50 rank 1.5 → 250; p95 rank 2.85 → 385;
 		// std √((150²+50²+50²+150²)/4) = √12500.
@@ -86,7 +87,7 @@ func TestSummarize(t *testing.T) {
 		// ITL sorted [50 80 100]: ranks 2q/100; p50 → 80; p95 rank 1.9 → 98; p99 rank 1.98 → 99.6.
 		ITLMs: results.Stats{Avg: 230.0 / 3, Min: 50, Max: 100, Std: math.Sqrt((math.Pow(50-230.0/3, 2) + math.Pow(80-230.0/3, 2) + math.Pow(100-230.0/3, 2)) / 3),
 			P1: 50.6, P5: 53, P10: 56, P25: 65, P50: 80, P75: 90, P90: 96, P95: 98, P99: 99.6},
-		OutputThroughputTPS: 39 / 3.03,
+		OutputThroughputTPS: 39 / 1.21,
 		// per user [10 20 12.5]: avg 42.5/3; sorted [10 12.5 20] p50 12.5, p95 rank 1.9 → 19.25.
 		PerUserOutputThroughputTPS: results.Stats{Avg: 42.5 / 3, Min: 10, Max: 20,
 			Std: math.Sqrt((math.Pow(10-42.5/3, 2) + math.Pow(20-42.5/3, 2) + math.Pow(12.5-42.5/3, 2)) / 3),
@@ -100,8 +101,8 @@ func TestSummarize(t *testing.T) {
 			Std: math.Sqrt((math.Pow(100-(500+1000.0/19)/3, 2) + math.Pow(1000.0/19-(500+1000.0/19)/3, 2) + math.Pow(400-(500+1000.0/19)/3, 2)) / 3),
 			P1:  1000.0/19 + 0.02*(100-1000.0/19), P5: 1000.0/19 + 0.1*(100-1000.0/19), P10: 1000.0/19 + 0.2*(100-1000.0/19),
 			P25: 1000.0/19 + 0.5*(100-1000.0/19), P50: 100, P75: 250, P90: 340, P95: 370, P99: 394},
-		RequestThroughputRPS:   4 / 3.03,
-		BenchmarkDurationS:     3.03,
+		RequestThroughputRPS:   4 / 1.21,
+		BenchmarkDurationS:     1.21,
 		ServerPromptTokens:     results.MinMax{Min: 49, Max: 52},
 		ServerCompletionTokens: results.MinMax{Min: 1, Max: 21},
 		Correctness: results.Correctness{
@@ -137,7 +138,8 @@ func TestSummarizeFailures(t *testing.T) {
 		t.Fatal(err)
 	}
 	// Latency metrics over the two successes only: TTFT [100 300], latency [2100 1300],
-	// ITL [100 100]. Duration runs to the failed request's Done at 9000 ms. With two values,
+	// ITL [100 100]. Duration runs over the successes only (AIPerf's valid requests), 0 →
+	// 2100 ms: the 500 that ended at 9000 ms does not stretch it. With two values,
 	// the q-th percentile is low + (high − low)·q/100 and the std half their distance.
 	want := results.Trial{
 		TTFTMs: results.Stats{Avg: 200, Min: 100, Max: 300, Std: 100,
@@ -145,10 +147,10 @@ func TestSummarizeFailures(t *testing.T) {
 		RequestLatencyMs: results.Stats{Avg: 1700, Min: 1300, Max: 2100, Std: 400,
 			P1: 1308, P5: 1340, P10: 1380, P25: 1500, P50: 1700, P75: 1900, P90: 2020, P95: 2060, P99: 2092},
 		ITLMs:                      constStats(100),
-		OutputThroughputTPS:        32 / 9.0,
+		OutputThroughputTPS:        32 / 2.1,
 		PerUserOutputThroughputTPS: constStats(10),
-		RequestThroughputRPS:       2 / 9.0,
-		BenchmarkDurationS:         9,
+		RequestThroughputRPS:       2 / 2.1,
+		BenchmarkDurationS:         2.1,
 		ServerPromptTokens:         results.MinMax{Min: 30, Max: 31},
 		ServerCompletionTokens:     results.MinMax{Min: 11, Max: 21},
 		Correctness: results.Correctness{
@@ -176,9 +178,9 @@ func TestSummarizeNoSuccess(t *testing.T) {
 	if !errors.Is(err, ErrNoSuccessfulRequests) {
 		t.Fatalf("err = %v, want ErrNoSuccessfulRequests", err)
 	}
+	// No valid request, so no duration (AIPerf has none either) and no throughput.
 	want := results.Trial{
-		BenchmarkDurationS: 1,
-		Correctness:        results.Correctness{ProfilingRecords: 2, UniquePrompts: 2, Errors: 2},
+		Correctness: results.Correctness{ProfilingRecords: 2, UniquePrompts: 2, Errors: 2},
 	}
 	assertTrial(t, got, want)
 }
@@ -258,7 +260,10 @@ func TestSummarizeReferenceShape(t *testing.T) {
 		r.RequestedOutputTokens = 512
 		records = append(records, r)
 	}
-	records[63].Done = t0.Add(durationNs)
+	// The last request ends the duration: shift it so its last content chunk is there.
+	last := &records[63]
+	shift := t0.Add(durationNs).Sub(last.LastContent)
+	last.Sent, last.FirstContent, last.LastContent, last.Done = last.Sent.Add(shift), last.FirstContent.Add(shift), last.LastContent.Add(shift), last.Done.Add(shift)
 	got, err := Summarize(records, 512)
 	if err != nil {
 		t.Fatal(err)

@@ -121,7 +121,7 @@ func trialSchemaAttributes() map[string]schema.Attribute {
 			"avg": computedNumber("Mean."), "p50": computedNumber("Median."), "p95": computedNumber("95th percentile."),
 		}),
 		"request_throughput_rps":   computedNumber("Successful requests per second over the trial duration."),
-		"benchmark_duration_s":     computedNumber("First measured request sent to last measured response received, s."),
+		"benchmark_duration_s":     computedNumber("First successful measured request sent to the last content chunk of a successful measured request (AIPerf's `benchmark_duration`), s."),
 		"server_prompt_tokens":     computedObject("Prompt tokens the server counted (includes its chat template).", minMaxAttributes()),
 		"server_completion_tokens": computedObject("Completion tokens the server counted.", minMaxAttributes()),
 		"correctness": computedObject("Correctness counters of the trial.", map[string]schema.Attribute{

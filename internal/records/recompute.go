@@ -22,12 +22,18 @@ type Recomputed struct {
 	Differences []string
 }
 
+// NotDerivable is the one trial metric a records file cannot reproduce: connection set-up
+// is measured per request (httptrace) and reported per trial, but connect and TLS times are
+// not records keys. Recompute leaves it out of the recomputed trial, and Diff out of the
+// comparison.
+const NotDerivable = "connection_setup_ms"
+
 // Recompute reads every trial of doc that names a records file under dir, checks the file's
 // SHA-256, and recomputes the trial's metrics as the benchmark did. What a records file
 // cannot give (prompt text, output bytes and hashes: unique_prompts, unique_outputs,
 // warmup/profile overlap, generated_utf8_bytes; time to second token without
 // record_chunk_times; output length mismatches when output lengths are spread) is taken
-// from the document and not compared.
+// from the document and not compared; connection_setup_ms (NotDerivable) is left out.
 func Recompute(doc *results.Document, dir string) ([]Recomputed, error) {
 	var out []Recomputed
 	for _, w := range doc.Workloads {
@@ -64,7 +70,7 @@ func recomputeTrial(slos []results.SLO, osl int, reported results.Trial, lines [
 	chunkTimes := false
 	for i, l := range lines {
 		recs[i] = l.Record()
-		chunkTimes = chunkTimes || len(l.ChunkOffsetsNs) > 0
+		chunkTimes = chunkTimes || l.ChunkOffsetsNs != nil
 	}
 	t, err := metrics.Summarize(recs, osl)
 	if err != nil && !reported.StoppedEarly {
@@ -84,6 +90,7 @@ func recomputeTrial(slos []results.SLO, osl int, reported results.Trial, lines [
 	if !chunkTimes {
 		t.TTSTMs = reported.TTSTMs
 	}
+	t.ConnectionSetupMs = nil // NotDerivable
 	t.SLOs, t.GoodputPercent = reported.SLOs, reported.GoodputPercent
 	if len(reported.SLOs) > 0 && !reported.StoppedEarly {
 		v, err := metrics.Evaluate(slos, recs)
@@ -97,7 +104,7 @@ func recomputeTrial(slos []results.SLO, osl int, reported results.Trial, lines [
 }
 
 // Diff lists the recomputable values of two trials that differ, exactly (no tolerance: a
-// records file reproduces the numbers bit for bit).
+// records file reproduces the numbers bit for bit). NotDerivable is not compared.
 func Diff(a, b results.Trial) []string {
 	var out []string
 	num := func(name string, x, y float64) {
@@ -124,7 +131,6 @@ func Diff(a, b results.Trial) []string {
 	stats("per_user_output_throughput_tps", &a.PerUserOutputThroughputTPS, &b.PerUserOutputThroughputTPS)
 	stats("ttst_ms", a.TTSTMs, b.TTSTMs)
 	stats("inter_chunk_latency_ms", a.InterChunkLatencyMs, b.InterChunkLatencyMs)
-	stats("connection_setup_ms", a.ConnectionSetupMs, b.ConnectionSetupMs)
 	num("output_throughput_tps", a.OutputThroughputTPS, b.OutputThroughputTPS)
 	num("request_throughput_rps", a.RequestThroughputRPS, b.RequestThroughputRPS)
 	num("benchmark_duration_s", a.BenchmarkDurationS, b.BenchmarkDurationS)

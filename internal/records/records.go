@@ -22,9 +22,12 @@ import (
 	"github.com/llmserve/terraform-provider-llmserve/internal/load"
 )
 
-// Line is one request as a records file holds it. Times are Unix nanoseconds, null where the
-// event never happened; within a trial their differences are the monotonic clock's, so
-// metrics recomputed from them are bit for bit those the benchmark reported.
+// Line is one request as a records file holds it: exactly the keys the records format
+// promises, chunk_offsets_ns only with record_chunk_times. Times are Unix nanoseconds, null
+// where the event never happened; within a trial their differences are the monotonic
+// clock's, so metrics recomputed from them are bit for bit those the benchmark reported.
+// Connection set-up (connection_setup_ms) is measured but not part of the format, so it is
+// the one trial metric a file cannot reproduce.
 type Line struct {
 	Workload    string `json:"workload"`
 	Concurrency int    `json:"concurrency"`
@@ -36,9 +39,6 @@ type Line struct {
 	HeadersNs    *int64 `json:"headers_ns"`
 	FirstTokenNs *int64 `json:"first_token_ns"`
 	LastTokenNs  *int64 `json:"last_token_ns"`
-	// DoneNs is when the response ended (after the usage chunk and [DONE]): the trial's
-	// duration runs to the last measured one, as AIPerf's does.
-	DoneNs *int64 `json:"done_ns"`
 
 	Chunks           int     `json:"chunks"`
 	PromptTokens     *int    `json:"prompt_tokens"`
@@ -49,13 +49,10 @@ type Line struct {
 	ErrorKind        *string `json:"error_kind"`
 	Error            *string `json:"error"`
 
-	// ConnectNs and TLSNs are the connection set-up before sent_ns; null on a reused
-	// connection.
-	ConnectNs *int64 `json:"connect_ns"`
-	TLSNs     *int64 `json:"tls_ns"`
-
-	// ChunkOffsetsNs is each content chunk's arrival after sent_ns, with record_chunk_times.
-	ChunkOffsetsNs []int64 `json:"chunk_offsets_ns,omitempty"`
+	// ChunkOffsetsNs is each content chunk's arrival after sent_ns. With record_chunk_times
+	// every line has it ([] for a request that streamed nothing); without, no line does: nil
+	// is "not recorded", an empty slice "recorded, none arrived".
+	ChunkOffsetsNs []int64 `json:"chunk_offsets_ns,omitzero"`
 }
 
 // Kinds of Line.
@@ -73,6 +70,9 @@ type Trial struct {
 	Workload    string
 	Concurrency int
 	Index       int // the trial's 1-based index among its kind at this concurrency
+	// ChunkTimes says the client recorded chunk arrivals (record_chunk_times), so every
+	// line carries chunk_offsets_ns.
+	ChunkTimes bool
 }
 
 // FromLoad turns a trial's records into lines. Every time is written as base's Unix time
@@ -92,21 +92,13 @@ func FromLoad(t Trial, recs []load.Record) []Line {
 		n := base.UnixNano() + int64(v.Sub(base))
 		return &n
 	}
-	dur := func(d time.Duration) *int64 {
-		if d <= 0 {
-			return nil
-		}
-		n := int64(d)
-		return &n
-	}
 	out := make([]Line, len(recs))
 	for i, r := range recs {
 		l := Line{
 			Workload: t.Workload, Concurrency: t.Concurrency, Trial: t.Index, Kind: KindMeasured, Index: r.Index,
 			SentNs: at(r.Sent), HeadersNs: at(r.Headers), FirstTokenNs: at(r.FirstContent), LastTokenNs: at(r.LastContent),
-			DoneNs: at(r.Done), Chunks: r.ContentChunks,
+			Chunks: r.ContentChunks, CachedTokens: r.CachedTokens,
 			FinishReason: optional(r.FinishReason), Error: optional(r.Err), ErrorKind: optional(errorKind(r)),
-			ConnectNs: dur(r.Connect), TLSNs: dur(r.TLSHandshake), CachedTokens: r.CachedTokens,
 		}
 		if r.Warmup {
 			l.Kind = KindWarmup
@@ -117,7 +109,7 @@ func FromLoad(t Trial, recs []load.Record) []Line {
 		if r.HTTPStatus != 0 {
 			l.HTTPStatus = ptr(r.HTTPStatus)
 		}
-		if len(r.ChunkOffsets) > 0 {
+		if t.ChunkTimes {
 			l.ChunkOffsetsNs = make([]int64, len(r.ChunkOffsets))
 			for j, d := range r.ChunkOffsets {
 				l.ChunkOffsetsNs[j] = int64(d)
@@ -137,7 +129,8 @@ func errorKind(r load.Record) string {
 }
 
 // Record turns a line back into what the metrics package reads. What a file does not hold
-// (prompt text, output bytes and hash, the second chunk without chunk offsets) stays zero.
+// (prompt text, output bytes and hash, the second chunk without chunk offsets, when the
+// response ended, connection set-up) stays zero.
 func (l Line) Record() load.Record {
 	at := func(n *int64) time.Time {
 		if n == nil {
@@ -147,7 +140,7 @@ func (l Line) Record() load.Record {
 	}
 	r := load.Record{
 		Index: l.Index, Warmup: l.Kind == KindWarmup,
-		Sent: at(l.SentNs), Headers: at(l.HeadersNs), FirstContent: at(l.FirstTokenNs), LastContent: at(l.LastTokenNs), Done: at(l.DoneNs),
+		Sent: at(l.SentNs), Headers: at(l.HeadersNs), FirstContent: at(l.FirstTokenNs), LastContent: at(l.LastTokenNs),
 		ContentChunks: l.Chunks, Cancelled: deref(l.ErrorKind) == ErrorKindCancelled,
 		FinishReason: deref(l.FinishReason), Err: deref(l.Error),
 	}
@@ -161,12 +154,6 @@ func (l Line) Record() load.Record {
 		r.UsageReported, r.PromptTokens, r.CompletionTokens = true, *l.PromptTokens, *l.CompletionTokens
 	}
 	r.CachedTokens = l.CachedTokens
-	if l.ConnectNs != nil {
-		r.Connect = time.Duration(*l.ConnectNs)
-	}
-	if l.TLSNs != nil {
-		r.TLSHandshake = time.Duration(*l.TLSNs)
-	}
 	if len(l.ChunkOffsetsNs) > 0 {
 		r.ChunkOffsets = make([]time.Duration, len(l.ChunkOffsetsNs))
 		for i, d := range l.ChunkOffsetsNs {
@@ -283,7 +270,6 @@ func (l Line) appendJSON(b []byte) []byte {
 	b = optInt(b, `,"headers_ns":`, l.HeadersNs)
 	b = optInt(b, `,"first_token_ns":`, l.FirstTokenNs)
 	b = optInt(b, `,"last_token_ns":`, l.LastTokenNs)
-	b = optInt(b, `,"done_ns":`, l.DoneNs)
 	b = append(b, `,"chunks":`...)
 	b = strconv.AppendInt(b, int64(l.Chunks), 10)
 	b = optSmall(b, `,"prompt_tokens":`, l.PromptTokens)
@@ -293,9 +279,7 @@ func (l Line) appendJSON(b []byte) []byte {
 	b = optSmall(b, `,"http_status":`, l.HTTPStatus)
 	b = optStr(b, `,"error_kind":`, l.ErrorKind)
 	b = optStr(b, `,"error":`, l.Error)
-	b = optInt(b, `,"connect_ns":`, l.ConnectNs)
-	b = optInt(b, `,"tls_ns":`, l.TLSNs)
-	if len(l.ChunkOffsetsNs) > 0 {
+	if l.ChunkOffsetsNs != nil {
 		b = append(b, `,"chunk_offsets_ns":[`...)
 		for i, v := range l.ChunkOffsetsNs {
 			if i > 0 {
