@@ -196,20 +196,6 @@ func (exactlyOneSource) ValidateDataSource(ctx context.Context, req datasource.V
 	}
 }
 
-// nonEmptyString rejects "" so that an empty file() or variable is caught at plan time with
-// a clear message instead of as a JSON syntax error.
-type nonEmptyString struct{}
-
-func (nonEmptyString) Description(context.Context) string { return "must not be empty" }
-
-func (v nonEmptyString) MarkdownDescription(ctx context.Context) string { return v.Description(ctx) }
-
-func (nonEmptyString) ValidateString(_ context.Context, req validator.StringRequest, resp *validator.StringResponse) {
-	if !req.ConfigValue.IsNull() && !req.ConfigValue.IsUnknown() && req.ConfigValue.ValueString() == "" {
-		resp.Diagnostics.AddAttributeError(req.Path, "Empty value", req.Path.String()+" is empty; leave it out or give a results document.")
-	}
-}
-
 // dataSourceAttributes converts the computed result attributes the capacity_benchmark
 // resource declares into their data source form, so the two always expose the same shape.
 func dataSourceAttributes(in map[string]rschema.Attribute) map[string]schema.Attribute {

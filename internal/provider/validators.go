@@ -11,71 +11,163 @@ import (
 	"unicode/utf8"
 
 	"github.com/hashicorp/terraform-plugin-framework-timeouts/resource/timeouts"
+	"github.com/hashicorp/terraform-plugin-framework/path"
 	"github.com/hashicorp/terraform-plugin-framework/resource/schema"
 	"github.com/hashicorp/terraform-plugin-framework/schema/validator"
 
 	"github.com/llmserve/terraform-provider-llmserve/internal/endpoint"
 )
 
-// percentileValidator accepts (0, 100]: p0 is meaningless for an SLO, p100 is the maximum.
-type percentileValidator struct{}
-
-func (percentileValidator) Description(context.Context) string {
-	return "must be greater than 0 and at most 100"
+// A rule is one plan-time check of a known value: what it accepts (for the docs and
+// `terraform validate`) and, for a value it refuses, the diagnostic's summary and detail
+// ("" when the value is fine). stringRule and float64Rule turn a rule into the framework's
+// validator, so the skeleton is written once: null and unknown values are left alone (apply
+// checks them once known) and the Markdown description is the plain one. Each validator below
+// is an alias, so a schema writes printableValidator{} as for any other validator type.
+type rule[T any] interface {
+	description() string
+	check(p path.Path, v T) (summary, detail string)
 }
-func (v percentileValidator) MarkdownDescription(ctx context.Context) string {
-	return v.Description(ctx)
-}
 
-func (percentileValidator) ValidateFloat64(_ context.Context, req validator.Float64Request, resp *validator.Float64Response) {
+type stringRule[R rule[string]] struct{ rule R }
+
+func (v stringRule[R]) Description(context.Context) string         { return v.rule.description() }
+func (v stringRule[R]) MarkdownDescription(context.Context) string { return v.rule.description() }
+
+func (v stringRule[R]) ValidateString(_ context.Context, req validator.StringRequest, resp *validator.StringResponse) {
 	if req.ConfigValue.IsNull() || req.ConfigValue.IsUnknown() {
 		return
 	}
-	if p := req.ConfigValue.ValueFloat64(); p <= 0 || p > 100 {
-		resp.Diagnostics.AddAttributeError(req.Path, "Percentile out of range",
-			fmt.Sprintf("%s must be in (0, 100], got %g; use e.g. 95 for p95.", req.Path, p))
+	if summary, detail := v.rule.check(req.Path, req.ConfigValue.ValueString()); summary != "" {
+		resp.Diagnostics.AddAttributeError(req.Path, summary, detail)
 	}
+}
+
+type float64Rule[R rule[float64]] struct{ rule R }
+
+func (v float64Rule[R]) Description(context.Context) string         { return v.rule.description() }
+func (v float64Rule[R]) MarkdownDescription(context.Context) string { return v.rule.description() }
+
+func (v float64Rule[R]) ValidateFloat64(_ context.Context, req validator.Float64Request, resp *validator.Float64Response) {
+	if req.ConfigValue.IsNull() || req.ConfigValue.IsUnknown() {
+		return
+	}
+	if summary, detail := v.rule.check(req.Path, req.ConfigValue.ValueFloat64()); summary != "" {
+		resp.Diagnostics.AddAttributeError(req.Path, summary, detail)
+	}
+}
+
+// percentileValidator accepts (0, 100]: p0 is meaningless for an SLO, p100 is the maximum.
+type percentileValidator = float64Rule[percentileRule]
+type percentileRule struct{}
+
+func (percentileRule) description() string { return "must be greater than 0 and at most 100" }
+func (percentileRule) check(p path.Path, v float64) (string, string) {
+	if v <= 0 || v > 100 {
+		return "Percentile out of range", fmt.Sprintf("%s must be in (0, 100], got %g; use e.g. 95 for p95.", p, v)
+	}
+	return "", ""
 }
 
 // positiveFloatValidator rejects zero and negative thresholds.
-type positiveFloatValidator struct{}
+type positiveFloatValidator = float64Rule[positiveRule]
+type positiveRule struct{}
 
-func (positiveFloatValidator) Description(context.Context) string { return "must be greater than 0" }
-func (v positiveFloatValidator) MarkdownDescription(ctx context.Context) string {
-	return v.Description(ctx)
+func (positiveRule) description() string { return "must be greater than 0" }
+func (positiveRule) check(p path.Path, v float64) (string, string) {
+	if v <= 0 {
+		return "Threshold must be positive", fmt.Sprintf("%s must be greater than 0, got %g; give the SLO limit in milliseconds, e.g. 10000 for 10 s.", p, v)
+	}
+	return "", ""
 }
 
-func (positiveFloatValidator) ValidateFloat64(_ context.Context, req validator.Float64Request, resp *validator.Float64Response) {
-	if req.ConfigValue.IsNull() || req.ConfigValue.IsUnknown() {
-		return
+// fractionValidator accepts (0, 1]: a share of accelerator memory.
+type fractionValidator = float64Rule[fractionRule]
+type fractionRule struct{}
+
+func (fractionRule) description() string { return "must be greater than 0 and at most 1" }
+func (fractionRule) check(p path.Path, v float64) (string, string) {
+	if v <= 0 || v > 1 {
+		return "Fraction out of range", fmt.Sprintf("%s must be greater than 0 and at most 1, got %g; give a share such as 0.85, or omit it for the engine's default.", p, v)
 	}
-	if v := req.ConfigValue.ValueFloat64(); v <= 0 {
-		resp.Diagnostics.AddAttributeError(req.Path, "Threshold must be positive",
-			fmt.Sprintf("%s must be greater than 0, got %g; give the SLO limit in milliseconds, e.g. 10000 for 10 s.", req.Path, v))
-	}
+	return "", ""
 }
 
 // printableValidator refuses control characters (C0, DEL, C1): they would reach a
 // container's command line or environment, and plan output on a terminal, where an escape
 // sequence can rewrite what the operator sees.
-type printableValidator struct{}
+type printableValidator = stringRule[printableRule]
+type printableRule struct{}
 
-func (printableValidator) Description(context.Context) string {
-	return "must not contain control characters"
-}
-func (v printableValidator) MarkdownDescription(ctx context.Context) string {
-	return v.Description(ctx)
+func (printableRule) description() string { return "must not contain control characters" }
+func (printableRule) check(p path.Path, s string) (string, string) {
+	if i := strings.IndexFunc(s, unicode.IsControl); i >= 0 {
+		r, _ := utf8.DecodeRuneInString(s[i:])
+		return "Control character in value", fmt.Sprintf("%s contains the control character %U at byte %d; control characters reach containers and terminals (an escape sequence can rewrite what a terminal shows). Remove it.", p, r, i)
+	}
+	return "", ""
 }
 
-func (printableValidator) ValidateString(_ context.Context, req validator.StringRequest, resp *validator.StringResponse) {
-	if req.ConfigValue.IsNull() || req.ConfigValue.IsUnknown() {
-		return
+// ipAddressValidator demands an IP literal. A host name is resolved by the engine host,
+// which publishes the port on every address it resolves to: "localhost" would publish on
+// 0.0.0.0 and [::] while state said 127.0.0.1.
+type ipAddressValidator = stringRule[ipAddressRule]
+type ipAddressRule struct{}
+
+func (ipAddressRule) description() string {
+	return "must be an IP address such as 127.0.0.1 or 0.0.0.0"
+}
+func (ipAddressRule) check(p path.Path, s string) (string, string) {
+	if net.ParseIP(s) == nil {
+		return "Not an IP address", fmt.Sprintf("%s must be an IP address literal, got %q. A host name is resolved by the engine host, which would publish the port on every address it resolves to (for \"localhost\" on all interfaces) while state said otherwise. Use \"127.0.0.1\" for this host only or \"0.0.0.0\" for every interface.", p, s)
 	}
-	if i := strings.IndexFunc(req.ConfigValue.ValueString(), unicode.IsControl); i >= 0 {
-		r, _ := utf8.DecodeRuneInString(req.ConfigValue.ValueString()[i:])
-		resp.Diagnostics.AddAttributeError(req.Path, "Control character in value",
-			fmt.Sprintf("%s contains the control character %U at byte %d; control characters reach containers and terminals (an escape sequence can rewrite what a terminal shows). Remove it.", req.Path, r, i))
+	return "", ""
+}
+
+// endpointValidator applies endpoint.Parse, the same rule apply enforces for values that
+// were unknown at plan.
+type endpointValidator = stringRule[endpointRule]
+type endpointRule struct{}
+
+func (endpointRule) description() string {
+	return "must be the server's http:// or https:// base URL, without credentials, /v1, query or fragment"
+}
+func (endpointRule) check(p path.Path, s string) (string, string) {
+	if _, err := endpoint.Parse(s); err != nil {
+		return "Invalid endpoint URL", fmt.Sprintf("%s %v.", p, err)
 	}
+	return "", ""
+}
+
+// progressFileValidator refuses a path that could never be the journal: empty (omit the
+// attribute instead) or an existing directory. Whether it can be written is found at apply.
+type progressFileValidator = stringRule[progressFileRule]
+type progressFileRule struct{}
+
+func (progressFileRule) description() string {
+	return "must be a file path, not empty and not a directory"
+}
+func (progressFileRule) check(p path.Path, s string) (string, string) {
+	if strings.TrimSpace(s) == "" {
+		return "Empty progress file path", fmt.Sprintf("%s is empty; give a file path such as \"capacity.progress.jsonl\", or omit it to keep no journal.", p)
+	}
+	if fi, err := os.Stat(s); err == nil && fi.IsDir() {
+		return "Progress file is a directory", fmt.Sprintf("%s %q is a directory; give a file path inside it, e.g. %q.", p, s, filepath.Join(s, "capacity.progress.jsonl"))
+	}
+	return "", ""
+}
+
+// nonEmptyString rejects "" so that an empty file() or variable is caught at plan time with
+// a clear message instead of as a JSON syntax error.
+type nonEmptyString = stringRule[nonEmptyRule]
+type nonEmptyRule struct{}
+
+func (nonEmptyRule) description() string { return "must not be empty" }
+func (nonEmptyRule) check(p path.Path, s string) (string, string) {
+	if s == "" {
+		return "Empty value", p.String() + " is empty; leave it out or give a results document."
+	}
+	return "", ""
 }
 
 // intRange accepts min ≤ v ≤ max and says what to do otherwise. hint is the fix for a value
@@ -109,91 +201,6 @@ func (v intRange) ValidateInt64(_ context.Context, req validator.Int64Request, r
 	case v.max != 0 && got > v.max:
 		resp.Diagnostics.AddAttributeError(req.Path, "Value too large",
 			fmt.Sprintf("%s must be at most %d, got %d. The bound keeps a run's memory and time finite; no real server needs more.", req.Path, v.max, got))
-	}
-}
-
-// fractionValidator accepts (0, 1]: a share of accelerator memory.
-type fractionValidator struct{}
-
-func (fractionValidator) Description(context.Context) string {
-	return "must be greater than 0 and at most 1"
-}
-func (v fractionValidator) MarkdownDescription(ctx context.Context) string { return v.Description(ctx) }
-
-func (fractionValidator) ValidateFloat64(_ context.Context, req validator.Float64Request, resp *validator.Float64Response) {
-	if req.ConfigValue.IsNull() || req.ConfigValue.IsUnknown() {
-		return
-	}
-	if f := req.ConfigValue.ValueFloat64(); f <= 0 || f > 1 {
-		resp.Diagnostics.AddAttributeError(req.Path, "Fraction out of range",
-			fmt.Sprintf("%s must be greater than 0 and at most 1, got %g; give a share such as 0.85, or omit it for the engine's default.", req.Path, f))
-	}
-}
-
-// ipAddressValidator demands an IP literal. A host name is resolved by the engine host,
-// which publishes the port on every address it resolves to: "localhost" would publish on
-// 0.0.0.0 and [::] while state said 127.0.0.1.
-type ipAddressValidator struct{}
-
-func (ipAddressValidator) Description(context.Context) string {
-	return "must be an IP address such as 127.0.0.1 or 0.0.0.0"
-}
-func (v ipAddressValidator) MarkdownDescription(ctx context.Context) string {
-	return v.Description(ctx)
-}
-
-func (ipAddressValidator) ValidateString(_ context.Context, req validator.StringRequest, resp *validator.StringResponse) {
-	if req.ConfigValue.IsNull() || req.ConfigValue.IsUnknown() {
-		return
-	}
-	if raw := req.ConfigValue.ValueString(); net.ParseIP(raw) == nil {
-		resp.Diagnostics.AddAttributeError(req.Path, "Not an IP address",
-			fmt.Sprintf("%s must be an IP address literal, got %q. A host name is resolved by the engine host, which would publish the port on every address it resolves to (for \"localhost\" on all interfaces) while state said otherwise. Use \"127.0.0.1\" for this host only or \"0.0.0.0\" for every interface.", req.Path, raw))
-	}
-}
-
-// endpointValidator applies endpoint.Parse, the same rule apply enforces for values
-// that were unknown at plan.
-type endpointValidator struct{}
-
-func (endpointValidator) Description(context.Context) string {
-	return "must be the server's http:// or https:// base URL, without credentials, /v1, query or fragment"
-}
-func (v endpointValidator) MarkdownDescription(ctx context.Context) string { return v.Description(ctx) }
-
-func (endpointValidator) ValidateString(_ context.Context, req validator.StringRequest, resp *validator.StringResponse) {
-	if req.ConfigValue.IsNull() || req.ConfigValue.IsUnknown() {
-		return
-	}
-	if _, err := endpoint.Parse(req.ConfigValue.ValueString()); err != nil {
-		resp.Diagnostics.AddAttributeError(req.Path, "Invalid endpoint URL", fmt.Sprintf("%s %v.", req.Path, err))
-	}
-}
-
-// progressFileValidator refuses a path that could never be the journal: empty (omit the
-// attribute instead) or an existing directory. Whether it can be written is found at apply.
-type progressFileValidator struct{}
-
-func (progressFileValidator) Description(context.Context) string {
-	return "must be a file path, not empty and not a directory"
-}
-func (v progressFileValidator) MarkdownDescription(ctx context.Context) string {
-	return v.Description(ctx)
-}
-
-func (progressFileValidator) ValidateString(_ context.Context, req validator.StringRequest, resp *validator.StringResponse) {
-	if req.ConfigValue.IsNull() || req.ConfigValue.IsUnknown() {
-		return
-	}
-	p := req.ConfigValue.ValueString()
-	if strings.TrimSpace(p) == "" {
-		resp.Diagnostics.AddAttributeError(req.Path, "Empty progress file path",
-			fmt.Sprintf("%s is empty; give a file path such as \"capacity.progress.jsonl\", or omit it to keep no journal.", req.Path))
-		return
-	}
-	if fi, err := os.Stat(p); err == nil && fi.IsDir() {
-		resp.Diagnostics.AddAttributeError(req.Path, "Progress file is a directory",
-			fmt.Sprintf("%s %q is a directory; give a file path inside it, e.g. %q.", req.Path, p, filepath.Join(p, "capacity.progress.jsonl")))
 	}
 }
 
