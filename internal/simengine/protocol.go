@@ -386,6 +386,30 @@ func (s *Server) handleSlots(w http.ResponseWriter, _ *http.Request) {
 	writeJSON(w, slots)
 }
 
+// seriesNames are one engine's Prometheus names for the quantities SGLang and vLLM both
+// expose; labels is its label set, with %q for the model name.
+type seriesNames struct {
+	labels, running, waiting, usage, prompt, cached, ttft, e2e, queue string
+}
+
+var sglangSeries = seriesNames{
+	labels:  "model_name=%q,",
+	running: "sglang:num_running_reqs", waiting: "sglang:num_queue_reqs", usage: "sglang:token_usage",
+	prompt: "sglang:prompt_tokens", cached: "sglang:cached_tokens",
+	ttft: "sglang:time_to_first_token_seconds", e2e: "sglang:e2e_request_latency_seconds", queue: "sglang:queue_time_seconds",
+}
+
+var metricNames = map[Protocol]seriesNames{
+	SGLang04: sglangSeries,
+	SGLang:   sglangSeries,
+	VLLM: {
+		labels:  `engine="0",model_name=%q,`,
+		running: "vllm:num_requests_running", waiting: "vllm:num_requests_waiting", usage: "vllm:kv_cache_usage_perc",
+		prompt: "vllm:prefix_cache_queries", cached: "vllm:prefix_cache_hits",
+		ttft: "vllm:time_to_first_token_seconds", e2e: "vllm:e2e_request_latency_seconds", queue: "vllm:request_queue_time_seconds",
+	},
+}
+
 // handleMetrics writes the engine's Prometheus series (names from SGLang metrics/collector.py
 // @00ae9c15, vLLM v1/metrics/loggers.py, llama.cpp README @00dc8057). SGLang serves them only
 // with --enable-metrics: without it the route answers 404 as an unknown path.
@@ -412,26 +436,17 @@ func (s *Server) handleMetrics(w http.ResponseWriter, r *http.Request) {
 		fmt.Fprintf(&b, "# TYPE %s counter\n%s_total{%s} %g\n", name, name, strings.TrimSuffix(labels, ","), v)
 	}
 	switch s.opts.Protocol {
-	case SGLang04, SGLang:
-		l := fmt.Sprintf("model_name=%q,", s.opts.ModelName)
-		gauge("sglang:num_running_reqs", l, running)
-		gauge("sglang:num_queue_reqs", l, waiting)
-		gauge("sglang:token_usage", l, usage)
-		counter("sglang:prompt_tokens", l, float64(prompt))
-		counter("sglang:cached_tokens", l, float64(cached))
-		ttft.write(&b, "sglang:time_to_first_token_seconds", l)
-		e2e.write(&b, "sglang:e2e_request_latency_seconds", l)
-		queue.write(&b, "sglang:queue_time_seconds", l)
-	case VLLM:
-		l := fmt.Sprintf("engine=\"0\",model_name=%q,", s.opts.ModelName)
-		gauge("vllm:num_requests_running", l, running)
-		gauge("vllm:num_requests_waiting", l, waiting)
-		gauge("vllm:kv_cache_usage_perc", l, usage)
-		counter("vllm:prefix_cache_queries", l, float64(prompt))
-		counter("vllm:prefix_cache_hits", l, float64(cached))
-		ttft.write(&b, "vllm:time_to_first_token_seconds", l)
-		e2e.write(&b, "vllm:e2e_request_latency_seconds", l)
-		queue.write(&b, "vllm:request_queue_time_seconds", l)
+	case SGLang04, SGLang, VLLM:
+		n := metricNames[s.opts.Protocol]
+		l := fmt.Sprintf(n.labels, s.opts.ModelName)
+		gauge(n.running, l, running)
+		gauge(n.waiting, l, waiting)
+		gauge(n.usage, l, usage)
+		counter(n.prompt, l, float64(prompt))
+		counter(n.cached, l, float64(cached))
+		ttft.write(&b, n.ttft, l)
+		e2e.write(&b, n.e2e, l)
+		queue.write(&b, n.queue, l)
 	case LlamaCpp:
 		fmt.Fprintf(&b, "# TYPE llamacpp:requests_processing gauge\nllamacpp:requests_processing %g\n", running)
 		fmt.Fprintf(&b, "# TYPE llamacpp:requests_deferred gauge\nllamacpp:requests_deferred %g\n", waiting)
