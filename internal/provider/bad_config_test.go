@@ -64,6 +64,12 @@ func srv(set map[string]string) string {
 	}, set)
 }
 
+func deployment(set map[string]string) string {
+	return hcl("llmserve_inference_deployment", "bad", [][2]string{
+		{"name", `"llmserve-bad"`}, {"image", `"llmserve-test-engine:acc"`}, {"engine", `"llamacpp"`}, {"model", `"/models/m.gguf"`},
+	}, set)
+}
+
 func bench(set map[string]string) string {
 	return hcl("llmserve_capacity_benchmark", "bad", [][2]string{
 		{"endpoint", `"http://127.0.0.1:9"`}, {"model", `"m"`},
@@ -201,6 +207,8 @@ func badConfigs(t *testing.T) []badConfig {
 		{"timeouts.create zero", srv(map[string]string{"timeouts": `{ create = "0s" }`}), "timeouts.create", `must be a positive Go duration`},
 		{"timeouts.create negative", srv(map[string]string{"timeouts": `{ create = "-5m" }`}), "timeouts.create", `must be a positive Go duration`},
 		{"timeouts.delete zero", srv(map[string]string{"timeouts": `{ delete = "0m" }`}), "timeouts.delete", `must be a positive Go duration`},
+		{"deployment timeouts.update negative", deployment(map[string]string{"timeouts": `{ update = "-5m" }`}), "timeouts.update", `must be a positive Go duration`},
+		{"deployment name not a DNS label", deployment(map[string]string{"name": `"Llama_3"`}), "name", `must be a DNS-1035 label`},
 		{"stop grace negative", srv(map[string]string{"stop_grace_period_seconds": `-1`}), "stop_grace_period_seconds", `must be at least 0`},
 		{"restart policy unknown", srv(map[string]string{"restart_policy": `"sometimes"`}), "restart_policy", `value must be one of`},
 		{"created stopped", srv(map[string]string{"running": `false`}), "running", `running = false stops an existing server`},

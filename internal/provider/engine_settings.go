@@ -39,26 +39,27 @@ import (
 // struct in their model and take their schema from engineSettingsAttributes, so the two
 // cannot drift apart.
 type engineSettings struct {
-	Image              types.String  `tfsdk:"image"`
-	Engine             types.String  `tfsdk:"engine"`
-	Model              types.String  `tfsdk:"model"`
-	Revision           types.String  `tfsdk:"revision"`
-	ServedModelName    types.String  `tfsdk:"served_model_name"`
-	TensorParallelSize types.Int64   `tfsdk:"tensor_parallel_size"`
-	ContextLength      types.Int64   `tfsdk:"context_length"`
-	MaxRunningRequests types.Int64   `tfsdk:"max_running_requests"`
-	MemFraction        types.Float64 `tfsdk:"mem_fraction"`
-	Speculative        types.Object  `tfsdk:"speculative"`
-	Accelerator        types.String  `tfsdk:"accelerator"`
-	Port               types.Int64   `tfsdk:"port"`
-	ExtraArgs          types.List    `tfsdk:"extra_args"`
-	Entrypoint         types.List    `tfsdk:"entrypoint"`
-	EngineVersion      types.String  `tfsdk:"engine_version"`
-	HubTokenWO         types.String  `tfsdk:"hub_token_wo"`
-	APIKeyWO           types.String  `tfsdk:"api_key_wo"`
-	AdminAPIKeyWO      types.String  `tfsdk:"admin_api_key_wo"`
-	SecretsVersion     types.String  `tfsdk:"secrets_version"`
-	ReadinessTimeout   types.String  `tfsdk:"readiness_timeout"`
+	Image              types.String   `tfsdk:"image"`
+	Engine             types.String   `tfsdk:"engine"`
+	Model              types.String   `tfsdk:"model"`
+	Revision           types.String   `tfsdk:"revision"`
+	ServedModelName    types.String   `tfsdk:"served_model_name"`
+	TensorParallelSize types.Int64    `tfsdk:"tensor_parallel_size"`
+	ContextLength      types.Int64    `tfsdk:"context_length"`
+	MaxRunningRequests types.Int64    `tfsdk:"max_running_requests"`
+	MemFraction        types.Float64  `tfsdk:"mem_fraction"`
+	Speculative        types.Object   `tfsdk:"speculative"`
+	Accelerator        types.String   `tfsdk:"accelerator"`
+	Port               types.Int64    `tfsdk:"port"`
+	ExtraArgs          types.List     `tfsdk:"extra_args"`
+	Entrypoint         types.List     `tfsdk:"entrypoint"`
+	EngineVersion      types.String   `tfsdk:"engine_version"`
+	HubTokenWO         types.String   `tfsdk:"hub_token_wo"`
+	APIKeyWO           types.String   `tfsdk:"api_key_wo"`
+	AdminAPIKeyWO      types.String   `tfsdk:"admin_api_key_wo"`
+	SecretsVersion     types.String   `tfsdk:"secrets_version"`
+	ReadinessTimeout   types.String   `tfsdk:"readiness_timeout"`
+	Timeouts           timeouts.Value `tfsdk:"timeouts"`
 
 	Endpoint      types.String `tfsdk:"endpoint"`
 	ImageDigest   types.String `tfsdk:"image_digest"`
@@ -75,10 +76,7 @@ type speculativeModel struct {
 	DraftModel  types.String `tfsdk:"draft_model"`
 }
 
-var speculativeAttrTypes = map[string]attr.Type{
-	"algorithm": types.StringType, "steps": types.Int64Type, "topk": types.Int64Type,
-	"draft_tokens": types.Int64Type, "draft_model": types.StringType,
-}
+var speculativeAttrTypes = objectAttrTypes(engineSettingsAttributes(context.Background())["speculative"])
 
 const (
 	defaultReadinessTimeout = "30m"
@@ -88,28 +86,25 @@ const (
 	maxRunningRequests = 100_000
 )
 
-// Defaults of the timeouts block of a resource that launches an engine: long enough for a
-// first pull of a multi-GiB image and a model download within the 30 m readiness bound.
-const (
-	defaultServerCreateTimeout = 40 * time.Minute
-	defaultServerUpdateTimeout = 40 * time.Minute
-	defaultServerDeleteTimeout = 10 * time.Minute
-)
+// defaultTimeouts are the defaults of the timeouts block of a resource that launches an
+// engine: long enough for a first pull of a multi-GiB image and a model download within the
+// 30 m readiness bound.
+var defaultTimeouts = map[string]time.Duration{"create": 40 * time.Minute, "update": 40 * time.Minute, "delete": 10 * time.Minute}
 
-// readinessBeyondTimeouts warns when readiness_timeout is longer than an operation's bound
-// (keyed by the timeouts attribute, create or update): the wait would be cut short by the
-// operation's deadline, silently, and the error would blame the timeout the user did not set.
-func readinessBeyondTimeouts(_ context.Context, readiness types.String, bounds map[string]time.Duration) diag.Diagnostics {
+// checkReadinessBounds warns when readiness_timeout is longer than the create or update
+// bound of the timeouts block: the wait would be cut short by the operation's deadline,
+// silently, and the error would blame the timeout the user did not set.
+func (m engineSettings) checkReadinessBounds() diag.Diagnostics {
 	var diags diag.Diagnostics
-	if readiness.IsUnknown() {
+	if m.ReadinessTimeout.IsUnknown() {
 		return diags
 	}
-	wait, err := time.ParseDuration(orString(readiness.ValueString(), defaultReadinessTimeout))
+	wait, err := time.ParseDuration(orString(m.ReadinessTimeout.ValueString(), defaultReadinessTimeout))
 	if err != nil {
 		return diags // the attribute's validator reports it
 	}
-	for _, op := range slices.Sorted(maps.Keys(bounds)) {
-		if bound := bounds[op]; bound > 0 && wait > bound {
+	for _, op := range []string{"create", "update"} {
+		if bound := configuredTimeout(m.Timeouts, op, defaultTimeouts[op]); bound > 0 && wait > bound {
 			diags.AddAttributeWarning(path.Root("readiness_timeout"), "readiness_timeout is longer than timeouts."+op,
 				fmt.Sprintf("readiness_timeout is %s but timeouts.%s is %s, so the wait for the server would be cut at %s. "+
 					"Raise timeouts.%s above %s (timeouts = { %s = %q }), or shorten readiness_timeout.",
@@ -117,6 +112,23 @@ func readinessBeyondTimeouts(_ context.Context, readiness types.String, bounds m
 		}
 	}
 	return diags
+}
+
+// operation bounds ctx by the timeouts block's value for op (create, update or delete), or
+// the default for op.
+func (m engineSettings) operation(ctx context.Context, op string, diags *diag.Diagnostics) (context.Context, context.CancelFunc) {
+	var bound time.Duration
+	var d diag.Diagnostics
+	switch op {
+	case "create":
+		bound, d = m.Timeouts.Create(ctx, defaultTimeouts[op])
+	case "update":
+		bound, d = m.Timeouts.Update(ctx, defaultTimeouts[op])
+	default:
+		bound, d = m.Timeouts.Delete(ctx, defaultTimeouts["delete"])
+	}
+	diags.Append(d...)
+	return context.WithTimeout(ctx, bound)
 }
 
 // shortDuration writes a duration as a user would, "1h10m" rather than "1h10m0s".
@@ -158,8 +170,8 @@ func configuredTimeout(t timeouts.Value, name string, def time.Duration) time.Du
 // engineSettingsAttributes is the schema of engineSettings. Every setting that changes the
 // launch command forces a new server: a running engine cannot change its flags. The caller
 // merges its own placement attributes in and may reword a description for its platform
-// (describe).
-func engineSettingsAttributes() map[string]schema.Attribute {
+// (withAttributes).
+func engineSettingsAttributes(ctx context.Context) map[string]schema.Attribute {
 	replace := []planmodifier.String{stringplanmodifier.RequiresReplace()}
 	replaceInt := []planmodifier.Int64{int64planmodifier.RequiresReplace()}
 	replaceList := []planmodifier.List{listplanmodifier.RequiresReplace()}
@@ -176,7 +188,7 @@ func engineSettingsAttributes() map[string]schema.Attribute {
 		"revision": schema.StringAttribute{Optional: true, PlanModifiers: replace,
 			MarkdownDescription: "Model revision (commit, branch or tag) to pin."},
 		"served_model_name": schema.StringAttribute{Optional: true, Computed: true,
-			PlanModifiers: []planmodifier.String{servedModelNameDefault{}, stringplanmodifier.RequiresReplace()},
+			PlanModifiers: []planmodifier.String{servedModelNameDefault, stringplanmodifier.RequiresReplace()},
 			MarkdownDescription: "Name clients send as `model`. When omitted, the engine serves the model under `model` itself, " +
 				"and this attribute says so at plan: pass `llmserve_inference_server.<name>.served_model_name` to a benchmark " +
 				"instead of repeating the model string."},
@@ -205,7 +217,7 @@ func engineSettingsAttributes() map[string]schema.Attribute {
 		"accelerator": schema.StringAttribute{Optional: true, Computed: true, Default: stringdefault.StaticString(string(engine.CPU)), PlanModifiers: replace,
 			Validators:          []validator.String{stringvalidator.OneOf(enumStrings(engine.Accelerators)...)},
 			MarkdownDescription: "`xpu` (Intel GPUs: maps `/dev/dri`, adds the `render` and `video` groups, host IPC), `cuda` (NVIDIA device request, host IPC) or `cpu` (default)."},
-		"port": schema.Int64Attribute{Optional: true, Computed: true, PlanModifiers: []planmodifier.Int64{enginePortDefault{}, int64planmodifier.RequiresReplace()},
+		"port": schema.Int64Attribute{Optional: true, Computed: true, PlanModifiers: []planmodifier.Int64{enginePortDefault, int64planmodifier.RequiresReplace()},
 			Validators:          []validator.Int64{int64validator.Between(1, 65535)},
 			MarkdownDescription: "Port the engine listens on inside the container; the engine's default (SGLang 30000, vLLM 8000, llama.cpp 8080) when omitted."},
 		"extra_args": schema.ListAttribute{ElementType: types.StringType, Optional: true, PlanModifiers: replaceList,
@@ -246,6 +258,12 @@ func engineSettingsAttributes() map[string]schema.Attribute {
 			PlanModifiers:       []planmodifier.Object{objectplanmodifier.UseStateForUnknown()},
 			MarkdownDescription: "The deployment in the shape of a results document's `experiment` block (image, model, checkpoint, parallelism, context, the token pool the server reports, speculative mode), for a benchmark to carry into its results.",
 			Attributes:          inferenceServerExperimentAttributes()},
+		"timeouts": positiveTimeouts(ctx, timeouts.Opts{
+			Create: true, Update: true, Delete: true,
+			CreateDescription: "How long creating the server may take, image pull, start and `readiness_timeout` included, as a Go duration. Default `40m`.",
+			UpdateDescription: "How long an in-place change may take, a restart or rollout and the wait until it generates included, as a Go duration. Default `40m`.",
+			DeleteDescription: "How long stopping and removing the server may take, as a Go duration. Default `10m`.",
+		}),
 	}
 }
 
@@ -398,16 +416,6 @@ func (m *engineSettings) setExperiment(ctx context.Context, exp results.Experime
 // writing null where the spec holds the zero value so an unset attribute stays unset.
 func (m *engineSettings) fromSpec(ctx context.Context, image string, s engine.Spec, secretsVersion, readinessTimeout string) diag.Diagnostics {
 	var diags diag.Diagnostics
-	// nil is unset; an empty list was configured as [] and is restored as such, so an import
-	// plans no replacement.
-	list := func(vs []string) types.List {
-		if vs == nil {
-			return types.ListNull(types.StringType)
-		}
-		l, d := types.ListValueFrom(ctx, types.StringType, vs)
-		diags.Append(d...)
-		return l
-	}
 	m.Image, m.Engine, m.Model = types.StringValue(image), types.StringValue(string(s.Engine)), types.StringValue(s.Model)
 	m.Revision, m.ServedModelName = nullableString(s.Revision), types.StringValue(s.RequestModel())
 	m.TensorParallelSize, m.ContextLength, m.MaxRunningRequests = types.Int64Value(int64(s.TensorParallel)), nullableInt(s.ContextLength), nullableInt(s.MaxRunningRequests)
@@ -425,7 +433,7 @@ func (m *engineSettings) fromSpec(ctx context.Context, image string, s engine.Sp
 		m.Speculative = v
 	}
 	m.Accelerator, m.Port = types.StringValue(string(s.Accelerator)), types.Int64Value(int64(s.Port))
-	m.ExtraArgs, m.Entrypoint = list(s.ExtraArgs), list(s.Entrypoint)
+	m.ExtraArgs, m.Entrypoint = stringList(ctx, s.ExtraArgs, &diags), stringList(ctx, s.Entrypoint, &diags)
 	m.EngineVersion = nullableString(s.EngineVersion)
 	m.HubTokenWO, m.APIKeyWO, m.AdminAPIKeyWO = types.StringNull(), types.StringNull(), types.StringNull()
 	m.SecretsVersion = nullableString(secretsVersion)
@@ -435,64 +443,34 @@ func (m *engineSettings) fromSpec(ctx context.Context, image string, s engine.Sp
 	return diags
 }
 
-func nullableString(v string) types.String {
-	if v == "" {
-		return types.StringNull()
-	}
-	return types.StringValue(v)
-}
-
-func nullableInt(v int) types.Int64 {
-	if v == 0 {
-		return types.Int64Null()
-	}
-	return types.Int64Value(int64(v))
-}
-
 // servedModelNameDefault plans an omitted served_model_name as the name the engine will
 // serve: the model itself. A server stored before the attribute was computed (null) keeps
 // null until its model changes, so upgrading the provider replaces nothing.
-type servedModelNameDefault struct{}
-
-func (servedModelNameDefault) Description(context.Context) string {
-	return "defaults to model, the name the engines serve a model under"
-}
-func (d servedModelNameDefault) MarkdownDescription(ctx context.Context) string {
-	return d.Description(ctx)
-}
-func (servedModelNameDefault) PlanModifyString(ctx context.Context, req planmodifier.StringRequest, resp *planmodifier.StringResponse) {
-	if !req.ConfigValue.IsNull() {
-		return
-	}
-	var model types.String
-	resp.Diagnostics.Append(req.Plan.GetAttribute(ctx, path.Root("model"), &model)...)
-	if !req.State.Raw.IsNull() && req.StateValue.IsNull() {
-		var prior types.String
-		resp.Diagnostics.Append(req.State.GetAttribute(ctx, path.Root("model"), &prior)...)
-		if model.Equal(prior) {
-			resp.PlanValue = req.StateValue // stored before the attribute was computed: keep null
-			return
+var servedModelNameDefault = stringDefault{
+	description: "defaults to model, the name the engines serve a model under",
+	fill: func(ctx context.Context, req planmodifier.StringRequest, diags *diag.Diagnostics) (types.String, bool) {
+		var model types.String
+		diags.Append(req.Plan.GetAttribute(ctx, path.Root("model"), &model)...)
+		if !req.State.Raw.IsNull() && req.StateValue.IsNull() {
+			var prior types.String
+			diags.Append(req.State.GetAttribute(ctx, path.Root("model"), &prior)...)
+			if model.Equal(prior) {
+				return req.StateValue, true // stored before the attribute was computed: keep null
+			}
 		}
-	}
-	resp.PlanValue = model // unknown while the model is
+		return model, true // unknown while the model is
+	},
 }
 
 // enginePortDefault fills an omitted port with the engine's own default, so the plan shows
 // the real port and switching engines does not keep the old engine's port.
-type enginePortDefault struct{}
-
-func (enginePortDefault) Description(context.Context) string {
-	return "defaults to the engine's port: sglang 30000, vllm 8000, llamacpp 8080"
-}
-func (d enginePortDefault) MarkdownDescription(ctx context.Context) string { return d.Description(ctx) }
-func (enginePortDefault) PlanModifyInt64(ctx context.Context, req planmodifier.Int64Request, resp *planmodifier.Int64Response) {
-	if !req.ConfigValue.IsNull() {
-		return
-	}
-	var name types.String
-	resp.Diagnostics.Append(req.Config.GetAttribute(ctx, path.Root("engine"), &name)...)
-	if name.IsNull() || name.IsUnknown() {
-		return
-	}
-	resp.PlanValue = types.Int64Value(int64(engine.DefaultPort(engine.Name(name.ValueString()))))
+var enginePortDefault = int64Default{
+	description: "defaults to the engine's port: sglang 30000, vllm 8000, llamacpp 8080",
+	fill: func(ctx context.Context, req planmodifier.Int64Request, diags *diag.Diagnostics) (types.Int64, bool) {
+		name := configString(ctx, req.Config, "engine", diags)
+		if name.IsNull() || name.IsUnknown() {
+			return types.Int64{}, false
+		}
+		return types.Int64Value(int64(engine.DefaultPort(engine.Name(name.ValueString())))), true
+	},
 }

@@ -3,7 +3,6 @@ package provider
 import (
 	"context"
 
-	"github.com/hashicorp/terraform-plugin-framework/attr"
 	"github.com/hashicorp/terraform-plugin-framework/diag"
 	"github.com/hashicorp/terraform-plugin-framework/resource/schema"
 	"github.com/hashicorp/terraform-plugin-framework/types"
@@ -15,27 +14,11 @@ import (
 // The experiment object mirrors the results document's "experiment" block key for key, so
 // llmserve_inference_server's computed experiment can be passed to a benchmark as it is.
 
-var speculativeModeAttrTypes = map[string]attr.Type{
-	"algorithm":    types.StringType,
-	"steps":        types.Int64Type,
-	"topk":         types.Int64Type,
-	"draft_tokens": types.Int64Type,
-}
-
-var experimentAttrTypes = map[string]attr.Type{
-	"image_tag":           types.StringType,
-	"image_digest":        types.StringType,
-	"model":               types.StringType,
-	"checkpoint":          types.StringType,
-	"hardware":            types.StringType,
-	"driver":              types.StringType,
-	"kernel":              types.StringType,
-	"tensor_parallelism":  types.Int64Type,
-	"context_length":      types.Int64Type,
-	"physical_token_pool": types.Int64Type,
-	"speculative_mode":    types.ObjectType{AttrTypes: speculativeModeAttrTypes},
-	"replicas":            types.Int64Type,
-}
+// experimentAttrTypes are read from the computed experiment's schema, so they are written once.
+var (
+	experimentAttrTypes      = objectAttrTypes(schema.SingleNestedAttribute{Attributes: inferenceServerExperimentAttributes()})
+	speculativeModeAttrTypes = experimentAttrTypes["speculative_mode"].(types.ObjectType).AttrTypes
+)
 
 type experimentModel struct {
 	ImageTag          types.String `tfsdk:"image_tag"`

@@ -8,12 +8,9 @@ import (
 	"strconv"
 	"time"
 
-	"github.com/hashicorp/terraform-plugin-framework-timeouts/resource/timeouts"
 	"github.com/hashicorp/terraform-plugin-framework-validators/int64validator"
 	"github.com/hashicorp/terraform-plugin-framework-validators/stringvalidator"
-	"github.com/hashicorp/terraform-plugin-framework/attr"
 	"github.com/hashicorp/terraform-plugin-framework/diag"
-	"github.com/hashicorp/terraform-plugin-framework/path"
 	"github.com/hashicorp/terraform-plugin-framework/resource"
 	"github.com/hashicorp/terraform-plugin-framework/resource/schema"
 	"github.com/hashicorp/terraform-plugin-framework/resource/schema/booldefault"
@@ -43,28 +40,27 @@ var (
 func NewInferenceServerResource() resource.Resource { return &inferenceServerResource{} }
 
 type inferenceServerResource struct {
-	docker *docker.Connection
+	engineResource
 }
 
 type inferenceServerModel struct {
 	engineSettings
 
-	ID               types.String   `tfsdk:"id"`
-	Name             types.String   `tfsdk:"name"`
-	ModelHostPath    types.String   `tfsdk:"model_host_path"`
-	GPUIDs           types.List     `tfsdk:"gpu_ids"`
-	GroupAdd         types.List     `tfsdk:"group_add"`
-	ShmSizeMB        types.Int64    `tfsdk:"shm_size_mb"`
-	HostPort         types.Int64    `tfsdk:"host_port"`
-	BindAddress      types.String   `tfsdk:"bind_address"`
-	NetworkMode      types.String   `tfsdk:"network_mode"`
-	Environment      types.Map      `tfsdk:"environment"`
-	Mounts           types.List     `tfsdk:"mounts"`
-	Labels           types.Map      `tfsdk:"labels"`
-	RestartPolicy    types.String   `tfsdk:"restart_policy"`
-	StopGraceSeconds types.Int64    `tfsdk:"stop_grace_period_seconds"`
-	Running          types.Bool     `tfsdk:"running"`
-	Timeouts         timeouts.Value `tfsdk:"timeouts"`
+	ID               types.String `tfsdk:"id"`
+	Name             types.String `tfsdk:"name"`
+	ModelHostPath    types.String `tfsdk:"model_host_path"`
+	GPUIDs           types.List   `tfsdk:"gpu_ids"`
+	GroupAdd         types.List   `tfsdk:"group_add"`
+	ShmSizeMB        types.Int64  `tfsdk:"shm_size_mb"`
+	HostPort         types.Int64  `tfsdk:"host_port"`
+	BindAddress      types.String `tfsdk:"bind_address"`
+	NetworkMode      types.String `tfsdk:"network_mode"`
+	Environment      types.Map    `tfsdk:"environment"`
+	Mounts           types.List   `tfsdk:"mounts"`
+	Labels           types.Map    `tfsdk:"labels"`
+	RestartPolicy    types.String `tfsdk:"restart_policy"`
+	StopGraceSeconds types.Int64  `tfsdk:"stop_grace_period_seconds"`
+	Running          types.Bool   `tfsdk:"running"`
 }
 
 type mountModel struct {
@@ -74,8 +70,17 @@ type mountModel struct {
 	ReadOnly types.Bool   `tfsdk:"read_only"`
 }
 
-var mountAttrTypes = map[string]attr.Type{
-	"type": types.StringType, "source": types.StringType, "target": types.StringType, "read_only": types.BoolType,
+var mountAttrTypes = objectAttrTypes(mountsAttribute())
+
+func mountsAttribute() schema.ListNestedAttribute {
+	return schema.ListNestedAttribute{Optional: true, PlanModifiers: []planmodifier.List{listplanmodifier.RequiresReplace()},
+		MarkdownDescription: "Host paths or named volumes in the container, e.g. the Hugging Face cache.",
+		NestedObject: schema.NestedAttributeObject{Attributes: map[string]schema.Attribute{
+			"type":      schema.StringAttribute{Optional: true, Computed: true, Default: stringdefault.StaticString("bind"), Validators: []validator.String{stringvalidator.OneOf("bind", "volume")}, MarkdownDescription: "`bind` (default) or `volume`."},
+			"source":    schema.StringAttribute{Required: true, MarkdownDescription: "Host path or volume name."},
+			"target":    schema.StringAttribute{Required: true, MarkdownDescription: "Path inside the container."},
+			"read_only": schema.BoolAttribute{Optional: true, Computed: true, Default: booldefault.StaticBool(false), MarkdownDescription: "Mount read-only."},
+		}}}
 }
 
 // containerNameRE is Docker's rule for container names.
@@ -105,7 +110,7 @@ func (r *inferenceServerResource) Schema(ctx context.Context, _ resource.SchemaR
 			"Drift: a container removed out of band is re-created by the next apply; a stopped one shows `running: false -> true` " +
 			"and the next apply starts it again in place (and waits until it generates). Every setting of the container itself " +
 			"forces a new container; `running`, `restart_policy`, `stop_grace_period_seconds`, `readiness_timeout` and `timeouts` change in place.",
-		Attributes: withAttributes(engineSettingsAttributes(), map[string]schema.Attribute{
+		Attributes: withAttributes(engineSettingsAttributes(ctx), map[string]schema.Attribute{
 			"id": schema.StringAttribute{Computed: true, PlanModifiers: keepStr,
 				MarkdownDescription: "Container id."},
 			"name": schema.StringAttribute{Required: true, PlanModifiers: replace,
@@ -133,14 +138,7 @@ func (r *inferenceServerResource) Schema(ctx context.Context, _ resource.SchemaR
 			"environment": schema.MapAttribute{ElementType: types.StringType, Optional: true,
 				PlanModifiers:       []planmodifier.Map{mapplanmodifier.RequiresReplace()},
 				MarkdownDescription: "Environment variables. Names must not be empty or contain `=`, spaces or control characters; values may hold tab and newline but no other control characters. Stored in state, so the secret names `HF_TOKEN`, `HUGGING_FACE_HUB_TOKEN`, `VLLM_API_KEY` and `LLAMA_API_KEY` are refused: put secrets in `hub_token_wo` / `api_key_wo`."},
-			"mounts": schema.ListNestedAttribute{Optional: true, PlanModifiers: replaceList,
-				MarkdownDescription: "Host paths or named volumes in the container, e.g. the Hugging Face cache.",
-				NestedObject: schema.NestedAttributeObject{Attributes: map[string]schema.Attribute{
-					"type":      schema.StringAttribute{Optional: true, Computed: true, Default: stringdefault.StaticString("bind"), Validators: []validator.String{stringvalidator.OneOf("bind", "volume")}, MarkdownDescription: "`bind` (default) or `volume`."},
-					"source":    schema.StringAttribute{Required: true, MarkdownDescription: "Host path or volume name."},
-					"target":    schema.StringAttribute{Required: true, MarkdownDescription: "Path inside the container."},
-					"read_only": schema.BoolAttribute{Optional: true, Computed: true, Default: booldefault.StaticBool(false), MarkdownDescription: "Mount read-only."},
-				}}},
+			"mounts": mountsAttribute(),
 			"labels": schema.MapAttribute{ElementType: types.StringType, Optional: true,
 				PlanModifiers:       []planmodifier.Map{mapplanmodifier.RequiresReplace()},
 				MarkdownDescription: "Container labels. The provider adds `" + deploy.ManagedLabel + "` and `" + deploy.SpecLabel + "` (the launch record import reads); those two keys are refused."},
@@ -152,54 +150,30 @@ func (r *inferenceServerResource) Schema(ctx context.Context, _ resource.SchemaR
 				MarkdownDescription: "Seconds between SIGTERM and SIGKILL on stop and destroy. Default 30."},
 			"running": schema.BoolAttribute{Optional: true, Computed: true, Default: booldefault.StaticBool(true),
 				MarkdownDescription: "Whether the server should be running. A container stopped out of band reads back as `false`, so the plan shows the change and apply starts it again."},
-			"timeouts": positiveTimeouts(ctx, timeouts.Opts{
-				Create: true, Update: true, Delete: true,
-				CreateDescription: "How long creating the server may take, pull, start and `readiness_timeout` included, as a Go duration. Default `40m`.",
-				UpdateDescription: "How long an in-place change (a restart included) may take, as a Go duration. Default `40m`.",
-				DeleteDescription: "How long stopping and removing the container may take, as a Go duration. Default `10m`.",
-			}),
 		}),
 	}
 }
 
-func (r *inferenceServerResource) Configure(_ context.Context, req resource.ConfigureRequest, resp *resource.ConfigureResponse) {
-	if req.ProviderData == nil {
-		return
-	}
-	data, ok := req.ProviderData.(*providerData)
-	if !ok {
-		resp.Diagnostics.AddError("Unexpected provider data", fmt.Sprintf("expected *providerData, got %T; this is a provider bug, please report it", req.ProviderData))
-		return
-	}
-	r.docker = data.docker
-}
-
-func (r *inferenceServerResource) backend() (*docker.Backend, diag.Diagnostics) {
-	var diags diag.Diagnostics
-	if r.docker == nil {
+// backend connects to the provider's Docker Engine.
+func (r *inferenceServerResource) backend(diags *diag.Diagnostics) *docker.Backend {
+	if r.provider == nil {
 		diags.AddError("Provider not configured", "the llmserve provider has no Docker Engine configuration; this is a provider bug, please report it")
-		return nil, diags
+		return nil
 	}
-	b, err := r.docker.Backend()
+	b, err := r.provider.docker.Backend()
 	if err != nil {
 		diags.AddError("Cannot use the Docker Engine", err.Error())
 	}
-	return b, diags
+	return b
 }
 
 func (r *inferenceServerResource) Create(ctx context.Context, req resource.CreateRequest, resp *resource.CreateResponse) {
 	var plan, config inferenceServerModel
 	resp.Diagnostics.Append(req.Plan.Get(ctx, &plan)...)
 	resp.Diagnostics.Append(req.Config.Get(ctx, &config)...)
-	if resp.Diagnostics.HasError() {
-		return
-	}
-	timeout, diags := plan.Timeouts.Create(ctx, defaultServerCreateTimeout)
-	resp.Diagnostics.Append(diags...)
-	ctx, cancel := context.WithTimeout(ctx, timeout)
+	ctx, cancel := plan.operation(ctx, "create", &resp.Diagnostics)
 	defer cancel()
-	b, diags := r.backend()
-	resp.Diagnostics.Append(diags...)
+	b := r.backend(&resp.Diagnostics)
 	if resp.Diagnostics.HasError() {
 		return
 	}
@@ -245,8 +219,7 @@ func (r *inferenceServerResource) Read(ctx context.Context, req resource.ReadReq
 	if resp.Diagnostics.HasError() {
 		return
 	}
-	b, diags := r.backend()
-	resp.Diagnostics.Append(diags...)
+	b := r.backend(&resp.Diagnostics)
 	if resp.Diagnostics.HasError() {
 		return
 	}
@@ -298,12 +271,9 @@ func (r *inferenceServerResource) Update(ctx context.Context, req resource.Updat
 	if resp.Diagnostics.HasError() {
 		return
 	}
-	timeout, diags := plan.Timeouts.Update(ctx, defaultServerUpdateTimeout)
-	resp.Diagnostics.Append(diags...)
-	ctx, cancel := context.WithTimeout(ctx, timeout)
+	ctx, cancel := plan.operation(ctx, "update", &resp.Diagnostics)
 	defer cancel()
-	b, diags := r.backend()
-	resp.Diagnostics.Append(diags...)
+	b := r.backend(&resp.Diagnostics)
 	spec, diags := plan.launchSpec(ctx)
 	resp.Diagnostics.Append(diags...)
 	if resp.Diagnostics.HasError() {
@@ -346,12 +316,9 @@ func (r *inferenceServerResource) Delete(ctx context.Context, req resource.Delet
 	if resp.Diagnostics.HasError() {
 		return
 	}
-	timeout, diags := state.Timeouts.Delete(ctx, defaultServerDeleteTimeout)
-	resp.Diagnostics.Append(diags...)
-	ctx, cancel := context.WithTimeout(ctx, timeout)
+	ctx, cancel := state.operation(ctx, "delete", &resp.Diagnostics)
 	defer cancel()
-	b, diags := r.backend()
-	resp.Diagnostics.Append(diags...)
+	b := r.backend(&resp.Diagnostics)
 	if resp.Diagnostics.HasError() {
 		return
 	}
@@ -364,11 +331,7 @@ func (r *inferenceServerResource) Delete(ctx context.Context, req resource.Delet
 // ImportState takes a container name or id; Read fills everything else from the container's
 // launch record.
 func (r *inferenceServerResource) ImportState(ctx context.Context, req resource.ImportStateRequest, resp *resource.ImportStateResponse) {
-	resp.Diagnostics.Append(resp.State.SetAttribute(ctx, path.Root("id"), req.ID)...)
-	// timeouts is an object the framework leaves null on import; give it its type.
-	resp.Diagnostics.Append(resp.State.SetAttribute(ctx, path.Root("timeouts"), timeouts.Value{Object: types.ObjectNull(map[string]attr.Type{
-		"create": types.StringType, "update": types.StringType, "delete": types.StringType,
-	})})...)
+	importID(ctx, req.ID, resp)
 }
 
 // durationValidator accepts Go durations ("90s", "30m").

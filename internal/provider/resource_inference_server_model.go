@@ -108,32 +108,15 @@ func (m *inferenceServerModel) setExperiment(ctx context.Context, spec engine.Sp
 func (m *inferenceServerModel) fromRecord(ctx context.Context, rec deploy.LaunchRecord) diag.Diagnostics {
 	s, p := rec.Spec, rec.Placement
 	diags := m.fromSpec(ctx, p.Image, s, p.Meta[metaSecrets], p.Meta[metaReadiness])
-	// nil is unset; an empty collection was configured as [] or {} and is restored as such.
-	list := func(vs []string) types.List {
-		if vs == nil {
-			return types.ListNull(types.StringType)
-		}
-		l, d := types.ListValueFrom(ctx, types.StringType, vs)
-		diags.Append(d...)
-		return l
-	}
-	mp := func(vs map[string]string) types.Map {
-		if vs == nil {
-			return types.MapNull(types.StringType)
-		}
-		v, d := types.MapValueFrom(ctx, types.StringType, vs)
-		diags.Append(d...)
-		return v
-	}
 	m.Name, m.ModelHostPath = types.StringValue(p.Name), nullableString(p.ModelHostPath)
-	m.GPUIDs, m.GroupAdd = list(p.GPUIDs), list(p.GroupAdd)
+	m.GPUIDs, m.GroupAdd = stringList(ctx, p.GPUIDs, &diags), stringList(ctx, p.GroupAdd, &diags)
 	m.ShmSizeMB = nullableInt(int(p.ShmSizeBytes >> 20))
 	m.BindAddress = types.StringValue(orString(p.BindAddress, "127.0.0.1"))
 	m.NetworkMode = types.StringValue("bridge")
 	if p.HostNetwork {
 		m.NetworkMode = types.StringValue("host")
 	}
-	m.Environment, m.Labels = mp(p.Env), mp(p.Labels)
+	m.Environment, m.Labels = stringMap(ctx, p.Env, &diags), stringMap(ctx, p.Labels, &diags)
 	m.Mounts = types.ListNull(types.ObjectType{AttrTypes: mountAttrTypes})
 	if p.Mounts != nil {
 		mounts := []mountModel{}

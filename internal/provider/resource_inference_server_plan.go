@@ -2,7 +2,6 @@ package provider
 
 import (
 	"context"
-	"time"
 
 	"github.com/hashicorp/terraform-plugin-framework/path"
 	"github.com/hashicorp/terraform-plugin-framework/resource"
@@ -19,10 +18,7 @@ func (r *inferenceServerResource) ValidateConfig(ctx context.Context, req resour
 	if resp.Diagnostics.HasError() {
 		return
 	}
-	resp.Diagnostics.Append(readinessBeyondTimeouts(ctx, m.ReadinessTimeout, map[string]time.Duration{
-		"create": configuredTimeout(m.Timeouts, "create", defaultServerCreateTimeout),
-		"update": configuredTimeout(m.Timeouts, "update", defaultServerUpdateTimeout),
-	})...)
+	resp.Diagnostics.Append(m.checkReadinessBounds()...)
 	if !m.specKnown() {
 		return
 	}
@@ -82,13 +78,8 @@ func (r *inferenceServerResource) planKnownOutputs(ctx context.Context, req reso
 		return
 	}
 	spec, diags := plan.launchSpec(ctx)
-	if diags.HasError() || len(spec.Validate()) > 0 {
-		return // ValidateConfig reports it
-	}
-	resp.Diagnostics.Append(plan.setCommand(ctx, spec)...)
-	resp.Diagnostics.Append(resp.Plan.SetAttribute(ctx, path.Root("command"), plan.Command)...)
-
-	if r.docker == nil || plan.BindAddress.IsUnknown() || plan.NetworkMode.IsUnknown() {
+	resp.Diagnostics.Append(planCommand(ctx, spec, diags, &resp.Plan)...)
+	if diags.HasError() || r.provider == nil || plan.BindAddress.IsUnknown() || plan.NetworkMode.IsUnknown() {
 		return
 	}
 	bind, port := plan.BindAddress.ValueString(), plan.HostPort
@@ -98,7 +89,7 @@ func (r *inferenceServerResource) planKnownOutputs(ctx context.Context, req reso
 	if port.IsNull() || port.IsUnknown() {
 		return // the engine host picks a free port at start
 	}
-	if endpoint, ok := r.docker.Endpoint(bind, int(port.ValueInt64())); ok {
+	if endpoint, ok := r.provider.docker.Endpoint(bind, int(port.ValueInt64())); ok {
 		resp.Diagnostics.Append(resp.Plan.SetAttribute(ctx, path.Root("endpoint"), types.StringValue(endpoint))...)
 	}
 }
@@ -106,7 +97,7 @@ func (r *inferenceServerResource) planKnownOutputs(ctx context.Context, req reso
 // warnUnreachable flags a placement this machine could not reach (the port published on a
 // remote engine host's loopback): readiness would wait out readiness_timeout.
 func (r *inferenceServerResource) warnUnreachable(ctx context.Context, req resource.ModifyPlanRequest, resp *resource.ModifyPlanResponse) {
-	if r.docker == nil {
+	if r.provider == nil {
 		return
 	}
 	var bind types.String
@@ -115,7 +106,7 @@ func (r *inferenceServerResource) warnUnreachable(ctx context.Context, req resou
 		return
 	}
 	// With host networking the engine itself listens on bind_address, so the same applies.
-	for _, p := range (deploy.Placement{BindAddress: bind.ValueString()}).CheckReachable(r.docker.Host()) {
+	for _, p := range (deploy.Placement{BindAddress: bind.ValueString()}).CheckReachable(r.provider.docker.Host()) {
 		resp.Diagnostics.AddAttributeWarning(problemPath(p.Field), "Endpoint unreachable from this machine", p.Detail+".")
 	}
 }

@@ -1,10 +1,12 @@
 package provider
 
 import (
+	"context"
 	"strconv"
 	"strings"
 
 	"github.com/hashicorp/terraform-plugin-framework/attr"
+	"github.com/hashicorp/terraform-plugin-framework/diag"
 	"github.com/hashicorp/terraform-plugin-framework/path"
 	"github.com/hashicorp/terraform-plugin-framework/types"
 )
@@ -88,4 +90,49 @@ func enumStrings[T ~string](vs []T) []string {
 		out[i] = string(v)
 	}
 	return out
+}
+
+func nullableString(v string) types.String {
+	if v == "" {
+		return types.StringNull()
+	}
+	return types.StringValue(v)
+}
+
+func nullableInt(v int) types.Int64 {
+	if v == 0 {
+		return types.Int64Null()
+	}
+	return types.Int64Value(int64(v))
+}
+
+// stringList is vs as a list: nil is unset (null), and an empty list was configured as []
+// and is restored as such, so an import plans no replacement.
+func stringList(ctx context.Context, vs []string, diags *diag.Diagnostics) types.List {
+	if vs == nil {
+		return types.ListNull(types.StringType)
+	}
+	l, d := types.ListValueFrom(ctx, types.StringType, vs)
+	diags.Append(d...)
+	return l
+}
+
+// stringMap is vs as a map: nil is unset (null), empty was configured as {}.
+func stringMap(ctx context.Context, vs map[string]string, diags *diag.Diagnostics) types.Map {
+	if vs == nil {
+		return types.MapNull(types.StringType)
+	}
+	v, d := types.MapValueFrom(ctx, types.StringType, vs)
+	diags.Append(d...)
+	return v
+}
+
+// objectAttrTypes are the attribute types of a nested attribute's object (of its elements,
+// for a list), read from the schema so that they are written once.
+func objectAttrTypes(a interface{ GetType() attr.Type }) map[string]attr.Type {
+	t := a.GetType()
+	if l, ok := t.(attr.TypeWithElementType); ok {
+		t = l.ElementType()
+	}
+	return t.(attr.TypeWithAttributeTypes).AttributeTypes()
 }

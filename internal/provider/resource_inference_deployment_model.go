@@ -1,0 +1,106 @@
+package provider
+
+import (
+	"context"
+	"time"
+
+	"github.com/hashicorp/terraform-plugin-framework/diag"
+	"github.com/hashicorp/terraform-plugin-framework/types"
+	"github.com/hashicorp/terraform-plugin-framework/types/basetypes"
+
+	"github.com/llmserve/terraform-provider-llmserve/internal/deploy/kubernetes"
+	"github.com/llmserve/terraform-provider-llmserve/internal/engine"
+)
+
+// deployment translates the placement attributes. Callers make sure values are known.
+func (m inferenceDeploymentModel) deployment(ctx context.Context, spec engine.Spec) (kubernetes.Deployment, diag.Diagnostics) {
+	var diags diag.Diagnostics
+	timeout, _ := time.ParseDuration(m.ReadinessTimeout.ValueString()) // validated at plan time
+	d := kubernetes.Deployment{
+		Name: m.Name.ValueString(), Namespace: m.Namespace.ValueString(), Image: m.Image.ValueString(),
+		Replicas:            int32(m.Replicas.ValueInt64()),
+		AcceleratorResource: m.AcceleratorResource.ValueString(), AcceleratorCount: m.AcceleratorCount.ValueInt64(),
+		ShmSizeBytes: m.ShmSizeMB.ValueInt64() << 20,
+		ServiceType:  m.ServiceType.ValueString(), ServicePort: int32(m.ServicePort.ValueInt64()),
+		ReadinessTimeoutSeconds: int64(timeout / time.Second),
+		Meta:                    map[string]string{metaReadiness: m.ReadinessTimeout.ValueString(), metaPodAccess: m.PodAccess.ValueString()},
+	}
+	if d.ServicePort == 0 {
+		d.ServicePort = int32(spec.Port)
+	}
+	if !m.SecretsVersion.IsNull() {
+		d.Meta[metaSecrets] = m.SecretsVersion.ValueString()
+	}
+	diags.Append(m.NodeSelector.ElementsAs(ctx, &d.NodeSelector, false)...)
+	diags.Append(m.Environment.ElementsAs(ctx, &d.Env, false)...)
+	diags.Append(m.Labels.ElementsAs(ctx, &d.Labels, false)...)
+	diags.Append(m.Annotations.ElementsAs(ctx, &d.Annotations, false)...)
+	var tols []tolerationModel
+	diags.Append(m.Tolerations.ElementsAs(ctx, &tols, false)...)
+	for _, t := range tols {
+		kt := kubernetes.Toleration{Key: t.Key.ValueString(), Operator: t.Operator.ValueString(), Value: t.Value.ValueString(), Effect: t.Effect.ValueString()}
+		if !t.TolerationSeconds.IsNull() {
+			s := t.TolerationSeconds.ValueInt64()
+			kt.TolerationSeconds = &s
+		}
+		d.Tolerations = append(d.Tolerations, kt)
+	}
+	if !m.ModelCache.IsNull() {
+		var mc modelCacheModel
+		diags.Append(m.ModelCache.As(ctx, &mc, basetypes.ObjectAsOptions{})...)
+		d.ModelCache = &kubernetes.ModelCache{HostPath: mc.HostPath.ValueString(), ClaimName: mc.ClaimName.ValueString(),
+			MountPath: mc.MountPath.ValueString(), ReadOnly: mc.ReadOnly.ValueBool()}
+	}
+	return d, diags
+}
+
+func (m inferenceDeploymentModel) access() kubernetes.Access {
+	return kubernetes.Access(orString(m.PodAccess.ValueString(), string(kubernetes.APIProxy)))
+}
+
+func (m *inferenceDeploymentModel) setStatus(ctx context.Context, spec engine.Spec, st kubernetes.Status) diag.Diagnostics {
+	m.Endpoint = types.StringValue(st.Endpoint)
+	m.ImageDigest = types.StringValue(st.ImageDigest)
+	return m.setCommand(ctx, spec)
+}
+
+// fromRecord fills an imported deployment's configuration from its launch record.
+func (m *inferenceDeploymentModel) fromRecord(ctx context.Context, rec kubernetes.LaunchRecord) diag.Diagnostics {
+	d := rec.Deployment
+	diags := m.fromSpec(ctx, d.Image, rec.Spec, d.Meta[metaSecrets], d.Meta[metaReadiness])
+	m.Name, m.Namespace = types.StringValue(d.Name), types.StringValue(d.Namespace)
+	m.AcceleratorResource, m.AcceleratorCount = types.StringValue(d.AcceleratorResource), types.Int64Value(d.AcceleratorCount)
+	// The record omits empty maps, so {} reads back as unset, as it was stored.
+	m.NodeSelector, m.Environment = stringMap(ctx, d.NodeSelector, &diags), stringMap(ctx, d.Env, &diags)
+	m.Labels, m.Annotations = stringMap(ctx, d.Labels, &diags), stringMap(ctx, d.Annotations, &diags)
+	m.ShmSizeMB = nullableInt(int(d.ShmSizeBytes >> 20))
+	m.ServiceType, m.ServicePort = types.StringValue(d.ServiceType), types.Int64Value(int64(d.ServicePort))
+	m.PodAccess = types.StringValue(orString(d.Meta[metaPodAccess], string(kubernetes.APIProxy)))
+	m.Tolerations = types.ListNull(types.ObjectType{AttrTypes: tolerationAttrTypes})
+	if len(d.Tolerations) > 0 {
+		var tols []tolerationModel
+		for _, t := range d.Tolerations {
+			tm := tolerationModel{Key: nullableString(t.Key), Operator: nullableString(t.Operator), Value: nullableString(t.Value),
+				Effect: nullableString(t.Effect), TolerationSeconds: types.Int64Null()}
+			if t.TolerationSeconds != nil {
+				tm.TolerationSeconds = types.Int64Value(*t.TolerationSeconds)
+			}
+			tols = append(tols, tm)
+		}
+		v, dd := types.ListValueFrom(ctx, types.ObjectType{AttrTypes: tolerationAttrTypes}, tols)
+		diags.Append(dd...)
+		m.Tolerations = v
+	}
+	m.ModelCache = types.ObjectNull(modelCacheAttrTypes)
+	if mc := d.ModelCache; mc != nil {
+		ro := types.BoolNull()
+		if mc.ReadOnly {
+			ro = types.BoolValue(true)
+		}
+		v, dd := types.ObjectValueFrom(ctx, modelCacheAttrTypes, modelCacheModel{HostPath: nullableString(mc.HostPath),
+			ClaimName: nullableString(mc.ClaimName), MountPath: types.StringValue(mc.MountPath), ReadOnly: ro})
+		diags.Append(dd...)
+		m.ModelCache = v
+	}
+	return diags
+}

@@ -1,0 +1,126 @@
+package provider
+
+import (
+	"context"
+
+	"github.com/hashicorp/terraform-plugin-framework/diag"
+	"github.com/hashicorp/terraform-plugin-framework/path"
+	"github.com/hashicorp/terraform-plugin-framework/resource"
+	"github.com/hashicorp/terraform-plugin-framework/resource/schema/planmodifier"
+	"github.com/hashicorp/terraform-plugin-framework/types"
+
+	"github.com/llmserve/terraform-provider-llmserve/internal/deploy/kubernetes"
+	"github.com/llmserve/terraform-provider-llmserve/internal/engine"
+)
+
+func (r *inferenceDeploymentResource) ValidateConfig(ctx context.Context, req resource.ValidateConfigRequest, resp *resource.ValidateConfigResponse) {
+	var m inferenceDeploymentModel
+	resp.Diagnostics.Append(req.Config.Get(ctx, &m)...)
+	if resp.Diagnostics.HasError() {
+		return
+	}
+	if m.specKnown() {
+		_, diags := m.validateSpec(ctx)
+		resp.Diagnostics.Append(diags...)
+	}
+	resp.Diagnostics.Append(m.checkReadinessBounds()...)
+	var access types.String
+	resp.Diagnostics.Append(req.Config.GetAttribute(ctx, path.Root("pod_access"), &access)...)
+	var apiKey types.String
+	resp.Diagnostics.Append(req.Config.GetAttribute(ctx, path.Root("api_key_wo"), &apiKey)...)
+	if !apiKey.IsNull() && !access.IsUnknown() && (access.IsNull() || access.ValueString() == string(kubernetes.APIProxy)) {
+		resp.Diagnostics.AddAttributeError(path.Root("pod_access"), "api_key_wo needs pod_access = \"pod_network\"",
+			"The API server's pod proxy consumes the Authorization header, so the generation check cannot present the engine's API key through it. "+
+				"Set pod_access = \"pod_network\" and run Terraform where the pod IPs are reachable, or drop api_key_wo and protect the Service with a NetworkPolicy.")
+	}
+}
+
+// ModifyPlan shows a new deployment's launch command at plan (from the function Create
+// uses), and marks the endpoint unknown when a Service change moves it.
+func (r *inferenceDeploymentResource) ModifyPlan(ctx context.Context, req resource.ModifyPlanRequest, resp *resource.ModifyPlanResponse) {
+	if req.Plan.Raw.IsNull() {
+		return
+	}
+	if req.State.Raw.IsNull() {
+		var plan inferenceDeploymentModel
+		resp.Diagnostics.Append(req.Plan.Get(ctx, &plan)...)
+		if resp.Diagnostics.HasError() || !plan.specKnown() {
+			return
+		}
+		spec, diags := plan.spec(ctx)
+		resp.Diagnostics.Append(planCommand(ctx, spec, diags, &resp.Plan)...)
+		return
+	}
+	var plan, state inferenceDeploymentModel
+	resp.Diagnostics.Append(req.Plan.Get(ctx, &plan)...)
+	resp.Diagnostics.Append(req.State.Get(ctx, &state)...)
+	if resp.Diagnostics.HasError() {
+		return
+	}
+	changed := !plan.ServiceType.Equal(state.ServiceType) || !plan.ServicePort.Equal(state.ServicePort)
+	// A NodePort endpoint names a node running a replica, which a rollout may move.
+	if changed || (plan.ServiceType.ValueString() == "NodePort" && !plan.Replicas.Equal(state.Replicas)) {
+		resp.Diagnostics.Append(resp.Plan.SetAttribute(ctx, path.Root("endpoint"), types.StringUnknown())...)
+	}
+	// The experiment records the replica count.
+	if !plan.Replicas.Equal(state.Replicas) {
+		resp.Diagnostics.Append(resp.Plan.SetAttribute(ctx, path.Root("experiment"), types.ObjectUnknown(experimentAttrTypes))...)
+	}
+}
+
+// acceleratorResourceDefault fills an omitted accelerator_resource from accelerator, so the
+// plan shows what each replica requests.
+var acceleratorResourceDefault = stringDefault{
+	description: "defaults from accelerator: cuda nvidia.com/gpu, xpu gpu.intel.com/i915, cpu none",
+	fill: func(ctx context.Context, req planmodifier.StringRequest, diags *diag.Diagnostics) (types.String, bool) {
+		accel := configString(ctx, req.Config, "accelerator", diags)
+		if accel.IsUnknown() {
+			return types.String{}, false
+		}
+		return types.StringValue(kubernetes.DefaultAcceleratorResource(engine.Accelerator(orString(accel.ValueString(), string(engine.CPU))))), true
+	},
+}
+
+// acceleratorCountDefault fills an omitted accelerator_count with tensor_parallel_size (one
+// accelerator per tensor-parallel rank), or 0 when no accelerator resource is requested.
+var acceleratorCountDefault = int64Default{
+	description: "defaults to tensor_parallel_size, or 0 without an accelerator resource",
+	fill: func(ctx context.Context, req planmodifier.Int64Request, diags *diag.Diagnostics) (types.Int64, bool) {
+		res, accel := configString(ctx, req.Config, "accelerator_resource", diags), configString(ctx, req.Config, "accelerator", diags)
+		var tp types.Int64
+		diags.Append(req.Config.GetAttribute(ctx, path.Root("tensor_parallel_size"), &tp)...)
+		if res.IsUnknown() || accel.IsUnknown() || tp.IsUnknown() {
+			return types.Int64{}, false
+		}
+		name := res.ValueString()
+		if res.IsNull() {
+			name = kubernetes.DefaultAcceleratorResource(engine.Accelerator(orString(accel.ValueString(), string(engine.CPU))))
+		}
+		switch {
+		case name == "":
+			return types.Int64Value(0), true
+		case tp.IsNull():
+			return types.Int64Value(1), true
+		}
+		return types.Int64Value(max(tp.ValueInt64(), 1)), true
+	},
+}
+
+// servicePortDefault fills an omitted service_port with the engine's port.
+var servicePortDefault = int64Default{
+	description: "defaults to port",
+	fill: func(ctx context.Context, req planmodifier.Int64Request, diags *diag.Diagnostics) (types.Int64, bool) {
+		var port types.Int64
+		diags.Append(req.Config.GetAttribute(ctx, path.Root("port"), &port)...)
+		name := configString(ctx, req.Config, "engine", diags)
+		switch {
+		case port.IsUnknown():
+			return types.Int64{}, false
+		case !port.IsNull():
+			return port, true
+		case !name.IsUnknown() && !name.IsNull():
+			return types.Int64Value(int64(engine.DefaultPort(engine.Name(name.ValueString())))), true
+		}
+		return types.Int64{}, false
+	},
+}
