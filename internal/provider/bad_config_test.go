@@ -7,7 +7,6 @@ import (
 	"encoding/pem"
 	"fmt"
 	"net/http/httptest"
-	"os"
 	"regexp"
 	"sort"
 	"strings"
@@ -328,9 +327,7 @@ func badConfigs(t *testing.T) []badConfig {
 // TestAccBadConfigurations runs every bad configuration through the real Terraform CLI and
 // checks that plan fails with a message naming the attribute and the problem.
 func TestAccBadConfigurations(t *testing.T) {
-	if os.Getenv("TF_ACC") == "" {
-		t.Skip("acceptance test: set TF_ACC=1")
-	}
+	testAccPreCheck(t)
 	// Plan never reaches an engine; a DOCKER_HOST of the caller must not change the cases.
 	t.Setenv("DOCKER_HOST", "")
 	cases := badConfigs(t)
@@ -361,9 +358,7 @@ func TestAccBadConfigurations(t *testing.T) {
 // at apply by the same rule, before any request: credentials in it fail the apply with the
 // plan-time message.
 func TestAccBadConfigurations_unknownAtPlan(t *testing.T) {
-	if os.Getenv("TF_ACC") == "" {
-		t.Skip("acceptance test: set TF_ACC=1")
-	}
+	testAccPreCheck(t)
 	srv := httptest.NewServer(newBoundaryEngine(t))
 	defer srv.Close()
 	host := strings.TrimPrefix(srv.URL, "http://")

@@ -44,9 +44,7 @@ import (
 // kubeTestEnv is the cluster of the current test run, or a skip with the reason.
 func kubeTestEnv(t *testing.T) (kubeconfig string, cs k8s.Interface) {
 	t.Helper()
-	if os.Getenv("TF_ACC") == "" {
-		t.Skip("acceptance test: set TF_ACC=1")
-	}
+	testAccPreCheck(t)
 	kubeconfig = os.Getenv("LLMSERVE_TEST_KUBECONFIG")
 	if kubeconfig == "" {
 		t.Skip("Kubernetes acceptance test: run `make test-kubernetes`, which starts a control plane and sets LLMSERVE_TEST_KUBECONFIG")

@@ -1,13 +1,10 @@
 package provider
 
 import (
-	"context"
 	"fmt"
 	"math"
-	"os"
 	"path/filepath"
 	"testing"
-	"time"
 
 	"github.com/hashicorp/terraform-plugin-testing/config"
 	"github.com/hashicorp/terraform-plugin-testing/helper/resource"
@@ -39,25 +36,13 @@ const (
 )
 
 func TestAccQuickstart_llamaCpp(t *testing.T) {
-	if os.Getenv("TF_ACC") == "" {
-		t.Skip("acceptance test: set TF_ACC=1")
-	}
-	model, err := filepath.Abs("../../.cache/models/tiny-llama.gguf")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := os.Stat(model); err != nil {
-		t.Fatalf("the tiny model is missing (%v): run scripts/build-model.sh", err)
-	}
+	testAccPreCheck(t)
+	model := testAccTinyModel(t)
 	b, err := docker.NewConnection(docker.ConfigFromEnv(docker.Config{})).Backend()
 	if err != nil {
 		t.Fatal(err)
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel()
-	if _, err := b.Client().ImageInspect(ctx, quickstartImage); err != nil {
-		t.Fatalf("image %s is missing (%v): run scripts/build-llamacpp-image.sh", quickstartImage, err)
-	}
+	testAccRequireLlamaCppImage(t, b)
 	// The quickstart names its provider registry.terraform.io/llmserve/llmserve, as users do.
 	t.Setenv("TF_ACC_PROVIDER_NAMESPACE", "llmserve")
 

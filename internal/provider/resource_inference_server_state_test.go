@@ -5,14 +5,14 @@ import (
 	"fmt"
 	"io"
 	"net/http"
-	"path/filepath"
 	"strings"
 	"testing"
-	"time"
 
+	"github.com/hashicorp/terraform-plugin-testing/compare"
 	"github.com/hashicorp/terraform-plugin-testing/helper/resource"
 	"github.com/hashicorp/terraform-plugin-testing/knownvalue"
 	"github.com/hashicorp/terraform-plugin-testing/plancheck"
+	"github.com/hashicorp/terraform-plugin-testing/statecheck"
 	"github.com/hashicorp/terraform-plugin-testing/terraform"
 	"github.com/hashicorp/terraform-plugin-testing/tfjsonpath"
 
@@ -45,29 +45,22 @@ resource "llmserve_inference_server" "test" {
 	changed := cfg(`  readiness_timeout = "3m"
   stop_grace_period_seconds = 7
   restart_policy = "on-failure"`)
-	var firstID string
+	// The in-place change keeps the container: its id is the same after both applies.
+	sameContainer := statecheck.CompareValue(compare.ValuesSame())
 	resource.Test(t, resource.TestCase{
 		ProtoV6ProviderFactories: testAccProtoV6ProviderFactories,
 		CheckDestroy:             testAccCheckGone(b, name),
 		Steps: []resource.TestStep{
 			{
-				Config: created,
-				Check: func(s *terraform.State) error {
-					firstID = s.RootModule().Resources[accResource].Primary.ID
-					return nil
-				},
+				Config:            created,
+				ConfigStateChecks: []statecheck.StateCheck{sameContainer.AddStateValue(accResource, tfjsonpath.New("id"))},
 			},
 			{
 				Config: changed,
 				ConfigPlanChecks: resource.ConfigPlanChecks{
 					PreApply: []plancheck.PlanCheck{plancheck.ExpectResourceAction(accResource, plancheck.ResourceActionUpdate)},
 				},
-				Check: func(s *terraform.State) error {
-					if id := s.RootModule().Resources[accResource].Primary.ID; id != firstID {
-						return fmt.Errorf("in-place change replaced the container: %s -> %s", firstID, id)
-					}
-					return nil
-				},
+				ConfigStateChecks: []statecheck.StateCheck{sameContainer.AddStateValue(accResource, tfjsonpath.New("id"))},
 			},
 			{
 				// The import reads the amended record: readiness_timeout 3m, grace 7 s, and the
@@ -102,15 +95,8 @@ resource "llmserve_inference_server" "test" {
 // llama-server then refuses a request without the key and serves one with it.
 func TestAccInferenceServer_llamaCppKeyFile(t *testing.T) {
 	b := accEngine(t)
-	model, err := filepath.Abs("../../.cache/models/tiny-llama.gguf")
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel()
-	if _, err := b.Client().ImageInspect(ctx, quickstartImage); err != nil {
-		t.Fatalf("image %s is missing (%v): run scripts/build-llamacpp-image.sh", quickstartImage, err)
-	}
+	model := testAccTinyModel(t)
+	testAccRequireLlamaCppImage(t, b)
 	name := accContainer + "-keyfile"
 	cfg := fmt.Sprintf(`
 resource "llmserve_inference_server" "test" {

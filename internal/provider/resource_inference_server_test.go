@@ -44,9 +44,7 @@ var accImageState struct {
 // sweeps everything the test created when it ends.
 func accEngine(t *testing.T) *docker.Backend {
 	t.Helper()
-	if os.Getenv("TF_ACC") == "" {
-		t.Skip("acceptance test: set TF_ACC=1")
-	}
+	testAccPreCheck(t)
 	b, err := docker.NewConnection(docker.ConfigFromEnv(docker.Config{})).Backend()
 	if err != nil {
 		t.Fatal(err)
@@ -372,9 +370,7 @@ func TestAccInferenceServer_exitAtStart(t *testing.T) {
 }
 
 func TestAccInferenceServer_validation(t *testing.T) {
-	if os.Getenv("TF_ACC") == "" {
-		t.Skip("acceptance test: set TF_ACC=1")
-	}
+	testAccPreCheck(t)
 	tests := []struct {
 		name, extra string
 		want        *regexp.Regexp

@@ -3,7 +3,6 @@ package provider
 import (
 	"context"
 	"fmt"
-	"os"
 	"path/filepath"
 	"regexp"
 	"testing"
@@ -25,9 +24,7 @@ import (
 // user with a tcp:// engine sees it. The daemon has no bridge, so the server uses host
 // networking.
 func TestAccInferenceServer_remoteTLS(t *testing.T) {
-	if os.Getenv("TF_ACC") == "" {
-		t.Skip("acceptance test: set TF_ACC=1")
-	}
+	testAccPreCheck(t)
 	tlsm, err := enginetest.NewTLSMaterial()
 	if err != nil {
 		t.Fatal(err)
