@@ -2,8 +2,8 @@
 // error message. Servers answer errors in many shapes: OpenAI-style JSON, FastAPI's
 // {"detail": ...}, a proxy's HTML page, plain text over several lines. A user reading a
 // Terraform diagnostic needs the server's sentence, not the page.
-// StripURL and RedactURL keep a password in the endpoint URL out of those messages, and a
-// Redactor keeps API keys and tokens out of them.
+// StripURL keeps a transport error from repeating the URL, and a Redactor keeps API keys and
+// tokens out of those messages and of quoted logs.
 package httpbody
 
 import (

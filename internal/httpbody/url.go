@@ -14,12 +14,3 @@ func StripURL(err error) error {
 	}
 	return err
 }
-
-// RedactURL hides any password in a user-supplied URL before it goes into a message.
-func RedactURL(raw string) string {
-	u, err := url.Parse(raw)
-	if err != nil {
-		return "(unparseable URL)"
-	}
-	return u.Redacted()
-}
