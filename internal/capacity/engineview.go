@@ -154,7 +154,7 @@ func (w *serverWatch) latency(after engine.Snapshot, names []string) *results.Se
 // prompts were fitted with the tokenizer, and the measured template overhead where they were
 // fitted from usage (then prompt_tokens is the input size). When the responses do not say, the engine's prefix-cache counter does
 // (for the whole trial, warmups included); when neither does, the count is null with a note.
-func checkCache(t *results.Trial, measured []load.Record, inputTokens, templateTokens int, flushed bool) {
+func checkCache(t *results.Trial, measured []load.RequestResult, inputTokens, templateTokens int, flushed bool) {
 	total, reported, beyond, worst := 0, 0, 0, 0
 	for _, r := range measured {
 		if r.CachedTokens == nil {

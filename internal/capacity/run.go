@@ -132,7 +132,7 @@ var (
 // checkStreaming sends one small request and says plainly what is missing if the server
 // cannot be measured: every metric depends on streamed chunks and on usage.
 func (s *session) checkStreaming(ctx context.Context) error {
-	var r load.Record
+	var r load.RequestResult
 	for attempt := 1; ; attempt++ {
 		r = s.client.Do(ctx, "Say hello.", 2)
 		if attempt == preflightAttempts || !transient(r) {
@@ -163,7 +163,7 @@ func (s *session) checkStreaming(ctx context.Context) error {
 
 // transient reports whether a failed request is worth sending again: the server shed load
 // or dropped the connection. A stall or timeout already waited its full bound.
-func transient(r load.Record) bool {
+func transient(r load.RequestResult) bool {
 	switch r.Failure {
 	case load.FailReset:
 		return true
@@ -421,9 +421,9 @@ func (r *trialRunner) RunTrial(ctx context.Context, req search.Request) (search.
 			var d metrics.Decision
 			switch e.Kind {
 			case load.EventFirstContent:
-				d = decider.FirstContent(e.Record)
+				d = decider.FirstContent(e.Result)
 			case load.EventCompleted:
-				d = decider.Complete(e.Record)
+				d = decider.Complete(e.Result)
 			case load.EventTick:
 				// Requests still waiting already have a metric at least as long as their
 				// wait: five requests waiting past a 10 s TTFT threshold decide a p95 fail
@@ -470,12 +470,12 @@ func (r *trialRunner) RunTrial(ctx context.Context, req search.Request) (search.
 	}
 	out := search.Outcome{
 		Request: req, Pass: verdict.Pass, Value: verdict.Closeness,
-		DecidedEarly: res.Stopped, Cost: requestSeconds(res.Records), Failed: failed,
+		DecidedEarly: res.Stopped, Cost: requestSeconds(res.Requests), Failed: failed,
 	}
 	// Every trial is kept with its metrics. A probe cut short may have no successful
 	// request to take them from, nor a trial whose requests all failed; their counters and
 	// error summary still say what happened.
-	trial, err := metrics.Summarize(res.Records, requestedOSL(w))
+	trial, err := metrics.Summarize(res.Requests, requestedOSL(w))
 	if err != nil && req.Kind == search.Confirmation && !errors.Is(err, metrics.ErrNoSuccessfulRequests) {
 		return search.Outcome{}, err
 	}
@@ -483,7 +483,7 @@ func (r *trialRunner) RunTrial(ctx context.Context, req search.Request) (search.
 	trial.Concurrency = req.Concurrency
 	if s.cfg.RecordsDirectory != "" {
 		rel := records.FileName(r.index, w.Label, req.Kind.String(), req.Concurrency, req.Index)
-		lines := records.FromLoad(records.Trial{Workload: w.Label, Concurrency: req.Concurrency, Index: req.Index, ChunkTimes: s.cfg.RecordChunkTimes}, res.Records)
+		lines := records.FromLoad(records.Trial{Workload: w.Label, Concurrency: req.Concurrency, Index: req.Index, ChunkTimes: s.cfg.RecordChunkTimes}, res.Requests)
 		sum, err := records.Write(s.cfg.RecordsDirectory, rel, lines)
 		if err != nil {
 			return search.Outcome{}, err
@@ -573,7 +573,7 @@ func probeTick(slos []results.SLO) time.Duration {
 
 // allFailed reports ErrServerFailing, with the failures by kind, when no finished measured
 // request succeeded.
-func allFailed(records []load.Record, summary []results.ErrorCount) error {
+func allFailed(records []load.RequestResult, summary []results.ErrorCount) error {
 	n := 0
 	for _, r := range records {
 		if r.Cancelled {
@@ -591,7 +591,7 @@ func allFailed(records []load.Record, summary []results.ErrorCount) error {
 }
 
 // countFailed counts measured requests that failed, not counting cancelled ones.
-func countFailed(records []load.Record) int {
+func countFailed(records []load.RequestResult) int {
 	n := 0
 	for _, r := range records {
 		if !r.Cancelled && !metrics.Succeeded(r) {
@@ -601,7 +601,7 @@ func countFailed(records []load.Record) int {
 	return n
 }
 
-func requestSeconds(records []load.Record) float64 {
+func requestSeconds(records []load.RequestResult) float64 {
 	var total time.Duration
 	for _, r := range records {
 		if !r.Sent.IsZero() && !r.Done.IsZero() {

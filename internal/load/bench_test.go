@@ -340,8 +340,8 @@ func fidelityRound(b *testing.B, streams int) []time.Duration {
 }
 
 // streamAll opens the fidelity benchmarks' streams "s0".."s<n-1>" at once and waits for all.
-func streamAll(b *testing.B, client *Client, streams int) []Record {
-	recs := make([]Record, streams)
+func streamAll(b *testing.B, client *Client, streams int) []RequestResult {
+	recs := make([]RequestResult, streams)
 	var wg sync.WaitGroup
 	for i := 0; i < streams; i++ {
 		wg.Add(1)
@@ -400,7 +400,7 @@ func openStreamsRound(b *testing.B, streams int) (heapDelta, rssDelta float64) {
 		go func() {
 			defer done.Done()
 			opened := false
-			rec := client.Stream(ctx, Request{Prompt: "p" + strconv.Itoa(i), MaxTokens: 1000, OnFirstContent: func(Record) {
+			rec := client.Stream(ctx, Request{Prompt: "p" + strconv.Itoa(i), MaxTokens: 1000, OnFirstContent: func(RequestResult) {
 				opened = true
 				open.Done()
 			}})

@@ -36,7 +36,7 @@ type ClientConfig struct {
 	// measurement depends on (model, prompt, stream, max_tokens, ...).
 	ExtraBody map[string]any
 
-	// RecordChunkTimes keeps each content chunk's arrival (Record.ChunkOffsets), for
+	// RecordChunkTimes keeps each content chunk's arrival (RequestResult.ChunkOffsets), for
 	// per-request records; off, a request allocates nothing per chunk.
 	RecordChunkTimes bool
 
@@ -185,9 +185,9 @@ type Request struct {
 	MaxTokens int
 
 	// OnFirstContent, when set, is called once from the request's goroutine as soon as the
-	// first content chunk has been recorded, with the record so far (Sent and FirstContent
+	// first content chunk has been recorded, with the result so far (Sent and FirstContent
 	// set). It should return quickly: the stream is not read while it runs.
-	OnFirstContent func(partial Record)
+	OnFirstContent func(partial RequestResult)
 
 	// OnSent, when set, is called from the request's goroutine with the Sent timestamp as
 	// soon as the request is about to be written, so a runner knows how long it has waited.
@@ -195,16 +195,16 @@ type Request struct {
 }
 
 // Do sends prompt with max_tokens = maxTokens and records the streamed response.
-func (c *Client) Do(ctx context.Context, prompt string, maxTokens int) Record {
+func (c *Client) Do(ctx context.Context, prompt string, maxTokens int) RequestResult {
 	return c.Stream(ctx, Request{Prompt: prompt, MaxTokens: maxTokens})
 }
 
 // Stream sends one request and reads its stream to the end. It never retries. Failures are
-// reported in the record, not as an error: a failed request is a measurement. A request
+// reported in the result, not as an error: a failed request is a measurement. A request
 // stopped by ctx has Cancelled set and Err empty, so error and cancellation counts never
 // overlap. The request fails as stalled when no byte arrives for the stall timeout and as
 // timed out after the request timeout; both messages name the bound.
-func (c *Client) Stream(ctx context.Context, req Request) Record {
+func (c *Client) Stream(ctx context.Context, req Request) RequestResult {
 	rec := c.stream(ctx, req)
 	// Server text is redacted before it is cut short (Redactor.OneLine); this catches the
 	// key anywhere else a message might carry it.
@@ -221,8 +221,8 @@ var (
 	errRequestTimeout = errors.New("request timeout")
 )
 
-func (c *Client) stream(ctx context.Context, req Request) Record {
-	rec := Record{Prompt: req.Prompt, RequestedOutputTokens: req.MaxTokens}
+func (c *Client) stream(ctx context.Context, req Request) RequestResult {
+	rec := RequestResult{Prompt: req.Prompt, RequestedOutputTokens: req.MaxTokens}
 
 	body, err := c.body(req.Prompt, req.MaxTokens)
 	if err != nil {
@@ -315,7 +315,7 @@ func (c *Client) stream(ctx context.Context, req Request) Record {
 
 // fail records why a request ended early: the caller's cancellation (Cancelled, no error),
 // the stall or request bound (with the bound in the message), or else what otherwise does.
-func (c *Client) fail(ctx, reqCtx context.Context, rec *Record, during string, otherwise func()) {
+func (c *Client) fail(ctx, reqCtx context.Context, rec *RequestResult, during string, otherwise func()) {
 	if ctx.Err() != nil {
 		rec.Cancelled = true
 		return
@@ -352,7 +352,7 @@ const (
 	fnvPrime64  = 1099511628211
 )
 
-func (c *Client) read(ctx, reqCtx context.Context, body io.Reader, contentType string, rec *Record, onFirst func(Record)) {
+func (c *Client) read(ctx, reqCtx context.Context, body io.Reader, contentType string, rec *RequestResult, onFirst func(RequestResult)) {
 	sr := NewSSEReader(body)
 	if c.secrets != nil {
 		sr.Redact = c.secrets.Bytes

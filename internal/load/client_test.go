@@ -254,7 +254,7 @@ func TestClientCancelMidStream(t *testing.T) {
 		cancel()
 	}()
 	start := time.Now()
-	rec := c.Stream(ctx, Request{Prompt: "p", MaxTokens: 10, OnFirstContent: func(partial Record) {
+	rec := c.Stream(ctx, Request{Prompt: "p", MaxTokens: 10, OnFirstContent: func(partial RequestResult) {
 		if partial.FirstContent.IsZero() || partial.Sent.IsZero() {
 			t.Errorf("partial record lacks timestamps: %+v", partial)
 		}

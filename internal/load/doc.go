@@ -1,7 +1,7 @@
 // Package load sends streaming requests to an OpenAI-compatible endpoint and records, per
 // request, what happened and when. It knows nothing of metrics, SLOs or Terraform.
 //
-// Three parts: Client streams one measured request into a Record (SSEReader parses the
+// Three parts: Client streams one measured request into a RequestResult (SSEReader parses the
 // stream); RunTrial drives a closed loop of them at a fixed concurrency; Control makes the
 // unmeasured calls (health, models, tokenize, server info, cache flush).
 //
@@ -14,7 +14,7 @@
 // server never saw it. A measured request is never retried (a retry would hide a real failure
 // and distort its timing), so the race has to be impossible rather than recovered from; with
 // no connection reuse it is. The cost is one TCP handshake per request, paid before
-// Record.Sent is taken (Sent is when the connection is ready and the request is about to be
+// RequestResult.Sent is taken (Sent is when the connection is ready and the request is about to be
 // written), so it does not count towards TTFT.
 //
 // Control calls are the opposite: idempotent, unmeasured, and retried with backoff through

@@ -13,7 +13,7 @@ import (
 // Streamer sends one streamed request; *Client is the real one. Tests and simulated engines
 // may supply their own.
 type Streamer interface {
-	Stream(ctx context.Context, req Request) Record
+	Stream(ctx context.Context, req Request) RequestResult
 }
 
 // EventKind says what happened to a measured request.
@@ -22,7 +22,7 @@ type EventKind int
 const (
 	// EventFirstContent means the request received its first content chunk (TTFT is known).
 	EventFirstContent EventKind = iota + 1
-	// EventCompleted means the request finished (successfully or not); Record is final.
+	// EventCompleted means the request finished (successfully or not); Result is final.
 	EventCompleted
 	// EventTick is sent every TrialSpec.Tick during the measured phase; InFlight lists the
 	// measured requests sent and not finished, so an observer can bound what they will
@@ -45,9 +45,9 @@ func (k EventKind) String() string {
 // Event reports progress of a measured request to TrialSpec.Observe.
 type Event struct {
 	Kind     EventKind
-	Record   Record     // partial for EventFirstContent, final for EventCompleted
-	Now      time.Time  // EventTick: when the snapshot was taken
-	InFlight []InFlight // EventTick: measured requests sent and not yet finished
+	Result   RequestResult // partial for EventFirstContent, final for EventCompleted
+	Now      time.Time     // EventTick: when the snapshot was taken
+	InFlight []InFlight    // EventTick: measured requests sent and not yet finished
 }
 
 // InFlight is a measured request on the wire.
@@ -80,9 +80,10 @@ type TrialSpec struct {
 
 // TrialResult is what a trial produced.
 type TrialResult struct {
-	// Records holds every request that was sent, warmups first, in prompt order (Index is
-	// the position across warmup and measured prompts). Unsent prompts have no record.
-	Records []Record
+	// Requests holds the result of every request that was sent, warmups first, in prompt
+	// order (Index is the position across warmup and measured prompts). Unsent prompts have
+	// none.
+	Requests []RequestResult
 
 	Stopped bool // Observe or ctx stopped the trial before every measured request had finished
 	Unsent  int  // measured prompts never sent because the trial stopped
@@ -93,11 +94,11 @@ type TrialResult struct {
 	MeasuredEnd   time.Time
 }
 
-// Measured returns the records of the measured phase.
-func (r TrialResult) Measured() []Record {
-	for i, rec := range r.Records {
+// Measured returns the results of the measured phase.
+func (r TrialResult) Measured() []RequestResult {
+	for i, rec := range r.Requests {
 		if !rec.Warmup {
-			return r.Records[i:]
+			return r.Requests[i:]
 		}
 	}
 	return nil
@@ -135,12 +136,12 @@ func RunTrial(ctx context.Context, s Streamer, spec TrialSpec) (TrialResult, err
 	defer cancel()
 
 	nw := len(spec.Warmup)
-	slots := make([]Record, nw+len(spec.Measured))
+	slots := make([]RequestResult, nw+len(spec.Measured))
 	sent := make([]bool, len(slots))
 
 	runPhase(trialCtx, s, spec.Concurrency, spec.Warmup, 0, true, outputTokens(spec.OutputTokens, spec.WarmupOutputTokens), slots, sent, nil, nil)
 	if err := ctx.Err(); err != nil {
-		res.Records = collect(slots, sent)
+		res.Requests = collect(slots, sent)
 		res.Stopped = true
 		res.Unsent = len(spec.Measured)
 		return res, fmt.Errorf("run trial at concurrency %d: stopped during warmup: %w", spec.Concurrency, err)
@@ -190,23 +191,23 @@ func RunTrial(ctx context.Context, s Streamer, spec TrialSpec) (TrialResult, err
 	<-done
 	res.MeasuredEnd = time.Now()
 
-	res.Records = collect(slots, sent)
+	res.Requests = collect(slots, sent)
 	for i := nw; i < len(sent); i++ {
 		if !sent[i] {
 			res.Unsent++
 		}
 	}
-	res.MeasuredEnd = lastDone(res.Records, res.MeasuredEnd)
+	res.MeasuredEnd = lastDone(res.Requests, res.MeasuredEnd)
 	if err := ctx.Err(); err != nil {
 		res.Stopped = true
 		return res, fmt.Errorf("run trial at concurrency %d: %w", spec.Concurrency, err)
 	}
 	// A stop asked for after the last request finished cut nothing short.
-	res.Stopped = stopped && (res.Unsent > 0 || anyCancelled(res.Records))
+	res.Stopped = stopped && (res.Unsent > 0 || anyCancelled(res.Requests))
 	return res, nil
 }
 
-func anyCancelled(recs []Record) bool {
+func anyCancelled(recs []RequestResult) bool {
 	for _, r := range recs {
 		if r.Cancelled {
 			return true
@@ -228,7 +229,7 @@ func outputTokens(all int, per []int) func(i int) int {
 // runPhase keeps c requests in flight over prompts. Each worker takes the next prompt as soon
 // as its previous request ends, which is what makes the loop closed.
 func runPhase(ctx context.Context, s Streamer, c int, prompts []string, offset int, warmup bool,
-	maxTokens func(i int) int, slots []Record, sent []bool, events chan<- Event, flight *inFlight) {
+	maxTokens func(i int) int, slots []RequestResult, sent []bool, events chan<- Event, flight *inFlight) {
 	if len(prompts) == 0 {
 		return
 	}
@@ -251,10 +252,10 @@ func runPhase(ctx context.Context, s Streamer, c int, prompts []string, offset i
 				}
 				req := Request{Prompt: prompts[i], MaxTokens: maxTokens(i)}
 				if events != nil {
-					req.OnFirstContent = func(partial Record) {
+					req.OnFirstContent = func(partial RequestResult) {
 						partial.Index, partial.Warmup = offset+i, warmup
 						flight.firstContent(offset + i)
-						events <- Event{Kind: EventFirstContent, Record: partial}
+						events <- Event{Kind: EventFirstContent, Result: partial}
 					}
 				}
 				if flight != nil {
@@ -267,7 +268,7 @@ func runPhase(ctx context.Context, s Streamer, c int, prompts []string, offset i
 				slots[offset+i] = rec
 				sent[offset+i] = true
 				if events != nil {
-					events <- Event{Kind: EventCompleted, Record: rec}
+					events <- Event{Kind: EventCompleted, Result: rec}
 				}
 			}
 		}()
@@ -275,8 +276,8 @@ func runPhase(ctx context.Context, s Streamer, c int, prompts []string, offset i
 	wg.Wait()
 }
 
-func collect(slots []Record, sent []bool) []Record {
-	out := make([]Record, 0, len(slots))
+func collect(slots []RequestResult, sent []bool) []RequestResult {
+	out := make([]RequestResult, 0, len(slots))
 	for i, ok := range sent {
 		if ok {
 			out = append(out, slots[i])
@@ -287,7 +288,7 @@ func collect(slots []Record, sent []bool) []Record {
 
 // lastDone narrows the measured end to the last response actually received, so time spent
 // draining the event queue is not counted in the trial duration.
-func lastDone(recs []Record, fallback time.Time) time.Time {
+func lastDone(recs []RequestResult, fallback time.Time) time.Time {
 	var last time.Time
 	for _, r := range recs {
 		if !r.Warmup && r.Done.After(last) {

@@ -127,10 +127,10 @@ func TestRunTrialClosedLoop(t *testing.T) {
 			if eng.maxInFlight != c {
 				t.Errorf("max in flight %d, want exactly %d", eng.maxInFlight, c)
 			}
-			if len(res.Records) != 24 || res.Stopped || res.Unsent != 0 {
-				t.Fatalf("records %d stopped %v unsent %d", len(res.Records), res.Stopped, res.Unsent)
+			if len(res.Requests) != 24 || res.Stopped || res.Unsent != 0 {
+				t.Fatalf("records %d stopped %v unsent %d", len(res.Requests), res.Stopped, res.Unsent)
 			}
-			for i, r := range res.Records {
+			for i, r := range res.Requests {
 				if r.Index != i || r.Warmup != (i < 4) || !r.OK() || r.CompletionTokens != 3 {
 					t.Errorf("record %d: index %d warmup %v ok %v err %q", i, r.Index, r.Warmup, r.OK(), r.Err)
 				}
@@ -156,13 +156,13 @@ func TestRunTrialClosedLoop(t *testing.T) {
 			// One first-content and one completion event per measured request, warmups unobserved.
 			var first, done int
 			for _, e := range events {
-				if e.Record.Warmup {
+				if e.Result.Warmup {
 					t.Fatalf("warmup event observed: %+v", e)
 				}
 				switch e.Kind {
 				case EventFirstContent:
 					first++
-					if e.Record.FirstContent.IsZero() {
+					if e.Result.FirstContent.IsZero() {
 						t.Errorf("first-content event without FirstContent")
 					}
 				case EventCompleted:
@@ -172,7 +172,7 @@ func TestRunTrialClosedLoop(t *testing.T) {
 			if first != 20 || done != 20 {
 				t.Errorf("events: %d first-content, %d completed; want 20 and 20", first, done)
 			}
-			if res.MeasuredStart.After(res.Records[4].Sent) || res.MeasuredEnd.Before(res.MeasuredStart) {
+			if res.MeasuredStart.After(res.Requests[4].Sent) || res.MeasuredEnd.Before(res.MeasuredStart) {
 				t.Errorf("measured window %v..%v", res.MeasuredStart, res.MeasuredEnd)
 			}
 			checkNoLeak(t, before)
@@ -217,7 +217,7 @@ func TestRunTrialEarlyStop(t *testing.T) {
 		t.Errorf("stop took %v after Observe asked", d)
 	}
 	cancelled := 0
-	for _, r := range res.Records {
+	for _, r := range res.Requests {
 		if r.Cancelled {
 			cancelled++
 			if r.Err != "" {
@@ -228,15 +228,15 @@ func TestRunTrialEarlyStop(t *testing.T) {
 	if cancelled == 0 || cancelled > 4 {
 		t.Errorf("cancelled %d records, want 1..4 (the in-flight ones)", cancelled)
 	}
-	if res.Unsent+len(res.Records) != 64 || res.Unsent < 56 {
-		t.Errorf("records %d unsent %d", len(res.Records), res.Unsent)
+	if res.Unsent+len(res.Requests) != 64 || res.Unsent < 56 {
+		t.Errorf("records %d unsent %d", len(res.Requests), res.Unsent)
 	}
 	eng.mu.Lock()
 	sent := len(eng.seen)
 	eng.mu.Unlock()
 	// A request cancelled while still connecting has a record the server never saw.
-	if sent > len(res.Records) || len(res.Records)-sent > 4 {
-		t.Errorf("server saw %d requests, result has %d records", sent, len(res.Records))
+	if sent > len(res.Requests) || len(res.Requests)-sent > 4 {
+		t.Errorf("server saw %d requests, result has %d records", sent, len(res.Requests))
 	}
 	srv.Close()
 	checkNoLeak(t, before)
@@ -257,10 +257,10 @@ func TestRunTrialContextCancel(t *testing.T) {
 	if d := time.Since(start); d > time.Second {
 		t.Errorf("returned %v after start; cancellation should be prompt", d)
 	}
-	if !res.Stopped || len(res.Records) != 3 || res.Unsent != 7 {
-		t.Errorf("stopped %v records %d unsent %d", res.Stopped, len(res.Records), res.Unsent)
+	if !res.Stopped || len(res.Requests) != 3 || res.Unsent != 7 {
+		t.Errorf("stopped %v records %d unsent %d", res.Stopped, len(res.Requests), res.Unsent)
 	}
-	for _, r := range res.Records {
+	for _, r := range res.Requests {
 		if !r.Cancelled {
 			t.Errorf("record %d not cancelled: %+v", r.Index, r)
 		}
@@ -275,11 +275,11 @@ type failingStreamer struct {
 	sends map[string]int
 }
 
-func (f *failingStreamer) Stream(ctx context.Context, req Request) Record {
+func (f *failingStreamer) Stream(ctx context.Context, req Request) RequestResult {
 	f.mu.Lock()
 	f.sends[req.Prompt]++
 	f.mu.Unlock()
-	return Record{HTTPStatus: 500, Err: "HTTP 500"}
+	return RequestResult{HTTPStatus: 500, Err: "HTTP 500"}
 }
 
 func TestRunTrialNeverRetries(t *testing.T) {
@@ -288,8 +288,8 @@ func TestRunTrialNeverRetries(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(res.Records) != 8 {
-		t.Fatalf("records %d", len(res.Records))
+	if len(res.Requests) != 8 {
+		t.Fatalf("records %d", len(res.Requests))
 	}
 	for p, n := range fs.sends {
 		if n != 1 {

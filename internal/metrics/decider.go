@@ -57,7 +57,7 @@ func (d Decision) String() string {
 type Decider struct {
 	slo       results.SLO
 	n         int
-	values    map[int]float64 // by Record.Index
+	values    map[int]float64 // by RequestResult.Index
 	sorted    []float64       // the same values, ascending
 	completed int             // measured requests finished successfully
 	skipped   int             // of those, ones without a value
@@ -94,7 +94,7 @@ func (d *Decider) Observe(index int, valueMs float64) Decision {
 // Complete records a finished request. Warmups are ignored. A failed request decides a
 // fail. A cancelled request contributes only what it measured before it was stopped (its
 // TTFT if first content arrived) and never counts as completed.
-func (d *Decider) Complete(r load.Record) Decision {
+func (d *Decider) Complete(r load.RequestResult) Decision {
 	switch {
 	case r.Warmup:
 	case r.Cancelled:
@@ -246,7 +246,7 @@ type goodputDecider struct {
 	good, bad int
 }
 
-func (g *goodputDecider) complete(r load.Record) {
+func (g *goodputDecider) complete(r load.RequestResult) {
 	switch {
 	case r.Warmup, r.Cancelled:
 	case good(g.others, r):
@@ -336,7 +336,7 @@ func NewTrialDecider(slos []results.SLO, n int) (*TrialDecider, error) {
 func (d *TrialDecider) Decision() Decision { return d.decision }
 
 // FirstContent records a measured request's first content (its TTFT is known).
-func (d *TrialDecider) FirstContent(r load.Record) Decision {
+func (d *TrialDecider) FirstContent(r load.RequestResult) Decision {
 	for _, o := range d.objectives {
 		if o.pct != nil && o.pct.slo.Metric == results.MetricTTFT {
 			o.pct.set(r.Index, TTFTMs(r))
@@ -346,7 +346,7 @@ func (d *TrialDecider) FirstContent(r load.Record) Decision {
 }
 
 // Complete records a finished request (see Decider.Complete).
-func (d *TrialDecider) Complete(r load.Record) Decision {
+func (d *TrialDecider) Complete(r load.RequestResult) Decision {
 	switch {
 	case r.Warmup, r.Cancelled:
 	case !Succeeded(r):

@@ -102,10 +102,10 @@ func TestDeciderHandWorked(t *testing.T) {
 }
 
 // record makes a successful measured request with the given TTFT and latency in ms.
-func record(index int, ttft, latency float64, osl int) load.Record {
+func record(index int, ttft, latency float64, osl int) load.RequestResult {
 	sent := t0.Add(time.Duration(index) * time.Millisecond)
 	ms := func(v float64) time.Duration { return time.Duration(v * float64(time.Millisecond)) }
-	return load.Record{
+	return load.RequestResult{
 		Index: index, Prompt: string(rune(index)), Sent: sent,
 		FirstContent: sent.Add(ms(ttft)), LastContent: sent.Add(ms(latency)), Done: sent.Add(ms(latency)),
 		UsageReported: true, CompletionTokens: osl, HTTPStatus: 200, FinishReason: "length",
@@ -129,7 +129,7 @@ func TestDeciderCompletion(t *testing.T) {
 	})
 	t.Run("a failed request fails at once", func(t *testing.T) {
 		d, _ := NewDecider(slo, 64)
-		if got := d.Complete(load.Record{Index: 3, HTTPStatus: 500, Err: "HTTP 500"}); got != DecidedFail {
+		if got := d.Complete(load.RequestResult{Index: 3, HTTPStatus: 500, Err: "HTTP 500"}); got != DecidedFail {
 			t.Fatalf("%v", got)
 		}
 		if got := d.Observe(4, 1); got != DecidedFail {
@@ -271,7 +271,7 @@ func TestDeciderMatchesVerdict(t *testing.T) {
 	for trial := range 1000 {
 		n := 1 + r.IntN(70)
 		slo := results.SLO{Metric: metrics[r.IntN(3)], Percentile: []float64{50, 95, 99}[r.IntN(3)], ThresholdMs: float64(20 + r.IntN(300))}
-		records := make([]load.Record, n)
+		records := make([]load.RequestResult, n)
 		type event struct {
 			at    time.Time
 			index int
@@ -318,7 +318,7 @@ func TestDeciderMatchesVerdict(t *testing.T) {
 
 func TestVerdict(t *testing.T) {
 	slo := results.SLO{Metric: results.MetricTTFT, Percentile: 50, ThresholdMs: 100}
-	ok := []load.Record{record(0, 50, 60, 5), record(1, 100, 120, 5), record(2, 150, 160, 5)}
+	ok := []load.RequestResult{record(0, 50, 60, 5), record(1, 100, 120, 5), record(2, 150, 160, 5)}
 	// p50 of [50 100 150] = 100: not strictly below 100, but ≤ 100.
 	v, err := Evaluate([]results.SLO{slo}, ok)
 	if err != nil || v.Pass || v.Results[0].Value != 100 || v.Results[0].Met || len(v.Missed) != 1 || v.Missed[0] != "p50 time_to_first_token" {
@@ -328,7 +328,7 @@ func TestVerdict(t *testing.T) {
 	if v, err := Evaluate([]results.SLO{slo}, ok); err != nil || !v.Pass || !v.Results[0].Met || v.Closeness != 1 {
 		t.Errorf("≤: %+v %v", v, err)
 	}
-	failed := append(slices.Clone(ok), load.Record{Index: 3, HTTPStatus: 503, Err: "HTTP 503"})
+	failed := append(slices.Clone(ok), load.RequestResult{Index: 3, HTTPStatus: 503, Err: "HTTP 503"})
 	v, err = Evaluate([]results.SLO{slo}, failed)
 	if err != nil || v.Pass || v.Errors != 1 || v.Results[0].Value != 100 || len(v.Missed) != 1 || v.Missed[0] != BoundByErrors {
 		t.Errorf("with an error: %+v %v", v, err)
@@ -414,7 +414,7 @@ func TestTrialDeciderObjectives(t *testing.T) {
 		}
 	})
 	t.Run("verdict reports every objective and what was missed", func(t *testing.T) {
-		records := []load.Record{record(0, 50, 95, 10), record(1, 150, 195, 10), record(2, 60, 105, 10), record(3, 70, 115, 10)}
+		records := []load.RequestResult{record(0, 50, 95, 10), record(1, 150, 195, 10), record(2, 60, 105, 10), record(3, 70, 115, 10)}
 		v, err := Evaluate([]results.SLO{ttft, itl, goodput}, records)
 		if err != nil {
 			t.Fatal(err)

@@ -16,7 +16,7 @@ import (
 // missed the request (output_length_mismatches). Cancelled requests are the runner's doing
 // and are left out. requestedOSL is as for Summarize. Entries are ordered by count, highest
 // first, then by kind; nil when there is nothing to report.
-func ErrorSummary(records []load.Record, requestedOSL int) []results.ErrorCount {
+func ErrorSummary(records []load.RequestResult, requestedOSL int) []results.ErrorCount {
 	type key struct {
 		kind   string
 		status int

@@ -11,22 +11,22 @@ import (
 
 func TestErrorSummary(t *testing.T) {
 	t0 := time.Unix(1000, 0)
-	ok := func(osl int) load.Record {
-		return load.Record{HTTPStatus: 200, Sent: t0, FirstContent: t0.Add(time.Second), LastContent: t0.Add(2 * time.Second),
+	ok := func(osl int) load.RequestResult {
+		return load.RequestResult{HTTPStatus: 200, Sent: t0, FirstContent: t0.Add(time.Second), LastContent: t0.Add(2 * time.Second),
 			UsageReported: true, CompletionTokens: osl, FinishReason: "length", RequestedOutputTokens: 100}
 	}
-	failed := func(kind load.FailureKind, status int, msg string) load.Record {
-		return load.Record{HTTPStatus: status, Failure: kind, Err: msg, Sent: t0, Done: t0.Add(time.Second)}
+	failed := func(kind load.FailureKind, status int, msg string) load.RequestResult {
+		return load.RequestResult{HTTPStatus: status, Failure: kind, Err: msg, Sent: t0, Done: t0.Add(time.Second)}
 	}
 	tests := []struct {
 		name    string
-		records []load.Record
+		records []load.RequestResult
 		want    []results.ErrorCount
 	}{
-		{name: "all fine", records: []load.Record{ok(100), ok(97)}, want: nil},
+		{name: "all fine", records: []load.RequestResult{ok(100), ok(97)}, want: nil},
 		{
 			name: "by kind and status, most frequent first, first example kept",
-			records: []load.Record{
+			records: []load.RequestResult{
 				ok(100),
 				failed(load.FailHTTPStatus, 503, "HTTP 503 a"),
 				failed(load.FailStalled, 200, "stalled 1"),
@@ -43,7 +43,7 @@ func TestErrorSummary(t *testing.T) {
 		},
 		{
 			name: "warmups and cancelled requests are not counted",
-			records: []load.Record{
+			records: []load.RequestResult{
 				{Warmup: true, HTTPStatus: 500, Failure: load.FailHTTPStatus, Err: "warmup"},
 				{Cancelled: true, Sent: t0},
 				failed(load.FailReset, 0, "reset"),
@@ -52,7 +52,7 @@ func TestErrorSummary(t *testing.T) {
 		},
 		{
 			name: "no content and length mismatch (tolerance min(5 %, 50) of 100 = 5)",
-			records: []load.Record{
+			records: []load.RequestResult{
 				{HTTPStatus: 200, Sent: t0, Done: t0, FinishReason: "stop"},
 				ok(94), ok(95), ok(106),
 			},

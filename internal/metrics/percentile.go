@@ -1,4 +1,4 @@
-// Package metrics turns the per-request records of one trial into the numbers AIPerf reports
+// Package metrics turns the per-request results of one trial into the numbers AIPerf reports
 // (latency percentiles, throughputs, correctness counters) and judges them against an SLO,
 // including deciding a trial's verdict early, before every request has finished.
 package metrics

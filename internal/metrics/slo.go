@@ -20,7 +20,7 @@ const BoundByErrors = "errors"
 // table, in the metric's unit. ok is false when the request has no such value: ITL and
 // per-user throughput need two output tokens and usage, TTST a second content chunk, and
 // goodput is per trial.
-func RequestValue(metric string, r load.Record) (v float64, ok bool) {
+func RequestValue(metric string, r load.RequestResult) (v float64, ok bool) {
 	switch metric {
 	case results.MetricTTFT:
 		return TTFTMs(r), true
@@ -43,7 +43,7 @@ func RequestValue(metric string, r load.Record) (v float64, ok bool) {
 
 // values are an objective's metric over the successful measured requests, the population
 // AIPerf takes its percentiles over.
-func values(metric string, records []load.Record) []float64 {
+func values(metric string, records []load.RequestResult) []float64 {
 	var vs []float64
 	for _, r := range records {
 		if r.Warmup || !Succeeded(r) {
@@ -60,7 +60,7 @@ func values(metric string, records []load.Record) []float64 {
 // every per-request objective's threshold on its own (AIPerf's criterion; the percentile
 // plays no part for one request). A request without a value of an objective's metric is
 // not good: nothing shows it met that objective.
-func good(slos []results.SLO, r load.Record) bool {
+func good(slos []results.SLO, r load.RequestResult) bool {
 	if !Succeeded(r) {
 		return false
 	}
@@ -78,7 +78,7 @@ func good(slos []results.SLO, r load.Record) bool {
 
 // GoodputPercent is the share of the trial's measured requests, cancelled ones left out,
 // that are good against slos; 0 when there are none.
-func GoodputPercent(slos []results.SLO, records []load.Record) float64 {
+func GoodputPercent(slos []results.SLO, records []load.RequestResult) float64 {
 	n, g := 0, 0
 	for _, r := range records {
 		if r.Warmup || r.Cancelled {
@@ -118,7 +118,7 @@ type Verdict struct {
 // Records of a trial stopped early (cancelled requests) are judged by what they make
 // certain, exactly as the TrialDecider does; when that leaves the outcome open the error
 // is ErrUndecided.
-func Evaluate(slos []results.SLO, records []load.Record) (Verdict, error) {
+func Evaluate(slos []results.SLO, records []load.RequestResult) (Verdict, error) {
 	slos = withDefaults(slos)
 	if err := results.ValidateSLOs(slos); err != nil {
 		return Verdict{}, err

@@ -27,28 +27,28 @@ const UniquenessScope = "within_each_trial"
 // Succeeded reports whether a measured request counts towards the latency metrics: it
 // completed with HTTP 200, no stream error, was not cancelled, and streamed some content.
 // A 200 that never streamed content has no TTFT; its user got nothing, so it is an error.
-func Succeeded(r load.Record) bool {
+func Succeeded(r load.RequestResult) bool {
 	return r.OK() && !r.FirstContent.IsZero() && !r.LastContent.IsZero()
 }
 
 // failed reports whether a measured request is counted in "errors": it did not succeed and
 // was not stopped by the runner. Cancellation is the runner's doing, not the server's, so it
 // is reported through the separate "cancelled" flag instead.
-func failed(r load.Record) bool { return !r.Cancelled && !Succeeded(r) }
+func failed(r load.RequestResult) bool { return !r.Cancelled && !Succeeded(r) }
 
 // ms converts a duration to float milliseconds without losing the nanoseconds.
 func ms(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
 
 // TTFTMs is the time from sending the request to its first non-empty content chunk (content,
 // reasoning_content or text, as the load package records it).
-func TTFTMs(r load.Record) float64 { return ms(r.FirstContent.Sub(r.Sent)) }
+func TTFTMs(r load.RequestResult) float64 { return ms(r.FirstContent.Sub(r.Sent)) }
 
 // RequestLatencyMs is the time from sending the request to its last content chunk.
-func RequestLatencyMs(r load.Record) float64 { return ms(r.LastContent.Sub(r.Sent)) }
+func RequestLatencyMs(r load.RequestResult) float64 { return ms(r.LastContent.Sub(r.Sent)) }
 
 // TTSTMs is the time from the first to the second content chunk (AIPerf's time to second
 // token). ok is false when the request streamed a single content chunk.
-func TTSTMs(r load.Record) (float64, bool) {
+func TTSTMs(r load.RequestResult) (float64, bool) {
 	if r.SecondContent.IsZero() || r.FirstContent.IsZero() {
 		return 0, false
 	}
@@ -57,7 +57,7 @@ func TTSTMs(r load.Record) (float64, bool) {
 
 // InterChunkMs is a request's raw stream cadence: (last − first content chunk) / (content
 // chunks − 1), whatever the chunks carried. ok is false with fewer than two content chunks.
-func InterChunkMs(r load.Record) (float64, bool) {
+func InterChunkMs(r load.RequestResult) (float64, bool) {
 	if r.ContentChunks < 2 || r.FirstContent.IsZero() {
 		return 0, false
 	}
@@ -68,7 +68,7 @@ func InterChunkMs(r load.Record) (float64, bool) {
 // server's usage.completion_tokens. Normalising by tokens rather than chunks keeps it right
 // when one chunk carries several tokens (speculative decoding). ok is false when the request
 // has no ITL: no usage, or fewer than two output tokens.
-func ITLMs(r load.Record) (itl float64, ok bool) {
+func ITLMs(r load.RequestResult) (itl float64, ok bool) {
 	if !r.UsageReported || r.CompletionTokens < 2 {
 		return 0, false
 	}
@@ -82,10 +82,10 @@ func OutputLengthMismatch(osl, requested int) bool {
 	return math.Abs(float64(osl-requested)) > tolerance
 }
 
-// Summarize computes one trial's metrics and correctness counters from its records (warmups
-// and measured requests together; Record.Warmup tells them apart). requestedOSL is the
-// max_tokens the trial asked for, used for output-length mismatches; when it is ≤ 0 each
-// record's RequestedOutputTokens is used instead.
+// Summarize computes one trial's metrics and correctness counters from its requests' results
+// (warmups and measured requests together; RequestResult.Warmup tells them apart).
+// requestedOSL is the max_tokens the trial asked for, used for output-length mismatches;
+// when it is ≤ 0 each result's RequestedOutputTokens is used instead.
 //
 // Which requests count where (AIPerf computes its metrics over valid requests only):
 //   - TTFT, request latency, ITL, per-user throughput, token min/max, output throughput's
@@ -108,7 +108,7 @@ func OutputLengthMismatch(osl, requested int) bool {
 // Trial and Concurrency are left for the caller. The returned trial is filled even when the
 // error is non-nil; the error (ErrNoSuccessfulRequests, ErrNoUsage, wrapped with counts) says
 // why some of its numbers are missing.
-func Summarize(records []load.Record, requestedOSL int) (results.Trial, error) {
+func Summarize(records []load.RequestResult, requestedOSL int) (results.Trial, error) {
 	var (
 		t                    results.Trial
 		c                    = &t.Correctness

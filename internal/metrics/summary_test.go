@@ -27,7 +27,7 @@ type req struct {
 	finish                  string
 }
 
-func (q req) record(index int) load.Record {
+func (q req) record(index int) load.RequestResult {
 	finish := q.finish
 	if finish == "" {
 		finish = "length"
@@ -36,7 +36,7 @@ func (q req) record(index int) load.Record {
 	if q.second > 0 {
 		second = at(q.second)
 	}
-	return load.Record{
+	return load.RequestResult{
 		Index: index, Prompt: q.prompt, RequestedOutputTokens: 20,
 		Sent: at(q.sent), FirstContent: at(q.first), LastContent: at(q.last), Done: at(q.done),
 		SecondContent: second,
@@ -46,7 +46,7 @@ func (q req) record(index int) load.Record {
 	}
 }
 
-func warmup(index int, prompt string) load.Record {
+func warmup(index int, prompt string) load.RequestResult {
 	r := req{prompt: prompt, sent: -500, first: -400, last: -100, done: -90, osl: 20, chunks: 20, bytes: 99, hash: 99}.record(index)
 	r.Warmup = true
 	return r
@@ -55,7 +55,7 @@ func warmup(index int, prompt string) load.Record {
 func near(a, b float64) bool { return math.Abs(a-b) <= 1e-9*math.Max(1, math.Abs(b)) }
 
 func TestSummarize(t *testing.T) {
-	records := []load.Record{
+	records := []load.RequestResult{
 		warmup(0, "w1"),
 		warmup(1, "w2"),
 		// TTFT 100, latency 1100, ITL (1100−100)/(11−1) = 100 ms → 10 tok/s.
@@ -121,14 +121,14 @@ func TestSummarize(t *testing.T) {
 }
 
 func TestSummarizeFailures(t *testing.T) {
-	serverError := load.Record{Index: 1, Prompt: "e500", RequestedOutputTokens: 20, Sent: at(5), Done: at(9000), HTTPStatus: 500, Err: "HTTP 500"}
+	serverError := load.RequestResult{Index: 1, Prompt: "e500", RequestedOutputTokens: 20, Sent: at(5), Done: at(9000), HTTPStatus: 500, Err: "HTTP 500"}
 	brokenStream := req{prompt: "broken", sent: 10, first: 50, last: 60, done: 61, osl: 0, chunks: 3, bytes: 9, hash: 7}.record(2)
 	brokenStream.UsageReported, brokenStream.Err = false, "unexpected EOF"
 	cancelled := req{prompt: "cancel", sent: 15, first: 30, last: 40, done: 45, chunks: 2, bytes: 4, hash: 8}.record(3)
 	cancelled.UsageReported, cancelled.Cancelled = false, true
 	empty := req{prompt: "empty", sent: 20, done: 25, osl: 0, hash: 9}.record(4)
 	empty.FirstContent, empty.LastContent = time.Time{}, time.Time{}
-	records := []load.Record{
+	records := []load.RequestResult{
 		req{prompt: "ok1", sent: 0, first: 100, last: 2100, done: 2100, osl: 21, promptTokens: 30, chunks: 21, bytes: 50, hash: 1}.record(0),
 		serverError, brokenStream, cancelled, empty,
 		req{prompt: "ok2", sent: 20, first: 320, last: 1320, done: 1330, osl: 11, promptTokens: 31, chunks: 11, bytes: 25, hash: 2}.record(5),
@@ -170,7 +170,7 @@ func TestSummarizeFailures(t *testing.T) {
 }
 
 func TestSummarizeNoSuccess(t *testing.T) {
-	records := []load.Record{
+	records := []load.RequestResult{
 		{Index: 0, Prompt: "x", Sent: at(0), Done: at(1000), Err: "connection refused"},
 		{Index: 1, Prompt: "y", Sent: at(10), Done: at(500), HTTPStatus: 401, Err: "HTTP 401"},
 	}
@@ -188,7 +188,7 @@ func TestSummarizeNoSuccess(t *testing.T) {
 func TestSummarizeNoUsage(t *testing.T) {
 	r := req{prompt: "a", sent: 0, first: 100, last: 200, done: 200, osl: 5, chunks: 5, bytes: 5, hash: 1}.record(0)
 	r.UsageReported, r.CompletionTokens = false, 0
-	got, err := Summarize([]load.Record{r}, 5)
+	got, err := Summarize([]load.RequestResult{r}, 5)
 	if !errors.Is(err, ErrNoUsage) {
 		t.Fatalf("err = %v, want ErrNoUsage", err)
 	}
@@ -199,7 +199,7 @@ func TestSummarizeNoUsage(t *testing.T) {
 }
 
 func TestSummarizeOverlapAndDuplicatePrompts(t *testing.T) {
-	records := []load.Record{
+	records := []load.RequestResult{
 		warmup(0, "a"), warmup(1, "b"), warmup(2, "b"),
 		req{prompt: "b", sent: 0, first: 1, last: 2, done: 3, osl: 20, hash: 1}.record(3),
 		req{prompt: "c", sent: 0, first: 1, last: 2, done: 3, osl: 20, hash: 1}.record(4),
@@ -244,7 +244,7 @@ func TestOutputLengthMismatch(t *testing.T) {
 
 func TestSummarizeFallsBackToRecordedRequest(t *testing.T) {
 	r := req{prompt: "a", sent: 0, first: 1, last: 2, done: 3, osl: 18}.record(0) // RequestedOutputTokens 20
-	got, _ := Summarize([]load.Record{r}, 0)
+	got, _ := Summarize([]load.RequestResult{r}, 0)
 	if got.Correctness.OutputLengthMismatches != 1 {
 		t.Errorf("mismatches = %v, want 1 (18 vs the record's 20, tolerance 1)", got.Correctness.OutputLengthMismatches)
 	}
@@ -254,7 +254,7 @@ func TestSummarizeFallsBackToRecordedRequest(t *testing.T) {
 // first 2K / 512 trial: 64 requests of 512 tokens over 128.362401601 s.
 func TestSummarizeReferenceShape(t *testing.T) {
 	const durationNs = 128362401601
-	var records []load.Record
+	var records []load.RequestResult
 	for i := range 64 {
 		r := req{prompt: string(rune('A' + i)), sent: float64(i), first: float64(i) + 4000, last: float64(i) + 20000, done: float64(i) + 20001, osl: 512, promptTokens: 2099 + i%4, hash: uint64(i)}.record(i)
 		r.RequestedOutputTokens = 512
@@ -418,8 +418,8 @@ func TestSummarizeConnectionSetup(t *testing.T) {
 	a := req{prompt: "a", sent: 0, first: 100, last: 200, done: 210, osl: 3, chunks: 3}.record(0)
 	a.Connect, a.TLSHandshake = 2*time.Millisecond, 6*time.Millisecond
 	b := req{prompt: "b", sent: 0, first: 120, last: 220, done: 230, osl: 3, chunks: 3}.record(1) // reused connection
-	failed := load.Record{Index: 2, Prompt: "c", Sent: at(0), Done: at(5), Connect: time.Second, Err: "reset", HTTPStatus: 0}
-	got, _ := Summarize([]load.Record{a, b, failed}, 3)
+	failed := load.RequestResult{Index: 2, Prompt: "c", Sent: at(0), Done: at(5), Connect: time.Second, Err: "reset", HTTPStatus: 0}
+	got, _ := Summarize([]load.RequestResult{a, b, failed}, 3)
 	// Values [8 0]: mean 4, std 4, p95 = 0 + 0.95·8.
 	if s := got.ConnectionSetupMs; s == nil || s.Avg != 4 || s.Max != 8 || s.Min != 0 || s.Std != 4 || !near(s.P95, 7.6) {
 		t.Fatalf("connection setup %+v", got.ConnectionSetupMs)

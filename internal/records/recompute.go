@@ -66,10 +66,10 @@ func Recompute(doc *results.Document, dir string) ([]Recomputed, error) {
 }
 
 func recomputeTrial(slos []results.SLO, osl int, reported results.Trial, lines []Line) (results.Trial, error) {
-	recs := make([]load.Record, len(lines))
+	recs := make([]load.RequestResult, len(lines))
 	chunkTimes := false
 	for i, l := range lines {
-		recs[i] = l.Record()
+		recs[i] = l.RequestResult()
 		chunkTimes = chunkTimes || l.ChunkOffsetsNs != nil
 	}
 	t, err := metrics.Summarize(recs, osl)

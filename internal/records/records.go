@@ -78,7 +78,7 @@ type Trial struct {
 // FromLoad turns a trial's records into lines. Every time is written as base's Unix time
 // plus its monotonic distance from base (base is the trial's first Sent), so differences
 // between a file's times are exactly the ones the live metrics used.
-func FromLoad(t Trial, recs []load.Record) []Line {
+func FromLoad(t Trial, recs []load.RequestResult) []Line {
 	var base time.Time
 	for _, r := range recs {
 		if !r.Sent.IsZero() && (base.IsZero() || r.Sent.Before(base)) {
@@ -121,24 +121,24 @@ func FromLoad(t Trial, recs []load.Record) []Line {
 }
 
 // errorKind is the load package's failure kind of a request, or ErrorKindCancelled.
-func errorKind(r load.Record) string {
+func errorKind(r load.RequestResult) string {
 	if r.Cancelled {
 		return ErrorKindCancelled
 	}
 	return string(r.Failure)
 }
 
-// Record turns a line back into what the metrics package reads. What a file does not hold
-// (prompt text, output bytes and hash, the second chunk without chunk offsets, when the
+// RequestResult turns a line back into what the metrics package reads. What a file does not
+// hold (prompt text, output bytes and hash, the second chunk without chunk offsets, when the
 // response ended, connection set-up) stays zero.
-func (l Line) Record() load.Record {
+func (l Line) RequestResult() load.RequestResult {
 	at := func(n *int64) time.Time {
 		if n == nil {
 			return time.Time{}
 		}
 		return time.Unix(0, *n)
 	}
-	r := load.Record{
+	r := load.RequestResult{
 		Index: l.Index, Warmup: l.Kind == KindWarmup,
 		Sent: at(l.SentNs), Headers: at(l.HeadersNs), FirstContent: at(l.FirstTokenNs), LastContent: at(l.LastTokenNs),
 		ContentChunks: l.Chunks, Cancelled: deref(l.ErrorKind) == ErrorKindCancelled,

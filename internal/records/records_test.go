@@ -18,7 +18,7 @@ import (
 // events that never happened, and the second chunk from the chunk offsets.
 func TestLineRoundTrip(t *testing.T) {
 	sent := time.Now() // with a monotonic reading, as the client's
-	recs := []load.Record{
+	recs := []load.RequestResult{
 		{Index: 0, Warmup: true, Sent: sent, Done: sent.Add(time.Second), HTTPStatus: 503, Err: "HTTP 503 from http://h/v1", Failure: load.FailHTTPStatus},
 		{Index: 1, Sent: sent.Add(3 * time.Nanosecond), Headers: sent.Add(5 * time.Millisecond), FirstContent: sent.Add(100*time.Millisecond + 7),
 			SecondContent: sent.Add(130 * time.Millisecond), LastContent: sent.Add(400 * time.Millisecond), Done: sent.Add(401 * time.Millisecond),
@@ -45,7 +45,7 @@ func TestLineRoundTrip(t *testing.T) {
 	if err != nil || sum2 != sum || len(back) != 3 {
 		t.Fatalf("read back %d lines, %v, sums %s %s", len(back), err, sum, sum2)
 	}
-	r := back[1].Record()
+	r := back[1].RequestResult()
 	orig := recs[1]
 	for name, pair := range map[string][2]time.Duration{
 		"ttft":    {r.FirstContent.Sub(r.Sent), orig.FirstContent.Sub(orig.Sent)},
@@ -56,8 +56,8 @@ func TestLineRoundTrip(t *testing.T) {
 			t.Errorf("%s: %v, want %v", name, pair[0], pair[1])
 		}
 	}
-	if !r.UsageReported || r.CompletionTokens != 9 || r.ContentChunks != 3 || r.Warmup || !back[0].Record().Warmup || !back[2].Record().Cancelled ||
-		back[0].Record().Failure != load.FailHTTPStatus {
+	if !r.UsageReported || r.CompletionTokens != 9 || r.ContentChunks != 3 || r.Warmup || !back[0].RequestResult().Warmup || !back[2].RequestResult().Cancelled ||
+		back[0].RequestResult().Failure != load.FailHTTPStatus {
 		t.Errorf("record back %+v", r)
 	}
 	if got := FileName(0, "2K / 512", "probe", 8, 1); got != filepath.Join("01-2k-512", "probe-c008-1.jsonl") {
@@ -78,7 +78,7 @@ var issueKeys = []string{
 func TestRecordsFileKeys(t *testing.T) {
 	sent := time.Now()
 	cached := 7
-	recs := []load.Record{
+	recs := []load.RequestResult{
 		{Index: 0, Warmup: true, Sent: sent, Done: sent.Add(time.Second), HTTPStatus: 503, Err: "HTTP 503", Failure: load.FailHTTPStatus, Connect: time.Millisecond},
 		{Index: 1, Sent: sent.Add(time.Millisecond), Headers: sent.Add(2 * time.Millisecond), FirstContent: sent.Add(3 * time.Millisecond),
 			SecondContent: sent.Add(4 * time.Millisecond), LastContent: sent.Add(5 * time.Millisecond), Done: sent.Add(6 * time.Millisecond),
@@ -137,10 +137,10 @@ func BenchmarkRecordsFileSize(b *testing.B) {
 		}
 		b.Run(name, func(b *testing.B) {
 			sent := time.Now()
-			recs := make([]load.Record, 1000)
+			recs := make([]load.RequestResult, 1000)
 			for i := range recs {
 				s := sent.Add(time.Duration(i) * 37 * time.Millisecond)
-				r := load.Record{Index: i, Sent: s, Headers: s.Add(3 * time.Millisecond), FirstContent: s.Add(812 * time.Millisecond),
+				r := load.RequestResult{Index: i, Sent: s, Headers: s.Add(3 * time.Millisecond), FirstContent: s.Add(812 * time.Millisecond),
 					LastContent: s.Add(19 * time.Second), Done: s.Add(19*time.Second + 400*time.Microsecond), ContentChunks: 512,
 					UsageReported: true, PromptTokens: 2101, CompletionTokens: 512, FinishReason: "length", HTTPStatus: 200}
 				if chunkTimes {
@@ -172,7 +172,7 @@ func BenchmarkRecordsFileSize(b *testing.B) {
 // leaves unescaped), so any JSON reader reads a records file.
 func TestAppendJSONMatchesEncodingJSON(t *testing.T) {
 	sent := time.Now()
-	lines := FromLoad(Trial{Workload: `q "x" \ y`, Concurrency: 3, Index: 2, ChunkTimes: true}, []load.Record{
+	lines := FromLoad(Trial{Workload: `q "x" \ y`, Concurrency: 3, Index: 2, ChunkTimes: true}, []load.RequestResult{
 		{Index: 0, Sent: sent, FirstContent: sent.Add(5), SecondContent: sent.Add(6), LastContent: sent.Add(9), Done: sent.Add(10), ContentChunks: 2,
 			UsageReported: true, PromptTokens: 4, CompletionTokens: 2, FinishReason: "length", HTTPStatus: 200, ChunkOffsets: []time.Duration{5, 9}},
 		{Index: 1, Warmup: true, Sent: sent, Done: sent.Add(3), HTTPStatus: 500, Err: "HTTP 500: \"boom\"\n", Failure: load.FailHTTPStatus},

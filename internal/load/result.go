@@ -2,9 +2,9 @@ package load
 
 import "time"
 
-// Record is what one streamed request produced. Timestamps come from time.Now and carry
+// RequestResult is what one streamed request produced. Timestamps come from time.Now and carry
 // Go's monotonic clock reading, so differences between them are immune to wall-clock steps.
-type Record struct {
+type RequestResult struct {
 	Index  int  // position within the trial: warmups first, then measured requests
 	Warmup bool // warmup requests are sent but not measured
 
@@ -62,7 +62,7 @@ type ServerTimings struct {
 }
 
 // OK reports whether the request completed with HTTP 200 and no transport or stream error.
-func (r Record) OK() bool { return r.HTTPStatus == 200 && r.Err == "" && !r.Cancelled }
+func (r RequestResult) OK() bool { return r.HTTPStatus == 200 && r.Err == "" && !r.Cancelled }
 
 // FailureKind classifies a failed request so a trial can say how many failed for which
 // reason without quoting every message.
