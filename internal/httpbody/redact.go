@@ -16,6 +16,7 @@ const Redacted = "[redacted]"
 // and the mark itself is never searched again. A nil Redactor hides nothing.
 type Redactor struct {
 	secrets []string // non-empty, distinct
+	raw     [][]byte // the same, for Bytes to search without converting each time
 }
 
 // NewRedactor returns a Redactor for the non-empty secrets, or nil when there are none.
@@ -29,7 +30,11 @@ func NewRedactor(secrets ...string) *Redactor {
 	if len(keep) == 0 {
 		return nil
 	}
-	return &Redactor{secrets: keep}
+	r := &Redactor{secrets: keep}
+	for _, s := range keep {
+		r.raw = append(r.raw, []byte(s))
+	}
+	return r
 }
 
 // String returns s with the secrets replaced by Redacted.
@@ -75,8 +80,8 @@ func (r *Redactor) Bytes(b []byte) []byte {
 	if r == nil {
 		return b
 	}
-	for _, sec := range r.secrets {
-		if bytes.Contains(b, []byte(sec)) {
+	for _, sec := range r.raw {
+		if bytes.Contains(b, sec) {
 			return []byte(r.String(string(b)))
 		}
 	}

@@ -69,3 +69,13 @@ func TestRedactorOneLine(t *testing.T) {
 		t.Errorf("nil Redactor OneLine = %q, want %q", got, "Not Found")
 	}
 }
+
+// Bytes runs on every stream event of a benchmark with an API key: an event without the key
+// must cost no allocation.
+func TestRedactorBytesAllocs(t *testing.T) {
+	r := NewRedactor("sk-live-0123456789abcdef0123456789abcdef", "hf_0123456789abcdef0123456789abcdef")
+	b := []byte(`{"choices":[{"index":0,"delta":{"content":"token"}}]}`)
+	if n := testing.AllocsPerRun(100, func() { r.Bytes(b) }); n != 0 {
+		t.Errorf("Bytes allocates %v times per clean event, want 0", n)
+	}
+}
