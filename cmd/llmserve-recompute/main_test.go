@@ -11,7 +11,6 @@ import (
 	"slices"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/llmserve/terraform-provider-llmserve/internal/capacity"
 	"github.com/llmserve/terraform-provider-llmserve/internal/results"
@@ -30,13 +29,7 @@ var lineKeys = []string{
 // trial from its records file: every value must be identical. A changed number in the
 // document, or a changed records file, is caught.
 func TestRecomputeMatchesTheBenchmark(t *testing.T) {
-	m := simengine.DefaultModel()
-	m.Slots = 2
-	m.PrefillPerToken = 20 * time.Microsecond
-	m.PrefillOverhead = 2 * time.Millisecond
-	m.DecodeStep = 40 * time.Millisecond
-	m.DecodePerSeq = 0
-	engine, err := simengine.NewServer(simengine.Options{Model: m, ModelName: "sim"})
+	engine, err := simengine.NewServer(simengine.Options{Model: simengine.TwoSlotModel(), ModelName: "sim"})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -24,13 +24,7 @@ import (
 // start at once, a third waits about 8 × 40 ms for a slot.
 func twoSlotEngine(t *testing.T, opts simengine.Options) *simengine.Server {
 	t.Helper()
-	m := simengine.DefaultModel()
-	m.Slots = 2
-	m.PrefillPerToken = 20 * time.Microsecond
-	m.PrefillOverhead = 2 * time.Millisecond
-	m.DecodeStep = 40 * time.Millisecond
-	m.DecodePerSeq = 0
-	opts.Model = m
+	opts.Model = simengine.TwoSlotModel()
 	if opts.ModelName == "" {
 		opts.ModelName = "sim"
 	}

@@ -9,7 +9,6 @@ import (
 	"regexp"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/hashicorp/terraform-plugin-testing/helper/resource"
 	"github.com/hashicorp/terraform-plugin-testing/knownvalue"
@@ -30,13 +29,7 @@ const benchAPIKey = "sk-bench-secret-7f3a9c"
 // and 3 fails with a wide margin on both sides, whatever the machine's load.
 func newBoundaryEngine(t *testing.T) *simengine.Server {
 	t.Helper()
-	m := simengine.DefaultModel()
-	m.Slots = 2
-	m.PrefillPerToken = 20 * time.Microsecond
-	m.PrefillOverhead = 2 * time.Millisecond
-	m.DecodeStep = 40 * time.Millisecond
-	m.DecodePerSeq = 0
-	s, err := simengine.NewServer(simengine.Options{Model: m, ModelName: "sim-qwen", APIKey: benchAPIKey})
+	s, err := simengine.NewServer(simengine.Options{Model: simengine.TwoSlotModel(), ModelName: "sim-qwen", APIKey: benchAPIKey})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -55,6 +55,22 @@ func DefaultModel() Model {
 	}
 }
 
+// TwoSlotModel has a capacity boundary known by construction, for the tests of the benchmark
+// and its search: two slots, so two concurrent requests start at once and see their first
+// token after one short prefill (a few milliseconds for 64 prompt tokens), while a third
+// waits for a slot to free, a whole generation of 40 ms decode steps (about 8 × 40 ms =
+// 320 ms for 8 output tokens). Against a 150 ms p95 TTFT objective, concurrency 2 passes and
+// 3 fails with a wide margin on both sides, however loaded the machine.
+func TwoSlotModel() Model {
+	m := DefaultModel()
+	m.Slots = 2
+	m.PrefillPerToken = 20 * time.Microsecond
+	m.PrefillOverhead = 2 * time.Millisecond
+	m.DecodeStep = 40 * time.Millisecond
+	m.DecodePerSeq = 0
+	return m
+}
+
 // Validate reports the first setting that makes the model unusable.
 func (m Model) Validate() error {
 	switch {
