@@ -26,7 +26,7 @@ func OneLine(body []byte) string {
 }
 
 func oneLine(body []byte, secrets *Redactor) string {
-	body = bytes.TrimSpace(body)
+	body = bytes.TrimSpace(secrets.Bytes(body))
 	var s string
 	switch {
 	case len(body) == 0:

@@ -88,10 +88,11 @@ func (r *Redactor) Bytes(b []byte) []byte {
 	return b
 }
 
-// OneLine is the package's OneLine with the secrets hidden after the server's message is
-// decoded and before it is cut to MaxLen: decoding can spell out an escaped secret, and
-// cutting first could leave a secret's first characters at the end, where no search finds
-// them.
+// OneLine is the package's OneLine with the secrets hidden in the body as it came (a secret
+// with whitespace in it no longer matches once whitespace is collapsed), and again after the
+// server's message is decoded but before it is cut to MaxLen: decoding can spell out an
+// escaped secret, and cutting first could leave a secret's first characters at the end,
+// where no search finds them.
 func (r *Redactor) OneLine(body []byte) string {
 	return oneLine(body, r)
 }

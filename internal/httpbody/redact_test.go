@@ -79,3 +79,12 @@ func TestRedactorBytesAllocs(t *testing.T) {
 		t.Errorf("Bytes allocates %v times per clean event, want 0", n)
 	}
 }
+
+// A token read with file() keeps its newline; the body is redacted as it came too, before its
+// whitespace is collapsed into a form the secret no longer matches.
+func TestRedactorOneLineSecretWithNewline(t *testing.T) {
+	got := NewRedactor("hf_token-123\n").OneLine([]byte("bad token hf_token-123\nretry"))
+	if want := "bad token [redacted]retry"; got != want {
+		t.Errorf("OneLine = %q, want %q", got, want)
+	}
+}
