@@ -202,7 +202,7 @@ func badConfigs(t *testing.T) []badConfig {
 
 		// Lifecycle settings.
 		{"readiness_timeout zero", srv(map[string]string{"readiness_timeout": `"0s"`}), "readiness_timeout", `must be a positive Go duration`},
-		{"readiness_timeout words", srv(map[string]string{"readiness_timeout": `"ten minutes"`}), "readiness_timeout", `must be a positive Go duration`},
+		{"readiness_timeout words", srv(map[string]string{"readiness_timeout": `"ten minutes"`}), "readiness_timeout", `not a valid Go Time Duration string format`},
 		{"timeouts.create zero", srv(map[string]string{"timeouts": `{ create = "0s" }`}), "timeouts.create", `must be a positive Go duration`},
 		{"timeouts.create negative", srv(map[string]string{"timeouts": `{ create = "-5m" }`}), "timeouts.create", `must be a positive Go duration`},
 		{"timeouts.delete zero", srv(map[string]string{"timeouts": `{ delete = "0m" }`}), "timeouts.delete", `must be a positive Go duration`},
