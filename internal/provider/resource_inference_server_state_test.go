@@ -33,13 +33,13 @@ resource "llmserve_inference_server" "test" {
   image       = %q
   engine      = "sglang"
   model       = "sim/qwen-test"
-  labels      = { %q = "true" }
+  labels      = %s
   environment = {}
   extra_args  = []
   mounts      = []
 %s
 }
-`, name, accImage, enginetest.TestLabel, inPlace)
+`, name, accImage, enginetest.HCLLabels(), inPlace)
 	}
 	created := cfg(`  readiness_timeout = "2m"`)
 	changed := cfg(`  readiness_timeout = "3m"
@@ -106,11 +106,11 @@ resource "llmserve_inference_server" "test" {
   model             = "/models/tiny-llama.gguf"
   model_host_path   = %q
   served_model_name = "tiny"
-  labels            = { %q = "true" }
+  labels            = %s
   readiness_timeout = "3m"
   api_key_wo        = %q
 }
-`, name, quickstartImage, model, enginetest.TestLabel, accAPIKey)
+`, name, quickstartImage, model, enginetest.HCLLabels(), accAPIKey)
 	resource.Test(t, resource.TestCase{
 		ProtoV6ProviderFactories: testAccProtoV6ProviderFactories,
 		CheckDestroy:             testAccCheckGone(b, name),

@@ -95,11 +95,11 @@ resource "llmserve_inference_server" "test" {
   image  = %q
   engine = "sglang"
   model  = "sim/qwen-test"
-  labels = { %q = "true" }
+  labels = %s
   readiness_timeout = "2m"
 %s
 }
-`, name, accImage, enginetest.TestLabel, extra)
+`, name, accImage, enginetest.HCLLabels(), extra)
 }
 
 // testAccCheckGone is CheckDestroy: no container of the test is left on the engine.

@@ -359,7 +359,12 @@ func (b *Backend) Remove(ctx context.Context, id string, grace time.Duration) er
 	err = bounded(ctx, 0, func(ctx context.Context) error {
 		return b.cli.ContainerRemove(ctx, id, container.RemoveOptions{Force: true, RemoveVolumes: true})
 	})
-	if err != nil && !cerrdefs.IsNotFound(err) && !isRemovalInProgress(err) {
+	switch {
+	case isRemovalInProgress(err):
+		// Another caller is removing it: done only once it is gone, or a check right after
+		// (CheckDestroy, a create of the same name) would still find it.
+		return b.waitGone(ctx, id)
+	case err != nil && !cerrdefs.IsNotFound(err):
 		return b.wrap(err, "removing container %s", id)
 	}
 	return nil
@@ -367,6 +372,31 @@ func (b *Backend) Remove(ctx context.Context, id string, grace time.Duration) er
 
 func isRemovalInProgress(err error) bool {
 	return err != nil && strings.Contains(err.Error(), "is already in progress")
+}
+
+// removalWait bounds the wait for a removal someone else started; the engine removes a
+// stopped container in well under a second.
+var removalWait = time.Minute
+
+// waitGone polls until container id no longer exists, for at most removalWait.
+func (b *Backend) waitGone(ctx context.Context, id string) error {
+	ctx, cancel := context.WithTimeout(ctx, removalWait)
+	defer cancel()
+	tick := time.NewTicker(100 * time.Millisecond)
+	defer tick.Stop()
+	for {
+		_, err := b.cli.ContainerInspect(ctx, id)
+		switch {
+		case cerrdefs.IsNotFound(err):
+			return nil
+		case ctx.Err() != nil:
+			return fmt.Errorf("container %s was still being removed after %s (%w); check it with docker ps -a and remove it with docker rm -f %s", shortID(id), removalWait, ctx.Err(), shortID(id))
+		}
+		select {
+		case <-ctx.Done():
+		case <-tick.C:
+		}
+	}
 }
 
 // Stop implements deploy.Backend.

@@ -144,6 +144,43 @@ func TestRemoveIsIdempotent(t *testing.T) {
 	}
 }
 
+// Removals racing each other (two destroys, a destroy and a sweep) all return only once the
+// container is gone: the engine refuses the second with "removal already in progress", which
+// must not read as done while the container still exists.
+func TestConcurrentRemoveWaitsUntilGone(t *testing.T) {
+	b := needEngine(t)
+	ctx := t.Context()
+	id, err := b.Create(ctx, testContainer(t, "llmserve-test-remove-race", ""))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := b.Start(ctx, id); err != nil {
+		t.Fatal(err)
+	}
+	const removers = 4
+	errs := make(chan error, removers)
+	for range removers {
+		go func() {
+			if err := b.Remove(ctx, id, 0); err != nil {
+				errs <- err
+				return
+			}
+			_, err := b.Inspect(ctx, id)
+			if !errors.Is(err, deploy.ErrNotFound) {
+				err = fmt.Errorf("Remove returned while the container still exists (inspect: %v)", err)
+			} else {
+				err = nil
+			}
+			errs <- err
+		}()
+	}
+	for range removers {
+		if err := <-errs; err != nil {
+			t.Error(err)
+		}
+	}
+}
+
 // BenchmarkLaunchOverhead measures the provider's share of time-to-ready. The engine's own
 // start time runs from the container's start to its "ready" log line (both stamped by dockerd);
 // poll-lag is from that line to WaitReady returning (the provider's polling overhead, goal

@@ -36,6 +36,12 @@ const RunLabel = "dev.llmserve.test.run"
 // RunID identifies this test process among the runs sharing an engine.
 var RunID = rand.Text()
 
+// HCLLabels is the labels argument a test configuration gives its containers, so Sweep and
+// the checks for leftovers find them as this run's.
+func HCLLabels() string {
+	return fmt.Sprintf("{ %q = \"true\", %q = %q }", TestLabel, RunLabel, RunID)
+}
+
 // dockerfile installs the shim under the names the provider's default entrypoints use.
 const dockerfile = `FROM scratch
 COPY simengine /simengine
@@ -64,7 +70,8 @@ func BuildBinaries(ctx context.Context, dir string) error {
 	return nil
 }
 
-// BuildImage builds the test image as tag on cli's engine from the binaries in dir.
+// BuildImage builds the test image as tag on cli's engine from the binaries in dir, labelled
+// with this run (RunLabel) so that only this run's Sweep removes it.
 func BuildImage(ctx context.Context, cli *client.Client, dir, tag string) error {
 	var buf bytes.Buffer
 	tw := tar.NewWriter(&buf)
@@ -90,7 +97,8 @@ func BuildImage(ctx context.Context, cli *client.Client, dir, tag string) error 
 	if err := tw.Close(); err != nil {
 		return fmt.Errorf("writing build context: %w", err)
 	}
-	resp, err := cli.ImageBuild(ctx, &buf, build.ImageBuildOptions{Tags: []string{tag}, Remove: true, ForceRemove: true})
+	resp, err := cli.ImageBuild(ctx, &buf, build.ImageBuildOptions{Tags: []string{tag}, Remove: true, ForceRemove: true,
+		Labels: map[string]string{RunLabel: RunID}})
 	if err != nil {
 		return fmt.Errorf("building test image %s: %w", tag, err)
 	}
@@ -111,13 +119,15 @@ func BuildImage(ctx context.Context, cli *client.Client, dir, tag string) error 
 	}
 }
 
-// Sweep removes every container a test created (TestLabel), and every test image, on cli's
-// engine. It is the cleanup of last resort after a failed test. Containers the provider
-// created for anyone else (deploy.ManagedLabel alone) are left alone: a user's quickstart, or
-// another test run sharing the engine, must survive a unit test run.
+// Sweep removes every container this test process created (TestLabel with this RunID), and
+// with removeImages every test image it built, on cli's engine. It is the cleanup of last
+// resort after a failed test. Anything else is left alone: containers the provider created
+// for anyone else (deploy.ManagedLabel alone), such as a user's quickstart, and another test
+// run's containers and images on a shared engine, which may be in use right now.
 func Sweep(ctx context.Context, cli *client.Client, removeImages bool) error {
 	var errs []string
-	cs, err := cli.ContainerList(ctx, container.ListOptions{All: true, Filters: filters.NewArgs(filters.Arg("label", TestLabel))})
+	ours := filters.NewArgs(filters.Arg("label", TestLabel), filters.Arg("label", RunLabel+"="+RunID))
+	cs, err := cli.ContainerList(ctx, container.ListOptions{All: true, Filters: ours})
 	if err != nil {
 		return fmt.Errorf("listing containers to sweep: %w", err)
 	}
@@ -127,7 +137,7 @@ func Sweep(ctx context.Context, cli *client.Client, removeImages bool) error {
 		}
 	}
 	if removeImages {
-		imgs, err := cli.ImageList(ctx, image.ListOptions{Filters: filters.NewArgs(filters.Arg("label", TestLabel))})
+		imgs, err := cli.ImageList(ctx, image.ListOptions{Filters: ours})
 		if err != nil {
 			return fmt.Errorf("listing test images to sweep: %w", err)
 		}
