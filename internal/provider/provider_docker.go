@@ -7,6 +7,7 @@ import (
 	"github.com/hashicorp/terraform-plugin-framework/path"
 	"github.com/hashicorp/terraform-plugin-framework/provider"
 	"github.com/hashicorp/terraform-plugin-framework/provider/schema"
+	"github.com/hashicorp/terraform-plugin-framework/tfsdk"
 	"github.com/hashicorp/terraform-plugin-framework/types"
 
 	"github.com/llmserve/terraform-provider-llmserve/internal/deploy/docker"
@@ -53,20 +54,19 @@ func dockerProviderAttributes() map[string]schema.Attribute {
 	}
 }
 
-// dockerConfig reads the connection attributes one by one, so attributes other parts of the
-// provider add do not need to be known here.
-func dockerConfig(ctx context.Context, req provider.ConfigureRequest) (docker.Config, diag.Diagnostics) {
-	var diags diag.Diagnostics
+// dockerSettings reads the connection attributes one by one, so attributes other parts of
+// the provider add do not need to be known here, and names those not known yet.
+func dockerSettings(ctx context.Context, config tfsdk.Config, diags *diag.Diagnostics) (docker.Config, []string) {
 	var unknown []string
 	get := func(name string) string {
 		var v types.String
-		diags.Append(req.Config.GetAttribute(ctx, path.Root(name), &v)...)
+		diags.Append(config.GetAttribute(ctx, path.Root(name), &v)...)
 		if v.IsUnknown() {
 			unknown = append(unknown, name)
 		}
 		return v.ValueString()
 	}
-	cfg := docker.Config{
+	return docker.Config{
 		Host:              get("docker_host"),
 		CAPEM:             get("ca_pem"),
 		CertPEM:           get("cert_pem"),
@@ -75,7 +75,14 @@ func dockerConfig(ctx context.Context, req provider.ConfigureRequest) (docker.Co
 		SSHPrivateKeyPEM:  get("ssh_private_key"),
 		SSHKnownHostsFile: get("ssh_known_hosts_file"),
 		SSHSocketPath:     get("ssh_socket_path"),
-	}
+	}, unknown
+}
+
+// dockerConfig is the connection the provider configures, the environment filling what the
+// configuration leaves unset.
+func dockerConfig(ctx context.Context, req provider.ConfigureRequest) (docker.Config, diag.Diagnostics) {
+	var diags diag.Diagnostics
+	cfg, unknown := dockerSettings(ctx, req.Config, &diags)
 	cfg = docker.ConfigFromEnv(cfg)
 	// Terraform may configure the provider before values it depends on exist. That must not
 	// fail plans that need no engine, so the error is deferred to the first resource that does.
@@ -89,24 +96,8 @@ func dockerConfig(ctx context.Context, req provider.ConfigureRequest) (docker.Co
 // other environment fallbacks are checked when the engine is first used. Unknown values are
 // checked then too.
 func validateDockerConfig(ctx context.Context, req provider.ValidateConfigRequest, resp *provider.ValidateConfigResponse) {
-	var unknown bool
-	get := func(name string) string {
-		var v types.String
-		resp.Diagnostics.Append(req.Config.GetAttribute(ctx, path.Root(name), &v)...)
-		unknown = unknown || v.IsUnknown()
-		return v.ValueString()
-	}
-	cfg := docker.Config{
-		Host:              get("docker_host"),
-		CAPEM:             get("ca_pem"),
-		CertPEM:           get("cert_pem"),
-		KeyPEM:            get("key_pem"),
-		CertPath:          get("cert_path"),
-		SSHPrivateKeyPEM:  get("ssh_private_key"),
-		SSHKnownHostsFile: get("ssh_known_hosts_file"),
-		SSHSocketPath:     get("ssh_socket_path"),
-	}
-	if unknown || resp.Diagnostics.HasError() {
+	cfg, unknown := dockerSettings(ctx, req.Config, &resp.Diagnostics)
+	if len(unknown) > 0 || resp.Diagnostics.HasError() {
 		return
 	}
 	fromEnv := cfg.Host == ""
