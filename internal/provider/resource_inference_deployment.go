@@ -292,9 +292,6 @@ func (r *inferenceDeploymentResource) finish(ctx context.Context, c *kubernetes.
 func (r *inferenceDeploymentResource) Read(ctx context.Context, req resource.ReadRequest, resp *resource.ReadResponse) {
 	var state inferenceDeploymentModel
 	resp.Diagnostics.Append(req.State.Get(ctx, &state)...)
-	if resp.Diagnostics.HasError() {
-		return
-	}
 	c := r.cluster(&resp.Diagnostics)
 	if resp.Diagnostics.HasError() {
 		return
@@ -367,9 +364,6 @@ func (r *inferenceDeploymentResource) Update(ctx context.Context, req resource.U
 func (r *inferenceDeploymentResource) Delete(ctx context.Context, req resource.DeleteRequest, resp *resource.DeleteResponse) {
 	var state inferenceDeploymentModel
 	resp.Diagnostics.Append(req.State.Get(ctx, &state)...)
-	if resp.Diagnostics.HasError() {
-		return
-	}
 	ctx, cancel := state.operation(ctx, "delete", &resp.Diagnostics)
 	defer cancel()
 	c := r.cluster(&resp.Diagnostics)

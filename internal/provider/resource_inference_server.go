@@ -216,9 +216,6 @@ func (r *inferenceServerResource) Create(ctx context.Context, req resource.Creat
 func (r *inferenceServerResource) Read(ctx context.Context, req resource.ReadRequest, resp *resource.ReadResponse) {
 	var state inferenceServerModel
 	resp.Diagnostics.Append(req.State.Get(ctx, &state)...)
-	if resp.Diagnostics.HasError() {
-		return
-	}
 	b := r.backend(&resp.Diagnostics)
 	if resp.Diagnostics.HasError() {
 		return
@@ -313,9 +310,6 @@ func (r *inferenceServerResource) Update(ctx context.Context, req resource.Updat
 func (r *inferenceServerResource) Delete(ctx context.Context, req resource.DeleteRequest, resp *resource.DeleteResponse) {
 	var state inferenceServerModel
 	resp.Diagnostics.Append(req.State.Get(ctx, &state)...)
-	if resp.Diagnostics.HasError() {
-		return
-	}
 	ctx, cancel := state.operation(ctx, "delete", &resp.Diagnostics)
 	defer cancel()
 	b := r.backend(&resp.Diagnostics)
