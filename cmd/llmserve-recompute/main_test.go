@@ -43,7 +43,8 @@ func TestRecomputeMatchesTheBenchmark(t *testing.T) {
 			{Metric: results.MetricTTFT, Percentile: 95, ThresholdMs: 150},
 			{Metric: results.MetricGoodput, ThresholdMs: 50},
 		},
-		MinConcurrency: 1, MaxConcurrency: 6,
+		// Wide enough for the search to probe: it walks up narrow ranges with confirmation trials.
+		MinConcurrency: 1, MaxConcurrency: 16,
 		WarmupRequests: 1, MeasuredRequests: 8, ConfirmationTrials: 2,
 		CacheFlush: "auto", Seed: 1,
 		RecordsDirectory: filepath.Join(dir, "records"), RecordChunkTimes: true,

@@ -53,6 +53,7 @@ func TestRunFindsBoundary(t *testing.T) {
 
 	var trials []TrialRecord
 	cfg := testConfig(srv.URL)
+	cfg.MaxConcurrency = 16 // wide enough for the search to probe, not only walk up
 	cfg.Progress = func(r TrialRecord) { trials = append(trials, r) }
 	doc, err := Run(context.Background(), cfg)
 	if err != nil {
@@ -178,7 +179,9 @@ func TestRunUnreachable(t *testing.T) {
 func TestRunServerDiesThenResumes(t *testing.T) {
 	engine := twoSlotEngine(t, simengine.Options{})
 	var generations, failAfter atomic.Int64
-	failAfter.Store(40) // enough for a few trials, not the whole search
+	// The preflight request and the first trial (at the minimum, 9 requests) succeed; the server
+	// dies during the second, so the search confirms the minimum again and finds it failing.
+	failAfter.Store(14)
 	flaky := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if strings.HasSuffix(r.URL.Path, "/completions") && generations.Add(1) > failAfter.Load() {
 			http.Error(w, "CUDA error: device lost", http.StatusInternalServerError)

@@ -2,7 +2,9 @@
 // all pass the SLO. It reports exactly what the exhaustive grid protocol reports (k confirmation
 // trials at every concurrency from the minimum up to the first failure) while running far fewer
 // trials: single probes that may stop as soon as their verdict is decided bracket and bisect the
-// boundary, and only the two levels around it get the k full confirmation trials.
+// boundary down to a few levels, which are walked up with single confirmation trials (the
+// grid's own trials), and only the two levels around the boundary, and the levels under it
+// whose trials came close to the threshold, get all k confirmation trials.
 //
 // The package knows nothing of HTTP, metrics or Terraform: a TrialRunner runs one trial and says
 // whether it passed.
@@ -217,9 +219,10 @@ func Run(ctx context.Context, cfg Config, runner TrialRunner) (Result, error) {
 	return s.res, nil
 }
 
-// belief is the best knowledge of a level's verdict: a failed confirmation trial, else all
-// its confirmation trials, else its probe, else the confirmation trials run so far (a guard
-// level cleared with fewer than k). ok is false for a level never tried.
+// belief is the best knowledge of a level's verdict: a failed confirmation trial, else the
+// confirmation trials run so far (they are the grid's own trials; a level passing them is
+// given the rest before it counts as the boundary), else its probe. ok is false for a level
+// never tried.
 func (s *searcher) belief(c int) (pass, ok bool) {
 	if c < s.cfg.Min {
 		return true, true // below the bounds counts as passing: nothing to find there
@@ -233,12 +236,10 @@ func (s *searcher) belief(c int) (pass, ok bool) {
 		return false, false
 	case len(l.conf) > 0 && !allPass(l.conf):
 		return false, true
-	case len(l.conf) == s.cfg.ConfirmationTrials:
+	case len(l.conf) > 0:
 		return true, true
 	case l.probe != nil:
 		return l.probe.Pass, true
-	case len(l.conf) > 0:
-		return true, true
 	}
 	return false, false
 }
@@ -250,63 +251,79 @@ func (s *searcher) confirmed(c int) bool {
 
 func (s *searcher) search(ctx context.Context) error {
 	for {
-		// The lowest level believed failing, and the highest believed passing below it. Levels
-		// strictly between them have never been tried, so no level is probed twice. Only
-		// tried levels are looked at: the bounds may be far apart.
-		tried := s.tried()
-		hi := s.cfg.Max + 1
-		for _, c := range tried {
-			if pass, ok := s.belief(c); ok && !pass {
-				hi = c
+		lo, hi := s.bracket()
+		var err error
+		switch {
+		case hi-lo >= 2 && (hi-lo <= walkWidth || lo < s.cfg.Min+1):
+			// Walk up with single confirmation trials: next to the boundary a probe is
+			// decided late and costs about as much as a full trial, while a confirmation
+			// trial at or below the first failing level is never wasted: it is one of the
+			// trials the boundary reports or the guard below it reads. The first two levels
+			// are walked too: the grid runs them whenever anything passes, so a search that
+			// stops there costs no more than the grid.
+			err = s.confirmOne(ctx, lo+1)
+		case hi-lo >= 2:
+			err = s.probe(ctx, s.nextProbe(lo, hi))
+		case lo >= s.cfg.Min && !s.confirmed(lo):
+			// Adjacent: lo passes and hi fails, by belief. Make both confirmed facts, one
+			// trial at a time: a failing trial at lo moves the boundary down at once.
+			err = s.confirmOne(ctx, lo)
+		case hi <= s.cfg.Max && len(s.levels[hi].conf) == 0:
+			err = s.confirmOne(ctx, hi)
+		default:
+			if g, ok := s.guardLevel(lo); ok {
+				err = s.confirmOne(ctx, g)
 				break
 			}
-		}
-		lo := s.cfg.Min - 1
-		for i := len(tried) - 1; i >= 0; i-- {
-			c := tried[i]
-			if c >= hi {
-				continue
-			}
-			if pass, ok := s.belief(c); ok && pass {
-				lo = c
+			// hi's remaining trials come last: they are reported, but cannot move the
+			// boundary, so they run only once nothing below can.
+			if hi <= s.cfg.Max && !s.confirmed(hi) {
+				err = s.confirm(ctx, hi)
 				break
 			}
+			s.finish(lo, hi)
+			return nil
 		}
-		if hi-lo == 2 {
-			// One untried level left: it will be confirmed whatever a probe says, so skip the probe.
-			if err := s.confirm(ctx, lo+1); err != nil {
-				return err
-			}
-			continue
+		if err != nil {
+			return err
 		}
-		if hi-lo > 2 {
-			if err := s.probe(ctx, s.nextProbe(lo, hi)); err != nil {
-				return err
-			}
-			continue
-		}
-		// Adjacent: lo passes and hi fails, by belief. Make both confirmed facts.
-		if lo >= s.cfg.Min && !s.confirmed(lo) {
-			if err := s.confirm(ctx, lo); err != nil {
-				return err
-			}
-			continue
-		}
-		if hi <= s.cfg.Max && !s.confirmed(hi) {
-			if err := s.confirm(ctx, hi); err != nil {
-				return err
-			}
-			continue
-		}
-		if g, ok := s.guardLevel(lo); ok {
-			if err := s.confirmOne(ctx, g); err != nil {
-				return err
-			}
-			continue
-		}
-		s.finish(lo, hi)
-		return nil
 	}
+}
+
+// walkWidth is the widest bracket walked up with single confirmation trials rather than
+// bisected with probes. Near the boundary a probe's verdict comes late (a p95 just past the
+// threshold needs most of the trial to show it), so it saves little over a full trial, and
+// the confirmation trial it replaces is one the boundary or the guard needs anyway unless it
+// lands above the first failing level, which a walk up never does. Over the 120 simulated
+// scenarios, walking brackets of up to 8 levels costs 22.9 % of the grid's request-seconds,
+// bisecting down to 2 levels 26.5 %, and walking 16 levels 23.7 %.
+const walkWidth = 8
+
+// bracket returns the lowest level believed failing (Max+1 if none) and the highest level
+// believed passing below it (Min-1 if none). Levels strictly between them have never been
+// tried, so no level is probed twice. Only tried levels are looked at: the bounds may be far
+// apart.
+func (s *searcher) bracket() (lo, hi int) {
+	tried := s.tried()
+	hi = s.cfg.Max + 1
+	for _, c := range tried {
+		if pass, ok := s.belief(c); ok && !pass {
+			hi = c
+			break
+		}
+	}
+	lo = s.cfg.Min - 1
+	for i := len(tried) - 1; i >= 0; i-- {
+		c := tried[i]
+		if c >= hi {
+			continue
+		}
+		if pass, ok := s.belief(c); ok && pass {
+			lo = c
+			break
+		}
+	}
+	return lo, hi
 }
 
 // grid confirms every level in ascending order and takes the boundary over them: the first

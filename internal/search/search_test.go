@@ -175,7 +175,7 @@ func TestRunBoundaries(t *testing.T) {
 }
 
 // TestRunCheaperThanGrid checks the point of the package on a clean curve: with a boundary at
-// 40 the grid runs 3 trials at each of 1..41 (123 trials); the search probes about 2*log2(40)
+// 40 the grid runs 3 trials at each of 1..41 (123 trials); the search probes about log2(40)
 // levels and confirms two.
 func TestRunCheaperThanGrid(t *testing.T) {
 	r := &scripted{t: t, pass: upTo(40)}
@@ -183,10 +183,14 @@ func TestRunCheaperThanGrid(t *testing.T) {
 	if err != nil {
 		t.Fatalf("Run: %v", err)
 	}
-	// Gallop 1,2,4,8,16,32,64(fail); bisect 48(f) 40(p) 44(f) 42(f); 41 is the only level
-	// left, so it is confirmed without a probe (fails), then 40: 11 probes and 6 confirmations.
-	if len(r.ran) != 17 {
-		t.Errorf("ran %d trials %v, want 17", len(r.ran), r.ran)
+	// Confirmation trials at 1 and 2, then gallop 4,8,16,32,64(fail); bisect 48(f) 40(p);
+	// the bracket 40..48 is walked up with single confirmation trials: 41 fails. Then 40's
+	// three and 41's other two: 7 probes and 8 confirmations.
+	want := []Request{{1, Confirmation, 1}, {2, Confirmation, 1}, {4, Probe, 1}, {8, Probe, 1}, {16, Probe, 1},
+		{32, Probe, 1}, {64, Probe, 1}, {48, Probe, 1}, {40, Probe, 1}, {41, Confirmation, 1},
+		{40, Confirmation, 1}, {40, Confirmation, 2}, {40, Confirmation, 3}, {41, Confirmation, 2}, {41, Confirmation, 3}}
+	if !slices.Equal(r.ran, want) {
+		t.Errorf("ran %v, want %v", r.ran, want)
 	}
 	if *res.MaximumPassing != 40 {
 		t.Errorf("maximum passing = %d, want 40", *res.MaximumPassing)
@@ -236,7 +240,7 @@ func TestRunGuardBand(t *testing.T) {
 		t.Fatalf("Run: %v", err)
 	}
 	if *res.MaximumPassing != 19 {
-		t.Fatalf("without guard: maximum passing = %d, want 19 (the trial at 18 is never run)", *res.MaximumPassing)
+		t.Fatalf("without guard: maximum passing = %d, want 19 (the third trial at 18 is never run)", *res.MaximumPassing)
 	}
 
 	r = &scripted{t: t, pass: pass, value: value}
@@ -258,8 +262,8 @@ func TestRunGuardBand(t *testing.T) {
 	}
 
 	// The walk below a confirmed boundary: 19 (190) is in the band, so 18 gets trials; two
-	// of them clear of the band (170 < 180) end the walk without the third, and 17 is never
-	// confirmed. Level 18 has no noisy trial here.
+	// of them clear of the band (170 < 180) end the walk without the third, and 17 gets no
+	// trial beyond the one the search's own walk up gave it. Level 18 has no noisy trial here.
 	clearBelow := func(q Request) float64 {
 		if q.Concurrency == 18 {
 			return 170
@@ -276,8 +280,8 @@ func TestRunGuardBand(t *testing.T) {
 		if q.Kind == Confirmation && q.Concurrency == 18 {
 			at18 = append(at18, q.Index)
 		}
-		if q.Kind == Confirmation && q.Concurrency < 18 {
-			t.Errorf("confirmed %d below a level clear of the band", q.Concurrency)
+		if q.Kind == Confirmation && q.Concurrency < 18 && q.Index > 1 {
+			t.Errorf("guard ran %+v below a level clear of the band", q)
 		}
 	}
 	if *res.MaximumPassing != 19 || !slices.Equal(at18, []int{1, 2}) {
@@ -475,4 +479,28 @@ func deref(p *int) any {
 		return nil
 	}
 	return *p
+}
+
+// Where the boundary is at the minimum or just above it, the grid runs almost nothing, so any
+// probe would cost more than the grid: the search runs exactly the grid's trials there.
+func TestRunLowBoundaryRunsOnlyTheGrid(t *testing.T) {
+	for _, tc := range []struct {
+		name     string
+		boundary int
+		want     []Request
+	}{
+		{"minimum fails", 0, []Request{{1, Confirmation, 1}, {1, Confirmation, 2}, {1, Confirmation, 3}}},
+		{"only the minimum passes", 1, []Request{{1, Confirmation, 1}, {2, Confirmation, 1}, {1, Confirmation, 2},
+			{1, Confirmation, 3}, {2, Confirmation, 2}, {2, Confirmation, 3}}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			r := &scripted{t: t, pass: upTo(tc.boundary)}
+			if _, err := Run(context.Background(), Config{Min: 1, Max: 64, ConfirmationTrials: 3, Threshold: 1, GuardBand: 0.07}, r); err != nil {
+				t.Fatal(err)
+			}
+			if !slices.Equal(r.ran, tc.want) {
+				t.Errorf("ran %v, want the grid's %v", r.ran, tc.want)
+			}
+		})
+	}
 }

@@ -175,9 +175,17 @@ type figures struct {
 	searchTrials, gridTrials int
 	nonMonotone              int
 	worstRatio, medianRatio  float64
+	worst, worstBoundary     int // the scenario with the worst ratio and its grid boundary
 	boundaryMin, boundaryMax int
 	disagreements            []string
+	overGrid                 []string // scenarios whose search cost more than their grid
+	// Where the search's request-seconds went, by the role each trial ended up with.
+	floor, guard, above, probePass, probeFail float64
 }
+
+// overGridTolerance absorbs floating-point summation order: a search that runs exactly the
+// grid's trials, in another order, must not count as costing more.
+const overGridTolerance = 1e-9
 
 func measure(n int, guard float64) (figures, error) {
 	ss, err := scenarios(n)
@@ -209,27 +217,85 @@ func measure(n int, guard float64) (figures, error) {
 		f.gridCost += gridCost
 		f.searchTrials += len(res.All)
 		f.gridTrials += confirmK * min(gridMax+1-minC+1, maxC-minC+1)
-		ratios = append(ratios, res.Cost/gridCost)
+		ratio := res.Cost / gridCost
+		ratios = append(ratios, ratio)
+		if ratio > f.worstRatio {
+			f.worstRatio, f.worst, f.worstBoundary = ratio, i, gridMax
+		}
+		if ratio > 1+overGridTolerance {
+			f.overGrid = append(f.overGrid, fmt.Sprintf("scenario %d (grid boundary %d): %.1f%% of the grid", i, gridMax, 100*ratio))
+		}
 		if len(res.NonMonotone) > 0 {
 			f.nonMonotone++
 		}
+		for _, o := range res.All {
+			switch {
+			case o.Kind == search.Probe && o.Pass:
+				f.probePass += o.Cost
+			case o.Kind == search.Probe:
+				f.probeFail += o.Cost
+			case o.Concurrency == got || o.Concurrency == got+1:
+				f.floor += o.Cost
+			case o.Concurrency < got:
+				f.guard += o.Cost
+			default:
+				f.above += o.Cost
+			}
+		}
 	}
 	slices.Sort(ratios)
-	f.worstRatio = ratios[len(ratios)-1]
 	f.medianRatio = ratios[len(ratios)/2]
 	return f, nil
 }
 
+// The goals of issue 11: the search finds the grid's boundary in at least 99 % of the
+// scenarios, for at most 25 % of the grid's request-seconds overall, and costs no scenario
+// more than its grid.
+const (
+	goalAgree = 0.99
+	goalCost  = 0.25
+)
+
+// misses lists every goal the figures miss.
+func (f figures) misses() []string {
+	var out []string
+	if agree := float64(f.agree) / float64(f.scenarios); agree < goalAgree {
+		out = append(out, fmt.Sprintf("the search agrees with the grid in %.1f%% of the scenarios, want at least %.0f%%: %v", 100*agree, 100*goalAgree, f.disagreements))
+	}
+	if cost := f.searchCost / f.gridCost; cost > goalCost {
+		out = append(out, fmt.Sprintf("the search costs %.1f%% of the grid's request-seconds, want at most %.0f%%", 100*cost, 100*goalCost))
+	}
+	for _, o := range f.overGrid {
+		out = append(out, "costs more than the grid: "+o)
+	}
+	return out
+}
+
+// summary states the figures as the issue's note quotes them.
+func (f figures) summary() string {
+	share := func(v float64) float64 { return 100 * v / f.gridCost }
+	return fmt.Sprintf("%d scenarios (grid boundaries %d..%d): same boundary as the grid in %d (%.1f%%); "+
+		"%.1f%% of the grid's request-seconds; worst scenario %d (grid boundary %d) at %.1f%% of its grid, median %.1f%%; "+
+		"%.1f trials per scenario against the grid's %.1f; %d with non-monotone notes. "+
+		"Shares of the grid: confirmation trials at the boundary %.1f%%, below it (walk and guard) %.1f%%, above it %.1f%%, passing probes %.1f%%, failing probes %.1f%%",
+		f.scenarios, f.boundaryMin, f.boundaryMax, f.agree, 100*float64(f.agree)/float64(f.scenarios),
+		share(f.searchCost), f.worst, f.worstBoundary, 100*f.worstRatio, 100*f.medianRatio,
+		float64(f.searchTrials)/float64(f.scenarios), float64(f.gridTrials)/float64(f.scenarios), f.nonMonotone,
+		share(f.floor), share(f.guard), share(f.above), share(f.probePass), share(f.probeFail))
+}
+
 // guardBand is the relative margin below the threshold within which the search also confirms
-// the level under the boundary: about 2.5 times the 3 % per-trial noise. With levels cleared
-// after two trials outside the band (search.guardClearTrials), over these 120 scenarios 0.07
-// agrees with the grid in 100 % of them at 28.5 % of its request-seconds, 0.06 in 100 % at
-// 27.8 %, 0.05 in 98.3 % at 27.1 %; clearing after one trial gives 98.3 % at 26.9 %.
+// the level under the boundary: about 2.5 times the 3 % per-trial noise. Over these 120
+// scenarios 0.07 agrees with the grid in all of them at 22.9 % of its request-seconds, 0.06
+// in all at 22.3 %, 0.05 in 119 at 21.8 %: the margin is kept for noise this set lacks.
 const guardBand = 0.07
 
 // BenchmarkSearchVsGrid reports, over 120 seeded noisy scenarios, how often the search's boundary
-// equals the exhaustive grid's (agree_%) and the search's request-seconds as a share of the
-// grid's (cost_%). Run: go test ./internal/search -run '^$' -bench SearchVsGrid -benchtime 1x
+// equals the exhaustive grid's (agree_%), the search's request-seconds as a share of the grid's
+// (cost_%) and the worst scenario's share (worst_scenario_cost_%, named in the log), and fails
+// when a goal of issue 11 is missed. Everything is simulated in virtual time from fixed seeds:
+// the figures are the same on every machine.
+// Run: go test ./internal/search -run '^$' -bench SearchVsGrid -benchtime 1x
 func BenchmarkSearchVsGrid(b *testing.B) {
 	var f figures
 	var err error
@@ -240,18 +306,22 @@ func BenchmarkSearchVsGrid(b *testing.B) {
 	}
 	b.ReportMetric(100*float64(f.agree)/float64(f.scenarios), "agree_%")
 	b.ReportMetric(100*f.searchCost/f.gridCost, "cost_%")
+	b.ReportMetric(100*f.worstRatio, "worst_scenario_cost_%")
 	b.ReportMetric(100*f.medianRatio, "median_scenario_cost_%")
 	b.ReportMetric(float64(f.searchTrials)/float64(f.scenarios), "search_trials/scenario")
 	b.ReportMetric(float64(f.gridTrials)/float64(f.scenarios), "grid_trials/scenario")
-	b.Logf("%d scenarios, grid boundaries %d..%d, %d with non-monotone notes, worst scenario cost %.0f%%",
-		f.scenarios, f.boundaryMin, f.boundaryMax, f.nonMonotone, 100*f.worstRatio)
+	b.Log(f.summary())
 	for _, d := range f.disagreements {
 		b.Log(d)
 	}
+	for _, m := range f.misses() {
+		b.Error(m)
+	}
 }
 
-// TestSearchVsGridGoals keeps the figures from regressing: the boundary must equal the grid's in
-// at least 99 % of the scenarios for at most 35 % of the grid's request-seconds.
+// TestSearchVsGridGoals keeps the figures from regressing, on the benchmark's fixed seeds: the
+// boundary equals the grid's in at least 99 % of the scenarios, for at most 25 % of the grid's
+// request-seconds, and no scenario costs more than its grid.
 func TestSearchVsGridGoals(t *testing.T) {
 	if testing.Short() {
 		t.Skip("simulates thousands of trials")
@@ -260,17 +330,11 @@ func TestSearchVsGridGoals(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	agree := float64(f.agree) / float64(f.scenarios)
-	ratio := f.searchCost / f.gridCost
-	t.Logf("agree %.1f%% (%d/%d), cost %.1f%% of the grid, median scenario %.1f%%, boundaries %d..%d",
-		100*agree, f.agree, f.scenarios, 100*ratio, 100*f.medianRatio, f.boundaryMin, f.boundaryMax)
+	t.Log(f.summary())
 	for _, d := range f.disagreements {
 		t.Log(d)
 	}
-	if agree < 0.99 {
-		t.Errorf("search agrees with the grid in %.1f%% of scenarios, want >= 99%%", 100*agree)
-	}
-	if ratio > 0.35 {
-		t.Errorf("search costs %.1f%% of the grid's request-seconds, want <= 35%%", 100*ratio)
+	for _, m := range f.misses() {
+		t.Error(m)
 	}
 }
