@@ -4,14 +4,9 @@
 package capacity
 
 import (
-	"errors"
-	"fmt"
-	"math"
-	"strings"
 	"time"
-	"unicode"
 
-	"github.com/llmserve/terraform-provider-llmserve/internal/endpoint"
+	"github.com/llmserve/terraform-provider-llmserve/internal/load"
 	"github.com/llmserve/terraform-provider-llmserve/internal/results"
 )
 
@@ -19,7 +14,7 @@ import (
 type Config struct {
 	Endpoint string // base URL, e.g. http://host:30000
 	Model    string
-	API      string // "chat" or "completions"
+	API      string // APIChat or APICompletions
 	APIKey   string // sent as a Bearer token; never logged or stored
 	// AdminAPIKey is sent instead of APIKey to flush the cache (SGLang --admin-api-key).
 	AdminAPIKey string
@@ -30,19 +25,21 @@ type Config struct {
 
 	MinConcurrency int
 	MaxConcurrency int
-	// ConcurrencyLevels, when set, replaces the search by a plain grid over these levels.
+	// ConcurrencyLevels, when not nil, replaces the search by a plain grid over these
+	// levels (an empty, non-nil list is a grid of nothing, which Validate refuses).
 	ConcurrencyLevels []int
 
 	WarmupRequests     int
 	MeasuredRequests   int
 	ConfirmationTrials int
-	CacheFlush         string // auto | none | sglang | vllm | llamacpp
+	CacheFlush         string // one of CacheFlushModes
 	// IdleTimeout bounds the wait for a busy server before each trial, and the retries of a
 	// flush it refuses; 0 means 2 minutes.
 	IdleTimeout time.Duration
 
-	// StallTimeout and RequestTimeout bound every request (see load.ClientConfig); zero
-	// means the load package's defaults.
+	// StallTimeout and RequestTimeout bound every request (see load.ClientConfig). Run
+	// gives zero the load package's defaults, for callers that leave them out; Validate
+	// refuses it, since a user who wrote "0s" did not mean five minutes.
 	StallTimeout   time.Duration
 	RequestTimeout time.Duration
 
@@ -99,90 +96,29 @@ const (
 	MaxConfirmationTrials = 100
 )
 
-// Validate reports every configuration problem, naming the attribute to fix. It is the rule
-// plan-time validators apply to known values, and it runs again at apply for values that were
-// unknown at plan.
-func (c Config) Validate() error {
-	var errs []error
-	if _, err := endpoint.Parse(c.Endpoint); err != nil {
-		errs = append(errs, fmt.Errorf("endpoint: %w", err))
+// The APIs a benchmark can send requests to.
+const (
+	APIChat        = "chat"        // /v1/chat/completions: the server applies its chat template
+	APICompletions = "completions" // /v1/completions
+)
+
+// CacheFlushModes are the ways to flush the prefix cache before each trial: detect the
+// server, none, or one engine's own (see engine.CacheFlush).
+var CacheFlushModes = []string{"auto", "none", "sglang", "vllm", "llamacpp"}
+
+// Defaults are what an unset setting takes: the reference AIPerf protocol (8 warmups, 64
+// measured requests, 3 confirmation trials, cache flushed) searched between 1 and 64.
+// The Terraform schema's defaults are these values.
+func Defaults() Config {
+	return Config{
+		API:                APIChat,
+		MinConcurrency:     1,
+		MaxConcurrency:     64,
+		WarmupRequests:     8,
+		MeasuredRequests:   64,
+		ConfirmationTrials: 3,
+		CacheFlush:         "auto",
+		StallTimeout:       load.DefaultStallTimeout,
+		RequestTimeout:     load.DefaultRequestTimeout,
 	}
-	if c.API != "chat" && c.API != "completions" {
-		errs = append(errs, fmt.Errorf("api: %q is not one of chat, completions", c.API))
-	}
-	if len(c.Workloads) == 0 {
-		errs = append(errs, errors.New("workloads: at least one workload is required"))
-	}
-	seen := map[string]bool{}
-	for i, w := range c.Workloads {
-		switch {
-		case w.Label == "":
-			errs = append(errs, fmt.Errorf("workloads[%d].label: must not be empty", i))
-		case strings.ContainsFunc(w.Label, unicode.IsControl):
-			errs = append(errs, fmt.Errorf("workloads[%d].label: %q contains control characters, which would reach terminals, CSV and Markdown renderings; use printable text", i, w.Label))
-		case seen[w.Label]:
-			errs = append(errs, fmt.Errorf("workloads[%d].label: %q is used twice; labels key the result maps and must be unique", i, w.Label))
-		}
-		seen[w.Label] = true
-		if w.InputTokens < 1 || w.InputTokens > MaxTokens {
-			errs = append(errs, fmt.Errorf("workloads[%d].input_tokens: must be between 1 and %d, got %d", i, MaxTokens, w.InputTokens))
-		}
-		if w.OutputTokens < 1 || w.OutputTokens > MaxTokens {
-			errs = append(errs, fmt.Errorf("workloads[%d].output_tokens: must be between 1 and %d, got %d", i, MaxTokens, w.OutputTokens))
-		}
-		for _, sd := range []struct {
-			name string
-			v    float64
-			mean int
-		}{{"input_tokens_stddev", w.InputTokensStddev, w.InputTokens}, {"output_tokens_stddev", w.OutputTokensStddev, w.OutputTokens}} {
-			if math.IsNaN(sd.v) || sd.v < 0 || sd.v > float64(sd.mean) {
-				errs = append(errs, fmt.Errorf("workloads[%d].%s: must be between 0 and the mean length %d, got %g", i, sd.name, sd.mean, sd.v))
-			}
-		}
-		if w.SharedPrefixTokens < 0 || w.SharedPrefixTokens >= w.InputTokens {
-			errs = append(errs, fmt.Errorf("workloads[%d].shared_prefix_tokens: must be at least 0 and below input_tokens (%d), which it is part of; got %d", i, w.InputTokens, w.SharedPrefixTokens))
-		}
-	}
-	slos := make([]results.SLO, len(c.SLOs))
-	for i, o := range c.SLOs {
-		slos[i] = o.WithDefaults() // an empty comparison is the metric's default
-	}
-	if err := results.ValidateSLOs(slos); err != nil {
-		errs = append(errs, err)
-	}
-	levels := map[int]bool{}
-	for i, l := range c.ConcurrencyLevels {
-		switch {
-		case l < 1 || l > MaxConcurrency:
-			errs = append(errs, fmt.Errorf("search.concurrency_levels[%d]: must be between 1 and %d, got %d", i, MaxConcurrency, l))
-		case levels[l]:
-			errs = append(errs, fmt.Errorf("search.concurrency_levels[%d]: %d is listed twice", i, l))
-		}
-		levels[l] = true
-	}
-	if c.MinConcurrency < 1 || c.MinConcurrency > MaxConcurrency {
-		errs = append(errs, fmt.Errorf("search.min_concurrency: must be between 1 and %d, got %d", MaxConcurrency, c.MinConcurrency))
-	}
-	if c.MaxConcurrency > MaxConcurrency {
-		errs = append(errs, fmt.Errorf("search.max_concurrency: must be at most %d, got %d", MaxConcurrency, c.MaxConcurrency))
-	}
-	if c.MaxConcurrency < c.MinConcurrency {
-		errs = append(errs, fmt.Errorf("search.max_concurrency: %d is below search.min_concurrency %d", c.MaxConcurrency, c.MinConcurrency))
-	}
-	if c.MeasuredRequests < 1 || c.MeasuredRequests > MaxRequests {
-		errs = append(errs, fmt.Errorf("trial.measured_requests: must be between 1 and %d, got %d", MaxRequests, c.MeasuredRequests))
-	}
-	if c.WarmupRequests < 0 || c.WarmupRequests > MaxRequests {
-		errs = append(errs, fmt.Errorf("trial.warmup_requests: must be between 0 and %d, got %d", MaxRequests, c.WarmupRequests))
-	}
-	if c.StallTimeout < 0 {
-		errs = append(errs, fmt.Errorf("trial.stall_timeout: must be positive, got %s", c.StallTimeout))
-	}
-	if c.RequestTimeout < 0 {
-		errs = append(errs, fmt.Errorf("trial.request_timeout: must be positive, got %s", c.RequestTimeout))
-	}
-	if c.ConfirmationTrials < 1 || c.ConfirmationTrials > MaxConfirmationTrials {
-		errs = append(errs, fmt.Errorf("trial.confirmation_trials: must be between 1 and %d, got %d", MaxConfirmationTrials, c.ConfirmationTrials))
-	}
-	return errors.Join(errs...)
 }

@@ -1,6 +1,7 @@
 package capacity
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -35,7 +36,9 @@ var ErrServerFailing = errors.New("every measured request failed")
 // was finished so far (nil workloads are left out) together with the error; every finished
 // trial has also been passed to cfg.Progress.
 func Run(ctx context.Context, cfg Config) (*results.Document, error) {
-	if err := cfg.Validate(); err != nil {
+	cfg.StallTimeout = cmp.Or(cfg.StallTimeout, load.DefaultStallTimeout)
+	cfg.RequestTimeout = cmp.Or(cfg.RequestTimeout, load.DefaultRequestTimeout)
+	if err := Err(cfg.Validate()); err != nil {
 		return nil, err
 	}
 	s, err := connect(ctx, cfg)

@@ -45,10 +45,11 @@ func validateResourceConfig(t *testing.T, typeName string, config map[string]any
 }
 
 // protocolValue builds a value of typ from Go values: map[string]any for objects (missing
-// attributes null) and maps, []any for lists and sets, string, bool, int and float64.
+// attributes null) and maps, []any for lists and sets, string, bool, int and float64, and
+// tftypes.UnknownValue for a value known only at apply.
 func protocolValue(typ tftypes.Type, v any) (tftypes.Value, error) {
-	if v == nil {
-		return tftypes.NewValue(typ, nil), nil
+	if v == nil || v == tftypes.UnknownValue {
+		return tftypes.NewValue(typ, v), nil
 	}
 	switch typ := typ.(type) {
 	case tftypes.Object:

@@ -9,7 +9,6 @@ import (
 	"time"
 
 	"github.com/hashicorp/terraform-plugin-framework-timeouts/resource/timeouts"
-	"github.com/hashicorp/terraform-plugin-framework/attr"
 	"github.com/hashicorp/terraform-plugin-framework/path"
 	"github.com/hashicorp/terraform-plugin-framework/resource"
 	"github.com/hashicorp/terraform-plugin-framework/types"
@@ -61,46 +60,6 @@ type capacityBenchmarkModel struct {
 	ResultsJSON               types.String `tfsdk:"results_json"`
 }
 
-type workloadModel struct {
-	Label              types.String  `tfsdk:"label"`
-	InputTokens        types.Int64   `tfsdk:"input_tokens"`
-	OutputTokens       types.Int64   `tfsdk:"output_tokens"`
-	InputTokensStddev  types.Float64 `tfsdk:"input_tokens_stddev"`
-	OutputTokensStddev types.Float64 `tfsdk:"output_tokens_stddev"`
-	SharedPrefixTokens types.Int64   `tfsdk:"shared_prefix_tokens"`
-}
-
-type searchModel struct {
-	MinConcurrency    types.Int64 `tfsdk:"min_concurrency"`
-	MaxConcurrency    types.Int64 `tfsdk:"max_concurrency"`
-	ConcurrencyLevels types.List  `tfsdk:"concurrency_levels"`
-}
-
-type trialModel struct {
-	WarmupRequests     types.Int64  `tfsdk:"warmup_requests"`
-	MeasuredRequests   types.Int64  `tfsdk:"measured_requests"`
-	ConfirmationTrials types.Int64  `tfsdk:"confirmation_trials"`
-	CacheFlush         types.String `tfsdk:"cache_flush"`
-	StallTimeout       types.String `tfsdk:"stall_timeout"`
-	RequestTimeout     types.String `tfsdk:"request_timeout"`
-}
-
-var (
-	searchAttrTypes = map[string]attr.Type{
-		"min_concurrency":    types.Int64Type,
-		"max_concurrency":    types.Int64Type,
-		"concurrency_levels": types.ListType{ElemType: types.Int64Type},
-	}
-	trialAttrTypes = map[string]attr.Type{
-		"warmup_requests":     types.Int64Type,
-		"measured_requests":   types.Int64Type,
-		"confirmation_trials": types.Int64Type,
-		"cache_flush":         types.StringType,
-		"stall_timeout":       types.StringType,
-		"request_timeout":     types.StringType,
-	}
-)
-
 func (r *capacityBenchmarkResource) Metadata(_ context.Context, req resource.MetadataRequest, resp *resource.MetadataResponse) {
 	resp.TypeName = req.ProviderTypeName + "_capacity_benchmark"
 }
@@ -131,8 +90,11 @@ func (r *capacityBenchmarkResource) Create(ctx context.Context, req resource.Cre
 
 	timeout, diags := plan.Timeouts.Create(ctx, defaultBenchmarkTimeout)
 	resp.Diagnostics.Append(diags...)
-	cfg, diags := plan.capacityConfig(ctx)
+	cfg, _, diags := plan.capacityConfig(ctx)
 	resp.Diagnostics.Append(diags...)
+	// Every value is known now: one that was unknown at plan meets its rule here, before
+	// anything is sent.
+	resp.Diagnostics.Append(problemDiagnostics(cfg.Validate(), nil, false)...)
 	if resp.Diagnostics.HasError() {
 		return
 	}

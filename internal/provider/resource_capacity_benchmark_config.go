@@ -1,13 +1,16 @@
 package provider
 
 // Validation and the translation of llmserve_capacity_benchmark's values into capacity.Config.
+// The rules themselves are capacity.Config.Validate; this file only maps them onto
+// Terraform's attribute paths and holds back those that read a value not known yet.
 
 import (
 	"context"
 	"fmt"
-	"strings"
 	"time"
 
+	"github.com/hashicorp/terraform-plugin-framework-timetypes/timetypes"
+	"github.com/hashicorp/terraform-plugin-framework/attr"
 	"github.com/hashicorp/terraform-plugin-framework/diag"
 	"github.com/hashicorp/terraform-plugin-framework/path"
 	"github.com/hashicorp/terraform-plugin-framework/resource"
@@ -18,203 +21,231 @@ import (
 	"github.com/llmserve/terraform-provider-llmserve/internal/results"
 )
 
-// ValidateConfig catches what single-attribute validators cannot: duplicate labels and
-// inverted search bounds. Unknown values (from other resources) are checked at apply.
+// ValidateConfig applies capacity.Config.Validate to the values known at plan. A problem
+// that reads a value known only at apply (built from another resource) waits: Terraform
+// validates again once it is known, and Create checks the same rule before sending anything.
 func (r *capacityBenchmarkResource) ValidateConfig(ctx context.Context, req resource.ValidateConfigRequest, resp *resource.ValidateConfigResponse) {
-	var workloads types.List
-	resp.Diagnostics.Append(req.Config.GetAttribute(ctx, path.Root("workloads"), &workloads)...)
-	if !workloads.IsNull() && !workloads.IsUnknown() {
-		// Elements may be unknown objects (built from another resource's attributes).
-		var items []types.Object
-		resp.Diagnostics.Append(workloads.ElementsAs(ctx, &items, false)...)
-		seen := map[string]int{}
-		for i, obj := range items {
-			if obj.IsNull() || obj.IsUnknown() {
-				continue
-			}
-			var w workloadModel
-			resp.Diagnostics.Append(obj.As(ctx, &w, basetypes.ObjectAsOptions{UnhandledUnknownAsEmpty: true})...)
-			validateWorkloadShape(path.Root("workloads").AtListIndex(i), w, &resp.Diagnostics)
-			if w.Label.IsNull() || w.Label.IsUnknown() {
-				continue
-			}
-			if first, dup := seen[w.Label.ValueString()]; dup {
-				resp.Diagnostics.AddAttributeError(path.Root("workloads").AtListIndex(i).AtName("label"), "Duplicate workload label",
-					fmt.Sprintf("workloads[%d].label: the label %q is already used by workloads[%d]. Labels key maximum_passing_concurrency and first_failing_concurrency, so each must be unique; rename one.", i, w.Label.ValueString(), first))
-				continue
-			}
-			seen[w.Label.ValueString()] = i
-		}
-	}
-
-	var slos types.List
-	resp.Diagnostics.Append(req.Config.GetAttribute(ctx, path.Root("slos"), &slos)...)
-	if !slos.IsNull() && !slos.IsUnknown() {
-		var items []types.Object
-		resp.Diagnostics.Append(slos.ElementsAs(ctx, &items, false)...)
-		for i, obj := range items {
-			if obj.IsNull() || obj.IsUnknown() {
-				continue
-			}
-			var o sloModel
-			resp.Diagnostics.Append(obj.As(ctx, &o, basetypes.ObjectAsOptions{UnhandledUnknownAsEmpty: true})...)
-			resp.Diagnostics.Append(sloUnitSlips(path.Root("slos").AtListIndex(i), o)...)
-		}
-	}
-
-	var minC, maxC types.Int64
-	resp.Diagnostics.Append(req.Config.GetAttribute(ctx, path.Root("search").AtName("min_concurrency"), &minC)...)
-	resp.Diagnostics.Append(req.Config.GetAttribute(ctx, path.Root("search").AtName("max_concurrency"), &maxC)...)
-	lo, hi := int64(1), int64(64)
-	if !minC.IsNull() && !minC.IsUnknown() {
-		lo = minC.ValueInt64()
-	}
-	if !maxC.IsNull() && !maxC.IsUnknown() {
-		hi = maxC.ValueInt64()
-	}
-	validateSLOsConfig(ctx, req.Config, &resp.Diagnostics)
-	var recordsDir types.String
-	var chunkTimes types.Bool
-	resp.Diagnostics.Append(req.Config.GetAttribute(ctx, path.Root("records_directory"), &recordsDir)...)
-	resp.Diagnostics.Append(req.Config.GetAttribute(ctx, path.Root("record_chunk_times"), &chunkTimes)...)
-	if chunkTimes.ValueBool() && recordsDir.IsNull() {
-		resp.Diagnostics.AddAttributeError(path.Root("record_chunk_times"), "Chunk times without records",
-			"record_chunk_times adds chunk arrival times to the per-request records, which are only written with records_directory; set records_directory or remove record_chunk_times.")
-	}
-	var levels types.List
-	resp.Diagnostics.Append(req.Config.GetAttribute(ctx, path.Root("search").AtName("concurrency_levels"), &levels)...)
-	if !levels.IsNull() && (!minC.IsNull() || !maxC.IsNull()) {
-		resp.Diagnostics.AddAttributeError(path.Root("search").AtName("concurrency_levels"), "Grid and search bounds both set",
-			"search.concurrency_levels runs exactly the listed levels, so search.min_concurrency and search.max_concurrency would be ignored; remove them, or remove concurrency_levels to search between them.")
+	var m capacityBenchmarkModel
+	resp.Diagnostics.Append(req.Config.Get(ctx, &m)...)
+	if resp.Diagnostics.HasError() {
 		return
 	}
-	if minC.IsUnknown() || maxC.IsUnknown() {
-		return
-	}
-	if lo > hi {
-		resp.Diagnostics.AddAttributeError(path.Root("search").AtName("min_concurrency"), "Search bounds inverted",
-			fmt.Sprintf("search.min_concurrency (%d) is greater than search.max_concurrency (%d); lower min_concurrency or raise max_concurrency.", lo, hi))
+	cfg, unknown, diags := m.capacityConfig(ctx)
+	resp.Diagnostics.Append(diags...)
+	resp.Diagnostics.Append(problemDiagnostics(cfg.Validate(), unknown, true)...)
+
+	// Whether an attribute was written at all is Terraform's to know, not the domain's: the
+	// planned bounds always hold their defaults.
+	if !m.Search.IsNull() && !m.Search.IsUnknown() {
+		f := m.Search.Attributes()
+		if !f["concurrency_levels"].IsNull() && (!f["min_concurrency"].IsNull() || !f["max_concurrency"].IsNull()) {
+			resp.Diagnostics.AddAttributeError(path.Root("search").AtName("concurrency_levels"), "Grid and search bounds both set",
+				"search.concurrency_levels runs exactly the listed levels, so search.min_concurrency and search.max_concurrency would be ignored; remove them, or remove concurrency_levels to search between them.")
+		}
 	}
 }
 
-// sloUnitSlips warns about values that are valid but almost certainly a slip of units, with
-// the likely intent: a percentile written as a fraction, a latency threshold written in
-// seconds. Both would otherwise measure for hours against an objective nobody meant.
-func sloUnitSlips(p path.Path, o sloModel) diag.Diagnostics {
+// problemDiagnostics maps the domain's problems onto attribute paths, leaving out each one
+// whose setting, or a setting it read, is within a value not known yet. Warnings are
+// reported only with withWarnings: at apply they were already shown at plan.
+func problemDiagnostics(problems []capacity.Problem, unknown []capacity.Path, withWarnings bool) diag.Diagnostics {
 	var diags diag.Diagnostics
-	if pct := o.Percentile; !pct.IsNull() && !pct.IsUnknown() && pct.ValueFloat64() > 0 && pct.ValueFloat64() < 1 {
-		v := pct.ValueFloat64()
-		diags.AddAttributeWarning(p.AtName("percentile"), "Percentile below 1",
-			fmt.Sprintf("percentile = %g asks for p%g, almost the fastest request of each trial: percentiles are on a 0-100 scale. Did you mean %g (p%g)?", v, v, v*100, v*100))
-	}
-	metric := o.Metric.ValueString()
-	if o.Metric.IsNull() {
-		metric = results.MetricTTFT // the attribute's default
-	}
-	if th := o.ThresholdMs; !th.IsNull() && !th.IsUnknown() && th.ValueFloat64() > 0 && th.ValueFloat64() < 50 &&
-		(metric == results.MetricTTFT || metric == results.MetricRequestLatency) {
-		v := th.ValueFloat64()
-		diags.AddAttributeWarning(p.AtName("threshold_ms"), "Latency threshold below 50 ms",
-			fmt.Sprintf("threshold_ms = %g demands a %s under %g ms: thresholds are in milliseconds. Did you mean %g s (threshold_ms = %g)?", v, strings.ReplaceAll(metric, "_", " "), v, v, v*1000))
+	for _, p := range problems {
+		if readsUnknown(p, unknown) {
+			continue
+		}
+		switch {
+		case !p.Warning:
+			diags.AddAttributeError(attributePath(p.Path), p.Summary, p.Detail)
+		case withWarnings:
+			diags.AddAttributeWarning(attributePath(p.Path), p.Summary, p.Detail)
+		}
 	}
 	return diags
 }
 
-// capacityConfig translates the planned values into the domain configuration.
-func (m capacityBenchmarkModel) capacityConfig(ctx context.Context) (capacity.Config, diag.Diagnostics) {
-	var diags diag.Diagnostics
-	var workloads []workloadModel
-	var slos []sloModel
-	var search searchModel
-	var trial trialModel
-	diags.Append(m.Workloads.ElementsAs(ctx, &workloads, false)...)
-	diags.Append(m.SLOs.ElementsAs(ctx, &slos, false)...)
-	diags.Append(m.Search.As(ctx, &search, basetypes.ObjectAsOptions{})...)
-	diags.Append(m.Trial.As(ctx, &trial, basetypes.ObjectAsOptions{})...)
-	if diags.HasError() {
-		return capacity.Config{}, diags
-	}
-	// Validated at plan time; unknown or null values fall back to the defaults (zero).
-	stall, _ := time.ParseDuration(trial.StallTimeout.ValueString())
-	total, _ := time.ParseDuration(trial.RequestTimeout.ValueString())
-	cfg := capacity.Config{
-		StallTimeout:       stall,
-		RequestTimeout:     total,
-		Endpoint:           m.Endpoint.ValueString(),
-		Model:              m.Model.ValueString(),
-		API:                m.API.ValueString(),
-		MinConcurrency:     int(search.MinConcurrency.ValueInt64()),
-		MaxConcurrency:     int(search.MaxConcurrency.ValueInt64()),
-		ConcurrencyLevels:  levelsOf(ctx, search.ConcurrencyLevels, &diags),
-		WarmupRequests:     int(trial.WarmupRequests.ValueInt64()),
-		MeasuredRequests:   int(trial.MeasuredRequests.ValueInt64()),
-		ConfirmationTrials: int(trial.ConfirmationTrials.ValueInt64()),
-		CacheFlush:         trial.CacheFlush.ValueString(),
-		RecordsDirectory:   m.RecordsDir.ValueString(),
-		RecordChunkTimes:   m.ChunkTimes.ValueBool(),
-		Seed:               1,
-	}
-	for _, s := range slos {
-		cfg.SLOs = append(cfg.SLOs, s.domain())
-	}
-	for _, w := range workloads {
-		cfg.Workloads = append(cfg.Workloads, capacity.Workload{
-			Label:              w.Label.ValueString(),
-			InputTokens:        int(w.InputTokens.ValueInt64()),
-			OutputTokens:       int(w.OutputTokens.ValueInt64()),
-			InputTokensStddev:  w.InputTokensStddev.ValueFloat64(),
-			OutputTokensStddev: w.OutputTokensStddev.ValueFloat64(),
-			SharedPrefixTokens: int(w.SharedPrefixTokens.ValueInt64()),
-		})
-	}
-	exp, d := experimentFromObject(ctx, m.Experiment)
-	diags.Append(d...)
-	cfg.Experiment = exp
-	if !m.Triggers.IsNull() && !m.Triggers.IsUnknown() {
-		// A changed trigger is a new measurement, never a replay (capacity keys the journal by it).
-		diags.Append(m.Triggers.ElementsAs(ctx, &cfg.Triggers, false)...)
-	}
-	if err := cfg.Validate(); err != nil {
-		diags.AddError("Invalid capacity benchmark configuration", err.Error())
-	}
-	return cfg, diags
-}
-
-// validateWorkloadShape checks what one attribute cannot: a shared prefix is part of the
-// prompt, so it must be shorter than input_tokens, and a spread wider than its mean length
-// would clip most draws at 1.
-func validateWorkloadShape(p path.Path, w workloadModel, diags *diag.Diagnostics) {
-	in, out := w.InputTokens, w.OutputTokens
-	if pre := w.SharedPrefixTokens; !pre.IsNull() && !pre.IsUnknown() && !in.IsNull() && !in.IsUnknown() && pre.ValueInt64() >= in.ValueInt64() {
-		diags.AddAttributeError(p.AtName("shared_prefix_tokens"), "Shared prefix as long as the prompt",
-			fmt.Sprintf("shared_prefix_tokens (%d) counts within input_tokens (%d) and must be below it, leaving each prompt a part of its own; lower shared_prefix_tokens or raise input_tokens.",
-				pre.ValueInt64(), in.ValueInt64()))
-	}
-	for _, sd := range []struct {
-		name string
-		v    types.Float64
-		mean types.Int64
-	}{{"input_tokens_stddev", w.InputTokensStddev, in}, {"output_tokens_stddev", w.OutputTokensStddev, out}} {
-		if sd.v.IsNull() || sd.v.IsUnknown() || sd.mean.IsNull() || sd.mean.IsUnknown() {
-			continue
-		}
-		if sd.v.ValueFloat64() > float64(sd.mean.ValueInt64()) {
-			diags.AddAttributeError(p.AtName(sd.name), "Length spread wider than the length",
-				fmt.Sprintf("%s (%g) is above the mean length (%d): most draws would be clipped at 1 token; give at most the mean.", sd.name, sd.v.ValueFloat64(), sd.mean.ValueInt64()))
+func readsUnknown(p capacity.Problem, unknown []capacity.Path) bool {
+	for _, u := range unknown {
+		for _, read := range append([]capacity.Path{p.Path}, p.Reads...) {
+			if read.Within(u) || u.Within(read) {
+				return true
+			}
 		}
 	}
+	return false
 }
 
-// levelsOf reads search.concurrency_levels; nil when unset.
-func levelsOf(ctx context.Context, l types.List, diags *diag.Diagnostics) []int {
-	if l.IsNull() || l.IsUnknown() {
-		return nil
-	}
-	var vs []int64
-	diags.Append(l.ElementsAs(ctx, &vs, false)...)
-	out := make([]int, len(vs))
-	for i, v := range vs {
-		out[i] = int(v)
+// attributePath is the Terraform path of a domain path: the benchmark's settings are named
+// as its attributes are.
+func attributePath(p capacity.Path) path.Path {
+	var out path.Path
+	for i, s := range p {
+		switch {
+		case i == 0:
+			out = path.Root(s.Name)
+		case s.Name == "":
+			out = out.AtListIndex(s.Index)
+		default:
+			out = out.AtName(s.Name)
+		}
 	}
 	return out
+}
+
+// capacityConfig translates the benchmark's values (the configuration at validation, the
+// plan at create) into the domain configuration. An unset value takes capacity.Defaults, as
+// the schema's defaults do; an unknown one takes it too and is listed in unknown, so that
+// no problem is reported about it.
+func (m capacityBenchmarkModel) capacityConfig(ctx context.Context) (capacity.Config, []capacity.Path, diag.Diagnostics) {
+	r := valueReader{ctx: ctx}
+	def := capacity.Defaults()
+	cfg := capacity.Config{
+		Endpoint:         r.str(capacity.Attr("endpoint"), m.Endpoint, ""),
+		Model:            r.str(capacity.Attr("model"), m.Model, ""),
+		API:              r.str(capacity.Attr("api"), m.API, def.API),
+		RecordsDirectory: r.str(capacity.Attr("records_directory"), m.RecordsDir, ""),
+		RecordChunkTimes: r.known(capacity.Attr("record_chunk_times"), m.ChunkTimes) && m.ChunkTimes.ValueBool(),
+		Seed:             1,
+	}
+
+	for i, w := range r.elements(capacity.Attr("workloads"), m.Workloads) {
+		p := capacity.Attr("workloads").Index(i)
+		f := r.fields(p, w)
+		cfg.Workloads = append(cfg.Workloads, capacity.Workload{
+			Label:              r.str(p.At("label"), f["label"], ""),
+			InputTokens:        r.int(p.At("input_tokens"), f["input_tokens"], 0),
+			OutputTokens:       r.int(p.At("output_tokens"), f["output_tokens"], 0),
+			InputTokensStddev:  r.float(p.At("input_tokens_stddev"), f["input_tokens_stddev"]),
+			OutputTokensStddev: r.float(p.At("output_tokens_stddev"), f["output_tokens_stddev"]),
+			SharedPrefixTokens: r.int(p.At("shared_prefix_tokens"), f["shared_prefix_tokens"], 0),
+		})
+	}
+	for i, s := range r.elements(capacity.Attr("slos"), m.SLOs) {
+		p := capacity.Attr("slos").Index(i)
+		f := r.fields(p, s)
+		cfg.SLOs = append(cfg.SLOs, results.SLO{
+			Metric:      r.str(p.At("metric"), f["metric"], ""), // "" is the default, as WithDefaults fills it
+			Percentile:  r.float(p.At("percentile"), f["percentile"]),
+			ThresholdMs: r.float(p.At("threshold_ms"), f["threshold_ms"]),
+			Comparison:  r.str(p.At("comparison"), f["comparison"], ""),
+		})
+	}
+
+	at := capacity.Attr("search")
+	f := r.fields(at, m.Search)
+	cfg.MinConcurrency = r.int(at.At("min_concurrency"), f["min_concurrency"], def.MinConcurrency)
+	cfg.MaxConcurrency = r.int(at.At("max_concurrency"), f["max_concurrency"], def.MaxConcurrency)
+	if levels, ok := f["concurrency_levels"].(types.List); ok && r.known(at.At("concurrency_levels"), levels) {
+		cfg.ConcurrencyLevels = []int{} // set, even when empty
+		for i, l := range r.elements(at.At("concurrency_levels"), levels) {
+			cfg.ConcurrencyLevels = append(cfg.ConcurrencyLevels, r.int(at.At("concurrency_levels").Index(i), l, 0))
+		}
+	}
+
+	at = capacity.Attr("trial")
+	f = r.fields(at, m.Trial)
+	cfg.WarmupRequests = r.int(at.At("warmup_requests"), f["warmup_requests"], def.WarmupRequests)
+	cfg.MeasuredRequests = r.int(at.At("measured_requests"), f["measured_requests"], def.MeasuredRequests)
+	cfg.ConfirmationTrials = r.int(at.At("confirmation_trials"), f["confirmation_trials"], def.ConfirmationTrials)
+	cfg.CacheFlush = r.str(at.At("cache_flush"), f["cache_flush"], def.CacheFlush)
+	cfg.StallTimeout = r.duration(at.At("stall_timeout"), f["stall_timeout"], def.StallTimeout)
+	cfg.RequestTimeout = r.duration(at.At("request_timeout"), f["request_timeout"], def.RequestTimeout)
+
+	exp, d := experimentFromObject(ctx, m.Experiment)
+	r.diags.Append(d...)
+	cfg.Experiment = exp
+	if r.known(capacity.Attr("triggers"), m.Triggers) {
+		// A changed trigger is a new measurement, never a replay (capacity keys the journal by it).
+		r.diags.Append(m.Triggers.ElementsAs(ctx, &cfg.Triggers, false)...)
+	}
+	return cfg, r.unknown, r.diags
+}
+
+// valueReader reads Terraform values into domain values, noting the path of each value not
+// known yet. It reads objects as their attribute values rather than into model structs:
+// reflection into a struct would run a custom type's validation again, reporting it at a
+// path relative to the object, and fill nothing at all when it fails.
+type valueReader struct {
+	ctx     context.Context
+	unknown []capacity.Path
+	diags   diag.Diagnostics
+}
+
+// known says whether v has a value, noting p when it is unknown. A missing attribute (nil)
+// is null.
+func (r *valueReader) known(p capacity.Path, v attr.Value) bool {
+	if v == nil {
+		return false
+	}
+	if v.IsUnknown() {
+		r.unknown = append(r.unknown, p)
+		return false
+	}
+	return !v.IsNull()
+}
+
+// fields are an object's attribute values; none when it is null or unknown, so that every
+// attribute takes its default.
+func (r *valueReader) fields(p capacity.Path, o attr.Value) map[string]attr.Value {
+	if obj, ok := o.(basetypes.ObjectValuable); ok && r.known(p, o) {
+		v, d := obj.ToObjectValue(r.ctx)
+		r.diags.Append(d...)
+		return v.Attributes()
+	}
+	return nil
+}
+
+// elements are a list's elements, each of which may be unknown; none when it is null or
+// unknown.
+func (r *valueReader) elements(p capacity.Path, l attr.Value) []attr.Value {
+	if list, ok := l.(basetypes.ListValuable); ok && r.known(p, l) {
+		v, d := list.ToListValue(r.ctx)
+		r.diags.Append(d...)
+		return v.Elements()
+	}
+	return nil
+}
+
+func (r *valueReader) str(p capacity.Path, v attr.Value, def string) string {
+	if s, ok := v.(basetypes.StringValuable); ok && r.known(p, v) {
+		sv, d := s.ToStringValue(r.ctx)
+		r.diags.Append(d...)
+		return sv.ValueString()
+	}
+	return def
+}
+
+func (r *valueReader) int(p capacity.Path, v attr.Value, def int) int {
+	if i, ok := v.(basetypes.Int64Valuable); ok && r.known(p, v) {
+		iv, d := i.ToInt64Value(r.ctx)
+		r.diags.Append(d...)
+		return int(iv.ValueInt64())
+	}
+	return def
+}
+
+func (r *valueReader) float(p capacity.Path, v attr.Value) float64 {
+	if f, ok := v.(basetypes.Float64Valuable); ok && r.known(p, v) {
+		fv, d := f.ToFloat64Value(r.ctx)
+		r.diags.Append(d...)
+		return fv.ValueFloat64()
+	}
+	return 0
+}
+
+// duration reads a Go duration. The attribute's type refuses one that does not parse, but
+// without naming the attribute; this says which, and holds the domain's rule back.
+func (r *valueReader) duration(p capacity.Path, v attr.Value, def time.Duration) time.Duration {
+	d, ok := v.(timetypes.GoDuration)
+	if !ok || !r.known(p, v) {
+		return def
+	}
+	got, diags := d.ValueGoDuration()
+	if diags.HasError() {
+		r.diags.AddAttributeError(attributePath(p), "Invalid duration",
+			fmt.Sprintf("%s must be a positive Go duration such as \"90s\" or \"30m\", got %q.", p, d.ValueString()))
+		r.unknown = append(r.unknown, p)
+		return def
+	}
+	return got
 }

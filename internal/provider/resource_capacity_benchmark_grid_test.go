@@ -86,9 +86,9 @@ resource "llmserve_capacity_benchmark" "grid" {
 func TestAccCapacityBenchmark_gridInvalid(t *testing.T) {
 	for _, tc := range []struct{ name, search, want string }{
 		{"grid with bounds", `{ concurrency_levels = [1, 2], max_concurrency = 8 }`, `Grid and search bounds both set`},
-		{"repeated level", `{ concurrency_levels = [1, 2, 2] }`, `duplicate values of: 2`},
+		{"repeated level", `{ concurrency_levels = [1, 2, 2] }`, `2 is already search.concurrency_levels\[1\];\s+list\s+each\s+level\s+once`},
 		{"level zero", `{ concurrency_levels = [0, 2] }`, `at least 1`},
-		{"empty grid", `{ concurrency_levels = [] }`, `at least 1`},
+		{"empty grid", `{ concurrency_levels = [] }`, `must list at least one level`},
 		{"chunk times without records", `{ min_concurrency = 1 }
   record_chunk_times = true`, `Chunk times without records`},
 	} {

@@ -7,19 +7,15 @@ import (
 	"fmt"
 
 	"github.com/hashicorp/terraform-plugin-framework-timeouts/resource/timeouts"
-	"github.com/hashicorp/terraform-plugin-framework-validators/float64validator"
-	"github.com/hashicorp/terraform-plugin-framework-validators/int64validator"
-	"github.com/hashicorp/terraform-plugin-framework-validators/listvalidator"
+	"github.com/hashicorp/terraform-plugin-framework-timetypes/timetypes"
 	"github.com/hashicorp/terraform-plugin-framework-validators/mapvalidator"
 	"github.com/hashicorp/terraform-plugin-framework-validators/stringvalidator"
-	"github.com/hashicorp/terraform-plugin-framework/attr"
 	"github.com/hashicorp/terraform-plugin-framework/resource"
 	"github.com/hashicorp/terraform-plugin-framework/resource/schema"
 	"github.com/hashicorp/terraform-plugin-framework/resource/schema/boolplanmodifier"
 	"github.com/hashicorp/terraform-plugin-framework/resource/schema/int64default"
 	"github.com/hashicorp/terraform-plugin-framework/resource/schema/listplanmodifier"
 	"github.com/hashicorp/terraform-plugin-framework/resource/schema/mapplanmodifier"
-	"github.com/hashicorp/terraform-plugin-framework/resource/schema/objectdefault"
 	"github.com/hashicorp/terraform-plugin-framework/resource/schema/objectplanmodifier"
 	"github.com/hashicorp/terraform-plugin-framework/resource/schema/planmodifier"
 	"github.com/hashicorp/terraform-plugin-framework/resource/schema/stringdefault"
@@ -28,11 +24,12 @@ import (
 	"github.com/hashicorp/terraform-plugin-framework/types"
 
 	"github.com/llmserve/terraform-provider-llmserve/internal/capacity"
-	"github.com/llmserve/terraform-provider-llmserve/internal/load"
 )
 
 func (r *capacityBenchmarkResource) Schema(ctx context.Context, _ resource.SchemaRequest, resp *resource.SchemaResponse) {
 	replace := []planmodifier.String{stringplanmodifier.RequiresReplace()}
+	def := capacity.Defaults()
+	searchAttributes, trialAttributes := benchmarkSearchAttributes(def), benchmarkTrialAttributes(def)
 	resp.Schema = schema.Schema{
 		MarkdownDescription: "Measures the SLO capacity of an OpenAI-compatible streaming endpoint: for each workload, " +
 			"the highest concurrency at which every confirmation trial meets the SLO. The benchmark runs at create; " +
@@ -50,21 +47,19 @@ func (r *capacityBenchmarkResource) Schema(ctx context.Context, _ resource.Schem
 			"endpoint": schema.StringAttribute{
 				Required:            true,
 				MarkdownDescription: "Base URL of the OpenAI-compatible server, e.g. `http://gpu-host.example.com:30000`: `http` or `https`, without `/v1` (the benchmark adds `/v1/chat/completions` itself), query, fragment or credentials (put the key in `api_key`; a URL is stored in state and shown in plan). A value known only at apply is checked then, before any request.",
-				Validators:          []validator.String{endpointValidator{}},
 				PlanModifiers:       replace,
 			},
 			"model": schema.StringAttribute{
 				Required:            true,
 				MarkdownDescription: "Model name sent in every request (as listed by the server's `/v1/models`).",
-				Validators:          []validator.String{stringvalidator.LengthAtLeast(1), printableValidator{}},
+				Validators:          []validator.String{printableValidator{}},
 				PlanModifiers:       replace,
 			},
 			"api": schema.StringAttribute{
 				Optional:            true,
 				Computed:            true,
-				Default:             stringdefault.StaticString("chat"),
-				MarkdownDescription: "`chat` (`/v1/chat/completions`, the server applies its chat template) or `completions` (`/v1/completions`). Default `chat`.",
-				Validators:          []validator.String{stringvalidator.OneOf("chat", "completions")},
+				Default:             stringdefault.StaticString(def.API),
+				MarkdownDescription: fmt.Sprintf("`%s` (`/v1/chat/completions`, the server applies its chat template) or `%s` (`/v1/completions`). Default `%s`.", capacity.APIChat, capacity.APICompletions, def.API),
 				PlanModifiers:       replace,
 			},
 			"api_key": schema.StringAttribute{
@@ -83,36 +78,30 @@ func (r *capacityBenchmarkResource) Schema(ctx context.Context, _ resource.Schem
 			"workloads": schema.ListNestedAttribute{
 				Required:            true,
 				MarkdownDescription: "Input/output shapes to find the boundary for. Labels key the result maps.",
-				Validators:          []validator.List{listvalidator.SizeAtLeast(1)},
 				PlanModifiers:       []planmodifier.List{listplanmodifier.RequiresReplace()},
 				NestedObject: schema.NestedAttributeObject{Attributes: map[string]schema.Attribute{
 					"label": schema.StringAttribute{
 						Required:            true,
 						MarkdownDescription: "Unique name of the workload, e.g. `8K / 1K`.",
-						Validators:          []validator.String{stringvalidator.LengthAtLeast(1), printableValidator{}},
 					},
 					"input_tokens": schema.Int64Attribute{
 						Required:            true,
 						MarkdownDescription: fmt.Sprintf("Prompt length in tokens, not counting the server's chat template; 1 to %d (1 Mi).", capacity.MaxTokens),
-						Validators:          []validator.Int64{intRange{min: 1, max: capacity.MaxTokens}},
 					},
 					"output_tokens": schema.Int64Attribute{
 						Required:            true,
 						MarkdownDescription: fmt.Sprintf("Tokens generated per request (`max_tokens` with `ignore_eos`); 1 to %d (1 Mi).", capacity.MaxTokens),
-						Validators:          []validator.Int64{intRange{min: 1, max: capacity.MaxTokens}},
 					},
 					"input_tokens_stddev": schema.Float64Attribute{
 						Optional: true,
 						MarkdownDescription: "Spread of the prompt length: each request's `input_tokens` is drawn from a normal distribution " +
 							"with this standard deviation (seeded, rounded, clipped at 1), as AIPerf's `--synthetic-input-tokens-stddev`. " +
 							"Default 0: every prompt the same length.",
-						Validators: []validator.Float64{float64validator.AtLeast(0)},
 					},
 					"output_tokens_stddev": schema.Float64Attribute{
 						Optional: true,
 						MarkdownDescription: "Spread of the output length (`max_tokens`), drawn like `input_tokens_stddev`, as AIPerf's " +
 							"`--output-tokens-stddev`. Output length mismatches are then judged against each request's own length. Default 0.",
-						Validators: []validator.Float64{float64validator.AtLeast(0)},
 					},
 					"shared_prefix_tokens": schema.Int64Attribute{
 						Optional: true,
@@ -120,7 +109,6 @@ func (r *capacityBenchmarkResource) Schema(ctx context.Context, _ resource.Schem
 							"prompt, the realistic chat case), counted within `input_tokens`. The cache is still flushed before every trial, " +
 							"so the prefix is computed once per trial and served from the prefix cache after that: expected cache hits, " +
 							"not a measurement error. Default 0: nothing shared.",
-						Validators: []validator.Int64{int64validator.AtLeast(0)},
 					},
 				}},
 			},
@@ -128,90 +116,19 @@ func (r *capacityBenchmarkResource) Schema(ctx context.Context, _ resource.Schem
 			"search": schema.SingleNestedAttribute{
 				Optional:            true,
 				Computed:            true,
-				MarkdownDescription: "Concurrency bounds of the search (default 1 to 64), or a plain grid of levels.",
-				Default: objectdefault.StaticValue(types.ObjectValueMust(searchAttrTypes, map[string]attr.Value{
-					"min_concurrency":    types.Int64Value(1),
-					"max_concurrency":    types.Int64Value(64),
-					"concurrency_levels": types.ListNull(types.Int64Type),
-				})),
-				PlanModifiers: []planmodifier.Object{objectplanmodifier.RequiresReplace()},
-				Attributes: map[string]schema.Attribute{
-					"min_concurrency": schema.Int64Attribute{
-						Optional: true, Computed: true, Default: int64default.StaticInt64(1),
-						MarkdownDescription: fmt.Sprintf("Lowest concurrency tried, 1 to %d. Default 1.", capacity.MaxConcurrency),
-						Validators:          []validator.Int64{intRange{min: 1, max: capacity.MaxConcurrency}},
-					},
-					"max_concurrency": schema.Int64Attribute{
-						Optional: true, Computed: true, Default: int64default.StaticInt64(64),
-						MarkdownDescription: fmt.Sprintf("Highest concurrency tried, 1 to %d. Default 64.", capacity.MaxConcurrency),
-						Validators:          []validator.Int64{intRange{min: 1, max: capacity.MaxConcurrency}},
-					},
-					"concurrency_levels": schema.ListAttribute{
-						Optional:    true,
-						ElementType: types.Int64Type,
-						MarkdownDescription: "A plain grid instead of the adaptive search: exactly these concurrencies, each with " +
-							"`trial.confirmation_trials` full trials (no probes, nothing stopped early), all reported in `results_json`; " +
-							"the boundary is the first failing level and the level before it. For a full curve, or to reproduce a " +
-							"published table. Replaces `min_concurrency`/`max_concurrency`, which must then be left unset. " +
-							fmt.Sprintf("Each level 1 to %d.", capacity.MaxConcurrency),
-						Validators: []validator.List{
-							listvalidator.SizeAtLeast(1),
-							listvalidator.UniqueValues(),
-							listvalidator.ValueInt64sAre(intRange{min: 1, max: capacity.MaxConcurrency}),
-						},
-					},
-				},
+				MarkdownDescription: fmt.Sprintf("Concurrency bounds of the search (default %d to %d), or a plain grid of levels.", def.MinConcurrency, def.MaxConcurrency),
+				Default:             objectDefault(ctx, searchAttributes),
+				PlanModifiers:       []planmodifier.Object{objectplanmodifier.RequiresReplace()},
+				Attributes:          searchAttributes,
 			},
 			"trial": schema.SingleNestedAttribute{
-				Optional:            true,
-				Computed:            true,
-				MarkdownDescription: "Shape of every trial. Defaults match the reference AIPerf protocol: 8 warmups, 64 measured requests, 3 confirmation trials, cache flushed.",
-				Default: objectdefault.StaticValue(types.ObjectValueMust(trialAttrTypes, map[string]attr.Value{
-					"warmup_requests":     types.Int64Value(8),
-					"measured_requests":   types.Int64Value(64),
-					"confirmation_trials": types.Int64Value(3),
-					"cache_flush":         types.StringValue("auto"),
-					"stall_timeout":       types.StringValue(load.DefaultStallTimeout.String()),
-					"request_timeout":     types.StringValue(load.DefaultRequestTimeout.String()),
-				})),
+				Optional: true,
+				Computed: true,
+				MarkdownDescription: fmt.Sprintf("Shape of every trial. Defaults match the reference AIPerf protocol: %d warmups, %d measured requests, %d confirmation trials, cache flushed.",
+					def.WarmupRequests, def.MeasuredRequests, def.ConfirmationTrials),
+				Default:       objectDefault(ctx, trialAttributes),
 				PlanModifiers: []planmodifier.Object{objectplanmodifier.RequiresReplace()},
-				Attributes: map[string]schema.Attribute{
-					"warmup_requests": schema.Int64Attribute{
-						Optional: true, Computed: true, Default: int64default.StaticInt64(8),
-						MarkdownDescription: fmt.Sprintf("Requests sent before each trial's measured requests, not measured; 0 to %d. Default 8.", capacity.MaxRequests),
-						Validators:          []validator.Int64{intRange{min: 0, max: capacity.MaxRequests}},
-					},
-					"measured_requests": schema.Int64Attribute{
-						Optional: true, Computed: true, Default: int64default.StaticInt64(64),
-						MarkdownDescription: fmt.Sprintf("Measured requests per trial, 1 to %d. Default 64.", capacity.MaxRequests),
-						Validators:          []validator.Int64{intRange{min: 1, max: capacity.MaxRequests}},
-					},
-					"confirmation_trials": schema.Int64Attribute{
-						Optional: true, Computed: true, Default: int64default.StaticInt64(3),
-						MarkdownDescription: fmt.Sprintf("Independent full trials on each side of the boundary; all must pass at the maximum passing concurrency. 1 to %d; default 3.", capacity.MaxConfirmationTrials),
-						Validators:          []validator.Int64{intRange{min: 1, max: capacity.MaxConfirmationTrials}},
-					},
-					"cache_flush": schema.StringAttribute{
-						Optional: true, Computed: true, Default: stringdefault.StaticString("auto"),
-						MarkdownDescription: "Prefix cache flush before every trial: `auto` (detect the server), `sglang` (`/flush_cache`), `vllm` (`/reset_prefix_cache`), `llamacpp` (`cache_prompt: false` per request) or `none`.",
-						Validators:          []validator.String{stringvalidator.OneOf("auto", "none", "sglang", "vllm", "llamacpp")},
-					},
-					"stall_timeout": schema.StringAttribute{
-						Optional: true, Computed: true, Default: stringdefault.StaticString(load.DefaultStallTimeout.String()),
-						MarkdownDescription: "A request fails as `stalled` when no byte of its response arrives for this long: not the headers, not a chunk, " +
-							"not a keep-alive comment. Go duration, e.g. `90s`. Default `5m0s`: a 16K-token prefill takes seconds to tens of seconds on one accelerator, " +
-							"and a request queued behind a full batch waits minutes at most at the concurrencies a search visits (probes past the boundary stop early), " +
-							"so five silent minutes mean a stalled server, reported within ten minutes rather than at `timeouts.create`.",
-						Validators: []validator.String{durationValidator{}},
-					},
-					"request_timeout": schema.StringAttribute{
-						Optional: true, Computed: true, Default: stringdefault.StaticString(load.DefaultRequestTimeout.String()),
-						MarkdownDescription: "A request fails as `request_timeout` when it has not finished this long after it was sent, however steadily it streams. " +
-							"Go duration. Default `30m0s`: 2K output tokens at a slow 200 ms per token under load take about 7 minutes, plus the stall allowance " +
-							"for the first token; 30 minutes leaves room for slower hardware while a stuck request cannot hold an apply for hours.",
-						Validators: []validator.String{durationValidator{}},
-					},
-				},
+				Attributes:    trialAttributes,
 			},
 			"triggers": schema.MapAttribute{
 				Optional:            true,
@@ -285,6 +202,66 @@ func (r *capacityBenchmarkResource) Schema(ctx context.Context, _ resource.Schem
 				MarkdownDescription: "The whole result as a schema v1 JSON document (the reference AIPerf result's shape).",
 				PlanModifiers:       []planmodifier.String{stringplanmodifier.UseStateForUnknown()},
 			},
+		},
+	}
+}
+
+// benchmarkSearchAttributes are the attributes of `search`; their defaults are the domain's.
+func benchmarkSearchAttributes(def capacity.Config) map[string]schema.Attribute {
+	return map[string]schema.Attribute{
+		"min_concurrency": schema.Int64Attribute{
+			Optional: true, Computed: true, Default: int64default.StaticInt64(int64(def.MinConcurrency)),
+			MarkdownDescription: fmt.Sprintf("Lowest concurrency tried, 1 to %d. Default %d.", capacity.MaxConcurrency, def.MinConcurrency),
+		},
+		"max_concurrency": schema.Int64Attribute{
+			Optional: true, Computed: true, Default: int64default.StaticInt64(int64(def.MaxConcurrency)),
+			MarkdownDescription: fmt.Sprintf("Highest concurrency tried, 1 to %d. Default %d.", capacity.MaxConcurrency, def.MaxConcurrency),
+		},
+		"concurrency_levels": schema.ListAttribute{
+			Optional:    true,
+			ElementType: types.Int64Type,
+			MarkdownDescription: "A plain grid instead of the adaptive search: exactly these concurrencies, each with " +
+				"`trial.confirmation_trials` full trials (no probes, nothing stopped early), all reported in `results_json`; " +
+				"the boundary is the first failing level and the level before it. For a full curve, or to reproduce a " +
+				"published table. Replaces `min_concurrency`/`max_concurrency`, which must then be left unset. " +
+				fmt.Sprintf("Each level 1 to %d, each listed once.", capacity.MaxConcurrency),
+		},
+	}
+}
+
+// benchmarkTrialAttributes are the attributes of `trial`; their defaults are the domain's.
+func benchmarkTrialAttributes(def capacity.Config) map[string]schema.Attribute {
+	return map[string]schema.Attribute{
+		"warmup_requests": schema.Int64Attribute{
+			Optional: true, Computed: true, Default: int64default.StaticInt64(int64(def.WarmupRequests)),
+			MarkdownDescription: fmt.Sprintf("Requests sent before each trial's measured requests, not measured; 0 to %d. Default %d.", capacity.MaxRequests, def.WarmupRequests),
+		},
+		"measured_requests": schema.Int64Attribute{
+			Optional: true, Computed: true, Default: int64default.StaticInt64(int64(def.MeasuredRequests)),
+			MarkdownDescription: fmt.Sprintf("Measured requests per trial, 1 to %d. Default %d.", capacity.MaxRequests, def.MeasuredRequests),
+		},
+		"confirmation_trials": schema.Int64Attribute{
+			Optional: true, Computed: true, Default: int64default.StaticInt64(int64(def.ConfirmationTrials)),
+			MarkdownDescription: fmt.Sprintf("Independent full trials on each side of the boundary; all must pass at the maximum passing concurrency. 1 to %d; default %d.", capacity.MaxConfirmationTrials, def.ConfirmationTrials),
+		},
+		"cache_flush": schema.StringAttribute{
+			Optional: true, Computed: true, Default: stringdefault.StaticString(def.CacheFlush),
+			MarkdownDescription: "Prefix cache flush before every trial: `auto` (detect the server), `sglang` (`/flush_cache`), `vllm` (`/reset_prefix_cache`), `llamacpp` (`cache_prompt: false` per request) or `none`. Default `" + def.CacheFlush + "`.",
+		},
+		"stall_timeout": schema.StringAttribute{
+			CustomType: timetypes.GoDurationType{},
+			Optional:   true, Computed: true, Default: stringdefault.StaticString(def.StallTimeout.String()),
+			MarkdownDescription: "A request fails as `stalled` when no byte of its response arrives for this long: not the headers, not a chunk, " +
+				"not a keep-alive comment. A positive Go duration, e.g. `90s`. Default `" + def.StallTimeout.String() + "`: a 16K-token prefill takes seconds to tens of seconds on one accelerator, " +
+				"and a request queued behind a full batch waits minutes at most at the concurrencies a search visits (probes past the boundary stop early), " +
+				"so five silent minutes mean a stalled server, reported within ten minutes rather than at `timeouts.create`.",
+		},
+		"request_timeout": schema.StringAttribute{
+			CustomType: timetypes.GoDurationType{},
+			Optional:   true, Computed: true, Default: stringdefault.StaticString(def.RequestTimeout.String()),
+			MarkdownDescription: "A request fails as `request_timeout` when it has not finished this long after it was sent, however steadily it streams. " +
+				"A positive Go duration. Default `" + def.RequestTimeout.String() + "`: 2K output tokens at a slow 200 ms per token under load take about 7 minutes, plus the stall allowance " +
+				"for the first token; 30 minutes leaves room for slower hardware while a stuck request cannot hold an apply for hours.",
 		},
 	}
 }

@@ -5,38 +5,14 @@ import (
 	"fmt"
 	"strings"
 
-	"github.com/hashicorp/terraform-plugin-framework-validators/listvalidator"
-	"github.com/hashicorp/terraform-plugin-framework-validators/stringvalidator"
-	"github.com/hashicorp/terraform-plugin-framework/diag"
-	"github.com/hashicorp/terraform-plugin-framework/path"
 	"github.com/hashicorp/terraform-plugin-framework/resource/schema"
 	"github.com/hashicorp/terraform-plugin-framework/resource/schema/listplanmodifier"
 	"github.com/hashicorp/terraform-plugin-framework/resource/schema/planmodifier"
 	"github.com/hashicorp/terraform-plugin-framework/resource/schema/stringdefault"
-	"github.com/hashicorp/terraform-plugin-framework/schema/validator"
-	"github.com/hashicorp/terraform-plugin-framework/tfsdk"
 	"github.com/hashicorp/terraform-plugin-framework/types"
-	"github.com/hashicorp/terraform-plugin-framework/types/basetypes"
 
 	"github.com/llmserve/terraform-provider-llmserve/internal/results"
 )
-
-// sloModel is one entry of `slos`.
-type sloModel struct {
-	Metric      types.String  `tfsdk:"metric"`
-	Percentile  types.Float64 `tfsdk:"percentile"`
-	ThresholdMs types.Float64 `tfsdk:"threshold_ms"`
-	Comparison  types.String  `tfsdk:"comparison"`
-}
-
-func (m sloModel) domain() results.SLO {
-	return results.SLO{
-		Metric:      m.Metric.ValueString(),
-		Percentile:  m.Percentile.ValueFloat64(),
-		ThresholdMs: m.ThresholdMs.ValueFloat64(),
-		Comparison:  m.Comparison.ValueString(),
-	}
-}
 
 // metricsMarkdown lists the metric table for the docs: name, unit, direction, computation.
 func metricsMarkdown() string {
@@ -52,17 +28,12 @@ func metricsMarkdown() string {
 	return strings.TrimSuffix(b.String(), "; ")
 }
 
-func allComparisons() []string {
-	return []string{results.StrictlyLessThan, results.LessThanOrEqual, results.GreaterThan, results.GreaterThanOrEqual}
-}
-
 func sloListAttribute() schema.Attribute {
 	return schema.ListNestedAttribute{
 		Required: true,
 		MarkdownDescription: "The objectives every confirmation trial must meet, all at once (AIPerf's goodput SLOs are " +
 			"the same idea). The boundary is the highest concurrency where every objective holds in every confirmation trial; " +
 			"`results_json` records each trial's value of each objective and, per workload, which objectives bound the boundary.",
-		Validators:    []validator.List{listvalidator.SizeAtLeast(1)},
 		PlanModifiers: []planmodifier.List{listplanmodifier.RequiresReplace()},
 		NestedObject: schema.NestedAttributeObject{Attributes: map[string]schema.Attribute{
 			"metric": schema.StringAttribute{
@@ -70,7 +41,6 @@ func sloListAttribute() schema.Attribute {
 				Computed:            true,
 				Default:             stringdefault.StaticString(results.MetricTTFT),
 				MarkdownDescription: "Default `" + results.MetricTTFT + "`. One of: " + metricsMarkdown() + ".",
-				Validators:          []validator.String{stringvalidator.OneOf(results.MetricNames()...)},
 			},
 			"percentile": schema.Float64Attribute{
 				Optional: true,
@@ -79,20 +49,17 @@ func sloListAttribute() schema.Attribute {
 					"AIPerf compute it, whichever way the metric is better: for a latency p95 is the slow tail, but for " +
 					"`output_token_throughput_per_user` p95 is the *fast* tail (95 % of users are at or below it). To demand that " +
 					"95 % of users get at least 20 tokens/s, write `percentile = 5` with `threshold_ms = 20` (`greater_than`).",
-				Validators: []validator.Float64{percentileValidator{}},
 			},
 			"threshold_ms": schema.Float64Attribute{
 				Required: true,
 				MarkdownDescription: "Threshold in the metric's unit: milliseconds for the latencies, tokens per second for " +
 					"`output_token_throughput_per_user`, percent for `goodput`. Must be greater than 0.",
-				Validators: []validator.Float64{positiveFloatValidator{}},
 			},
 			"comparison": schema.StringAttribute{
 				Optional: true,
 				Computed: true,
 				MarkdownDescription: "`strictly_less_than` (default for latencies) or `less_than_or_equal` where lower is better; " +
 					"`greater_than` (default for `output_token_throughput_per_user` and `goodput`) or `greater_than_or_equal` where higher is better.",
-				Validators:    []validator.String{stringvalidator.OneOf(allComparisons()...)},
 				PlanModifiers: []planmodifier.String{comparisonDefault{}},
 			},
 		}},
@@ -123,43 +90,5 @@ func (comparisonDefault) PlanModifyString(ctx context.Context, req planmodifier.
 		if m, ok := results.LookupMetric(metric.ValueString()); ok {
 			resp.PlanValue = types.StringValue(m.DefaultComparison())
 		}
-	}
-}
-
-// validateSLOsConfig checks each known objective as a whole (percentile for the metric,
-// comparison for its direction, goodput in percent) and the list for repeats, at plan time.
-func validateSLOsConfig(ctx context.Context, config tfsdk.Config, diags *diag.Diagnostics) {
-	var list types.List
-	diags.Append(config.GetAttribute(ctx, path.Root("slos"), &list)...)
-	if list.IsNull() || list.IsUnknown() {
-		return
-	}
-	var items []types.Object
-	diags.Append(list.ElementsAs(ctx, &items, false)...)
-	seen := map[string]int{}
-	for i, obj := range items {
-		if obj.IsNull() || obj.IsUnknown() {
-			continue
-		}
-		var m sloModel
-		diags.Append(obj.As(ctx, &m, basetypes.ObjectAsOptions{UnhandledUnknownAsEmpty: true})...)
-		if m.Metric.IsUnknown() || m.Percentile.IsUnknown() || m.ThresholdMs.IsUnknown() || m.Comparison.IsUnknown() {
-			continue
-		}
-		s := m.domain().WithDefaults()
-		if s.ThresholdMs <= 0 || !m.Percentile.IsNull() && (s.Percentile <= 0 || s.Percentile > 100) {
-			continue // the attribute's own validator says so
-		}
-		at := path.Root("slos").AtListIndex(i)
-		if err := s.Validate(fmt.Sprintf("slos[%d]", i)); err != nil {
-			diags.AddAttributeError(at, "Invalid objective", err.Error())
-			continue
-		}
-		key := s.Key()
-		if j, dup := seen[key]; dup {
-			diags.AddAttributeError(at, "Repeated objective",
-				fmt.Sprintf("slos[%d] repeats %s of slos[%d]; keep the stricter one.", i, key, j))
-		}
-		seen[key] = i
 	}
 }

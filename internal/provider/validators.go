@@ -14,8 +14,6 @@ import (
 	"github.com/hashicorp/terraform-plugin-framework/path"
 	"github.com/hashicorp/terraform-plugin-framework/resource/schema"
 	"github.com/hashicorp/terraform-plugin-framework/schema/validator"
-
-	"github.com/llmserve/terraform-provider-llmserve/internal/endpoint"
 )
 
 // A rule is one plan-time check of a known value: what it accepts (for the docs and
@@ -57,30 +55,6 @@ func (v float64Rule[R]) ValidateFloat64(_ context.Context, req validator.Float64
 	}
 }
 
-// percentileValidator accepts (0, 100]: p0 is meaningless for an SLO, p100 is the maximum.
-type percentileValidator = float64Rule[percentileRule]
-type percentileRule struct{}
-
-func (percentileRule) description() string { return "must be greater than 0 and at most 100" }
-func (percentileRule) check(p path.Path, v float64) (string, string) {
-	if v <= 0 || v > 100 {
-		return "Percentile out of range", fmt.Sprintf("%s must be in (0, 100], got %g; use e.g. 95 for p95.", p, v)
-	}
-	return "", ""
-}
-
-// positiveFloatValidator rejects zero and negative thresholds.
-type positiveFloatValidator = float64Rule[positiveRule]
-type positiveRule struct{}
-
-func (positiveRule) description() string { return "must be greater than 0" }
-func (positiveRule) check(p path.Path, v float64) (string, string) {
-	if v <= 0 {
-		return "Threshold must be positive", fmt.Sprintf("%s must be greater than 0, got %g; give the SLO limit in milliseconds, e.g. 10000 for 10 s.", p, v)
-	}
-	return "", ""
-}
-
 // fractionValidator accepts (0, 1]: a share of accelerator memory.
 type fractionValidator = float64Rule[fractionRule]
 type fractionRule struct{}
@@ -120,21 +94,6 @@ func (ipAddressRule) description() string {
 func (ipAddressRule) check(p path.Path, s string) (string, string) {
 	if net.ParseIP(s) == nil {
 		return "Not an IP address", fmt.Sprintf("%s must be an IP address literal, got %q. A host name is resolved by the engine host, which would publish the port on every address it resolves to (for \"localhost\" on all interfaces) while state said otherwise. Use \"127.0.0.1\" for this host only or \"0.0.0.0\" for every interface.", p, s)
-	}
-	return "", ""
-}
-
-// endpointValidator applies endpoint.Parse, the same rule apply enforces for values that
-// were unknown at plan.
-type endpointValidator = stringRule[endpointRule]
-type endpointRule struct{}
-
-func (endpointRule) description() string {
-	return "must be the server's http:// or https:// base URL, without credentials, /v1, query or fragment"
-}
-func (endpointRule) check(p path.Path, s string) (string, string) {
-	if _, err := endpoint.Parse(s); err != nil {
-		return "Invalid endpoint URL", fmt.Sprintf("%s %v.", p, err)
 	}
 	return "", ""
 }

@@ -30,9 +30,6 @@ func TestStringValidators(t *testing.T) {
 		{"ip ok", ipAddressValidator{}, types.StringValue("0.0.0.0"), ""},
 		{"ip v6 ok", ipAddressValidator{}, types.StringValue("::1"), ""},
 		{"ip host name", ipAddressValidator{}, types.StringValue("localhost"), "Not an IP address"},
-		{"endpoint ok", endpointValidator{}, types.StringValue("http://gpu-host:30000"), ""},
-		{"endpoint v1", endpointValidator{}, types.StringValue("http://gpu-host:30000/v1"), "Invalid endpoint URL"},
-		{"endpoint unknown", endpointValidator{}, types.StringUnknown(), ""},
 		{"progress ok", progressFileValidator{}, types.StringValue(filepath.Join(dir, "p.jsonl")), ""},
 		{"progress blank", progressFileValidator{}, types.StringValue("  "), "Empty progress file path"},
 		{"progress directory", progressFileValidator{}, types.StringValue(dir), "Progress file is a directory"},
@@ -54,14 +51,6 @@ func TestFloat64Validators(t *testing.T) {
 		value types.Float64
 		want  string
 	}{
-		{"percentile 95", percentileValidator{}, types.Float64Value(95), ""},
-		{"percentile 100", percentileValidator{}, types.Float64Value(100), ""},
-		{"percentile 0", percentileValidator{}, types.Float64Value(0), "Percentile out of range"},
-		{"percentile 100.5", percentileValidator{}, types.Float64Value(100.5), "Percentile out of range"},
-		{"percentile null", percentileValidator{}, types.Float64Null(), ""},
-		{"threshold ok", positiveFloatValidator{}, types.Float64Value(0.5), ""},
-		{"threshold 0", positiveFloatValidator{}, types.Float64Value(0), "Threshold must be positive"},
-		{"threshold negative", positiveFloatValidator{}, types.Float64Value(-1), "Threshold must be positive"},
 		{"fraction 1", fractionValidator{}, types.Float64Value(1), ""},
 		{"fraction 0", fractionValidator{}, types.Float64Value(0), "Fraction out of range"},
 		{"fraction 1.2", fractionValidator{}, types.Float64Value(1.2), "Fraction out of range"},
@@ -89,7 +78,7 @@ func checkSummary(t *testing.T, got diag.Diagnostics, want string) {
 
 func TestValidatorDescriptions(t *testing.T) {
 	ctx := context.Background()
-	for _, v := range []validator.Describer{printableValidator{}, endpointValidator{}, percentileValidator{}} {
+	for _, v := range []validator.Describer{printableValidator{}, fractionValidator{}} {
 		if d, md := v.Description(ctx), v.MarkdownDescription(ctx); d == "" || d != md {
 			t.Errorf("%T: Description %q, MarkdownDescription %q", v, d, md)
 		}

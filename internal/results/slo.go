@@ -137,33 +137,49 @@ func (s SLO) WithDefaults() SLO {
 	return s
 }
 
-// Validate reports every problem with s, each naming its field, so a caller can point at
-// the attribute to fix. prefix names the objective, e.g. "slos[1]".
-func (s SLO) Validate(prefix string) error {
-	var errs []error
+// FieldProblem is one thing wrong with an objective: the field to fix, as `slos` names it
+// (metric, percentile, threshold_ms, comparison), and what is wrong with its value and what
+// to do, without the field's name, so a caller can put its own path in front.
+type FieldProblem struct {
+	Field  string
+	Detail string
+}
+
+// Problems lists every problem with s, in field order; none when s is valid.
+func (s SLO) Problems() []FieldProblem {
+	var out []FieldProblem
 	m, ok := LookupMetric(s.Metric)
 	if !ok {
-		errs = append(errs, fmt.Errorf("%s.metric: %q is not one of %s", prefix, s.Metric, strings.Join(MetricNames(), ", ")))
+		out = append(out, FieldProblem{"metric", fmt.Sprintf("must be one of %s, got %q", strings.Join(MetricNames(), ", "), s.Metric)})
 	}
 	switch {
 	case ok && m.PerTrial && s.Percentile != 0:
-		errs = append(errs, fmt.Errorf("%s.percentile: %s is one number per trial and takes no percentile; remove it", prefix, s.Metric))
+		out = append(out, FieldProblem{"percentile", fmt.Sprintf("must be left out: %s is one number per trial and takes no percentile; remove it", s.Metric)})
 	case ok && m.PerTrial:
 	case math.IsNaN(s.Percentile) || s.Percentile <= 0 || s.Percentile > 100:
-		errs = append(errs, fmt.Errorf("%s.percentile: %v must be in (0, 100], e.g. 95", prefix, s.Percentile))
+		out = append(out, FieldProblem{"percentile", fmt.Sprintf("must be in (0, 100], got %v; every metric but goodput needs one, e.g. 95 for p95", s.Percentile)})
 	}
 	switch {
 	case math.IsNaN(s.ThresholdMs) || math.IsInf(s.ThresholdMs, 0) || s.ThresholdMs <= 0:
-		errs = append(errs, fmt.Errorf("%s.threshold_ms: %v must be a positive number", prefix, s.ThresholdMs))
+		out = append(out, FieldProblem{"threshold_ms", fmt.Sprintf("must be greater than 0, got %v; give the limit in the metric's unit, e.g. 10000 (ms) for 10 s", s.ThresholdMs)})
 	case ok && m.Name == MetricGoodput && s.ThresholdMs > 100:
-		errs = append(errs, fmt.Errorf("%s.threshold_ms: goodput is a percentage; %v is above 100", prefix, s.ThresholdMs))
+		out = append(out, FieldProblem{"threshold_ms", fmt.Sprintf("must be at most 100, got %v: goodput is a percentage", s.ThresholdMs)})
 	}
 	if ok {
 		valid := m.Comparisons()
 		if s.Comparison != valid[0] && s.Comparison != valid[1] {
-			errs = append(errs, fmt.Errorf("%s.comparison: %q does not fit %s, where %s; use %s or %s",
-				prefix, s.Comparison, s.Metric, direction(m), valid[0], valid[1]))
+			out = append(out, FieldProblem{"comparison", fmt.Sprintf("%q does not fit %s, where %s; use %s or %s",
+				s.Comparison, s.Metric, direction(m), valid[0], valid[1])})
 		}
+	}
+	return out
+}
+
+// Validate is Problems as one error, each naming its field after prefix (e.g. "slos[1]").
+func (s SLO) Validate(prefix string) error {
+	var errs []error
+	for _, p := range s.Problems() {
+		errs = append(errs, fmt.Errorf("%s.%s %s", prefix, p.Field, p.Detail))
 	}
 	return errors.Join(errs...)
 }
@@ -175,23 +191,37 @@ func direction(m Metric) string {
 	return "lower is better"
 }
 
+// Repeats says which earlier objective each objective repeats (the same metric at the same
+// percentile, whatever the threshold): by index, -1 where it repeats none.
+func Repeats(slos []SLO) []int {
+	out := make([]int, len(slos))
+	seen := map[string]int{}
+	for i, s := range slos {
+		out[i] = -1
+		key := s.Metric + "/" + formatFloat(s.Percentile)
+		if j, dup := seen[key]; dup {
+			out[i] = j
+			continue
+		}
+		seen[key] = i
+	}
+	return out
+}
+
 // ValidateSLOs checks a list of objectives: at least one, each valid, none repeated.
 func ValidateSLOs(slos []SLO) error {
 	if len(slos) == 0 {
 		return errors.New("slos: at least one objective is required")
 	}
 	var errs []error
-	seen := map[string]int{}
+	repeats := Repeats(slos)
 	for i, s := range slos {
-		prefix := "slos[" + strconv.Itoa(i) + "]"
-		if err := s.Validate(prefix); err != nil {
+		if err := s.Validate("slos[" + strconv.Itoa(i) + "]"); err != nil {
 			errs = append(errs, err)
 		}
-		key := s.Metric + "/" + formatFloat(s.Percentile)
-		if j, dup := seen[key]; dup {
-			errs = append(errs, fmt.Errorf("%s: repeats the metric and percentile of slos[%d]; keep the stricter one", prefix, j))
+		if j := repeats[i]; j >= 0 {
+			errs = append(errs, fmt.Errorf("slos[%d] repeats the metric and percentile of slos[%d]; keep the stricter one", i, j))
 		}
-		seen[key] = i
 	}
 	return errors.Join(errs...)
 }
