@@ -1,0 +1,485 @@
+package results
+
+// How each block of a schema v1 document is read: its keys, which are required, and what
+// is kept as written.
+
+import (
+	"strconv"
+)
+
+func (r *reader) document(root *node) *Document {
+	o := r.asObject("", root)
+	if o == nil {
+		return nil
+	}
+	// The version decides what the rest means, so nothing else is checked without it.
+	v, p := o.field("schema_version")
+	if v == nil {
+		return nil
+	}
+	if v.kind != kindNumber {
+		r.fail(p, "expected integer, got %s", v.kind)
+		return nil
+	}
+	if v.text != strconv.Itoa(SchemaVersion) {
+		r.fail(p, "unsupported version %s: this provider reads version %d", v.text, SchemaVersion)
+		return nil
+	}
+	d := &Document{SchemaVersion: SchemaVersion}
+	d.Experiment = r.experiment(o.child("experiment"))
+	d.AIPerf = r.protocol(o.child("aiperf"))
+	if v, p := o.optional("slo"); v != nil {
+		s := r.slo(r.asObject(p, v), true)
+		d.SLO = &s
+	}
+	if v, p := o.optional("slos"); v != nil {
+		if v.kind != kindArray {
+			r.fail(p, "expected array, got %s", v.kind)
+		}
+		for i, it := range v.items {
+			d.SLOs = append(d.SLOs, r.slo(r.asObject(joinIndex(p, i), it), false))
+		}
+		if len(d.SLOs) == 0 {
+			r.fail(p, "must list at least one objective")
+		}
+	}
+	if d.SLO == nil && d.SLOs == nil {
+		r.fail("slos", "missing required key (or the single \"slo\" of older documents)")
+	}
+	items, wp := o.array("workloads")
+	d.Workloads = make([]Workload, 0, len(items))
+	labels := map[string]int{}
+	for i, it := range items {
+		ip := joinIndex(wp, i)
+		w := r.workload(r.asObject(ip, it))
+		if lv, ok := it.get("label"); ok && lv.kind == kindString && lv.text == "" {
+			r.fail(joinKey(ip, "label"), "must not be empty: labels key the capacity maps")
+		}
+		if first, dup := labels[w.Label]; dup && w.Label != "" {
+			r.fail(joinKey(ip, "label"), "duplicate workload label %q (also workloads[%d]); labels key the capacity maps", w.Label, first)
+		}
+		labels[w.Label] = i
+		d.Workloads = append(d.Workloads, w)
+	}
+	d.CorrectnessTotal = r.correctness(o.child("correctness_total"))
+	o.finish()
+	return d
+}
+
+func (r *reader) experiment(o *object) Experiment {
+	var e Experiment
+	if o == nil {
+		return e
+	}
+	e.ImageTag = o.str("image_tag")
+	e.ImageDigest = o.str("image_digest")
+	e.Model = o.str("model")
+	e.Checkpoint = o.str("checkpoint")
+	e.Hardware = o.str("hardware")
+	e.Driver = o.str("driver")
+	e.Kernel = o.str("kernel")
+	e.TensorParallelism = o.integer("tensor_parallelism")
+	e.ContextLength = o.integer("context_length")
+	e.PhysicalTokenPool = o.nullableInt("physical_token_pool")
+	if v, p := o.optional("replicas"); v != nil {
+		if e.Replicas = r.integer(p, v); e.Replicas == 0 {
+			o.keepAsWritten("replicas")
+		}
+	}
+	if v, p := o.field("speculative_mode"); v != nil && v.kind != kindNull {
+		if so := r.asObject(p, v); so != nil {
+			e.SpeculativeMode = &SpeculativeMode{
+				Algorithm:   so.str("algorithm"),
+				Steps:       so.integer("steps"),
+				TopK:        so.integer("topk"),
+				DraftTokens: so.integer("draft_tokens"),
+			}
+			so.finish()
+		}
+	}
+	o.finish()
+	return e
+}
+
+func (r *reader) protocol(o *object) Protocol {
+	var p Protocol
+	if o == nil {
+		return p
+	}
+	p.Version = o.str("version")
+	p.ArrivalPattern = o.str("arrival_pattern")
+	p.Streaming = o.boolean("streaming")
+	p.ServerTokenCount = o.boolean("server_token_count")
+	p.Temperature = o.num("temperature")
+	p.IgnoreEOS = o.boolean("ignore_eos")
+	p.WarmupsPerTrial = o.integer("warmups_per_trial")
+	p.MeasuredRequestsPerTrial = o.integer("measured_requests_per_trial")
+	p.IndependentTrialsPerBoundarySide = o.integer("independent_trials_per_boundary_side")
+	p.CachePolicy = o.str("cache_policy")
+	o.finish()
+	return p
+}
+
+// slo reads one objective; legacy is the single `slo` block of older documents, which
+// always states all_confirmation_trials_must_pass.
+func (r *reader) slo(o *object, legacy bool) SLO {
+	var s SLO
+	if o == nil {
+		return s
+	}
+	s.Metric = o.str("metric")
+	if m, ok := LookupMetric(s.Metric); ok && m.PerTrial {
+		if v, p := o.optional("percentile"); v != nil {
+			r.fail(p, "%s takes no percentile", s.Metric)
+		}
+	} else {
+		s.Percentile = o.num("percentile")
+	}
+	s.ThresholdMs = o.num("threshold_ms")
+	s.Comparison = o.str("comparison")
+	if legacy {
+		if s.AllConfirmationTrialsMustPass = o.boolean("all_confirmation_trials_must_pass"); !s.AllConfirmationTrialsMustPass {
+			o.keepAsWritten("all_confirmation_trials_must_pass")
+		}
+	}
+	o.finish()
+	return s
+}
+
+func (r *reader) sloResults(v *node, p string) []SLOResult {
+	if v.kind != kindArray {
+		r.fail(p, "expected array, got %s", v.kind)
+		return nil
+	}
+	out := make([]SLOResult, 0, len(v.items))
+	for i, it := range v.items {
+		o := r.asObject(joinIndex(p, i), it)
+		if o == nil {
+			continue
+		}
+		var s SLOResult
+		s.Metric = o.str("metric")
+		if pv, pp := o.optional("percentile"); pv != nil {
+			if s.Percentile = r.num(pp, pv); s.Percentile == 0 {
+				o.keepAsWritten("percentile")
+			}
+		}
+		s.Value = o.num("value")
+		s.Met = o.boolean("met")
+		o.finish()
+		out = append(out, s)
+	}
+	return out
+}
+
+func (r *reader) workload(o *object) Workload {
+	var w Workload
+	if o == nil {
+		return w
+	}
+	w.Label = o.str("label")
+	w.ConfiguredISL = o.integer("configured_isl")
+	w.ConfiguredOSL = o.integer("configured_osl")
+	w.ServerPromptTokens = r.minMax(o.child("server_prompt_tokens"))
+	for _, k := range []struct {
+		key string
+		dst *float64
+	}{{"input_tokens_stddev", &w.InputTokensStddev}, {"output_tokens_stddev", &w.OutputTokensStddev}} {
+		if v, p := o.optional(k.key); v != nil {
+			if *k.dst = r.num(p, v); *k.dst == 0 {
+				o.keepAsWritten(k.key)
+			}
+		}
+	}
+	if v, p := o.optional("shared_prefix_tokens"); v != nil {
+		if w.SharedPrefixTokens = r.integer(p, v); w.SharedPrefixTokens == 0 {
+			o.keepAsWritten("shared_prefix_tokens")
+		}
+	}
+	w.MaximumPassingConcurrency = o.nullableInt("maximum_passing_concurrency")
+	w.FirstFailingConcurrency = o.nullableInt("first_failing_concurrency")
+	w.PassingTrials = r.trials(o, "passing_trials")
+	w.FailingTrials = r.trials(o, "failing_trials")
+	if v, _ := o.optional("trials"); v != nil {
+		if w.AllTrials = r.trials(o, "trials"); len(w.AllTrials) == 0 {
+			o.keepAsWritten("trials")
+		}
+	}
+	if v, p := o.optional("bound_by"); v != nil {
+		if v.kind != kindArray {
+			r.fail(p, "expected array, got %s", v.kind)
+		}
+		for i, it := range v.items {
+			w.BoundBy = append(w.BoundBy, r.str(joinIndex(p, i), it))
+		}
+		if len(w.BoundBy) == 0 {
+			o.keepAsWritten("bound_by")
+		}
+	}
+	if v, p := o.optional("notes"); v != nil {
+		if v.kind != kindArray {
+			r.fail(p, "expected array, got %s", v.kind)
+		}
+		for i, it := range v.items {
+			w.Notes = append(w.Notes, r.str(joinIndex(p, i), it))
+		}
+		if len(w.Notes) == 0 {
+			o.keepAsWritten("notes")
+		}
+	}
+	o.finish()
+	return w
+}
+
+func (r *reader) trials(o *object, key string) []Trial {
+	items, p := o.array(key)
+	ts := make([]Trial, 0, len(items))
+	for i, it := range items {
+		ts = append(ts, r.trial(r.asObject(joinIndex(p, i), it)))
+	}
+	return ts
+}
+
+func (r *reader) trial(o *object) Trial {
+	var t Trial
+	if o == nil {
+		return t
+	}
+	t.TTFTMs = r.stats(o.child("ttft_ms"), latencyKeys)
+	t.RequestLatencyMs = r.stats(o.child("request_latency_ms"), latencyKeys)
+	t.ITLMs = r.stats(o.child("itl_ms"), latencyKeys)
+	t.OutputThroughputTPS = o.num("output_throughput_tps")
+	t.PerUserOutputThroughputTPS = r.stats(o.child("per_user_output_throughput_tps"), userThroughputKeys)
+	for _, opt := range []struct {
+		key string
+		dst **Stats
+	}{{"ttst_ms", &t.TTSTMs}, {"inter_chunk_latency_ms", &t.InterChunkLatencyMs}, {"connection_setup_ms", &t.ConnectionSetupMs}} {
+		if v, p := o.optional(opt.key); v != nil {
+			st := r.stats(r.asObject(p, v), StatKeys)
+			*opt.dst = &st
+		}
+	}
+	if v, p := o.optional("kind"); v != nil {
+		switch t.Kind = r.str(p, v); t.Kind {
+		case "probe", "confirmation":
+		default:
+			r.fail(p, "%q is not one of probe, confirmation", t.Kind)
+		}
+	}
+	for _, opt := range []struct {
+		key string
+		dst *string
+	}{{"records_file", &t.RecordsFile}, {"records_sha256", &t.RecordsSHA256}} {
+		if v, p := o.optional(opt.key); v != nil {
+			if *opt.dst = r.str(p, v); *opt.dst == "" {
+				o.keepAsWritten(opt.key)
+			}
+		}
+	}
+	if v, p := o.optional("verdict"); v != nil {
+		switch t.Verdict = r.str(p, v); t.Verdict {
+		case "pass", "fail", "error":
+		default:
+			r.fail(p, "%q is not one of pass, fail, error", t.Verdict)
+		}
+	}
+	if v, p := o.optional("stopped_early"); v != nil {
+		if v.kind != kindBool {
+			r.fail(p, "expected boolean, got %s", v.kind)
+		} else if t.StoppedEarly = v.boolean; !t.StoppedEarly && t.Kind == "" {
+			o.keepAsWritten("stopped_early")
+		}
+	}
+	t.RequestThroughputRPS = o.num("request_throughput_rps")
+	t.BenchmarkDurationS = o.num("benchmark_duration_s")
+	t.ServerPromptTokens = r.minMax(o.child("server_prompt_tokens"))
+	t.ServerCompletionTokens = r.minMax(o.child("server_completion_tokens"))
+	t.Correctness = r.correctness(o.child("correctness"))
+	t.Trial = o.integer("trial")
+	if v, p := o.optional("concurrency"); v != nil {
+		if t.Concurrency = r.integer(p, v); t.Concurrency == 0 {
+			o.keepAsWritten("concurrency")
+		}
+	}
+	if v, p := o.optional("slos"); v != nil {
+		if t.SLOs = r.sloResults(v, p); len(t.SLOs) == 0 {
+			o.keepAsWritten("slos")
+		}
+	}
+	if v, p := o.optional("goodput_percent"); v != nil {
+		g := r.num(p, v)
+		t.GoodputPercent = &g
+	}
+	if v, p := o.optional("error_summary"); v != nil {
+		t.ErrorSummary = r.errorSummary(p, v)
+		if len(t.ErrorSummary) == 0 {
+			o.keepAsWritten("error_summary")
+		}
+	}
+	r.engineView(o, &t)
+	o.finish()
+	return t
+}
+
+func (r *reader) errorSummary(path string, v *node) []ErrorCount {
+	if v.kind != kindArray {
+		r.fail(path, "expected array, got %s", v.kind)
+		return nil
+	}
+	var out []ErrorCount
+	for i, it := range v.items {
+		ip := joinIndex(path, i)
+		eo := r.asObject(ip, it)
+		if eo == nil {
+			continue
+		}
+		e := ErrorCount{Kind: eo.str("kind"), Count: eo.integer("count"), Example: eo.str("example")}
+		if hv, hp := eo.optional("http_status"); hv != nil {
+			if e.HTTPStatus = r.integer(hp, hv); e.HTTPStatus == 0 {
+				eo.keepAsWritten("http_status")
+			}
+		}
+		if e.Kind == "" {
+			r.fail(joinKey(ip, "kind"), "must not be empty")
+		}
+		if e.Count < 1 {
+			r.fail(joinKey(ip, "count"), "must be at least 1, got %d", e.Count)
+		}
+		eo.finish()
+		out = append(out, e)
+	}
+	return out
+}
+
+// The statistics older documents carry: the reference has p50/p95/p99 of the latencies and
+// avg/p50/p95 of per-user throughput. Documents of this provider carry every StatKeys entry.
+var (
+	latencyKeys        = []string{"p50", "p95", "p99"}
+	userThroughputKeys = []string{"avg", "p50", "p95"}
+)
+
+// stats reads a metric object. The required keys must be there; any other statistic is
+// read when present, and Stats remembers which were, to write the same keys back.
+func (r *reader) stats(o *object, required []string) Stats {
+	var s Stats
+	if o == nil {
+		return s
+	}
+	var has statSet
+	for i, k := range StatKeys {
+		isRequired := false
+		for _, q := range required {
+			isRequired = isRequired || q == k
+		}
+		var v *node
+		var p string
+		if isRequired {
+			v, p = o.field(k)
+		} else {
+			v, p = o.optional(k)
+		}
+		if v == nil {
+			continue
+		}
+		*s.field(i) = r.num(p, v)
+		has |= 1 << i
+	}
+	if has != 1<<len(StatKeys)-1 {
+		s.has = has
+	}
+	o.finish()
+	return s
+}
+
+func (r *reader) minMax(o *object) MinMax {
+	var m MinMax
+	if o == nil {
+		return m
+	}
+	m.Min = o.num("min")
+	m.Max = o.num("max")
+	o.finish()
+	return m
+}
+
+func (r *reader) correctness(o *object) Correctness {
+	var c Correctness
+	if o == nil {
+		return c
+	}
+	c.WarmupRecords = o.integer("warmup_records")
+	c.UniqueWarmupPrompts = o.integer("unique_warmup_prompts")
+	c.WarmupProfilePromptOverlap = o.integer("warmup_profile_prompt_overlap")
+	c.ProfilingRecords = o.integer("profiling_records")
+	c.HTTP200 = o.integer("http_200")
+	c.UniquePrompts = o.integer("unique_prompts")
+	c.UniqueOutputs = o.integer("unique_outputs")
+	c.GeneratedChunks = o.integer("generated_chunks")
+	c.GeneratedUTF8Bytes = o.integer("generated_utf8_bytes")
+	c.CompletionTokensTotal = o.integer("completion_tokens_total")
+	c.FinishReasonLength = o.integer("finish_reason_length")
+	c.Errors = o.integer("errors")
+	c.Cancelled = o.boolean("cancelled")
+	c.OutputLengthMismatches = o.num("output_length_mismatches")
+	if v, p := o.optional("uniqueness_scope"); v != nil {
+		if c.UniquenessScope = r.str(p, v); c.UniquenessScope == "" {
+			o.keepAsWritten("uniqueness_scope")
+		}
+	}
+	if v, p := o.optional("cached_prompt_tokens"); v != nil {
+		c.CachedPromptTokens = &CacheCount{Tokens: r.integer(p, v), Known: true}
+	}
+	if v, p := o.optional("requests_cached_beyond_shared_prefix"); v != nil {
+		if c.RequestsCachedBeyondSharedPrefix = r.integer(p, v); c.RequestsCachedBeyondSharedPrefix == 0 {
+			o.keepAsWritten("requests_cached_beyond_shared_prefix")
+		}
+	}
+	o.finish()
+	return c
+}
+
+// engineView reads a trial's additive server view and notes.
+func (r *reader) engineView(o *object, t *Trial) {
+	if v, p := o.optional("server"); v != nil {
+		if so := r.asObject(p, v); so != nil {
+			sv := &ServerView{Source: so.str("source")}
+			latency := func(key string) *ServerLatency {
+				v, p := so.optional(key)
+				if v == nil {
+					return nil
+				}
+				lo := r.asObject(p, v)
+				if lo == nil {
+					return nil
+				}
+				l := &ServerLatency{Count: lo.integer("count"), Mean: lo.num("mean"), P50: lo.num("p50"), P95: lo.num("p95")}
+				lo.finish()
+				return l
+			}
+			number := func(key string) *float64 {
+				v, p := so.optional(key)
+				if v == nil {
+					return nil
+				}
+				f := r.num(p, v)
+				return &f
+			}
+			sv.TTFTMs, sv.RequestLatencyMs, sv.QueueTimeMs = latency("ttft_ms"), latency("request_latency_ms"), latency("queue_time_ms")
+			sv.PeakRunningRequests, sv.PeakQueuedRequests = number("peak_running_requests"), number("peak_queued_requests")
+			sv.PeakKVCacheUsage, sv.PrefixCacheHitTokens = number("peak_kv_cache_usage"), number("prefix_cache_hit_tokens")
+			so.finish()
+			t.Server = sv
+		}
+	}
+	if v, p := o.optional("notes"); v != nil {
+		if v.kind != kindArray {
+			r.fail(p, "expected array, got %s", v.kind)
+		}
+		for i, it := range v.items {
+			t.Notes = append(t.Notes, r.str(joinIndex(p, i), it))
+		}
+		if len(t.Notes) == 0 {
+			o.keepAsWritten("notes")
+		}
+	}
+}
