@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"regexp"
-	"strconv"
 	"time"
 
 	"github.com/hashicorp/terraform-plugin-framework-validators/int64validator"
@@ -326,21 +325,4 @@ func (r *inferenceServerResource) Delete(ctx context.Context, req resource.Delet
 // launch record.
 func (r *inferenceServerResource) ImportState(ctx context.Context, req resource.ImportStateRequest, resp *resource.ImportStateResponse) {
 	importID(ctx, req.ID, resp)
-}
-
-// durationValidator accepts Go durations ("90s", "30m").
-type durationValidator struct{}
-
-func (durationValidator) Description(context.Context) string {
-	return "a positive Go duration such as 90s or 30m"
-}
-func (v durationValidator) MarkdownDescription(ctx context.Context) string { return v.Description(ctx) }
-func (durationValidator) ValidateString(_ context.Context, req validator.StringRequest, resp *validator.StringResponse) {
-	if req.ConfigValue.IsNull() || req.ConfigValue.IsUnknown() {
-		return
-	}
-	if d, err := time.ParseDuration(req.ConfigValue.ValueString()); err != nil || d <= 0 {
-		resp.Diagnostics.AddAttributeError(req.Path, "Invalid duration",
-			req.Path.String()+" must be a positive Go duration such as "+strconv.Quote("90s")+" or "+strconv.Quote("30m")+", got "+strconv.Quote(req.ConfigValue.ValueString()))
-	}
 }

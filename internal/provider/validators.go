@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"time"
 	"unicode"
 	"unicode/utf8"
 
@@ -125,6 +126,19 @@ func (nonEmptyRule) description() string { return "must not be empty" }
 func (nonEmptyRule) check(p path.Path, s string) (string, string) {
 	if s == "" {
 		return "Empty value", p.String() + " is empty; leave it out or give a results document."
+	}
+	return "", ""
+}
+
+// durationValidator accepts positive Go durations ("90s", "30m"): zero or a negative bound
+// would end the operation at once.
+type durationValidator = stringRule[durationRule]
+type durationRule struct{}
+
+func (durationRule) description() string { return "a positive Go duration such as 90s or 30m" }
+func (durationRule) check(p path.Path, s string) (string, string) {
+	if d, err := time.ParseDuration(s); err != nil || d <= 0 {
+		return "Invalid duration", fmt.Sprintf("%s must be a positive Go duration such as \"90s\" or \"30m\", got %q", p, s)
 	}
 	return "", ""
 }

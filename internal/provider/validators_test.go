@@ -33,6 +33,11 @@ func TestStringValidators(t *testing.T) {
 		{"progress ok", progressFileValidator{}, types.StringValue(filepath.Join(dir, "p.jsonl")), ""},
 		{"progress blank", progressFileValidator{}, types.StringValue("  "), "Empty progress file path"},
 		{"progress directory", progressFileValidator{}, types.StringValue(dir), "Progress file is a directory"},
+		{"duration ok", durationValidator{}, types.StringValue("90s"), ""},
+		{"duration zero", durationValidator{}, types.StringValue("0s"), "Invalid duration"},
+		{"duration negative", durationValidator{}, types.StringValue("-5m"), "Invalid duration"},
+		{"duration words", durationValidator{}, types.StringValue("five minutes"), "Invalid duration"},
+		{"duration unknown", durationValidator{}, types.StringUnknown(), ""},
 		{"non-empty ok", nonEmptyString{}, types.StringValue("{}"), ""},
 		{"non-empty empty", nonEmptyString{}, types.StringValue(""), "Empty value"},
 	} {
