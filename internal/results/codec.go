@@ -6,7 +6,9 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"reflect"
 	"strconv"
+	"strings"
 )
 
 // PathError is a problem with one value of a document, located by its JSON path
@@ -299,6 +301,84 @@ func (o *object) nullableInt(key string) *int {
 	return &i
 }
 
+// plain reads every key the struct v points at declares without omitempty whose Go type is
+// a string, bool, int or float64, in declaration order: a block of plain required keys is
+// read by its type, not by one line per key. Other fields are left to the caller.
+func (o *object) plain(v any) {
+	rv := reflect.ValueOf(v).Elem()
+	for i := range rv.NumField() {
+		name, opts, _ := strings.Cut(rv.Type().Field(i).Tag.Get("json"), ",")
+		if name == "" || name == "-" || opts == "omitempty" {
+			continue
+		}
+		switch f := rv.Field(i); f.Kind() {
+		case reflect.String:
+			f.SetString(o.str(name))
+		case reflect.Bool:
+			f.SetBool(o.boolean(name))
+		case reflect.Int:
+			f.SetInt(int64(o.integer(name)))
+		case reflect.Float64:
+			f.SetFloat(o.num(name))
+		}
+	}
+}
+
+// plainBlock reads a block whose keys are all plain and required (see plain); the zero
+// value when the block is missing.
+func plainBlock[T any](o *object) T {
+	var v T
+	if o != nil {
+		o.plain(&v)
+		o.finish()
+	}
+	return v
+}
+
+// optionalValue reads an additive key into dst (a *string, *int or *float64) when it is
+// there. A zero value is kept as written: the struct's omitempty would drop it, and a
+// document must round-trip as it was.
+func (o *object) optionalValue(key string, dst any) {
+	v, p := o.optional(key)
+	if v == nil {
+		return
+	}
+	zero := false
+	switch d := dst.(type) {
+	case *string:
+		*d = o.r.str(p, v)
+		zero = *d == ""
+	case *int:
+		*d = o.r.integer(p, v)
+		zero = *d == 0
+	case *float64:
+		*d = o.r.num(p, v)
+		zero = *d == 0
+	}
+	if zero {
+		o.keepAsWritten(key)
+	}
+}
+
+// optionalStrings reads an additive array of strings; an empty one is kept as written.
+func (o *object) optionalStrings(key string) []string {
+	v, p := o.optional(key)
+	if v == nil {
+		return nil
+	}
+	if v.kind != kindArray {
+		o.r.fail(p, "expected array, got %s", v.kind)
+	}
+	var out []string
+	for i, it := range v.items {
+		out = append(out, o.r.str(joinIndex(p, i), it))
+	}
+	if len(out) == 0 {
+		o.keepAsWritten(key)
+	}
+	return out
+}
+
 func (o *object) array(key string) ([]*node, string) {
 	v, p := o.field(key)
 	if v == nil {
@@ -322,37 +402,44 @@ func (r *reader) str(path string, v *node) string {
 	return v.text
 }
 
-func (r *reader) num(path string, v *node) float64 {
+// numberText is the text of v when it is a number; anything else is reported as not the
+// kind wanted.
+func (r *reader) numberText(path string, v *node, want string) (string, bool) {
 	if v == nil {
-		return 0
+		return "", false
 	}
 	if v.kind != kindNumber {
-		r.fail(path, "expected number, got %s", v.kind)
+		r.fail(path, "expected %s, got %s", want, v.kind)
+		return "", false
+	}
+	return v.text, true
+}
+
+func (r *reader) num(path string, v *node) float64 {
+	text, ok := r.numberText(path, v, "number")
+	if !ok {
 		return 0
 	}
-	f, err := strconv.ParseFloat(v.text, 64)
+	f, err := strconv.ParseFloat(text, 64)
 	if err != nil || math.IsInf(f, 0) {
-		r.fail(path, "number %s is out of range", v.text)
+		r.fail(path, "number %s is out of range", text)
 		return 0
 	}
 	return f
 }
 
 func (r *reader) integer(path string, v *node) int {
-	if v == nil {
+	text, ok := r.numberText(path, v, "integer")
+	if !ok {
 		return 0
 	}
-	if v.kind != kindNumber {
-		r.fail(path, "expected integer, got %s", v.kind)
-		return 0
-	}
-	if i, err := strconv.ParseInt(v.text, 10, 0); err == nil {
+	if i, err := strconv.ParseInt(text, 10, 0); err == nil {
 		return int(i)
 	}
 	// Python writers emit counts as 8.0; accept any number that is a whole value.
-	f, err := strconv.ParseFloat(v.text, 64)
+	f, err := strconv.ParseFloat(text, 64)
 	if err != nil || f != math.Trunc(f) || math.Abs(f) > 1<<53 {
-		r.fail(path, "expected integer, got %s", v.text)
+		r.fail(path, "expected integer, got %s", text)
 		return 0
 	}
 	return int(f)

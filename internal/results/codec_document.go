@@ -27,7 +27,7 @@ func (r *reader) document(root *node) *Document {
 	}
 	d := &Document{SchemaVersion: SchemaVersion}
 	d.Experiment = r.experiment(o.child("experiment"))
-	d.AIPerf = r.protocol(o.child("aiperf"))
+	d.AIPerf = plainBlock[Protocol](o.child("aiperf"))
 	if v, p := o.optional("slo"); v != nil {
 		s := r.slo(r.asObject(p, v), true)
 		d.SLO = &s
@@ -71,53 +71,18 @@ func (r *reader) experiment(o *object) Experiment {
 	if o == nil {
 		return e
 	}
-	e.ImageTag = o.str("image_tag")
-	e.ImageDigest = o.str("image_digest")
-	e.Model = o.str("model")
-	e.Checkpoint = o.str("checkpoint")
-	e.Hardware = o.str("hardware")
-	e.Driver = o.str("driver")
-	e.Kernel = o.str("kernel")
-	e.TensorParallelism = o.integer("tensor_parallelism")
-	e.ContextLength = o.integer("context_length")
+	o.plain(&e)
 	e.PhysicalTokenPool = o.nullableInt("physical_token_pool")
-	if v, p := o.optional("replicas"); v != nil {
-		if e.Replicas = r.integer(p, v); e.Replicas == 0 {
-			o.keepAsWritten("replicas")
-		}
-	}
+	o.optionalValue("replicas", &e.Replicas)
 	if v, p := o.field("speculative_mode"); v != nil && v.kind != kindNull {
 		if so := r.asObject(p, v); so != nil {
-			e.SpeculativeMode = &SpeculativeMode{
-				Algorithm:   so.str("algorithm"),
-				Steps:       so.integer("steps"),
-				TopK:        so.integer("topk"),
-				DraftTokens: so.integer("draft_tokens"),
-			}
+			e.SpeculativeMode = &SpeculativeMode{}
+			so.plain(e.SpeculativeMode)
 			so.finish()
 		}
 	}
 	o.finish()
 	return e
-}
-
-func (r *reader) protocol(o *object) Protocol {
-	var p Protocol
-	if o == nil {
-		return p
-	}
-	p.Version = o.str("version")
-	p.ArrivalPattern = o.str("arrival_pattern")
-	p.Streaming = o.boolean("streaming")
-	p.ServerTokenCount = o.boolean("server_token_count")
-	p.Temperature = o.num("temperature")
-	p.IgnoreEOS = o.boolean("ignore_eos")
-	p.WarmupsPerTrial = o.integer("warmups_per_trial")
-	p.MeasuredRequestsPerTrial = o.integer("measured_requests_per_trial")
-	p.IndependentTrialsPerBoundarySide = o.integer("independent_trials_per_boundary_side")
-	p.CachePolicy = o.str("cache_policy")
-	o.finish()
-	return p
 }
 
 // slo reads one objective; legacy is the single `slo` block of older documents, which
@@ -180,22 +145,10 @@ func (r *reader) workload(o *object) Workload {
 	w.Label = o.str("label")
 	w.ConfiguredISL = o.integer("configured_isl")
 	w.ConfiguredOSL = o.integer("configured_osl")
-	w.ServerPromptTokens = r.minMax(o.child("server_prompt_tokens"))
-	for _, k := range []struct {
-		key string
-		dst *float64
-	}{{"input_tokens_stddev", &w.InputTokensStddev}, {"output_tokens_stddev", &w.OutputTokensStddev}} {
-		if v, p := o.optional(k.key); v != nil {
-			if *k.dst = r.num(p, v); *k.dst == 0 {
-				o.keepAsWritten(k.key)
-			}
-		}
-	}
-	if v, p := o.optional("shared_prefix_tokens"); v != nil {
-		if w.SharedPrefixTokens = r.integer(p, v); w.SharedPrefixTokens == 0 {
-			o.keepAsWritten("shared_prefix_tokens")
-		}
-	}
+	w.ServerPromptTokens = plainBlock[MinMax](o.child("server_prompt_tokens"))
+	o.optionalValue("input_tokens_stddev", &w.InputTokensStddev)
+	o.optionalValue("output_tokens_stddev", &w.OutputTokensStddev)
+	o.optionalValue("shared_prefix_tokens", &w.SharedPrefixTokens)
 	w.MaximumPassingConcurrency = o.nullableInt("maximum_passing_concurrency")
 	w.FirstFailingConcurrency = o.nullableInt("first_failing_concurrency")
 	w.PassingTrials = r.trials(o, "passing_trials")
@@ -205,28 +158,8 @@ func (r *reader) workload(o *object) Workload {
 			o.keepAsWritten("trials")
 		}
 	}
-	if v, p := o.optional("bound_by"); v != nil {
-		if v.kind != kindArray {
-			r.fail(p, "expected array, got %s", v.kind)
-		}
-		for i, it := range v.items {
-			w.BoundBy = append(w.BoundBy, r.str(joinIndex(p, i), it))
-		}
-		if len(w.BoundBy) == 0 {
-			o.keepAsWritten("bound_by")
-		}
-	}
-	if v, p := o.optional("notes"); v != nil {
-		if v.kind != kindArray {
-			r.fail(p, "expected array, got %s", v.kind)
-		}
-		for i, it := range v.items {
-			w.Notes = append(w.Notes, r.str(joinIndex(p, i), it))
-		}
-		if len(w.Notes) == 0 {
-			o.keepAsWritten("notes")
-		}
-	}
+	w.BoundBy = o.optionalStrings("bound_by")
+	w.Notes = o.optionalStrings("notes")
 	o.finish()
 	return w
 }
@@ -266,16 +199,8 @@ func (r *reader) trial(o *object) Trial {
 			r.fail(p, "%q is not one of probe, confirmation", t.Kind)
 		}
 	}
-	for _, opt := range []struct {
-		key string
-		dst *string
-	}{{"records_file", &t.RecordsFile}, {"records_sha256", &t.RecordsSHA256}} {
-		if v, p := o.optional(opt.key); v != nil {
-			if *opt.dst = r.str(p, v); *opt.dst == "" {
-				o.keepAsWritten(opt.key)
-			}
-		}
-	}
+	o.optionalValue("records_file", &t.RecordsFile)
+	o.optionalValue("records_sha256", &t.RecordsSHA256)
 	if v, p := o.optional("verdict"); v != nil {
 		switch t.Verdict = r.str(p, v); t.Verdict {
 		case "pass", "fail", "error":
@@ -292,15 +217,11 @@ func (r *reader) trial(o *object) Trial {
 	}
 	t.RequestThroughputRPS = o.num("request_throughput_rps")
 	t.BenchmarkDurationS = o.num("benchmark_duration_s")
-	t.ServerPromptTokens = r.minMax(o.child("server_prompt_tokens"))
-	t.ServerCompletionTokens = r.minMax(o.child("server_completion_tokens"))
+	t.ServerPromptTokens = plainBlock[MinMax](o.child("server_prompt_tokens"))
+	t.ServerCompletionTokens = plainBlock[MinMax](o.child("server_completion_tokens"))
 	t.Correctness = r.correctness(o.child("correctness"))
 	t.Trial = o.integer("trial")
-	if v, p := o.optional("concurrency"); v != nil {
-		if t.Concurrency = r.integer(p, v); t.Concurrency == 0 {
-			o.keepAsWritten("concurrency")
-		}
-	}
+	o.optionalValue("concurrency", &t.Concurrency)
 	if v, p := o.optional("slos"); v != nil {
 		if t.SLOs = r.sloResults(v, p); len(t.SLOs) == 0 {
 			o.keepAsWritten("slos")
@@ -391,49 +312,17 @@ func (r *reader) stats(o *object, required []string) Stats {
 	return s
 }
 
-func (r *reader) minMax(o *object) MinMax {
-	var m MinMax
-	if o == nil {
-		return m
-	}
-	m.Min = o.num("min")
-	m.Max = o.num("max")
-	o.finish()
-	return m
-}
-
 func (r *reader) correctness(o *object) Correctness {
 	var c Correctness
 	if o == nil {
 		return c
 	}
-	c.WarmupRecords = o.integer("warmup_records")
-	c.UniqueWarmupPrompts = o.integer("unique_warmup_prompts")
-	c.WarmupProfilePromptOverlap = o.integer("warmup_profile_prompt_overlap")
-	c.ProfilingRecords = o.integer("profiling_records")
-	c.HTTP200 = o.integer("http_200")
-	c.UniquePrompts = o.integer("unique_prompts")
-	c.UniqueOutputs = o.integer("unique_outputs")
-	c.GeneratedChunks = o.integer("generated_chunks")
-	c.GeneratedUTF8Bytes = o.integer("generated_utf8_bytes")
-	c.CompletionTokensTotal = o.integer("completion_tokens_total")
-	c.FinishReasonLength = o.integer("finish_reason_length")
-	c.Errors = o.integer("errors")
-	c.Cancelled = o.boolean("cancelled")
-	c.OutputLengthMismatches = o.num("output_length_mismatches")
-	if v, p := o.optional("uniqueness_scope"); v != nil {
-		if c.UniquenessScope = r.str(p, v); c.UniquenessScope == "" {
-			o.keepAsWritten("uniqueness_scope")
-		}
-	}
+	o.plain(&c)
+	o.optionalValue("uniqueness_scope", &c.UniquenessScope)
 	if v, p := o.optional("cached_prompt_tokens"); v != nil {
 		c.CachedPromptTokens = &CacheCount{Tokens: r.integer(p, v), Known: true}
 	}
-	if v, p := o.optional("requests_cached_beyond_shared_prefix"); v != nil {
-		if c.RequestsCachedBeyondSharedPrefix = r.integer(p, v); c.RequestsCachedBeyondSharedPrefix == 0 {
-			o.keepAsWritten("requests_cached_beyond_shared_prefix")
-		}
-	}
+	o.optionalValue("requests_cached_beyond_shared_prefix", &c.RequestsCachedBeyondSharedPrefix)
 	o.finish()
 	return c
 }
@@ -471,15 +360,5 @@ func (r *reader) engineView(o *object, t *Trial) {
 			t.Server = sv
 		}
 	}
-	if v, p := o.optional("notes"); v != nil {
-		if v.kind != kindArray {
-			r.fail(p, "expected array, got %s", v.kind)
-		}
-		for i, it := range v.items {
-			t.Notes = append(t.Notes, r.str(joinIndex(p, i), it))
-		}
-		if len(t.Notes) == 0 {
-			o.keepAsWritten("notes")
-		}
-	}
+	t.Notes = o.optionalStrings("notes")
 }

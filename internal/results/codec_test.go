@@ -365,6 +365,12 @@ func TestParseErrors(t *testing.T) {
 		{"speculative mode mistyped", mutated(t, func(m map[string]any) {
 			obj(m, "experiment")["speculative_mode"] = "EAGLE"
 		}), []string{"experiment.speculative_mode: expected object, got string"}},
+		{"speculative mode key missing", mutated(t, func(m map[string]any) {
+			delete(obj(m, "experiment", "speculative_mode"), "topk")
+		}), []string{"experiment.speculative_mode.topk: missing required key"}},
+		{"protocol number mistyped", mutated(t, func(m map[string]any) {
+			obj(m, "aiperf")["temperature"] = "cold"
+		}), []string{"aiperf.temperature: expected number, got string"}},
 		{"concurrency mistyped", mutated(t, func(m map[string]any) {
 			obj(m, "workloads", 0, "passing_trials", 1)["concurrency"] = "eleven"
 		}), []string{"workloads[0].passing_trials[1].concurrency: expected integer, got string"}},
