@@ -146,6 +146,14 @@ func (w *serverWatch) latency(after engine.Snapshot, names []string) *results.Se
 	return &results.ServerLatency{Count: int(d.Count), Mean: ms(d.Sum / d.Count), P50: ms(d.Quantile(0.5)), P95: ms(d.Quantile(0.95))}
 }
 
+// coldCache is what a trial's measured requests may find in a cold cache: nothing but the
+// prefix all prompts share.
+type coldCache struct {
+	ownTokens    int  // each prompt's own input tokens, after the workload's shared prefix
+	sharedTokens int  // the least the server may serve from its cache: template overhead and shared prefix
+	flushed      bool // the cache was flushed before the trial, so a hit beyond the prefix is a failed flush
+}
+
 // checkCache fills the trial's proof that the cache was cold: the cached prompt tokens the
 // server reported for the measured requests, and how many requests had more than the prefix
 // all prompts share. That prefix is what the server adds to a prompt's own tokens (the chat
@@ -154,7 +162,7 @@ func (w *serverWatch) latency(after engine.Snapshot, names []string) *results.Se
 // prompts were fitted with the tokenizer, and the measured template overhead where they were
 // fitted from usage (then prompt_tokens is the input size). When the responses do not say, the engine's prefix-cache counter does
 // (for the whole trial, warmups included); when neither does, the count is null with a note.
-func checkCache(t *results.Trial, measured []load.RequestResult, inputTokens, templateTokens int, flushed bool) {
+func checkCache(t *results.Trial, measured []load.RequestResult, want coldCache) {
 	total, reported, beyond, worst := 0, 0, 0, 0
 	for _, r := range measured {
 		if r.CachedTokens == nil {
@@ -162,7 +170,7 @@ func checkCache(t *results.Trial, measured []load.RequestResult, inputTokens, te
 		}
 		reported++
 		total += *r.CachedTokens
-		shared := max(r.PromptTokens-inputTokens, templateTokens, 0)
+		shared := max(r.PromptTokens-want.ownTokens, want.sharedTokens, 0)
 		if *r.CachedTokens > shared {
 			beyond++
 			worst = max(worst, *r.CachedTokens-shared)
@@ -174,7 +182,7 @@ func checkCache(t *results.Trial, measured []load.RequestResult, inputTokens, te
 	case t.Server != nil && t.Server.PrefixCacheHitTokens != nil:
 		t.Correctness.CachedPromptTokens = &results.CacheCount{Tokens: int(*t.Server.PrefixCacheHitTokens), Known: true}
 		t.Notes = append(t.Notes, "cached prompt tokens from the engine's prefix-cache counter (warmups included): the responses did not report them")
-		if flushed && *t.Server.PrefixCacheHitTokens > 0 {
+		if want.flushed && *t.Server.PrefixCacheHitTokens > 0 {
 			// Without per-request figures the shared prefix cannot be told apart; say so.
 			t.Notes = append(t.Notes, fmt.Sprintf("the engine counted %g prompt tokens served from its prefix cache after the flush; some may be the chat template's shared prefix", *t.Server.PrefixCacheHitTokens))
 		}
@@ -186,7 +194,7 @@ func checkCache(t *results.Trial, measured []load.RequestResult, inputTokens, te
 		return
 	}
 	t.Correctness.RequestsCachedBeyondSharedPrefix = beyond
-	if beyond > 0 && flushed {
+	if beyond > 0 && want.flushed {
 		t.Notes = append(t.Notes, fmt.Sprintf("%d of %d measured requests were served partly from a cache that should have been cold "+
 			"(up to %d prompt tokens beyond the prefix all prompts share): the cache flush did not take effect, so latencies are too low and the capacity too high",
 			beyond, len(measured), worst))

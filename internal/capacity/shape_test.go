@@ -16,10 +16,11 @@ func TestWorkloadPrompts(t *testing.T) {
 	s := &session{cfg: Config{Seed: 7}, prompts: &prompt.Generator{Seed: 7}}
 	w := Workload{Label: "chat", InputTokens: 400, OutputTokens: 100, InputTokensStddev: 60, OutputTokensStddev: 30, SharedPrefixTokens: 120}
 	ctx := context.Background()
-	prompts, outs, _, err := s.workloadPrompts(ctx, w, "chat c=4 probe t=1 measured", 400)
+	got, err := s.workloadPrompts(ctx, w, "chat c=4 probe t=1 measured", 400)
 	if err != nil {
 		t.Fatal(err)
 	}
+	prompts, outs := got.texts, got.maxTokens
 	if len(prompts) != 400 || len(outs) != 400 {
 		t.Fatalf("%d prompts, %d output lengths", len(prompts), len(outs))
 	}
@@ -43,23 +44,23 @@ func TestWorkloadPrompts(t *testing.T) {
 	if math.Abs(mean-100) > 4.5 || math.Abs(sd-30) > 4 || slices.Min(outs) < 1 {
 		t.Fatalf("output lengths mean %.1f sd %.1f min %d", mean, sd, slices.Min(outs))
 	}
-	again, outs2, _, _ := s.workloadPrompts(ctx, w, "chat c=4 probe t=1 measured", 400)
-	if !slices.Equal(outs, outs2) || !slices.Equal(prompts, again) {
+	again, _ := s.workloadPrompts(ctx, w, "chat c=4 probe t=1 measured", 400)
+	if !slices.Equal(outs, again.maxTokens) || !slices.Equal(prompts, again.texts) {
 		t.Error("the same stream must draw the same lengths and prompts")
 	}
-	_, other, _, _ := s.workloadPrompts(ctx, w, "chat c=4 probe t=1 warmup", 400)
-	if slices.Equal(outs, other) {
+	other, _ := s.workloadPrompts(ctx, w, "chat c=4 probe t=1 warmup", 400)
+	if slices.Equal(outs, other.maxTokens) {
 		t.Error("another stream must draw other lengths")
 	}
 	// Clipping: a spread as wide as a tiny mean clips at 1.
-	_, tiny, _, _ := s.workloadPrompts(ctx, Workload{Label: "t", InputTokens: 2, OutputTokens: 2, OutputTokensStddev: 2}, "tiny", 200)
-	if slices.Min(tiny) != 1 {
-		t.Errorf("no draw clipped at 1: min %d", slices.Min(tiny))
+	tiny, _ := s.workloadPrompts(ctx, Workload{Label: "t", InputTokens: 2, OutputTokens: 2, OutputTokensStddev: 2}, "tiny", 200)
+	if slices.Min(tiny.maxTokens) != 1 {
+		t.Errorf("no draw clipped at 1: min %d", slices.Min(tiny.maxTokens))
 	}
 	// Fixed lengths and no prefix: one call, no per-request lengths.
-	plain, none, _, err := s.workloadPrompts(ctx, Workload{Label: "p", InputTokens: 50, OutputTokens: 8}, "plain", 3)
-	if err != nil || len(plain) != 3 || none != nil {
-		t.Fatalf("plain workload: %d prompts, lengths %v, %v", len(plain), none, err)
+	plain, err := s.workloadPrompts(ctx, Workload{Label: "p", InputTokens: 50, OutputTokens: 8}, "plain", 3)
+	if err != nil || len(plain.texts) != 3 || plain.maxTokens != nil {
+		t.Fatalf("plain workload: %d prompts, lengths %v, %v", len(plain.texts), plain.maxTokens, err)
 	}
 }
 

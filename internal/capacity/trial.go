@@ -40,24 +40,24 @@ func (r *trialRunner) RunTrial(ctx context.Context, req search.Request) (search.
 		return search.Outcome{}, err
 	}
 	stream := fmt.Sprintf("%s c=%d %s t=%d", w.Label, req.Concurrency, req.Kind, req.Index)
-	warmups, warmupOut, _, err := s.workloadPrompts(ctx, w, stream+" warmup", s.cfg.WarmupRequests)
+	warmups, err := s.workloadPrompts(ctx, w, stream+" warmup", s.cfg.WarmupRequests)
 	if err != nil {
 		return search.Outcome{}, fmt.Errorf("warmup prompts: %w", err)
 	}
-	measured, measuredOut, calib, err := s.workloadPrompts(ctx, w, stream+" measured", s.cfg.MeasuredRequests)
+	measured, err := s.workloadPrompts(ctx, w, stream+" measured", s.cfg.MeasuredRequests)
 	if err != nil {
 		return search.Outcome{}, fmt.Errorf("measured prompts: %w", err)
 	}
 
-	spec := load.TrialSpec{Concurrency: req.Concurrency, Warmup: warmups, Measured: measured, OutputTokens: w.OutputTokens,
-		WarmupOutputTokens: warmupOut, MeasuredOutputTokens: measuredOut}
+	spec := load.TrialSpec{Concurrency: req.Concurrency, Warmup: warmups.texts, Measured: measured.texts, OutputTokens: w.OutputTokens,
+		WarmupOutputTokens: warmups.maxTokens, MeasuredOutputTokens: measured.maxTokens}
 	// Probes stop the moment their verdict is certain; confirmations always run in full
 	// because their metrics are reported.
 	slos := s.slos()
 	waitedOut := false
 	var decider *metrics.TrialDecider
 	if req.Kind == search.Probe {
-		decider, err = metrics.NewTrialDecider(slos, len(measured))
+		decider, err = metrics.NewTrialDecider(slos, len(measured.texts))
 		if err != nil {
 			return search.Outcome{}, err
 		}
@@ -142,7 +142,11 @@ func (r *trialRunner) RunTrial(ctx context.Context, req search.Request) (search.
 	}
 	trial.Server = view
 	// A shared prefix is served from the cache after the first request: expected, not flagged.
-	checkCache(&trial, done, w.InputTokens-w.SharedPrefixTokens, int(math.Ceil(calib.TemplateOverheadTokens))+w.SharedPrefixTokens, s.flush.Engine != "")
+	checkCache(&trial, done, coldCache{
+		ownTokens:    w.InputTokens - w.SharedPrefixTokens,
+		sharedTokens: int(math.Ceil(measured.calibration.TemplateOverheadTokens)) + w.SharedPrefixTokens,
+		flushed:      s.flush.Engine != "",
+	})
 	out.Detail = &trial
 	return out, nil
 }
@@ -156,14 +160,22 @@ func requestedOSL(w Workload) int {
 	return w.OutputTokens
 }
 
-// workloadPrompts makes n prompts of a trial's stream with the workload's shape, and their
-// max_tokens when output lengths are spread (nil otherwise: the workload's for all). Lengths
+// trialPrompts are the prompts of one phase of a trial.
+type trialPrompts struct {
+	texts []string
+	// maxTokens are each prompt's max_tokens when output lengths are spread; nil when every
+	// request asks for the workload's.
+	maxTokens   []int
+	calibration prompt.Calibration // how the prompts were fitted to their lengths
+}
+
+// workloadPrompts makes n prompts of a trial's stream with the workload's shape. Lengths
 // are drawn from a generator seeded by the configuration seed and the stream, so a resumed
 // or repeated run sends the same lengths.
-func (s *session) workloadPrompts(ctx context.Context, w Workload, stream string, n int) ([]string, []int, prompt.Calibration, error) {
+func (s *session) workloadPrompts(ctx context.Context, w Workload, stream string, n int) (trialPrompts, error) {
 	if w.InputTokensStddev == 0 && w.OutputTokensStddev == 0 && w.SharedPrefixTokens == 0 {
-		prompts, cal, err := s.prompts.Prompts(ctx, stream, n, w.InputTokens)
-		return prompts, nil, cal, err
+		texts, cal, err := s.prompts.Prompts(ctx, stream, n, w.InputTokens)
+		return trialPrompts{texts: texts, calibration: cal}, err
 	}
 	h := fnv.New64a()
 	h.Write([]byte(stream))
@@ -178,7 +190,7 @@ func (s *session) workloadPrompts(ctx context.Context, w Workload, stream string
 	if w.SharedPrefixTokens > 0 {
 		p, _, err := s.prompts.Prompts(ctx, w.Label+" shared prefix", 1, w.SharedPrefixTokens)
 		if err != nil {
-			return nil, nil, prompt.Calibration{}, fmt.Errorf("shared prefix: %w", err)
+			return trialPrompts{}, fmt.Errorf("shared prefix: %w", err)
 		}
 		prefix = p[0] + "\n\n"
 	}
@@ -192,7 +204,7 @@ func (s *session) workloadPrompts(ctx context.Context, w Workload, stream string
 		own := max(1, draw(w.InputTokens, w.InputTokensStddev)-w.SharedPrefixTokens)
 		p, c, err := s.prompts.Prompts(ctx, fmt.Sprintf("%s #%d", stream, i), 1, own)
 		if err != nil {
-			return nil, nil, cal, err
+			return trialPrompts{}, err
 		}
 		cal = c
 		prompts[i] = prefix + p[0]
@@ -200,7 +212,7 @@ func (s *session) workloadPrompts(ctx context.Context, w Workload, stream string
 			outs[i] = draw(w.OutputTokens, w.OutputTokensStddev)
 		}
 	}
-	return prompts, outs, cal, nil
+	return trialPrompts{texts: prompts, maxTokens: outs, calibration: cal}, nil
 }
 
 // probeTick is how often a probe re-checks what waiting requests prove: a twentieth of the
