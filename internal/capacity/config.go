@@ -59,9 +59,9 @@ type Config struct {
 
 	// History holds trials finished by an earlier, interrupted run of the same
 	// configuration; they are reused instead of measured again.
-	History []TrialRecord
+	History []JournalEntry
 	// Progress, when set, is called once per finished trial, in order.
-	Progress func(TrialRecord)
+	Progress func(JournalEntry)
 }
 
 // Workload is one input/output shape to find the boundary for.

@@ -18,9 +18,9 @@ import (
 	"github.com/llmserve/terraform-provider-llmserve/internal/search"
 )
 
-// TrialRecord is one finished trial as the progress journal stores it: enough for a person
+// JournalEntry is one finished trial as the progress journal stores it: enough for a person
 // watching `tail -f` and enough for a resumed search to skip it.
-type TrialRecord struct {
+type JournalEntry struct {
 	// Format marks the line as this provider's (journalFormat), so lines another program
 	// wrote to the same file are never taken for trials. It is the first key written.
 	Format      string    `json:"format"`
@@ -48,7 +48,7 @@ type TrialRecord struct {
 }
 
 // LogFields is the record as structured log fields.
-func (t TrialRecord) LogFields() map[string]any {
+func (t JournalEntry) LogFields() map[string]any {
 	f := map[string]any{
 		"workload":      t.Workload,
 		"concurrency":   t.Concurrency,
@@ -68,7 +68,7 @@ func (t TrialRecord) LogFields() map[string]any {
 
 // FailureLine describes the trial's failed requests in one line naming the workload,
 // concurrency and trial, or is empty when none failed.
-func (t TrialRecord) FailureLine() string {
+func (t JournalEntry) FailureLine() string {
 	if t.Errors == 0 {
 		return ""
 	}
@@ -87,7 +87,7 @@ func sloFields(rs []results.SLOResult) []string {
 }
 
 // verdict is pass, fail (an objective was missed) or error (requests failed).
-func (t TrialRecord) verdict() string {
+func (t JournalEntry) verdict() string {
 	switch {
 	case t.Pass:
 		return "pass"
@@ -154,7 +154,7 @@ const maxJournalLine = 4 << 20
 type Journal struct {
 	file        *os.File
 	fingerprint string
-	history     []TrialRecord
+	history     []JournalEntry
 	// needNewline: the file ends in a line a crash cut short; the next record starts on a
 	// line of its own so it is not lost with the fragment.
 	needNewline bool
@@ -201,10 +201,10 @@ func OpenJournal(path string, cfg Config) (*Journal, error) {
 
 // journalRead is what readJournal found.
 type journalRead struct {
-	history      []TrialRecord // this configuration's trials since its last completed run
-	ours         bool          // some line was written by a journal
-	bytes        int64         // length of the file
-	unterminated bool          // the last line has no newline
+	history      []JournalEntry // this configuration's trials since its last completed run
+	ours         bool           // some line was written by a journal
+	bytes        int64          // length of the file
+	unterminated bool           // the last line has no newline
 }
 
 // readJournal reads journal lines from r: its own lines of the given fingerprint, in order,
@@ -246,8 +246,8 @@ func readJournal(r io.Reader, fingerprint string) (journalRead, error) {
 }
 
 // journalLine applies one of the journal's own lines to the history.
-func journalLine(history []TrialRecord, line []byte, fingerprint string) []TrialRecord {
-	var t TrialRecord
+func journalLine(history []JournalEntry, line []byte, fingerprint string) []JournalEntry {
+	var t JournalEntry
 	if json.Unmarshal(line, &t) != nil || t.Format != journalFormat || t.Fingerprint != fingerprint {
 		return history
 	}
@@ -262,10 +262,10 @@ func journalLine(history []TrialRecord, line []byte, fingerprint string) []Trial
 }
 
 // History returns the trials an earlier run of the same configuration finished.
-func (j *Journal) History() []TrialRecord { return j.history }
+func (j *Journal) History() []JournalEntry { return j.history }
 
 // Append writes one finished trial as a line.
-func (j *Journal) Append(t TrialRecord) error {
+func (j *Journal) Append(t JournalEntry) error {
 	if j.file == nil {
 		return nil
 	}
@@ -288,7 +288,7 @@ func (j *Journal) Append(t TrialRecord) error {
 // the same configuration measures afresh instead of replaying it.
 func (j *Journal) Complete() error {
 	j.history = nil
-	return j.Append(TrialRecord{Time: time.Now().UTC(), Kind: kindRunCompleted})
+	return j.Append(JournalEntry{Time: time.Now().UTC(), Kind: kindRunCompleted})
 }
 
 // Close closes the file; safe on a journal without one.

@@ -11,12 +11,12 @@ import (
 	"time"
 )
 
-func probeRecord(c int) TrialRecord {
-	return TrialRecord{Time: time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC), Workload: "64 / 8", Concurrency: c, Kind: "probe", Index: 1, Pass: true}
+func probeEntry(c int) JournalEntry {
+	return JournalEntry{Time: time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC), Workload: "64 / 8", Concurrency: c, Kind: "probe", Index: 1, Pass: true}
 }
 
 // journalLineOf is the line a journal of cfg writes for t.
-func journalLineOf(t *testing.T, cfg Config, r TrialRecord) string {
+func journalLineOf(t *testing.T, cfg Config, r JournalEntry) string {
 	t.Helper()
 	r.Format, r.Fingerprint = journalFormat, cfg.Fingerprint()
 	b, err := json.Marshal(r)
@@ -32,7 +32,7 @@ func TestJournalRobustness(t *testing.T) {
 	cfg := testConfig("http://a:1")
 	other := cfg
 	other.Endpoint = "http://b:1"
-	ours := func(c int) string { return journalLineOf(t, cfg, probeRecord(c)) }
+	ours := func(c int) string { return journalLineOf(t, cfg, probeEntry(c)) }
 	tests := []struct {
 		name    string
 		content string
@@ -48,7 +48,7 @@ func TestJournalRobustness(t *testing.T) {
 		},
 		{
 			name:    "lines of another configuration and another program are skipped",
-			content: ours(1) + "\n" + journalLineOf(t, other, probeRecord(2)) + "\n" + `{"fingerprint":"` + cfg.Fingerprint() + `","kind":"probe","concurrency":3}` + "\nplain text\n",
+			content: ours(1) + "\n" + journalLineOf(t, other, probeEntry(2)) + "\n" + `{"fingerprint":"` + cfg.Fingerprint() + `","kind":"probe","concurrency":3}` + "\nplain text\n",
 			want:    []int{1, 9},
 		},
 		{
@@ -63,7 +63,7 @@ func TestJournalRobustness(t *testing.T) {
 		},
 		{
 			name:    "a completed run is not replayed",
-			content: ours(1) + "\n" + journalLineOf(t, cfg, TrialRecord{Kind: kindRunCompleted}) + "\n" + ours(2) + "\n",
+			content: ours(1) + "\n" + journalLineOf(t, cfg, JournalEntry{Kind: kindRunCompleted}) + "\n" + ours(2) + "\n",
 			want:    []int{2, 9},
 		},
 		{
@@ -93,7 +93,7 @@ func TestJournalRobustness(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if err := j.Append(probeRecord(9)); err != nil {
+			if err := j.Append(probeEntry(9)); err != nil {
 				t.Fatal(err)
 			}
 			j.Close()
@@ -153,14 +153,14 @@ func equalInts(a, b []int) bool {
 // record, and a record appended after it is read back as the last one.
 func FuzzJournalRead(f *testing.F) {
 	cfg := testConfig("http://a:1")
-	line := func(r TrialRecord) string {
+	line := func(r JournalEntry) string {
 		r.Format, r.Fingerprint = journalFormat, cfg.Fingerprint()
 		b, _ := json.Marshal(r)
 		return string(b)
 	}
-	f.Add([]byte(line(probeRecord(1)) + "\n"))
-	f.Add([]byte(line(probeRecord(1)) + "\n" + line(probeRecord(2))[:50]))
-	f.Add([]byte(line(TrialRecord{Kind: kindRunCompleted}) + "\n" + line(probeRecord(3)) + "\r\n"))
+	f.Add([]byte(line(probeEntry(1)) + "\n"))
+	f.Add([]byte(line(probeEntry(1)) + "\n" + line(probeEntry(2))[:50]))
+	f.Add([]byte(line(JournalEntry{Kind: kindRunCompleted}) + "\n" + line(probeEntry(3)) + "\r\n"))
 	f.Add([]byte(journalPrefix + `,"concurrency":1e400}` + "\n"))
 	f.Add([]byte("\x00\xff{\"format\":null}\n\n\n"))
 	f.Fuzz(func(t *testing.T, data []byte) {
@@ -181,7 +181,7 @@ func FuzzJournalRead(f *testing.F) {
 		if read.unterminated {
 			next = append(next, '\n')
 		}
-		next = append(next, line(probeRecord(7))+"\n"...)
+		next = append(next, line(probeEntry(7))+"\n"...)
 		again, err := readJournal(bytes.NewReader(next), fp)
 		if err != nil {
 			t.Fatal(err)

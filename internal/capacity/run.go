@@ -229,7 +229,7 @@ func (s *session) measure(ctx context.Context, w Workload, history []search.Outc
 		GuardBand:          guardBand,
 		Progress: func(o search.Outcome) {
 			if !o.Resumed && s.cfg.Progress != nil {
-				s.cfg.Progress(runner.record(o))
+				s.cfg.Progress(runner.entry(o))
 			}
 		},
 	}, runner)

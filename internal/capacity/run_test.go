@@ -51,10 +51,10 @@ func TestRunFindsBoundary(t *testing.T) {
 	srv := httptest.NewServer(engine)
 	defer srv.Close()
 
-	var trials []TrialRecord
+	var trials []JournalEntry
 	cfg := testConfig(srv.URL)
 	cfg.MaxConcurrency = 16 // wide enough for the search to probe, not only walk up
-	cfg.Progress = func(r TrialRecord) { trials = append(trials, r) }
+	cfg.Progress = func(r JournalEntry) { trials = append(trials, r) }
 	doc, err := Run(context.Background(), cfg)
 	if err != nil {
 		t.Fatal(err)
@@ -198,7 +198,7 @@ func TestRunServerDiesThenResumes(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	cfg.Progress = func(r TrialRecord) {
+	cfg.Progress = func(r JournalEntry) {
 		if err := j.Append(r); err != nil {
 			t.Error(err)
 		}
@@ -239,7 +239,7 @@ func TestRunServerDiesThenResumes(t *testing.T) {
 	failAfter.Store(1 << 40)
 	cfg2.History = j2.History()
 	var rerun int
-	cfg2.Progress = func(TrialRecord) { rerun++ }
+	cfg2.Progress = func(JournalEntry) { rerun++ }
 	doc, err := Run(context.Background(), cfg2)
 	if err != nil {
 		t.Fatal(err)
@@ -249,7 +249,7 @@ func TestRunServerDiesThenResumes(t *testing.T) {
 	}
 	plain := testConfig(srv.URL)
 	var fresh int
-	plain.Progress = func(TrialRecord) { fresh++ }
+	plain.Progress = func(JournalEntry) { fresh++ }
 	if _, err := Run(context.Background(), plain); err != nil {
 		t.Fatal(err)
 	}
@@ -265,7 +265,7 @@ func TestJournalIgnoresOtherConfigurations(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := j.Append(TrialRecord{Workload: "64 / 8", Concurrency: 3, Kind: "probe", Index: 1}); err != nil {
+	if err := j.Append(JournalEntry{Workload: "64 / 8", Concurrency: 3, Kind: "probe", Index: 1}); err != nil {
 		t.Fatal(err)
 	}
 	j.Close()
@@ -354,7 +354,7 @@ func TestJournalCompletedRunIsNotReplayed(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, c := range []int{1, 2} {
-		if err := j.Append(TrialRecord{Workload: "64 / 8", Concurrency: c, Kind: "probe", Index: 1, Pass: true}); err != nil {
+		if err := j.Append(JournalEntry{Workload: "64 / 8", Concurrency: c, Kind: "probe", Index: 1, Pass: true}); err != nil {
 			t.Fatal(err)
 		}
 	}

@@ -268,9 +268,9 @@ func requestSeconds(records []load.RequestResult) float64 {
 	return total.Seconds()
 }
 
-// record turns a search outcome into a journal record.
-func (r *trialRunner) record(o search.Outcome) TrialRecord {
-	t := TrialRecord{
+// entry turns a search outcome into a journal entry.
+func (r *trialRunner) entry(o search.Outcome) JournalEntry {
+	t := JournalEntry{
 		Time: time.Now().UTC(), Workload: r.w.Label, Concurrency: o.Concurrency,
 		Kind: o.Kind.String(), Index: o.Index, Pass: o.Pass,
 		Closeness:    o.Value,
@@ -286,8 +286,8 @@ func (r *trialRunner) record(o search.Outcome) TrialRecord {
 	return t
 }
 
-// outcome turns a journal record back into a search outcome for resuming.
-func (t TrialRecord) outcome() search.Outcome {
+// outcome turns a journal entry back into a search outcome for resuming.
+func (t JournalEntry) outcome() search.Outcome {
 	kind := search.Probe
 	if t.Kind == search.Confirmation.String() {
 		kind = search.Confirmation

@@ -117,7 +117,7 @@ func (r *capacityBenchmarkResource) Create(ctx context.Context, req resource.Cre
 	defer journal.Close()
 	cfg.History = journal.History()
 	var failures []string
-	cfg.Progress = func(t capacity.TrialRecord) {
+	cfg.Progress = func(t capacity.JournalEntry) {
 		tflog.Info(ctx, "trial finished", t.LogFields())
 		if line := t.FailureLine(); line != "" {
 			failures = append(failures, line)

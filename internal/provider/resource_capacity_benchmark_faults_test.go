@@ -196,7 +196,7 @@ func TestAccCapacityBenchmark_faults(t *testing.T) {
 			})
 			t.Logf("%s: apply with the fault took %v", name, time.Since(start).Round(time.Millisecond))
 			// The journal keeps the failed trial with its summary.
-			rec := journalRecord(t, progress, func(r capacity.TrialRecord) bool { return r.Errors > 0 })
+			rec := journalEntry(t, progress, func(r capacity.JournalEntry) bool { return r.Errors > 0 })
 			if rec.Concurrency != 3 || rec.Kind != "confirmation" || len(rec.ErrorSummary) != 1 {
 				t.Fatalf("journaled failed trial %+v, want the confirmation at 3 with one summary entry", rec)
 			}
@@ -256,7 +256,7 @@ func TestAccCapacityBenchmark_allFailAtMinimum(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, line := range strings.Split(string(raw), "\n") {
-		var r capacity.TrialRecord
+		var r capacity.JournalEntry
 		if json.Unmarshal([]byte(line), &r) == nil && r.Concurrency != 0 {
 			t.Errorf("journaled a trial although none finished: %s", line)
 		}
@@ -278,7 +278,7 @@ func noKeyIn(resultsJSON, progress string) error {
 	return nil
 }
 
-func journalRecord(t *testing.T, path string, match func(capacity.TrialRecord) bool) capacity.TrialRecord {
+func journalEntry(t *testing.T, path string, match func(capacity.JournalEntry) bool) capacity.JournalEntry {
 	t.Helper()
 	f, err := os.Open(path)
 	if err != nil {
@@ -288,20 +288,20 @@ func journalRecord(t *testing.T, path string, match func(capacity.TrialRecord) b
 	sc := bufio.NewScanner(f)
 	sc.Buffer(nil, 1<<20)
 	for sc.Scan() {
-		var r capacity.TrialRecord
+		var r capacity.JournalEntry
 		if json.Unmarshal(sc.Bytes(), &r) == nil && match(r) {
 			return r
 		}
 	}
 	t.Fatalf("no matching record in %s", path)
-	return capacity.TrialRecord{}
+	return capacity.JournalEntry{}
 }
 
 // The warning lists every trial with failed requests, a screenful at most.
 func TestFailureWarning(t *testing.T) {
 	var lines []string
 	for c := 1; c <= 12; c++ {
-		lines = append(lines, capacity.TrialRecord{Workload: "8K / 1K", Concurrency: c, Kind: "probe", Index: 1, Errors: 1,
+		lines = append(lines, capacity.JournalEntry{Workload: "8K / 1K", Concurrency: c, Kind: "probe", Index: 1, Errors: 1,
 			ErrorSummary: []results.ErrorCount{{Kind: "stalled", Count: 1, Example: "stalled while streaming (after 3 content chunks): no byte for 5m0s (trial.stall_timeout)"}}}.FailureLine())
 	}
 	got := failureWarning(lines)
