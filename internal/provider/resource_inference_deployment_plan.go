@@ -24,14 +24,10 @@ func (r *inferenceDeploymentResource) ValidateConfig(ctx context.Context, req re
 		resp.Diagnostics.Append(diags...)
 	}
 	resp.Diagnostics.Append(m.checkReadinessBounds()...)
-	var access types.String
-	resp.Diagnostics.Append(req.Config.GetAttribute(ctx, path.Root("pod_access"), &access)...)
-	var apiKey types.String
-	resp.Diagnostics.Append(req.Config.GetAttribute(ctx, path.Root("api_key_wo"), &apiKey)...)
-	if !apiKey.IsNull() && !access.IsUnknown() && (access.IsNull() || access.ValueString() == string(kubernetes.APIProxy)) {
-		resp.Diagnostics.AddAttributeError(path.Root("pod_access"), "api_key_wo needs pod_access = \"pod_network\"",
-			"The API server's pod proxy consumes the Authorization header, so the generation check cannot present the engine's API key through it. "+
-				"Set pod_access = \"pod_network\" and run Terraform where the pod IPs are reachable, or drop api_key_wo and protect the Service with a NetworkPolicy.")
+	if !m.PodAccess.IsUnknown() {
+		for _, p := range kubernetes.CheckAccess(m.access(), !m.APIKeyWO.IsNull()) {
+			resp.Diagnostics.AddAttributeError(problemPath(p.Field), "Invalid inference deployment setting", p.Detail+".")
+		}
 	}
 }
 

@@ -41,6 +41,18 @@ const (
 // Accesses lists the access modes, in documentation order.
 var Accesses = []Access{APIProxy, PodNetwork}
 
+// CheckAccess reports an access that cannot do what the deployment needs: the API server's
+// pod proxy (the default) consumes the Authorization header, so the generation check could
+// not present the engine's API key through it.
+func CheckAccess(a Access, apiKey bool) []engine.Problem {
+	if !apiKey || a == PodNetwork {
+		return nil
+	}
+	return []engine.Problem{{Field: "pod_access", Detail: "api_key_wo needs pod_access = \"pod_network\": the API server's pod proxy consumes the Authorization header, " +
+		"so the generation check cannot present the engine's API key through it. Set pod_access = \"pod_network\" and run Terraform where the pod IPs are reachable, " +
+		"or drop api_key_wo and protect the Service with a NetworkPolicy"}}
+}
+
 // Apply creates or updates the Secret, Deployment and Service with server-side apply. Force
 // takes fields back from a manager that changed them by hand (kubectl scale), which is what
 // applying a configuration means.

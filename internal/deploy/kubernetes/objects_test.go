@@ -196,3 +196,31 @@ current-context: ctx-a
 		t.Errorf("no kubeconfig: %v", err)
 	}
 }
+
+func TestCheckAccess(t *testing.T) {
+	tests := []struct {
+		name   string
+		access Access
+		apiKey bool
+		want   bool
+	}{
+		{"api proxy without key", APIProxy, false, false},
+		{"default access with key", "", true, true},
+		{"api proxy with key", APIProxy, true, true},
+		{"pod network with key", PodNetwork, true, false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got := CheckAccess(tt.access, tt.apiKey)
+			if !tt.want {
+				if len(got) != 0 {
+					t.Fatalf("CheckAccess = %v, want no problem", got)
+				}
+				return
+			}
+			if len(got) != 1 || got[0].Field != "pod_access" || !strings.HasPrefix(got[0].Detail, `api_key_wo needs pod_access = "pod_network"`) {
+				t.Fatalf("CheckAccess = %v, want one pod_access problem naming the fix", got)
+			}
+		})
+	}
+}
