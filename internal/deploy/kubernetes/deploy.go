@@ -516,15 +516,25 @@ func (c *Cluster) Delete(ctx context.Context, d Deployment) error {
 	if err := c.deleteOwned(ctx, "Secret", d, c.secretLabels, c.deleteSecret); err != nil {
 		return err
 	}
+	// Deleted in the foreground, the Deployment outlives its pods until the garbage collector
+	// has removed its ReplicaSets too: done only once both are gone, so that a check or a
+	// create of the same name right after finds nothing.
 	ticker := time.NewTicker(time.Second)
 	defer ticker.Stop()
 	for {
 		list, err := c.cs.CoreV1().Pods(d.Namespace).List(ctx, metav1.ListOptions{LabelSelector: labels.SelectorFromSet(d.selector()).String()})
-		if err == nil && len(list.Items) == 0 {
-			return nil
+		podsGone := err == nil && len(list.Items) == 0
+		if podsGone {
+			_, err = c.cs.AppsV1().Deployments(d.Namespace).Get(ctx, d.Name, metav1.GetOptions{})
+			if apierrors.IsNotFound(err) {
+				return nil
+			}
 		}
 		select {
 		case <-ctx.Done():
+			if podsGone {
+				return fmt.Errorf("waiting for Deployment %s/%s to go after its pods: %w", d.Namespace, d.Name, ctx.Err())
+			}
 			n := 0
 			if list != nil {
 				n = len(list.Items)
