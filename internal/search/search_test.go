@@ -254,6 +254,18 @@ func TestRunGuardBand(t *testing.T) {
 	if !slices.Contains(res.NonMonotone, NonMonotone{Passed: 19, Failed: 18}) {
 		t.Errorf("non-monotone = %v, want 19 passing above 18", res.NonMonotone)
 	}
+	// The guard walks down first (19 and 18 are in the band, 17 is not) and then gives the
+	// levels in the band their other trials from the lowest up: 18's failure spares 19 its
+	// second and third trials.
+	var at19 []int
+	for _, q := range r.ran {
+		if q.Kind == Confirmation && q.Concurrency == 19 {
+			at19 = append(at19, q.Index)
+		}
+	}
+	if !slices.Equal(at19, []int{1}) {
+		t.Errorf("trials at 19: %v, want only the first", at19)
+	}
 	// 17's trials are at 170, outside the band: 16 needs no confirmation.
 	for _, q := range r.ran {
 		if q.Concurrency == 16 && q.Kind == Confirmation {
