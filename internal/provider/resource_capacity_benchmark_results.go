@@ -10,6 +10,7 @@ import (
 	"github.com/hashicorp/terraform-plugin-framework/path"
 	"github.com/hashicorp/terraform-plugin-framework/resource"
 	"github.com/hashicorp/terraform-plugin-framework/types"
+	"github.com/hashicorp/terraform-plugin-go/tftypes"
 
 	"github.com/llmserve/terraform-provider-llmserve/internal/results"
 )
@@ -47,14 +48,17 @@ func (r *capacityBenchmarkResource) ModifyPlan(ctx context.Context, req resource
 		}
 		labels = append(labels, label.ValueString())
 	}
-	for name, elem := range map[string]attr.Type{
-		"maximum_passing_concurrency": types.Int64Type,
-		"first_failing_concurrency":   types.Int64Type,
-		"capacity_bounded_by_search":  types.BoolType,
-	} {
+	for _, name := range []string{"maximum_passing_concurrency", "first_failing_concurrency", "capacity_bounded_by_search"} {
+		// The element type is the schema's; an unknown of it is what the map holds per label.
+		elem := req.Plan.Schema.GetAttributes()[name].GetType().(attr.TypeWithElementType).ElementType()
+		unknown, err := elem.ValueFromTerraform(ctx, tftypes.NewValue(elem.TerraformType(ctx), tftypes.UnknownValue))
+		if err != nil {
+			resp.Diagnostics.AddError("Cannot plan "+name, err.Error())
+			return
+		}
 		values := make(map[string]attr.Value, len(labels))
 		for _, l := range labels {
-			values[l] = unknownOf(elem)
+			values[l] = unknown
 		}
 		m, d := types.MapValue(elem, values)
 		resp.Diagnostics.Append(d...)
@@ -63,13 +67,6 @@ func (r *capacityBenchmarkResource) ModifyPlan(ctx context.Context, req resource
 		}
 		resp.Diagnostics.Append(resp.Plan.SetAttribute(ctx, path.Root(name), m)...)
 	}
-}
-
-func unknownOf(t attr.Type) attr.Value {
-	if t == types.BoolType {
-		return types.BoolUnknown()
-	}
-	return types.Int64Unknown()
 }
 
 // setResults fills the computed attributes from the results document.

@@ -407,3 +407,46 @@ resource "llmserve_capacity_benchmark" "gate" {
 		},
 	})
 }
+
+// A duration attribute keeps the spelling it was given ("5m", not "5m0s"), so the same
+// configuration plans no change, while another value re-runs the benchmark. (Another
+// spelling of the same value, "300s", also re-runs it: the framework applies the type's
+// semantic equality to read and applied state, not to a plan.)
+func TestAccCapacityBenchmark_durationSpelling(t *testing.T) {
+	srv := httptest.NewServer(newBoundaryEngine(t))
+	defer srv.Close()
+	config := func(stall string) string {
+		return fmt.Sprintf(`
+resource "llmserve_capacity_benchmark" "test" {
+  endpoint  = %q
+  model     = "sim-qwen"
+  api_key   = %q
+  workloads = [{ label = "64 / 8", input_tokens = 64, output_tokens = 8 }]
+  slos      = [{ percentile = 95, threshold_ms = 150 }]
+  search    = { min_concurrency = 1, max_concurrency = 1 }
+  trial     = { warmup_requests = 1, measured_requests = 4, confirmation_trials = 1, stall_timeout = %q }
+}`, srv.URL, benchAPIKey, stall)
+	}
+	resource.Test(t, resource.TestCase{
+		ProtoV6ProviderFactories: testAccProtoV6ProviderFactories,
+		Steps: []resource.TestStep{
+			{
+				Config: config("5m"),
+				ConfigStateChecks: []statecheck.StateCheck{
+					statecheck.ExpectKnownValue("llmserve_capacity_benchmark.test", tfjsonpath.New("trial").AtMapKey("stall_timeout"), knownvalue.StringExact("5m")),
+					statecheck.ExpectKnownValue("llmserve_capacity_benchmark.test", tfjsonpath.New("trial").AtMapKey("request_timeout"), knownvalue.StringExact("30m0s")),
+				},
+			},
+			{
+				Config:           config("5m"),
+				ConfigPlanChecks: resource.ConfigPlanChecks{PreApply: []plancheck.PlanCheck{plancheck.ExpectEmptyPlan()}},
+			},
+			{
+				Config: config("90s"),
+				ConfigPlanChecks: resource.ConfigPlanChecks{PreApply: []plancheck.PlanCheck{
+					plancheck.ExpectResourceAction("llmserve_capacity_benchmark.test", plancheck.ResourceActionReplace),
+				}},
+			},
+		},
+	})
+}
