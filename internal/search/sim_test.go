@@ -6,6 +6,7 @@ import (
 	"math"
 	"math/rand/v2"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -130,11 +131,17 @@ func (s scenario) search(guard float64) (search.Result, error) {
 		Threshold: s.thresholdMs, GuardBand: guard}, runner)
 }
 
-// scenarios draws n engines and workloads and sets each threshold between the noise-free p95
-// TTFT at a target level and the next one, so grid boundaries spread over the whole range.
-func scenarios(n int) ([]scenario, error) {
+// benchmarkSet is the seeded set of scenarios the issue's figures are measured on; moreSets
+// are nine others, drawn the same way, that show whether the figures hold beyond it.
+const benchmarkSet = 2
+
+var moreSets = []uint64{3, 4, 5, 6, 7, 8, 9, 10, 11}
+
+// scenarios draws set's n engines and workloads and sets each threshold between the noise-free
+// p95 TTFT at a target level and the next one, so grid boundaries spread over the whole range.
+func scenarios(set uint64, n int) ([]scenario, error) {
 	var out []scenario
-	r := rand.New(rand.NewPCG(2026, 2))
+	r := rand.New(rand.NewPCG(2026, set))
 	for seed := uint64(1); len(out) < n; seed++ {
 		m := simengine.Model{
 			Slots:            []int{4, 8, 12, 16, 24, 32, 48, 64}[r.IntN(8)],
@@ -187,8 +194,8 @@ type figures struct {
 // grid's trials, in another order, must not count as costing more.
 const overGridTolerance = 1e-9
 
-func measure(n int, guard float64) (figures, error) {
-	ss, err := scenarios(n)
+func measure(set uint64, n int, guard float64) (figures, error) {
+	ss, err := scenarios(set, n)
 	if err != nil {
 		return figures{}, err
 	}
@@ -256,13 +263,13 @@ const (
 	goalCost  = 0.25
 )
 
-// misses lists every goal the figures miss.
-func (f figures) misses() []string {
+// misses lists every goal the figures miss; the overall cost is judged only with withCost.
+func (f figures) misses(withCost bool) []string {
 	var out []string
 	if agree := float64(f.agree) / float64(f.scenarios); agree < goalAgree {
 		out = append(out, fmt.Sprintf("the search agrees with the grid in %.1f%% of the scenarios, want at least %.0f%%: %v", 100*agree, 100*goalAgree, f.disagreements))
 	}
-	if cost := f.searchCost / f.gridCost; cost > goalCost {
+	if cost := f.searchCost / f.gridCost; withCost && cost > goalCost {
 		out = append(out, fmt.Sprintf("the search costs %.1f%% of the grid's request-seconds, want at most %.0f%%", 100*cost, 100*goalCost))
 	}
 	for _, o := range f.overGrid {
@@ -290,17 +297,47 @@ func (f figures) summary() string {
 // in all at 21.2 %, 0.05 in 119 at 20.6 %: the margin is kept for noise this set lacks.
 const guardBand = 0.07
 
+// moreFigures measures moreSets and states them in one line: agreement, the pooled and per-set
+// share of the grid's request-seconds, and the worst scenario. It returns every goal missed
+// other than the overall cost, which the issue sets on benchmarkSet.
+func moreFigures() (string, []string, error) {
+	var agree, scenarios int
+	var searchCost, gridCost, worst float64
+	var worstAt string
+	var perSet []string
+	var misses []string
+	for _, set := range moreSets {
+		f, err := measure(set, 120, guardBand)
+		if err != nil {
+			return "", nil, fmt.Errorf("set %d: %w", set, err)
+		}
+		agree, scenarios = agree+f.agree, scenarios+f.scenarios
+		searchCost, gridCost = searchCost+f.searchCost, gridCost+f.gridCost
+		if f.worstRatio > worst {
+			worst, worstAt = f.worstRatio, fmt.Sprintf("set %d scenario %d, grid boundary %d", set, f.worst, f.worstBoundary)
+		}
+		perSet = append(perSet, fmt.Sprintf("%.1f", 100*f.searchCost/f.gridCost))
+		for _, m := range f.misses(false) {
+			misses = append(misses, fmt.Sprintf("set %d: %s", set, m))
+		}
+	}
+	return fmt.Sprintf("%d more sets, %d scenarios: same boundary as the grid in %d (%.1f%%); %.1f%% of the grid's request-seconds (per set: %s%%); worst scenario at %.1f%% of its grid (%s)",
+		len(moreSets), scenarios, agree, 100*float64(agree)/float64(scenarios), 100*searchCost/gridCost,
+		strings.Join(perSet, ", "), 100*worst, worstAt), misses, nil
+}
+
 // BenchmarkSearchVsGrid reports, over 120 seeded noisy scenarios, how often the search's boundary
 // equals the exhaustive grid's (agree_%), the search's request-seconds as a share of the grid's
 // (cost_%) and the worst scenario's share (worst_scenario_cost_%, named in the log), and fails
-// when a goal of issue 11 is missed. Everything is simulated in virtual time from fixed seeds:
-// the figures are the same on every machine.
+// when a goal of issue 11 is missed. The log also states the figures over nine more seeded sets
+// of 120, where agreement and the worst scenario are held to the same goals. Everything is
+// simulated in virtual time from fixed seeds: the figures are the same on every machine.
 // Run: go test ./internal/search -run '^$' -bench SearchVsGrid -benchtime 1x
 func BenchmarkSearchVsGrid(b *testing.B) {
 	var f figures
 	var err error
 	for b.Loop() {
-		if f, err = measure(120, guardBand); err != nil {
+		if f, err = measure(benchmarkSet, 120, guardBand); err != nil {
 			b.Fatal(err)
 		}
 	}
@@ -314,19 +351,28 @@ func BenchmarkSearchVsGrid(b *testing.B) {
 	for _, d := range f.disagreements {
 		b.Log(d)
 	}
-	for _, m := range f.misses() {
+	for _, m := range f.misses(true) {
+		b.Error(m)
+	}
+	more, misses, err := moreFigures()
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Log(more)
+	for _, m := range misses {
 		b.Error(m)
 	}
 }
 
 // TestSearchVsGridGoals keeps the figures from regressing, on the benchmark's fixed seeds: the
 // boundary equals the grid's in at least 99 % of the scenarios, for at most 25 % of the grid's
-// request-seconds, and no scenario costs more than its grid.
+// request-seconds, and no scenario costs more than its grid; on the nine more sets, the same
+// but for the overall cost.
 func TestSearchVsGridGoals(t *testing.T) {
 	if testing.Short() {
 		t.Skip("simulates thousands of trials")
 	}
-	f, err := measure(120, guardBand)
+	f, err := measure(benchmarkSet, 120, guardBand)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -334,7 +380,15 @@ func TestSearchVsGridGoals(t *testing.T) {
 	for _, d := range f.disagreements {
 		t.Log(d)
 	}
-	for _, m := range f.misses() {
+	for _, m := range f.misses(true) {
+		t.Error(m)
+	}
+	more, misses, err := moreFigures()
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Log(more)
+	for _, m := range misses {
 		t.Error(m)
 	}
 }
