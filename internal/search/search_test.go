@@ -303,13 +303,33 @@ func TestRunGuardBand(t *testing.T) {
 
 // TestRunResume interrupts the search after every possible number of trials and resumes it
 // from the outcomes it returned: the resumed search must end where the uninterrupted one does
-// and run no trial twice.
+// and run no trial twice. The guarded case walks the guard below a noisy boundary: 18's third
+// trial fails, so the resumed search must also find 17/18 and the same trials.
 func TestRunResume(t *testing.T) {
-	pass := func(q Request) bool {
-		return q.Concurrency <= 23 || (q.Concurrency == 24 && q.Kind == Probe)
+	guarded := func(q Request) float64 {
+		if q.Concurrency == 18 && q.Kind == Confirmation && q.Index == 3 {
+			return 205
+		}
+		return float64(q.Concurrency * 10)
 	}
-	cfg := Config{Min: 1, Max: 64, ConfirmationTrials: 3}
-	full := &scripted{t: t, pass: pass}
+	for _, tc := range []struct {
+		name  string
+		cfg   Config
+		pass  func(Request) bool
+		value func(Request) float64
+	}{
+		{"plain", Config{Min: 1, Max: 64, ConfirmationTrials: 3}, func(q Request) bool {
+			return q.Concurrency <= 23 || (q.Concurrency == 24 && q.Kind == Probe)
+		}, nil},
+		{"guarded", Config{Min: 1, Max: 64, ConfirmationTrials: 3, Threshold: 200, GuardBand: 0.1},
+			func(q Request) bool { return guarded(q) < 200 }, guarded},
+	} {
+		t.Run(tc.name, func(t *testing.T) { testResume(t, tc.cfg, tc.pass, tc.value) })
+	}
+}
+
+func testResume(t *testing.T, cfg Config, pass func(Request) bool, value func(Request) float64) {
+	full := &scripted{t: t, pass: pass, value: value}
 	want, err := Run(context.Background(), cfg, full)
 	if err != nil {
 		t.Fatalf("Run: %v", err)
@@ -318,7 +338,7 @@ func TestRunResume(t *testing.T) {
 		t.Run(fmt.Sprint(stop), func(t *testing.T) {
 			ctx, cancel := context.WithCancel(context.Background())
 			defer cancel()
-			first := &scripted{t: t, pass: pass, stopAfter: stop, cancel: cancel}
+			first := &scripted{t: t, pass: pass, value: value, stopAfter: stop, cancel: cancel}
 			partial, err := Run(ctx, cfg, first)
 			if !errors.Is(err, context.Canceled) {
 				t.Fatalf("interrupted Run error = %v, want context.Canceled", err)
@@ -330,7 +350,7 @@ func TestRunResume(t *testing.T) {
 				t.Fatalf("interrupted Run kept %d outcomes, want %d", len(partial.All), stop-1)
 			}
 
-			second := &scripted{t: t, pass: pass, seen: first.seen}
+			second := &scripted{t: t, pass: pass, value: value, seen: first.seen}
 			var progress []Outcome
 			c := cfg
 			c.History = partial.All
@@ -340,8 +360,8 @@ func TestRunResume(t *testing.T) {
 				t.Fatalf("resumed Run: %v", err)
 			}
 			// The interrupted trial itself was not finished, so it runs again; nothing else does.
-			if len(second.ran)+len(partial.All) != len(full.ran) {
-				t.Errorf("resumed search ran %d trials after %d kept, want %d in all", len(second.ran), len(partial.All), len(full.ran))
+			if !slices.Equal(append(slices.Clone(first.ran[:stop-1]), second.ran...), full.ran) {
+				t.Errorf("interrupted and resumed runs asked for %v then %v, want %v", first.ran[:stop-1], second.ran, full.ran)
 			}
 			if *got.MaximumPassing != *want.MaximumPassing || *got.FirstFailing != *want.FirstFailing {
 				t.Errorf("resumed boundary (%d, %d), want (%d, %d)", *got.MaximumPassing, *got.FirstFailing, *want.MaximumPassing, *want.FirstFailing)
