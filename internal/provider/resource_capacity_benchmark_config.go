@@ -155,8 +155,12 @@ func (m capacityBenchmarkModel) capacityConfig(ctx context.Context) (capacity.Co
 	r.diags.Append(d...)
 	cfg.Experiment = exp
 	if r.known(capacity.Attr("triggers"), m.Triggers) {
-		// A changed trigger is a new measurement, never a replay (capacity keys the journal by it).
-		r.diags.Append(m.Triggers.ElementsAs(ctx, &cfg.Triggers, false)...)
+		// A changed trigger is a new measurement, never a replay (capacity keys the journal by
+		// it). At plan a trigger is often another resource's id, not known yet.
+		cfg.Triggers = make(map[string]string, len(m.Triggers.Elements()))
+		for k, v := range m.Triggers.Elements() {
+			cfg.Triggers[k] = r.str(capacity.Attr("triggers"), v, "")
+		}
 	}
 	return cfg, r.unknown, r.diags
 }
