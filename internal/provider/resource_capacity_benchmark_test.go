@@ -301,18 +301,7 @@ func TestAccCapacityBenchmark_failedApplyLeavesNoState(t *testing.T) {
 	downURL := down.URL
 	down.Close() // nothing listens there any more
 
-	config := func(endpoint string) string {
-		return fmt.Sprintf(`
-resource "llmserve_capacity_benchmark" "test" {
-  endpoint  = %q
-  model     = "sim-qwen"
-  api_key   = %q
-  workloads = [{ label = "64 / 8", input_tokens = 64, output_tokens = 8 }]
-  slos      = [{ percentile = 95, threshold_ms = 150 }]
-  search    = { min_concurrency = 1, max_concurrency = 1 }
-  trial     = { warmup_requests = 1, measured_requests = 4, confirmation_trials = 1 }
-}`, endpoint, benchAPIKey)
-	}
+	config := func(endpoint string) string { return oneTrialBenchmark(endpoint, "") }
 	resource.Test(t, resource.TestCase{
 		ProtoV6ProviderFactories: testAccProtoV6ProviderFactories,
 		Steps: []resource.TestStep{
@@ -415,18 +404,7 @@ resource "llmserve_capacity_benchmark" "gate" {
 func TestAccCapacityBenchmark_durationSpelling(t *testing.T) {
 	srv := httptest.NewServer(newBoundaryEngine(t))
 	defer srv.Close()
-	config := func(stall string) string {
-		return fmt.Sprintf(`
-resource "llmserve_capacity_benchmark" "test" {
-  endpoint  = %q
-  model     = "sim-qwen"
-  api_key   = %q
-  workloads = [{ label = "64 / 8", input_tokens = 64, output_tokens = 8 }]
-  slos      = [{ percentile = 95, threshold_ms = 150 }]
-  search    = { min_concurrency = 1, max_concurrency = 1 }
-  trial     = { warmup_requests = 1, measured_requests = 4, confirmation_trials = 1, stall_timeout = %q }
-}`, srv.URL, benchAPIKey, stall)
-	}
+	config := func(stall string) string { return oneTrialBenchmark(srv.URL, fmt.Sprintf("stall_timeout = %q", stall)) }
 	resource.Test(t, resource.TestCase{
 		ProtoV6ProviderFactories: testAccProtoV6ProviderFactories,
 		Steps: []resource.TestStep{
@@ -449,4 +427,22 @@ resource "llmserve_capacity_benchmark" "test" {
 			},
 		},
 	})
+}
+
+// oneTrialBenchmark is llmserve_capacity_benchmark.test measuring one trial at concurrency
+// 1, the quickest apply; trial adds attributes to its trial block.
+func oneTrialBenchmark(endpoint, trial string) string {
+	if trial != "" {
+		trial = ", " + trial
+	}
+	return fmt.Sprintf(`
+resource "llmserve_capacity_benchmark" "test" {
+  endpoint  = %q
+  model     = "sim-qwen"
+  api_key   = %q
+  workloads = [{ label = "64 / 8", input_tokens = 64, output_tokens = 8 }]
+  slos      = [{ percentile = 95, threshold_ms = 150 }]
+  search    = { min_concurrency = 1, max_concurrency = 1 }
+  trial     = { warmup_requests = 1, measured_requests = 4, confirmation_trials = 1%s }
+}`, endpoint, benchAPIKey, trial)
 }
