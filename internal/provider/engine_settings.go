@@ -77,7 +77,20 @@ type speculativeModel struct {
 	DraftModel  types.String `tfsdk:"draft_model"`
 }
 
-var speculativeAttrTypes = objectAttrTypes(engineSettingsAttributes(context.Background())["speculative"])
+var speculativeAttrTypes = objectAttrTypes(speculativeAttribute())
+
+func speculativeAttribute() schema.SingleNestedAttribute {
+	return schema.SingleNestedAttribute{Optional: true,
+		PlanModifiers:       []planmodifier.Object{objectplanmodifier.RequiresReplace()},
+		MarkdownDescription: "Speculative decoding. SGLang: `EAGLE`/`EAGLE3`/`NEXTN` with steps, topk and draft tokens (topk 1 needs draft_tokens = steps + 1). vLLM: method `eagle`/`eagle3`/`mtp`/`ngram`/`draft_model`, steps = speculative tokens. llama.cpp: `draft` with a draft GGUF.",
+		Attributes: map[string]schema.Attribute{
+			"algorithm":    schema.StringAttribute{Required: true, MarkdownDescription: "Algorithm or method, e.g. `EAGLE` (SGLang, also for MTP heads)."},
+			"steps":        schema.Int64Attribute{Required: true, MarkdownDescription: "Draft steps per verification."},
+			"topk":         schema.Int64Attribute{Optional: true, MarkdownDescription: "Branching per draft step (SGLang)."},
+			"draft_tokens": schema.Int64Attribute{Optional: true, MarkdownDescription: "Tokens verified per step (SGLang)."},
+			"draft_model":  schema.StringAttribute{Optional: true, MarkdownDescription: "Draft model repository or path, where the algorithm needs one."},
+		}}
+}
 
 const (
 	defaultReadinessTimeout = "30m"
@@ -205,16 +218,7 @@ func engineSettingsAttributes(ctx context.Context) map[string]schema.Attribute {
 		"mem_fraction": schema.Float64Attribute{Optional: true, PlanModifiers: []planmodifier.Float64{float64planmodifier.RequiresReplace()},
 			Validators:          []validator.Float64{fractionValidator{}},
 			MarkdownDescription: "Fraction of accelerator memory for weights and KV cache, in (0, 1]: SGLang `--mem-fraction-static`, vLLM `--gpu-memory-utilization`. The engine's default when omitted."},
-		"speculative": schema.SingleNestedAttribute{Optional: true,
-			PlanModifiers:       []planmodifier.Object{objectplanmodifier.RequiresReplace()},
-			MarkdownDescription: "Speculative decoding. SGLang: `EAGLE`/`EAGLE3`/`NEXTN` with steps, topk and draft tokens (topk 1 needs draft_tokens = steps + 1). vLLM: method `eagle`/`eagle3`/`mtp`/`ngram`/`draft_model`, steps = speculative tokens. llama.cpp: `draft` with a draft GGUF.",
-			Attributes: map[string]schema.Attribute{
-				"algorithm":    schema.StringAttribute{Required: true, MarkdownDescription: "Algorithm or method, e.g. `EAGLE` (SGLang, also for MTP heads)."},
-				"steps":        schema.Int64Attribute{Required: true, MarkdownDescription: "Draft steps per verification."},
-				"topk":         schema.Int64Attribute{Optional: true, MarkdownDescription: "Branching per draft step (SGLang)."},
-				"draft_tokens": schema.Int64Attribute{Optional: true, MarkdownDescription: "Tokens verified per step (SGLang)."},
-				"draft_model":  schema.StringAttribute{Optional: true, MarkdownDescription: "Draft model repository or path, where the algorithm needs one."},
-			}},
+		"speculative": speculativeAttribute(),
 		"accelerator": schema.StringAttribute{Optional: true, Computed: true, Default: stringdefault.StaticString(string(engine.CPU)), PlanModifiers: replace,
 			Validators:          []validator.String{stringvalidator.OneOf(enumStrings(engine.Accelerators)...)},
 			MarkdownDescription: "`xpu` (Intel GPUs: maps `/dev/dri`, adds the `render` and `video` groups, host IPC), `cuda` (NVIDIA device request, host IPC) or `cpu` (default)."},
