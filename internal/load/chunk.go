@@ -6,10 +6,7 @@ package load
 
 import (
 	"bytes"
-	"errors"
 	"fmt"
-	"strconv"
-	"unicode/utf8"
 )
 
 // StreamEvent is one server-sent event of an OpenAI-compatible streaming response, reduced
@@ -42,7 +39,8 @@ type StreamEvent struct {
 	Error string
 }
 
-// decoder is a small JSON scanner specialised for streaming completion chunks.
+// decoder reduces streamed completion chunks to StreamEvents; its JSON scanning (objects,
+// arrays, strings, numbers, skipping) is in jsonscan.go.
 type decoder struct {
 	b       []byte
 	i       int
@@ -52,11 +50,6 @@ type decoder struct {
 	topObjectError bool // {"object":"error"} (vLLM)
 	topMessage     string
 }
-
-var (
-	errUnexpectedEnd = errors.New("unexpected end of JSON")
-	errSyntax        = errors.New("invalid JSON")
-)
 
 func (d *decoder) decodePayload(p []byte) error {
 	d.b, d.i = p, 0
@@ -82,63 +75,6 @@ func (d *decoder) decodePayload(p []byte) error {
 			if d.ev.Error == "" {
 				d.ev.Error = "server reported an error without a message"
 			}
-		}
-	}
-}
-
-func (d *decoder) skipWS() {
-	for d.i < len(d.b) {
-		switch d.b[d.i] {
-		case ' ', '\t', '\n', '\r':
-			d.i++
-		default:
-			return
-		}
-	}
-}
-
-// object walks the members of an object, calling member for each key with d.i at the value.
-// member must consume the value.
-func (d *decoder) object(member func(d *decoder, key []byte) error) error {
-	if d.i >= len(d.b) || d.b[d.i] != '{' {
-		return fmt.Errorf("%w: expected '{' at offset %d", errSyntax, d.i)
-	}
-	d.i++
-	d.skipWS()
-	if d.i < len(d.b) && d.b[d.i] == '}' {
-		d.i++
-		return nil
-	}
-	for {
-		d.skipWS()
-		key, _, err := d.rawString()
-		if err != nil {
-			return err
-		}
-		d.skipWS()
-		if d.i >= len(d.b) {
-			return errUnexpectedEnd
-		}
-		if d.b[d.i] != ':' {
-			return fmt.Errorf("%w: expected ':' at offset %d", errSyntax, d.i)
-		}
-		d.i++
-		d.skipWS()
-		if err := member(d, key); err != nil {
-			return err
-		}
-		d.skipWS()
-		if d.i >= len(d.b) {
-			return errUnexpectedEnd
-		}
-		switch d.b[d.i] {
-		case ',':
-			d.i++
-		case '}':
-			d.i++
-			return nil
-		default:
-			return fmt.Errorf("%w: expected ',' or '}' at offset %d", errSyntax, d.i)
 		}
 	}
 }
@@ -184,36 +120,17 @@ func (d *decoder) choices() error {
 	if d.isNull() {
 		return d.skipValue()
 	}
-	if d.i >= len(d.b) || d.b[d.i] != '[' {
+	if d.peek() != '[' {
 		return fmt.Errorf("%w: choices is not an array", errSyntax)
 	}
-	d.i++
-	d.skipWS()
-	if d.i < len(d.b) && d.b[d.i] == ']' {
-		d.i++
-		return nil
-	}
-	for {
-		d.skipWS()
-		if err := d.object(choiceMember); err != nil {
-			return err
-		}
-		d.skipWS()
-		if d.i >= len(d.b) {
-			return errUnexpectedEnd
-		}
-		switch d.b[d.i] {
-		case ',':
-			d.i++
-		case ']':
-			d.i++
-			return nil
-		default:
-			return fmt.Errorf("%w: expected ',' or ']' at offset %d", errSyntax, d.i)
-		}
-	}
+	return d.array(choice)
 }
 
+func choice(d *decoder) error { return d.object(choiceMember) }
+
+// choiceMember reads one choice of a chat chunk (content in "delta") or a completions chunk
+// (content in "text"): one path for both, since a server may stream either shape and the
+// rest of a choice (finish_reason) is the same.
 func choiceMember(d *decoder, key []byte) error {
 	switch string(key) {
 	case "delta":
@@ -335,15 +252,6 @@ func (d *decoder) errorValue() error {
 	return nil
 }
 
-func (d *decoder) peek() byte {
-	if d.i < len(d.b) {
-		return d.b[d.i]
-	}
-	return 0
-}
-
-func (d *decoder) isNull() bool { return bytes.HasPrefix(d.b[d.i:], []byte("null")) }
-
 // appendContent appends a string value to the event content; null and "" add nothing.
 func (d *decoder) appendContent() error {
 	if d.peek() != '"' {
@@ -359,160 +267,6 @@ func (d *decoder) appendContent() error {
 	}
 	d.content, err = unescape(d.content, raw)
 	return err
-}
-
-func (d *decoder) stringValue() (string, error) {
-	if d.peek() != '"' {
-		return "", d.skipValue()
-	}
-	raw, esc, err := d.rawString()
-	if err != nil {
-		return "", err
-	}
-	if !esc {
-		return string(raw), nil
-	}
-	out, err := unescape(nil, raw)
-	return string(out), err
-}
-
-// rawString consumes a JSON string and returns its bytes between the quotes, still escaped.
-func (d *decoder) rawString() (raw []byte, escaped bool, err error) {
-	if d.i >= len(d.b) {
-		return nil, false, errUnexpectedEnd
-	}
-	if d.b[d.i] != '"' {
-		return nil, false, fmt.Errorf("%w: expected a string at offset %d", errSyntax, d.i)
-	}
-	start := d.i + 1
-	for j := start; j < len(d.b); j++ {
-		switch d.b[j] {
-		case '"':
-			d.i = j + 1
-			return d.b[start:j], escaped, nil
-		case '\\':
-			escaped = true
-			j++
-		}
-	}
-	return nil, false, errUnexpectedEnd
-}
-
-func (d *decoder) number() ([]byte, error) {
-	start := d.i
-	for d.i < len(d.b) {
-		c := d.b[d.i]
-		if (c >= '0' && c <= '9') || c == '-' || c == '+' || c == '.' || c == 'e' || c == 'E' {
-			d.i++
-			continue
-		}
-		break
-	}
-	if d.i == start {
-		return nil, fmt.Errorf("%w: expected a number at offset %d", errSyntax, start)
-	}
-	return d.b[start:d.i], nil
-}
-
-func (d *decoder) intValue() (int, error) {
-	if d.isNull() {
-		return 0, d.skipValue()
-	}
-	raw, err := d.number()
-	if err != nil {
-		return 0, err
-	}
-	n := 0
-	neg := false
-	digits := raw
-	if len(digits) > 0 && digits[0] == '-' {
-		neg, digits = true, digits[1:]
-	}
-	simple := len(digits) > 0 && len(digits) < 19
-	for _, c := range digits {
-		if c < '0' || c > '9' {
-			simple = false
-			break
-		}
-		n = n*10 + int(c-'0')
-	}
-	if simple {
-		if neg {
-			n = -n
-		}
-		return n, nil
-	}
-	// Some servers write counts as 12.0.
-	f, err := strconv.ParseFloat(string(raw), 64)
-	if err != nil {
-		return 0, fmt.Errorf("%w: bad number %q", errSyntax, raw)
-	}
-	return int(f), nil
-}
-
-func (d *decoder) floatValue() (float64, error) {
-	if d.isNull() {
-		return 0, d.skipValue()
-	}
-	raw, err := d.number()
-	if err != nil {
-		return 0, err
-	}
-	f, err := strconv.ParseFloat(string(raw), 64)
-	if err != nil {
-		return 0, fmt.Errorf("%w: bad number %q", errSyntax, raw)
-	}
-	return f, nil
-}
-
-// skipValue consumes one JSON value of any kind without decoding it.
-func (d *decoder) skipValue() error {
-	if d.i >= len(d.b) {
-		return errUnexpectedEnd
-	}
-	switch c := d.b[d.i]; {
-	case c == '"':
-		_, _, err := d.rawString()
-		return err
-	case c == '{' || c == '[':
-		depth := 0
-		for d.i < len(d.b) {
-			switch d.b[d.i] {
-			case '"':
-				if _, _, err := d.rawString(); err != nil {
-					return err
-				}
-				continue
-			case '{', '[':
-				depth++
-			case '}', ']':
-				depth--
-				if depth == 0 {
-					d.i++
-					return nil
-				}
-			}
-			d.i++
-		}
-		return errUnexpectedEnd
-	case c == 't':
-		return d.literal("true")
-	case c == 'f':
-		return d.literal("false")
-	case c == 'n':
-		return d.literal("null")
-	default:
-		_, err := d.number()
-		return err
-	}
-}
-
-func (d *decoder) literal(word string) error {
-	if !bytes.HasPrefix(d.b[d.i:], []byte(word)) {
-		return fmt.Errorf("%w: bad literal at offset %d", errSyntax, d.i)
-	}
-	d.i += len(word)
-	return nil
 }
 
 // internReason avoids an allocation for the finish reasons every request ends with.
@@ -533,83 +287,4 @@ func internReason(raw []byte, escaped bool) string {
 		return string(raw)
 	}
 	return string(out)
-}
-
-// unescape appends the decoded form of a JSON string body to dst. Invalid \u surrogates
-// become U+FFFD, as encoding/json does.
-func unescape(dst, raw []byte) ([]byte, error) {
-	for i := 0; i < len(raw); {
-		c := raw[i]
-		if c != '\\' {
-			j := bytes.IndexByte(raw[i:], '\\')
-			if j < 0 {
-				return append(dst, raw[i:]...), nil
-			}
-			dst = append(dst, raw[i:i+j]...)
-			i += j
-			continue
-		}
-		if i+1 >= len(raw) {
-			return dst, fmt.Errorf("%w: dangling escape", errSyntax)
-		}
-		switch raw[i+1] {
-		case '"', '\\', '/':
-			dst = append(dst, raw[i+1])
-		case 'b':
-			dst = append(dst, '\b')
-		case 'f':
-			dst = append(dst, '\f')
-		case 'n':
-			dst = append(dst, '\n')
-		case 'r':
-			dst = append(dst, '\r')
-		case 't':
-			dst = append(dst, '\t')
-		case 'u':
-			r, ok := hex4(raw[i+2:])
-			if !ok {
-				return dst, fmt.Errorf("%w: bad \\u escape", errSyntax)
-			}
-			i += 6
-			if r >= 0xD800 && r < 0xDC00 {
-				if i+1 < len(raw) && raw[i] == '\\' && raw[i+1] == 'u' {
-					if r2, ok := hex4(raw[i+2:]); ok && r2 >= 0xDC00 && r2 < 0xE000 {
-						dst = utf8.AppendRune(dst, (r-0xD800)<<10+(r2-0xDC00)+0x10000)
-						i += 6
-						continue
-					}
-				}
-				r = utf8.RuneError
-			} else if r >= 0xDC00 && r < 0xE000 {
-				r = utf8.RuneError
-			}
-			dst = utf8.AppendRune(dst, r)
-			continue
-		default:
-			return dst, fmt.Errorf("%w: bad escape \\%c", errSyntax, raw[i+1])
-		}
-		i += 2
-	}
-	return dst, nil
-}
-
-func hex4(b []byte) (rune, bool) {
-	if len(b) < 4 {
-		return 0, false
-	}
-	var r rune
-	for _, c := range b[:4] {
-		r <<= 4
-		switch {
-		case c >= '0' && c <= '9':
-			r |= rune(c - '0')
-		case c >= 'a' && c <= 'f':
-			r |= rune(c - 'a' + 10)
-		case c >= 'A' && c <= 'F':
-			r |= rune(c - 'A' + 10)
-		default:
-			return 0, false
-		}
-	}
-	return r, true
 }
