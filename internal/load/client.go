@@ -215,6 +215,10 @@ func (c *Client) Stream(ctx context.Context, req Request) RequestResult {
 	return rec
 }
 
+// maxPreallocatedChunks bounds the chunk offsets reserved up front (128 KiB a stream); a
+// longer stream grows its slice as it goes.
+const maxPreallocatedChunks = 16 << 10
+
 // Causes of a request's own context ending, told apart from the caller's cancellation.
 var (
 	errStalled        = errors.New("stalled")
@@ -223,6 +227,11 @@ var (
 
 func (c *Client) stream(ctx context.Context, req Request) RequestResult {
 	rec := RequestResult{Prompt: req.Prompt, RequestedOutputTokens: req.MaxTokens}
+	if c.chunkTimes {
+		// One allocation for the whole stream instead of a dozen while it grows: a stream
+		// with ignore_eos carries about one chunk per requested token.
+		rec.ChunkOffsets = make([]time.Duration, 0, min(max(req.MaxTokens, 1), maxPreallocatedChunks))
+	}
 
 	body, err := c.body(req.Prompt, req.MaxTokens)
 	if err != nil {

@@ -51,8 +51,9 @@ type Line struct {
 
 	// ChunkOffsetsNs is each content chunk's arrival after sent_ns. With record_chunk_times
 	// every line has it ([] for a request that streamed nothing); without, no line does: nil
-	// is "not recorded", an empty slice "recorded, none arrived".
-	ChunkOffsetsNs []int64 `json:"chunk_offsets_ns,omitzero"`
+	// is "not recorded", an empty slice "recorded, none arrived". A Duration is nanoseconds
+	// and encodes as a JSON integer, so the client's slice is written as it is, not copied.
+	ChunkOffsetsNs []time.Duration `json:"chunk_offsets_ns,omitzero"`
 }
 
 // Kinds of Line.
@@ -110,9 +111,9 @@ func FromLoad(t Trial, recs []load.RequestResult) []Line {
 			l.HTTPStatus = ptr(r.HTTPStatus)
 		}
 		if t.ChunkTimes {
-			l.ChunkOffsetsNs = make([]int64, len(r.ChunkOffsets))
-			for j, d := range r.ChunkOffsets {
-				l.ChunkOffsetsNs[j] = int64(d)
+			l.ChunkOffsetsNs = r.ChunkOffsets
+			if l.ChunkOffsetsNs == nil {
+				l.ChunkOffsetsNs = []time.Duration{}
 			}
 		}
 		out[i] = l
@@ -155,10 +156,7 @@ func (l Line) RequestResult() load.RequestResult {
 	}
 	r.CachedTokens = l.CachedTokens
 	if len(l.ChunkOffsetsNs) > 0 {
-		r.ChunkOffsets = make([]time.Duration, len(l.ChunkOffsetsNs))
-		for i, d := range l.ChunkOffsetsNs {
-			r.ChunkOffsets[i] = time.Duration(d)
-		}
+		r.ChunkOffsets = l.ChunkOffsetsNs
 		if len(l.ChunkOffsetsNs) > 1 && !r.Sent.IsZero() {
 			r.SecondContent = r.Sent.Add(r.ChunkOffsets[1])
 		}
@@ -285,7 +283,7 @@ func (l Line) appendJSON(b []byte) []byte {
 			if i > 0 {
 				b = append(b, ',')
 			}
-			b = strconv.AppendInt(b, v, 10)
+			b = strconv.AppendInt(b, int64(v), 10)
 		}
 		b = append(b, ']')
 	}
