@@ -368,19 +368,28 @@ func BenchmarkOpenStreams10k(b *testing.B) {
 	if err := syscall.Getrlimit(syscall.RLIMIT_NOFILE, &lim); err != nil || lim.Cur < streams+200 {
 		b.Skipf("RLIMIT_NOFILE %d is below %d", lim.Cur, streams+200)
 	}
-	for i := 0; i < b.N; i++ {
-		heap, rss := openStreamsRound(b, streams)
-		b.ReportMetric(heap/streams, "heap_B/stream")
-		b.ReportMetric(rss/streams, "rss_B/stream")
-		b.ReportMetric(heap/(1<<20), "heap_MiB_total")
-		b.ReportMetric(rss/(1<<20), "rss_MiB_total")
+	// With chunk times every stream reserves its offsets (max_tokens 1000: 8 KB) up front.
+	for _, chunkTimes := range []bool{false, true} {
+		name := "plain"
+		if chunkTimes {
+			name = "chunk_times"
+		}
+		b.Run(name, func(b *testing.B) {
+			for i := 0; i < b.N; i++ {
+				heap, rss := openStreamsRound(b, streams, chunkTimes)
+				b.ReportMetric(heap/streams, "heap_B/stream")
+				b.ReportMetric(rss/streams, "rss_B/stream")
+				b.ReportMetric(heap/(1<<20), "heap_MiB_total")
+				b.ReportMetric(rss/(1<<20), "rss_MiB_total")
+			}
+		})
 	}
 }
 
-func openStreamsRound(b *testing.B, streams int) (heapDelta, rssDelta float64) {
+func openStreamsRound(b *testing.B, streams int, chunkTimes bool) (heapDelta, rssDelta float64) {
 	base, stop := startServerProcess(b, holdServerEnv+"=1")
 	defer stop()
-	client, err := NewClient(ClientConfig{BaseURL: base, Model: "m"})
+	client, err := NewClient(ClientConfig{BaseURL: base, Model: "m", RecordChunkTimes: chunkTimes})
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -12,6 +12,7 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptrace"
+	"sync/atomic"
 	"time"
 
 	"github.com/llmserve/terraform-provider-llmserve/internal/endpoint"
@@ -227,11 +228,6 @@ var (
 
 func (c *Client) stream(ctx context.Context, req Request) RequestResult {
 	rec := RequestResult{Prompt: req.Prompt, RequestedOutputTokens: req.MaxTokens}
-	if c.chunkTimes {
-		// One allocation for the whole stream instead of a dozen while it grows: a stream
-		// with ignore_eos carries about one chunk per requested token.
-		rec.ChunkOffsets = make([]time.Duration, 0, min(max(req.MaxTokens, 1), maxPreallocatedChunks))
-	}
 
 	body, err := c.body(req.Prompt, req.MaxTokens)
 	if err != nil {
@@ -245,9 +241,8 @@ func (c *Client) stream(ctx context.Context, req Request) RequestResult {
 	defer cancelTotal()
 	// The watchdog runs from the start: a server that accepts the connection and never
 	// answers is as stalled as one that stops mid-stream.
-	watchdog := time.AfterFunc(c.stall, func() { cancel(errStalled) })
-	defer watchdog.Stop()
-	kick := func() { watchdog.Reset(c.stall) }
+	watchdog := watchStalls(c.stall, func() { cancel(errStalled) })
+	defer watchdog.stop()
 
 	hreq, err := http.NewRequestWithContext(reqCtx, http.MethodPost, c.url, bytes.NewReader(body))
 	if err != nil {
@@ -263,28 +258,33 @@ func (c *Client) stream(ctx context.Context, req Request) RequestResult {
 	// Sent is when a connection is ready and the request is about to be written, so TCP
 	// and TLS set-up are not counted as server latency; they are recorded apart (AIPerf
 	// counts them in TTFT: add them to compare).
+	// The connect and TLS callbacks run on the transport's dial goroutine, which may outlive
+	// a cancelled request: they keep their figures apart from rec, and GotConn (on this
+	// goroutine, after the dial that produced the connection) takes them over.
 	var connectStart, tlsStart time.Time
+	var connect, handshake atomic.Int64
 	trace := &httptrace.ClientTrace{
 		ConnectStart: func(string, string) { connectStart = time.Now() },
 		ConnectDone: func(_, _ string, err error) {
 			if err == nil && !connectStart.IsZero() {
-				rec.Connect = time.Since(connectStart)
+				connect.Store(int64(time.Since(connectStart)))
 			}
 		},
 		TLSHandshakeStart: func() { tlsStart = time.Now() },
 		TLSHandshakeDone: func(_ tls.ConnectionState, err error) {
 			if err == nil && !tlsStart.IsZero() {
-				rec.TLSHandshake = time.Since(tlsStart)
+				handshake.Store(int64(time.Since(tlsStart)))
 			}
 		},
 		GotConn: func(httptrace.GotConnInfo) {
+			rec.Connect, rec.TLSHandshake = time.Duration(connect.Load()), time.Duration(handshake.Load())
 			rec.Sent = time.Now()
-			kick()
+			watchdog.kick()
 			if req.OnSent != nil {
 				req.OnSent(rec.Sent)
 			}
 		},
-		GotFirstResponseByte: kick,
+		GotFirstResponseByte: watchdog.kick,
 	}
 	hreq = hreq.WithContext(httptrace.WithClientTrace(reqCtx, trace))
 	before := time.Now()
@@ -318,7 +318,7 @@ func (c *Client) stream(ctx context.Context, req Request) RequestResult {
 		return rec
 	}
 
-	c.read(ctx, reqCtx, &kickReader{r: resp.Body, kick: kick}, resp.Header.Get("Content-Type"), &rec, req.OnFirstContent)
+	c.read(ctx, reqCtx, watchdog.reader(resp.Body), resp.Header.Get("Content-Type"), &rec, req.OnFirstContent)
 	return rec
 }
 
@@ -342,20 +342,6 @@ func (c *Client) fail(ctx, reqCtx context.Context, rec *RequestResult, during st
 	otherwise()
 }
 
-// kickReader resets the stall watchdog on every byte that arrives.
-type kickReader struct {
-	r    io.Reader
-	kick func()
-}
-
-func (k *kickReader) Read(p []byte) (int, error) {
-	n, err := k.r.Read(p)
-	if n > 0 {
-		k.kick()
-	}
-	return n, err
-}
-
 const (
 	fnvOffset64 = 14695981039346656037
 	fnvPrime64  = 1099511628211
@@ -365,6 +351,11 @@ func (c *Client) read(ctx, reqCtx context.Context, body io.Reader, contentType s
 	sr := NewSSEReader(body)
 	if c.secrets != nil {
 		sr.Redact = c.secrets.Bytes
+	}
+	if c.chunkTimes && rec.ChunkOffsets == nil {
+		// One allocation for the whole stream instead of a dozen while it grows: a stream
+		// with ignore_eos carries about one chunk per requested token.
+		rec.ChunkOffsets = make([]time.Duration, 0, min(max(rec.RequestedOutputTokens, 1), maxPreallocatedChunks))
 	}
 	hash := uint64(fnvOffset64)
 	sawDone := false

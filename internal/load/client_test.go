@@ -101,6 +101,10 @@ func TestClientStreamRecord(t *testing.T) {
 	if rec.Sent.IsZero() || rec.FirstContent.Before(rec.Sent) || rec.LastContent.Before(rec.FirstContent) || rec.Done.Before(rec.LastContent) {
 		t.Errorf("timestamps out of order: sent %v first %v last %v done %v", rec.Sent, rec.FirstContent, rec.LastContent, rec.Done)
 	}
+	// Every request dials afresh (keep-alives off); plain HTTP has no handshake.
+	if rec.Connect <= 0 || rec.TLSHandshake != 0 {
+		t.Errorf("connect %v, TLS handshake %v", rec.Connect, rec.TLSHandshake)
+	}
 }
 
 func TestClientCompletionsAPI(t *testing.T) {
