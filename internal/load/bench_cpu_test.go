@@ -55,7 +55,11 @@ func runBurstServer(n int) {
 // server in a child process and reports this process's CPU time (user + system) per streamed
 // chunk, without and with chunk arrival times recorded. Run:
 //
-//	go test ./internal/load -run '^$' -bench ClientCPUPerChunk -benchtime 5x -count 5
+//	go test ./internal/load -run '^$' -bench ClientCPUPerChunk -benchtime 4x -count 5
+//
+// To compare the two, run each in its own process (-bench 'ClientCPUPerChunk/chunk_times$'),
+// interleaved: the second subtest runs among the first's ~10 000 TIME_WAIT sockets, and read
+// 5-7 % higher that way than in a process of its own.
 func BenchmarkClientCPUPerChunk(b *testing.B) {
 	const streams, chunks = 512, 256
 	raiseNoFile()

@@ -163,7 +163,7 @@ func (r *capacityBenchmarkResource) Schema(ctx context.Context, _ resource.Schem
 			"record_chunk_times": schema.BoolAttribute{
 				Optional: true,
 				MarkdownDescription: "With `records_directory`, also record each content chunk's arrival after the request was sent " +
-					"(`chunk_offsets_ns`): about 10 bytes per streamed chunk on disk (a records file is about 420 KiB per 1 000 requests without them, 5.3 MiB with them at 512 chunks per request). Default `false`.",
+					"(`chunk_offsets_ns`): about 10 bytes per streamed chunk on disk (a records file is about 360 KiB per 1 000 requests without them, 5.3 MiB with them at 512 chunks per request). Default `false`.",
 				PlanModifiers: []planmodifier.Bool{boolplanmodifier.RequiresReplace()},
 			},
 			"timeouts": positiveTimeouts(ctx, timeouts.Opts{
