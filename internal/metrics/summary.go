@@ -102,7 +102,9 @@ func OutputLengthMismatch(osl, requested int) bool {
 //     measured requests. Both ends are in a records file (sent_ns, last_token_ns), so the
 //     duration and the throughputs over it recompute bit for bit. Failed and cancelled
 //     requests do not stretch it, as they do not in AIPerf; nor do the trailing usage
-//     chunk and [DONE], as request latency ends at the last content chunk.
+//     chunk and [DONE], as request latency ends at the last content chunk. It starts when
+//     the first request's connection was ready (Sent), where AIPerf starts before
+//     connecting: the same difference as TTFT's (connection_setup_ms).
 //   - output and request throughput: Σ OSL and successful requests / duration.
 //
 // Trial and Concurrency are left for the caller. The returned trial is filled even when the
