@@ -6,6 +6,7 @@ import (
 	"errors"
 	"net/http"
 	"net/http/httptest"
+	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -255,6 +256,75 @@ func TestRunServerDiesThenResumes(t *testing.T) {
 	}
 	if rerun+finished != fresh {
 		t.Errorf("resumed run measured %d trials after reusing %d; a fresh run measures %d", rerun, finished, fresh)
+	}
+}
+
+// TestRunAbortKeepsTheTrial: when every measured request at the minimum concurrency fails,
+// the run stops, but the trial that says so is journaled with its error summary and its
+// records file is written; a resumed run measures it again.
+func TestRunAbortKeepsTheTrial(t *testing.T) {
+	engine := twoSlotEngine(t, simengine.Options{})
+	var generations atomic.Int64
+	var healthy atomic.Bool
+	flaky := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		// The preflight request succeeds; every generation after it fails until healed.
+		if strings.HasSuffix(r.URL.Path, "/completions") && generations.Add(1) > 1 && !healthy.Load() {
+			http.Error(w, "CUDA error: device lost", http.StatusInternalServerError)
+			return
+		}
+		engine.ServeHTTP(w, r)
+	})
+	srv := httptest.NewServer(flaky)
+	defer srv.Close()
+
+	dir := t.TempDir()
+	cfg := testConfig(srv.URL)
+	cfg.RecordsDirectory = filepath.Join(dir, "records")
+	var journal []JournalEntry
+	cfg.Progress = func(e JournalEntry) { journal = append(journal, e) }
+	if _, err := Run(context.Background(), cfg); !errors.Is(err, ErrServerFailing) {
+		t.Fatalf("error = %v, want ErrServerFailing", err)
+	}
+	if len(journal) == 0 {
+		t.Fatal("the aborting trial was not journaled")
+	}
+	last := journal[len(journal)-1]
+	if last.Concurrency != cfg.MinConcurrency || last.verdict() != "error" || last.Errors != cfg.MeasuredRequests {
+		t.Fatalf("last journaled trial = concurrency %d, verdict %s, %d errors; want the aborting trial: concurrency %d, error, %d errors",
+			last.Concurrency, last.verdict(), last.Errors, cfg.MinConcurrency, cfg.MeasuredRequests)
+	}
+	if len(last.ErrorSummary) != 1 || last.ErrorSummary[0].HTTPStatus != 500 || last.ErrorSummary[0].Count != cfg.MeasuredRequests ||
+		!strings.Contains(last.ErrorSummary[0].Example, "device lost") {
+		t.Errorf("error summary = %+v, want %d HTTP 500 quoting the server", last.ErrorSummary, cfg.MeasuredRequests)
+	}
+	if last.Metrics == nil || last.Metrics.RecordsFile == "" {
+		t.Fatalf("the aborting trial names no records file: %+v", last.Metrics)
+	}
+	raw, err := os.ReadFile(filepath.Join(cfg.RecordsDirectory, filepath.FromSlash(last.Metrics.RecordsFile)))
+	if err != nil {
+		t.Fatalf("records file of the aborting trial: %v", err)
+	}
+	// One line per request sent, the warmup included.
+	if n := bytes.Count(raw, []byte("\n")); n != cfg.WarmupRequests+cfg.MeasuredRequests {
+		t.Errorf("records file has %d lines, want %d", n, cfg.WarmupRequests+cfg.MeasuredRequests)
+	}
+
+	healthy.Store(true)
+	resumed := testConfig(srv.URL)
+	resumed.History = journal
+	remeasured := false
+	resumed.Progress = func(e JournalEntry) {
+		remeasured = remeasured || e.Concurrency == last.Concurrency && e.Kind == last.Kind && e.Index == last.Index
+	}
+	doc, err := Run(context.Background(), resumed)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !remeasured {
+		t.Errorf("the resumed run reused the errored %s %d at concurrency %d instead of measuring it again", last.Kind, last.Index, last.Concurrency)
+	}
+	if got := doc.Workloads[0].MaximumPassingConcurrency; got == nil || *got != 2 {
+		t.Errorf("resumed boundary = %v, want 2", got)
 	}
 }
 

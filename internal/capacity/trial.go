@@ -89,11 +89,12 @@ func (r *trialRunner) RunTrial(ctx context.Context, req search.Request) (search.
 	done := res.Measured()
 	// Only a full trial at the minimum concurrency can say there is no capacity at all: a
 	// probe stopped at its first failed request is just a fail, and a server shedding load
-	// above the minimum is a failing level, recorded with its errors.
+	// above the minimum is a failing level, recorded with its errors. The run stops there,
+	// but only after the trial is kept like any other (below): what the server answered is
+	// the user's diagnostic.
+	var abort error
 	if !res.Stopped && req.Concurrency == s.cfg.MinConcurrency {
-		if err := allFailed(done, metrics.ErrorSummary(done, requestedOSL(w))); err != nil {
-			return search.Outcome{}, err
-		}
+		abort = allFailed(done, metrics.ErrorSummary(done, requestedOSL(w)))
 	}
 	var verdict metrics.Verdict
 	if !waitedOut {
@@ -148,6 +149,14 @@ func (r *trialRunner) RunTrial(ctx context.Context, req search.Request) (search.
 		flushed:      s.flush.Engine != "",
 	})
 	out.Detail = &trial
+	if abort != nil {
+		// The search never sees this outcome, so it journals it here; a resumed run measures
+		// it again, as every trial whose requests failed.
+		if s.cfg.Progress != nil {
+			s.cfg.Progress(r.entry(out))
+		}
+		return search.Outcome{}, abort
+	}
 	return out, nil
 }
 

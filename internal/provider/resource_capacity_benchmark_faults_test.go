@@ -124,7 +124,9 @@ var faultWant = map[string][2]string{
 	"key echoed in error body": {"HTTP 500", "bad request"},
 }
 
-func faultConfig(endpoint, progress string) string {
+// faultConfig benchmarks endpoint, journaling to progress; extra lines are added to the
+// resource's attributes.
+func faultConfig(endpoint, progress string, extra ...string) string {
 	return fmt.Sprintf(`
 resource "llmserve_capacity_benchmark" "test" {
   endpoint      = %q
@@ -135,7 +137,8 @@ resource "llmserve_capacity_benchmark" "test" {
   search        = { min_concurrency = 1, max_concurrency = 3 }
   trial         = { warmup_requests = 0, measured_requests = 6, confirmation_trials = 1, stall_timeout = "1s", request_timeout = "5s" }
   progress_file = %q
-}`, endpoint, benchAPIKey, progress)
+%s
+}`, endpoint, benchAPIKey, progress, strings.Join(extra, "\n"))
 }
 
 // faultedRequest is the generation request the fault replaces: the first of the confirmation
@@ -243,23 +246,30 @@ func TestAccCapacityBenchmark_allFailAtMinimum(t *testing.T) {
 	}}
 	srv := httptest.NewServer(proxy)
 	defer srv.Close()
-	progress := filepath.Join(t.TempDir(), "progress.jsonl")
+	dir := t.TempDir()
+	progress := filepath.Join(dir, "progress.jsonl")
+	recordsDir := filepath.Join(dir, "records")
 	resource.Test(t, resource.TestCase{
 		ProtoV6ProviderFactories: testAccProtoV6ProviderFactories,
 		Steps: []resource.TestStep{{
-			Config:      faultConfig(srv.URL, progress),
+			Config:      faultConfig(srv.URL, progress, fmt.Sprintf("  records_directory = %q", recordsDir)),
 			ExpectError: regexp.MustCompile(`every measured request\s+failed: 6 of 6 at the minimum\s+concurrency: 6 HTTP 503 \(e\.g\.\s+"HTTP\s+503`),
 		}},
 	})
-	raw, err := os.ReadFile(progress)
-	if err != nil && !os.IsNotExist(err) {
-		t.Fatal(err)
+	// Nothing already measured is lost: the trial that stopped the run is journaled with what
+	// the server answered, and its records file is written.
+	got := journalEntry(t, progress, func(r capacity.JournalEntry) bool { return r.Concurrency == 1 })
+	if got.LogFields()["verdict"] != "error" || got.Errors != 6 {
+		t.Errorf("aborting trial journaled with verdict %v and %d errors, want error and 6", got.LogFields()["verdict"], got.Errors)
 	}
-	for _, line := range strings.Split(string(raw), "\n") {
-		var r capacity.JournalEntry
-		if json.Unmarshal([]byte(line), &r) == nil && r.Concurrency != 0 {
-			t.Errorf("journaled a trial although none finished: %s", line)
-		}
+	if len(got.ErrorSummary) != 1 || got.ErrorSummary[0].Kind != "http_status" || got.ErrorSummary[0].HTTPStatus != 503 || got.ErrorSummary[0].Count != 6 {
+		t.Errorf("error summary = %+v, want 6 http_status 503", got.ErrorSummary)
+	}
+	if got.Metrics == nil || got.Metrics.RecordsFile == "" {
+		t.Fatalf("aborting trial names no records file: %+v", got.Metrics)
+	}
+	if _, err := os.Stat(filepath.Join(recordsDir, filepath.FromSlash(got.Metrics.RecordsFile))); err != nil {
+		t.Errorf("records file of the aborting trial: %v", err)
 	}
 }
 
