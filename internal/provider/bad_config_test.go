@@ -264,7 +264,10 @@ func badConfigs(t *testing.T) []badConfig {
 		{"cache_flush unknown", bench(map[string]string{"trial": `{ cache_flush = "always" }`}), "trial.cache_flush", `must be one of auto, none, sglang, vllm, llamacpp, got "always"`},
 		{"stall_timeout zero", bench(map[string]string{"trial": `{ stall_timeout = "0s" }`}), "trial.stall_timeout", `must be a positive Go duration such as "90s" or "30m", got "0s"`},
 		{"request_timeout negative", bench(map[string]string{"trial": `{ request_timeout = "-5m" }`}), "trial.request_timeout", `must be a positive Go duration`},
-		{"stall_timeout words", bench(map[string]string{"trial": `{ stall_timeout = "five minutes" }`}), "trial.stall_timeout", `must be a positive Go duration such as "90s" or "30m", got "five minutes"`},
+		// The attribute's type reports a value that does not parse, and only it
+		// (TestDurationIsOneError); its message quotes the value.
+		{"stall_timeout words", bench(map[string]string{"trial": `{ stall_timeout = "five minutes" }`}), `Given Value: five minutes`, `not a valid Go Time Duration string format`},
+		{"benchmark timeouts.create words", bench(map[string]string{"timeouts": `{ create = "an hour" }`}), "timeouts.create", `must be a positive Go duration such as "90s" or "30m", got "an hour"`},
 		{"concurrency_levels repeated", bench(map[string]string{"search": `{ concurrency_levels = [2, 4, 2] }`}), "search.concurrency_levels[2]", `2 is already search.concurrency_levels[0]; list each level once`},
 		{"concurrency_levels empty", bench(map[string]string{"search": `{ concurrency_levels = [] }`}), "search.concurrency_levels", `must list at least one level`},
 		{"concurrency_levels with bounds", bench(map[string]string{"search": `{ concurrency_levels = [2], max_concurrency = 8 }`}), "search.concurrency_levels", `would be ignored; remove them`},

@@ -3,6 +3,8 @@ package provider
 import (
 	"strings"
 	"testing"
+
+	"github.com/hashicorp/terraform-plugin-go/tfprotov6"
 )
 
 // A misspelt engine is one error naming the choices, not that error plus the constraints of
@@ -13,5 +15,57 @@ func TestEngineTypoIsOneError(t *testing.T) {
 	})
 	if len(ds) != 1 || !strings.Contains(ds[0].Detail, `"sglang"`) || !strings.Contains(ds[0].Detail, `"sglnag"`) {
 		t.Fatalf("diagnostics = %q, want one error naming the typo and the engines", diagSummaries(ds))
+	}
+}
+
+// One bad duration is one error. One that does not parse in a timetypes.GoDuration attribute
+// is the type's error, at the attribute; in timeouts, and a zero or negative one anywhere, it
+// is ours, naming the attribute and the fix. Before, trial.* and timeouts.* values that did
+// not parse got two errors.
+func TestDurationIsOneError(t *testing.T) {
+	server := map[string]any{"name": "x", "image": "img", "engine": "sglang", "model": "m"}
+	deployment := map[string]any{"name": "x", "image": "img", "engine": "llamacpp", "model": "/m/x.gguf"}
+	bench := map[string]any{"endpoint": "http://127.0.0.1:9", "model": "m",
+		"workloads": []any{map[string]any{"label": "a", "input_tokens": 8, "output_tokens": 8}},
+		"slos":      []any{map[string]any{"percentile": 95.0, "threshold_ms": 100.0}}}
+	with := func(base map[string]any, k string, v any) map[string]any {
+		m := map[string]any{k: v}
+		for bk, bv := range base {
+			if bk != k {
+				m[bk] = bv
+			}
+		}
+		return m
+	}
+	const typeError, ours = "Invalid Time Duration String Value", "Invalid duration"
+	for _, tc := range []struct {
+		name, typeName string
+		config         map[string]any
+		summary        string // of the one error
+		detail         string // in its detail
+	}{
+		{"server readiness_timeout words", "llmserve_inference_server", with(server, "readiness_timeout", "ten minutes"), typeError, `Given Value: ten minutes`},
+		{"server readiness_timeout zero", "llmserve_inference_server", with(server, "readiness_timeout", "0s"), ours, `readiness_timeout must be a positive Go duration such as "90s" or "30m", got "0s"`},
+		{"server timeouts.create words", "llmserve_inference_server", with(server, "timeouts", map[string]any{"create": "ten"}), ours, `timeouts.create must be a positive Go duration such as "90s" or "30m", got "ten"`},
+		{"server timeouts.create negative", "llmserve_inference_server", with(server, "timeouts", map[string]any{"create": "-5m"}), ours, `timeouts.create must be a positive Go duration`},
+		{"deployment readiness_timeout words", "llmserve_inference_deployment", with(deployment, "readiness_timeout", "soon"), typeError, `Given Value: soon`},
+		{"deployment timeouts.update words", "llmserve_inference_deployment", with(deployment, "timeouts", map[string]any{"update": "1 hour"}), ours, `timeouts.update must be a positive Go duration such as "90s" or "30m", got "1 hour"`},
+		{"deployment timeouts.update zero", "llmserve_inference_deployment", with(deployment, "timeouts", map[string]any{"update": "0m"}), ours, `timeouts.update must be a positive Go duration`},
+		{"benchmark stall_timeout words", "llmserve_capacity_benchmark", with(bench, "trial", map[string]any{"stall_timeout": "five minutes"}), typeError, `Given Value: five minutes`},
+		{"benchmark request_timeout negative", "llmserve_capacity_benchmark", with(bench, "trial", map[string]any{"request_timeout": "-5m"}), ours, `trial.request_timeout must be a positive Go duration such as "90s" or "30m", got "-5m0s"`},
+		{"benchmark timeouts.create words", "llmserve_capacity_benchmark", with(bench, "timeouts", map[string]any{"create": "an hour"}), ours, `timeouts.create must be a positive Go duration such as "90s" or "30m", got "an hour"`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			ds := validateResourceConfig(t, tc.typeName, tc.config)
+			var errs []string
+			for _, d := range ds {
+				if d.Severity == tfprotov6.DiagnosticSeverityError {
+					errs = append(errs, d.Summary+": "+d.Detail)
+				}
+			}
+			if len(errs) != 1 || !strings.HasPrefix(errs[0], tc.summary+": ") || !strings.Contains(errs[0], tc.detail) {
+				t.Fatalf("errors = %q, want exactly one %q containing %q", errs, tc.summary, tc.detail)
+			}
+		})
 	}
 }

@@ -6,7 +6,6 @@ package provider
 
 import (
 	"context"
-	"fmt"
 	"time"
 
 	"github.com/hashicorp/terraform-plugin-framework-timetypes/timetypes"
@@ -237,8 +236,9 @@ func (r *valueReader) float(p capacity.Path, v attr.Value) float64 {
 	return 0
 }
 
-// duration reads a Go duration. The attribute's type refuses one that does not parse, but
-// without naming the attribute; this says which, and holds the domain's rule back.
+// duration reads a Go duration. One that does not parse is the attribute type's error,
+// already reported at the attribute; the domain's rule is held back from it as from an
+// unknown value, so the bad value gets one error, not two.
 func (r *valueReader) duration(p capacity.Path, v attr.Value, def time.Duration) time.Duration {
 	d, ok := v.(timetypes.GoDuration)
 	if !ok || !r.known(p, v) {
@@ -246,8 +246,6 @@ func (r *valueReader) duration(p capacity.Path, v attr.Value, def time.Duration)
 	}
 	got, diags := d.ValueGoDuration()
 	if diags.HasError() {
-		r.diags.AddAttributeError(attributePath(p), "Invalid duration",
-			fmt.Sprintf("%s must be a positive Go duration such as \"90s\" or \"30m\", got %q.", p, d.ValueString()))
 		r.unknown = append(r.unknown, p)
 		return def
 	}

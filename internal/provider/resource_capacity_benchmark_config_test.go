@@ -47,10 +47,13 @@ func TestBenchmarkValidationWithUnknowns(t *testing.T) {
 			map[string]any{"search": map[string]any{"min_concurrency": 0, "max_concurrency": unknown}}, []string{
 				"error: Value too small: search.min_concurrency must be at least 1, got 0.",
 			}},
-		{"a duration that does not parse names its attribute",
+		{"a duration that does not parse is one error, the type's, at the attribute",
 			map[string]any{"trial": map[string]any{"stall_timeout": "five minutes"}}, []string{
-				`error: Invalid duration: trial.stall_timeout must be a positive Go duration such as "90s" or "30m", got "five minutes".`,
 				"error: Invalid Time Duration String Value: A string value was provided that is not a valid Go Time Duration string format. A duration string is a sequence of numbers, each with optional fraction and a unit suffix, such as \"300ms\", \"-1.5h\" or \"2h45m\". Valid time units are \"ns\", \"us\" (or \"µs\"), \"ms\", \"s\", \"m\", \"h\".\\n\\nGiven Value: five minutes\nError: time: invalid duration \"five minutes\"",
+			}},
+		{"a zero duration is the domain's error, naming the attribute and the fix",
+			map[string]any{"trial": map[string]any{"stall_timeout": "0s"}}, []string{
+				`error: Invalid duration: trial.stall_timeout must be a positive Go duration such as "90s" or "30m", got "0s".`,
 			}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

@@ -131,7 +131,9 @@ func (nonEmptyRule) check(p path.Path, s string) (string, string) {
 }
 
 // durationValidator accepts positive Go durations ("90s", "30m"): zero or a negative bound
-// would end the operation at once.
+// would end the operation at once. On a timetypes.GoDuration attribute it never sees a value
+// that does not parse: the framework stops at the type's own error, so one bad value gets one
+// error either way.
 type durationValidator = stringRule[durationRule]
 type durationRule struct{}
 
@@ -179,12 +181,14 @@ func (v intRange) ValidateInt64(_ context.Context, req validator.Int64Request, r
 
 // positiveTimeouts is timeouts.Attributes with every duration required to be positive: the
 // package accepts "0s" and "-5m", which would fail the operation at once with a bare
-// "context deadline exceeded".
+// "context deadline exceeded". durationValidator replaces the package's own syntax check
+// rather than joining it, so a value that does not parse is one error, and one that names
+// the attribute (Terraform points only at the resource for a value inside timeouts = {...}).
 func positiveTimeouts(ctx context.Context, opts timeouts.Opts) schema.Attribute {
 	attr := timeouts.Attributes(ctx, opts).(schema.SingleNestedAttribute)
 	for name, a := range attr.Attributes {
 		if s, ok := a.(schema.StringAttribute); ok {
-			s.Validators = append(s.Validators, durationValidator{})
+			s.Validators = []validator.String{durationValidator{}}
 			attr.Attributes[name] = s
 		}
 	}
