@@ -5,74 +5,25 @@ import (
 	"fmt"
 	"math"
 	"slices"
-	"strconv"
 	"strings"
 	"unicode"
 	"unicode/utf8"
 
+	"github.com/llmserve/terraform-provider-llmserve/internal/attrpath"
 	"github.com/llmserve/terraform-provider-llmserve/internal/endpoint"
 	"github.com/llmserve/terraform-provider-llmserve/internal/results"
 )
 
-// Path names one setting as a user writes it: attribute names and list indexes from the
-// top, e.g. workloads[0].input_tokens. It is plain data, so the Terraform glue maps it onto
-// its own attribute paths and this package never imports Terraform.
-type Path []PathStep
-
-// PathStep is one attribute name, or one list index where Name is "".
-type PathStep struct {
-	Name  string
-	Index int
-}
-
-// Attr is the path of a top-level setting.
-func Attr(name string) Path { return Path{{Name: name}} }
-
-// At is the path of the attribute name inside p.
-func (p Path) At(name string) Path { return append(p[:len(p):len(p)], PathStep{Name: name}) }
-
-// Index is the path of the list element i of p.
-func (p Path) Index(i int) Path { return append(p[:len(p):len(p)], PathStep{Index: i}) }
-
-// String is the path as a user writes it: workloads[0].input_tokens.
-func (p Path) String() string {
-	var b strings.Builder
-	for _, s := range p {
-		switch {
-		case s.Name == "":
-			b.WriteString("[" + strconv.Itoa(s.Index) + "]")
-		case b.Len() > 0:
-			b.WriteString("." + s.Name)
-		default:
-			b.WriteString(s.Name)
-		}
-	}
-	return b.String()
-}
-
-// Within reports whether p is q or inside it (workloads[0].label is within workloads).
-func (p Path) Within(q Path) bool {
-	if len(q) > len(p) {
-		return false
-	}
-	for i := range q {
-		if p[i] != q[i] {
-			return false
-		}
-	}
-	return true
-}
-
 // Problem is one thing wrong with a configuration, or, as a warning, one valid value that
 // is almost certainly not what was meant.
 type Problem struct {
-	Path    Path   // the setting to fix
-	Summary string // a short title
-	Detail  string // names the setting, what is wrong and what to do
+	Path    attrpath.Path // the setting to fix
+	Summary string        // a short title
+	Detail  string        // names the setting, what is wrong and what to do
 	Warning bool
 	// Reads are the other settings the rule compared Path with (input_tokens for a shared
 	// prefix): a caller that does not know one of them yet cannot judge the rule.
-	Reads []Path
+	Reads []attrpath.Path
 }
 
 // Validate reports every problem with the configuration, each naming the setting to fix and
@@ -81,18 +32,18 @@ type Problem struct {
 func (c Config) Validate() []Problem {
 	var v validation
 	if _, err := endpoint.Parse(c.Endpoint); err != nil {
-		v.fail(Attr("endpoint"), "Invalid endpoint URL", "%v", err)
+		v.fail(attrpath.Root("endpoint"), "Invalid endpoint URL", "%v", err)
 	}
 	if c.Model == "" {
-		v.fail(Attr("model"), "Empty model name", "must not be empty; give the model name the server lists under /v1/models")
+		v.fail(attrpath.Root("model"), "Empty model name", "must not be empty; give the model name the server lists under /v1/models")
 	}
 	if c.API != APIChat && c.API != APICompletions {
-		v.fail(Attr("api"), "Unknown API", "must be %q or %q, got %q", APIChat, APICompletions, c.API)
+		v.fail(attrpath.Root("api"), "Unknown API", "must be %q or %q, got %q", APIChat, APICompletions, c.API)
 	}
 	v.workloads(c.Workloads)
 	v.slos(c.SLOs)
 	v.search(c)
-	trial := Attr("trial")
+	trial := attrpath.Root("trial")
 	v.between(trial.At("warmup_requests"), c.WarmupRequests, 0, MaxRequests)
 	v.between(trial.At("measured_requests"), c.MeasuredRequests, 1, MaxRequests)
 	v.between(trial.At("confirmation_trials"), c.ConfirmationTrials, 1, MaxConfirmationTrials)
@@ -109,7 +60,7 @@ func (c Config) Validate() []Problem {
 		}
 	}
 	if c.RecordChunkTimes && c.RecordsDirectory == "" {
-		v.add(Problem{Path: Attr("record_chunk_times"), Summary: "Chunk times without records", Reads: []Path{Attr("records_directory")},
+		v.add(Problem{Path: attrpath.Root("record_chunk_times"), Summary: "Chunk times without records", Reads: []attrpath.Path{attrpath.Root("records_directory")},
 			Detail: "record_chunk_times adds chunk arrival times to the per-request records, which are only written with records_directory; set records_directory or remove record_chunk_times."})
 	}
 	return v.problems
@@ -128,7 +79,7 @@ func Err(problems []Problem) error {
 }
 
 func (v *validation) workloads(ws []Workload) {
-	at := Attr("workloads")
+	at := attrpath.Root("workloads")
 	if len(ws) == 0 {
 		v.fail(at, "No workloads", "must list at least one workload, the input/output shape to find the capacity for")
 	}
@@ -142,7 +93,7 @@ func (v *validation) workloads(ws []Workload) {
 			v.fail(label, "Control character in value", "contains the control character %U at byte %d, which would reach terminals, CSV and Markdown renderings; use printable text", r, pos)
 		}
 		if first, dup := seen[w.Label]; dup && w.Label != "" {
-			v.add(Problem{Path: label, Summary: "Duplicate workload label", Reads: []Path{at.Index(first).At("label")},
+			v.add(Problem{Path: label, Summary: "Duplicate workload label", Reads: []attrpath.Path{at.Index(first).At("label")},
 				Detail: fmt.Sprintf("%s: the label %q is already used by workloads[%d]. Labels key maximum_passing_concurrency and first_failing_concurrency, so each must be unique; rename one.", label, w.Label, first)})
 		} else if !dup {
 			seen[w.Label] = i
@@ -160,7 +111,7 @@ func (v *validation) workloads(ws []Workload) {
 			case math.IsNaN(sd.v) || sd.v < 0:
 				v.fail(p.At(sd.name), "Value too small", "must be at least 0, got %g", sd.v)
 			case sd.ok && sd.v > float64(sd.n):
-				v.add(Problem{Path: p.At(sd.name), Summary: "Length spread wider than the length", Reads: []Path{p.At(sd.mean)},
+				v.add(Problem{Path: p.At(sd.name), Summary: "Length spread wider than the length", Reads: []attrpath.Path{p.At(sd.mean)},
 					Detail: fmt.Sprintf("%s (%g) is above the mean length (%d): most draws would be clipped at 1 token; give at most the mean.", p.At(sd.name), sd.v, sd.n)})
 			}
 		}
@@ -169,7 +120,7 @@ func (v *validation) workloads(ws []Workload) {
 		case w.SharedPrefixTokens < 0:
 			v.fail(pre, "Value too small", "must be at least 0, got %d", w.SharedPrefixTokens)
 		case inOK && w.SharedPrefixTokens >= w.InputTokens:
-			v.add(Problem{Path: pre, Summary: "Shared prefix as long as the prompt", Reads: []Path{p.At("input_tokens")},
+			v.add(Problem{Path: pre, Summary: "Shared prefix as long as the prompt", Reads: []attrpath.Path{p.At("input_tokens")},
 				Detail: fmt.Sprintf("%s (%d) counts within input_tokens (%d) and must be below it, leaving each prompt a part of its own; lower shared_prefix_tokens or raise input_tokens.", pre, w.SharedPrefixTokens, w.InputTokens)})
 		}
 	}
@@ -180,7 +131,7 @@ func (v *validation) workloads(ws []Workload) {
 // certainly a slip of units: a percentile written as a fraction, a latency in seconds.
 // Both would otherwise measure for hours against an objective nobody meant.
 func (v *validation) slos(slos []results.SLO) {
-	at := Attr("slos")
+	at := attrpath.Root("slos")
 	if len(slos) == 0 {
 		v.fail(at, "No objectives", "must list at least one objective, e.g. { percentile = 95, threshold_ms = 10000 } for p95 TTFT under 10 s")
 	}
@@ -193,10 +144,10 @@ func (v *validation) slos(slos []results.SLO) {
 		p := at.Index(i)
 		for _, f := range s.Problems() {
 			v.add(Problem{Path: p.At(f.Field), Summary: "Invalid objective", Detail: fmt.Sprintf("%s %s.", p.At(f.Field), f.Detail),
-				Reads: []Path{p.At("metric")}}) // every rule of an objective reads its metric
+				Reads: []attrpath.Path{p.At("metric")}}) // every rule of an objective reads its metric
 		}
 		if j := repeats[i]; j >= 0 {
-			v.add(Problem{Path: p, Summary: "Repeated objective", Reads: []Path{at.Index(j)},
+			v.add(Problem{Path: p, Summary: "Repeated objective", Reads: []attrpath.Path{at.Index(j)},
 				Detail: fmt.Sprintf("%s repeats %s of slos[%d]; keep the stricter one.", p, s.Key(), j)})
 		}
 		if pct := s.Percentile; pct > 0 && pct < 1 {
@@ -204,14 +155,14 @@ func (v *validation) slos(slos []results.SLO) {
 				Detail: fmt.Sprintf("percentile = %g asks for p%g, almost the fastest request of each trial: percentiles are on a 0-100 scale. Did you mean %g (p%g)?", pct, pct, pct*100, pct*100)})
 		}
 		if th := s.ThresholdMs; th > 0 && th < 50 && (s.Metric == results.MetricTTFT || s.Metric == results.MetricRequestLatency) {
-			v.add(Problem{Path: p.At("threshold_ms"), Summary: "Latency threshold below 50 ms", Warning: true, Reads: []Path{p.At("metric")},
+			v.add(Problem{Path: p.At("threshold_ms"), Summary: "Latency threshold below 50 ms", Warning: true, Reads: []attrpath.Path{p.At("metric")},
 				Detail: fmt.Sprintf("threshold_ms = %g demands a %s under %g ms: thresholds are in milliseconds. Did you mean %g s (threshold_ms = %g)?", th, strings.ReplaceAll(s.Metric, "_", " "), th, th, th*1000)})
 		}
 	}
 }
 
 func (v *validation) search(c Config) {
-	at := Attr("search")
+	at := attrpath.Root("search")
 	levels := at.At("concurrency_levels")
 	if c.ConcurrencyLevels != nil && len(c.ConcurrencyLevels) == 0 {
 		v.fail(levels, "No concurrency levels", "must list at least one level; remove it to search between search.min_concurrency and search.max_concurrency")
@@ -222,7 +173,7 @@ func (v *validation) search(c Config) {
 			continue
 		}
 		if j, dup := seen[l]; dup {
-			v.add(Problem{Path: levels.Index(i), Summary: "Repeated concurrency level", Reads: []Path{levels.Index(j)},
+			v.add(Problem{Path: levels.Index(i), Summary: "Repeated concurrency level", Reads: []attrpath.Path{levels.Index(j)},
 				Detail: fmt.Sprintf("%s: %d is already search.concurrency_levels[%d]; list each level once.", levels.Index(i), l, j)})
 			continue
 		}
@@ -231,7 +182,7 @@ func (v *validation) search(c Config) {
 	minOK := v.between(at.At("min_concurrency"), c.MinConcurrency, 1, MaxConcurrency)
 	maxOK := v.between(at.At("max_concurrency"), c.MaxConcurrency, 1, MaxConcurrency)
 	if minOK && maxOK && c.MinConcurrency > c.MaxConcurrency {
-		v.add(Problem{Path: at.At("min_concurrency"), Summary: "Search bounds inverted", Reads: []Path{at.At("max_concurrency")},
+		v.add(Problem{Path: at.At("min_concurrency"), Summary: "Search bounds inverted", Reads: []attrpath.Path{at.At("max_concurrency")},
 			Detail: fmt.Sprintf("search.min_concurrency (%d) is greater than search.max_concurrency (%d); lower min_concurrency or raise max_concurrency.", c.MinConcurrency, c.MaxConcurrency)})
 	}
 }
@@ -242,13 +193,13 @@ type validation struct{ problems []Problem }
 func (v *validation) add(p Problem) { v.problems = append(v.problems, p) }
 
 // fail adds an error whose detail is the path followed by the formatted text.
-func (v *validation) fail(p Path, summary, format string, args ...any) {
+func (v *validation) fail(p attrpath.Path, summary, format string, args ...any) {
 	v.add(Problem{Path: p, Summary: summary, Detail: p.String() + " " + fmt.Sprintf(format, args...) + "."})
 }
 
 // between checks lo ≤ got ≤ hi and says whether it holds. The upper bounds keep a run's
 // memory and time finite (see MaxTokens).
-func (v *validation) between(p Path, got, lo, hi int) bool {
+func (v *validation) between(p attrpath.Path, got, lo, hi int) bool {
 	switch {
 	case got < lo:
 		v.fail(p, "Value too small", "must be at least %d, got %d", lo, got)

@@ -9,30 +9,6 @@ import (
 	"github.com/llmserve/terraform-provider-llmserve/internal/results"
 )
 
-func TestPathString(t *testing.T) {
-	for _, tc := range []struct {
-		p    Path
-		want string
-	}{
-		{Attr("endpoint"), "endpoint"},
-		{Attr("workloads").Index(0).At("input_tokens"), "workloads[0].input_tokens"},
-		{Attr("search").At("concurrency_levels").Index(12), "search.concurrency_levels[12]"},
-	} {
-		if got := tc.p.String(); got != tc.want {
-			t.Errorf("String() = %q, want %q", got, tc.want)
-		}
-	}
-	// At and Index never write into a shared parent.
-	base := Attr("workloads").Index(1)
-	a, b := base.At("label"), base.At("input_tokens")
-	if a.String() != "workloads[1].label" || b.String() != "workloads[1].input_tokens" {
-		t.Errorf("siblings %s, %s", a, b)
-	}
-	if !a.Within(base) || !a.Within(a) || base.Within(a) || a.Within(b) {
-		t.Error("Within is not prefix containment")
-	}
-}
-
 // validConfig is a configuration Validate accepts, for the cases to break one thing each.
 func validConfig() Config {
 	c := Defaults()

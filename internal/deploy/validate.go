@@ -12,6 +12,7 @@ import (
 
 	"github.com/distribution/reference"
 
+	"github.com/llmserve/terraform-provider-llmserve/internal/attrpath"
 	"github.com/llmserve/terraform-provider-llmserve/internal/engine"
 )
 
@@ -33,36 +34,35 @@ var secretEnv = map[string]string{ //nolint:gosec // G101: variable and attribut
 var volumeNameRE = regexp.MustCompile(`^[a-zA-Z0-9][a-zA-Z0-9_.-]*$`)
 
 // Validate reports every problem of where and how the container would run, in terms of the
-// attributes that set them (Problem.Field, with [i] for list elements and ["key"] for map
-// keys), so a plan shows them all at once. s is the engine spec the placement launches.
+// attributes that set them (Problem.Path), so a plan shows them all at once. s is the engine spec the placement launches.
 func (p Placement) Validate(s engine.Spec) []engine.Problem {
 	var out []engine.Problem
-	add := func(field, format string, args ...any) {
-		out = append(out, engine.Problem{Field: field, Detail: fmt.Sprintf(format, args...)})
+	add := func(p attrpath.Path, format string, args ...any) {
+		out = append(out, engine.Problem{Path: p, Detail: fmt.Sprintf(format, args...)})
 	}
 	out = append(out, checkImage(p.Image)...)
 	if p.BindAddress != "" && net.ParseIP(p.BindAddress) == nil {
-		add("bind_address", "%q is not an IP address; the engine host would publish on every address the name resolves to (for \"localhost\" both 127.0.0.1 and ::1, or all interfaces), not what state says. Use an IP literal: \"127.0.0.1\" for this host only, \"0.0.0.0\" for every interface", p.BindAddress)
+		add(attrpath.Root("bind_address"), "%q is not an IP address; the engine host would publish on every address the name resolves to (for \"localhost\" both 127.0.0.1 and ::1, or all interfaces), not what state says. Use an IP literal: \"127.0.0.1\" for this host only, \"0.0.0.0\" for every interface", p.BindAddress)
 	}
 	switch {
 	case p.HostPort != 0 && p.HostNetwork:
-		add("host_port", "does not apply with host networking: with network_mode = \"host\" the engine listens on the host at port; remove host_port and set port instead")
+		add(attrpath.Root("host_port"), "does not apply with host networking: with network_mode = \"host\" the engine listens on the host at port; remove host_port and set port instead")
 	case p.HostPort != 0 && (p.HostPort < 1 || p.HostPort > 65535):
-		add("host_port", "must be between 1 and 65535, got %d", p.HostPort)
+		add(attrpath.Root("host_port"), "must be between 1 and 65535, got %d", p.HostPort)
 	}
 	if p.ModelHostPath != "" {
 		if !path.IsAbs(p.ModelHostPath) {
-			add("model_host_path", "must be an absolute path on the engine host, got %q", p.ModelHostPath)
+			add(attrpath.Root("model_host_path"), "must be an absolute path on the engine host, got %q", p.ModelHostPath)
 		}
 		if !path.IsAbs(s.Model) {
-			add("model", "model_host_path is mounted at model, so model must be an absolute path inside the container, got %q", s.Model)
+			add(attrpath.Root("model"), "model_host_path is mounted at model, so model must be an absolute path inside the container, got %q", s.Model)
 		}
 	}
 	for _, k := range sortedKeys(p.Env) {
-		field := fmt.Sprintf("environment[%q]", k)
+		field := attrpath.Root("environment").Key(k)
 		switch {
 		case k == "":
-			add("environment", "has an empty variable name; remove it")
+			add(attrpath.Root("environment"), "has an empty variable name; remove it")
 		case strings.ContainsFunc(k, func(r rune) bool { return r == '=' || unicode.IsSpace(r) || unicode.IsControl(r) }):
 			add(field, "%q is not a valid variable name: it must not contain =, spaces or control characters", k)
 		case secretEnv[k] != "":
@@ -73,10 +73,10 @@ func (p Placement) Validate(s engine.Spec) []engine.Problem {
 		}
 	}
 	for _, k := range sortedKeys(p.Labels) {
-		field := fmt.Sprintf("labels[%q]", k)
+		field := attrpath.Root("labels").Key(k)
 		switch {
 		case strings.TrimSpace(k) == "":
-			add("labels", "has an empty label key; remove it")
+			add(attrpath.Root("labels"), "has an empty label key; remove it")
 		case slices.Contains(ReservedLabels, k):
 			add(field, "%s is written by the provider (it marks its containers and holds the launch record import reads) and would overwrite this value; choose another key", k)
 		case strings.ContainsFunc(k, unicode.IsControl):
@@ -91,20 +91,20 @@ func (p Placement) Validate(s engine.Spec) []engine.Problem {
 		targets[path.Clean(s.Model)] = -1
 	}
 	for i, m := range p.Mounts {
-		f := fmt.Sprintf("mounts[%d]", i)
+		f := attrpath.Root("mounts").Index(i)
 		switch {
 		case strings.TrimSpace(m.Source) == "":
-			add(f+".source", "must not be empty; give a host path (type bind) or a volume name (type volume)")
+			add(f.At("source"), "must not be empty; give a host path (type bind) or a volume name (type volume)")
 		case m.Type != "volume" && !path.IsAbs(m.Source):
-			add(f+".source", "a bind mount needs an absolute host path, got %q; use type = \"volume\" for a named volume", m.Source)
+			add(f.At("source"), "a bind mount needs an absolute host path, got %q; use type = \"volume\" for a named volume", m.Source)
 		case m.Type == "volume" && !volumeNameRE.MatchString(m.Source):
-			add(f+".source", "%q is not a volume name (letters, digits and _ . - after the first character)", m.Source)
+			add(f.At("source"), "%q is not a volume name (letters, digits and _ . - after the first character)", m.Source)
 		}
 		switch {
 		case !path.IsAbs(m.Target):
-			add(f+".target", "must be an absolute path inside the container, got %q", m.Target)
+			add(f.At("target"), "must be an absolute path inside the container, got %q", m.Target)
 		case path.Clean(m.Target) == "/":
-			add(f+".target", "cannot be the container's root; mount under a directory such as /root/.cache/huggingface")
+			add(f.At("target"), "cannot be the container's root; mount under a directory such as /root/.cache/huggingface")
 		default:
 			t := path.Clean(m.Target)
 			if j, dup := targets[t]; dup {
@@ -112,7 +112,7 @@ func (p Placement) Validate(s engine.Spec) []engine.Problem {
 				if j >= 0 {
 					other = fmt.Sprintf("mounts[%d]", j)
 				}
-				add(f+".target", "%s is already the target of %s; each path can be mounted once", t, other)
+				add(f.At("target"), "%s is already the target of %s; each path can be mounted once", t, other)
 			} else {
 				targets[t] = i
 			}
@@ -125,11 +125,11 @@ func (p Placement) Validate(s engine.Spec) []engine.Problem {
 		}
 	}
 	if len(p.GPUIDs) > 0 && s.Accelerator != engine.CUDA {
-		add("gpu_ids", "selects NVIDIA GPUs, which only accelerator = \"cuda\" uses; with %q it would be ignored. Remove gpu_ids or set accelerator = \"cuda\"", orCPU(s.Accelerator))
+		add(attrpath.Root("gpu_ids"), "selects NVIDIA GPUs, which only accelerator = \"cuda\" uses; with %q it would be ignored. Remove gpu_ids or set accelerator = \"cuda\"", orCPU(s.Accelerator))
 	}
 	seen := map[string]int{}
 	for i, id := range p.GPUIDs {
-		f := fmt.Sprintf("gpu_ids[%d]", i)
+		f := attrpath.Root("gpu_ids").Index(i)
 		if strings.TrimSpace(id) == "" || strings.ContainsFunc(id, unicode.IsControl) {
 			add(f, "must be a GPU index or UUID (as nvidia-smi -L shows), got %q", id)
 			continue
@@ -141,11 +141,11 @@ func (p Placement) Validate(s engine.Spec) []engine.Problem {
 	}
 	for i, g := range p.GroupAdd {
 		if strings.TrimSpace(g) == "" || strings.ContainsFunc(g, func(r rune) bool { return unicode.IsSpace(r) || unicode.IsControl(r) }) {
-			add(fmt.Sprintf("group_add[%d]", i), "must be a group name or numeric id, got %q", g)
+			add(attrpath.Root("group_add").Index(i), "must be a group name or numeric id, got %q", g)
 		}
 	}
 	if p.ShmSizeBytes != 0 && (s.Accelerator == engine.CUDA || s.Accelerator == engine.XPU) {
-		add("shm_size_mb", "has no effect with accelerator = %q: the container shares the host's IPC namespace and its /dev/shm. Remove shm_size_mb", s.Accelerator)
+		add(attrpath.Root("shm_size_mb"), "has no effect with accelerator = %q: the container shares the host's IPC namespace and its /dev/shm. Remove shm_size_mb", s.Accelerator)
 	}
 	return out
 }
@@ -165,18 +165,18 @@ func (p Placement) CheckReachable(engineHost string) []engine.Problem {
 	if !net.ParseIP(p.BindAddress).IsLoopback() {
 		return nil
 	}
-	return []engine.Problem{{Field: "bind_address", Detail: fmt.Sprintf("the engine host %s is remote, and bind_address %s serves only on its loopback, so this machine (and a benchmark run from it) cannot reach the server; readiness would wait out readiness_timeout. Set bind_address = \"0.0.0.0\" (or the host's address) and restrict access with a firewall", u.Hostname(), p.BindAddress)}}
+	return []engine.Problem{{Path: attrpath.Root("bind_address"), Detail: fmt.Sprintf("the engine host %s is remote, and bind_address %s serves only on its loopback, so this machine (and a benchmark run from it) cannot reach the server; readiness would wait out readiness_timeout. Set bind_address = \"0.0.0.0\" (or the host's address) and restrict access with a firewall", u.Hostname(), p.BindAddress)}}
 }
 
 func checkImage(ref string) []engine.Problem {
 	switch {
 	case strings.TrimSpace(ref) == "":
-		return []engine.Problem{{Field: "image", Detail: "must name the engine image, e.g. \"lmsysorg/sglang:v0.5.4\" or \"repo@sha256:...\""}}
+		return []engine.Problem{{Path: attrpath.Root("image"), Detail: "must name the engine image, e.g. \"lmsysorg/sglang:v0.5.4\" or \"repo@sha256:...\""}}
 	case strings.ContainsFunc(ref, func(r rune) bool { return unicode.IsSpace(r) || unicode.IsControl(r) }):
-		return []engine.Problem{{Field: "image", Detail: fmt.Sprintf("%q contains spaces or control characters; an image reference is one word such as \"lmsysorg/sglang:v0.5.4\"", ref)}}
+		return []engine.Problem{{Path: attrpath.Root("image"), Detail: fmt.Sprintf("%q contains spaces or control characters; an image reference is one word such as \"lmsysorg/sglang:v0.5.4\"", ref)}}
 	}
 	if _, err := reference.ParseAnyReference(ref); err != nil {
-		return []engine.Problem{{Field: "image", Detail: fmt.Sprintf("%q is not an image reference (%v); use repository[:tag] or repository@sha256:digest, lowercase, e.g. \"lmsysorg/sglang:v0.5.4\"", ref, err)}}
+		return []engine.Problem{{Path: attrpath.Root("image"), Detail: fmt.Sprintf("%q is not an image reference (%v); use repository[:tag] or repository@sha256:digest, lowercase, e.g. \"lmsysorg/sglang:v0.5.4\"", ref, err)}}
 	}
 	return nil
 }

@@ -61,7 +61,7 @@ func TestPlacementValidate(t *testing.T) {
 				}
 				return
 			}
-			if len(got) != 1 || got[0].Field != tt.field || !strings.Contains(got[0].Detail, tt.want) {
+			if len(got) != 1 || got[0].Path.String() != tt.field || !strings.Contains(got[0].Detail, tt.want) {
 				t.Fatalf("Validate = %v, want one problem on %s containing %q", got, tt.field, tt.want)
 			}
 		})
@@ -90,7 +90,7 @@ func TestPlacementCheckReachable(t *testing.T) {
 				}
 				return
 			}
-			if len(got) != 1 || got[0].Field != "bind_address" || !strings.Contains(got[0].Detail, tt.want) || !strings.Contains(got[0].Detail, `Set bind_address = "0.0.0.0"`) {
+			if len(got) != 1 || got[0].Path.String() != "bind_address" || !strings.Contains(got[0].Detail, tt.want) || !strings.Contains(got[0].Detail, `Set bind_address = "0.0.0.0"`) {
 				t.Fatalf("CheckReachable = %v, want one bind_address problem containing %q and the fix", got, tt.want)
 			}
 		})

@@ -5,6 +5,8 @@ import (
 	"slices"
 	"strings"
 	"unicode"
+
+	"github.com/llmserve/terraform-provider-llmserve/internal/attrpath"
 )
 
 // secretFlags are engine flags that take a secret on the command line, which is stored in
@@ -16,24 +18,24 @@ var secretFlags = []string{"--api-key", "--admin-api-key", "--hf-token"}
 // flags in extra_args that would put a secret on the command line.
 func (s Spec) CheckStrings() []Problem {
 	var out []Problem
-	add := func(field, format string, args ...any) {
-		out = append(out, Problem{Field: field, Detail: fmt.Sprintf(format, args...)})
+	add := func(p attrpath.Path, format string, args ...any) {
+		out = append(out, Problem{Path: p, Detail: fmt.Sprintf(format, args...)})
 	}
 	for field, v := range map[string]string{"model": s.Model, "revision": s.Revision, "served_model_name": s.ServedModelName} {
 		if strings.ContainsFunc(v, unicode.IsControl) {
-			add(field, "contains control characters; use printable text")
+			add(attrpath.Root(field), "contains control characters; use printable text")
 		}
 	}
 	if sp := s.Speculative; sp != nil {
-		for field, v := range map[string]string{"speculative.algorithm": sp.Algorithm, "speculative.draft_model": sp.DraftModel} {
+		for field, v := range map[string]string{"algorithm": sp.Algorithm, "draft_model": sp.DraftModel} {
 			if strings.ContainsFunc(v, unicode.IsControl) {
-				add(field, "contains control characters; use printable text")
+				add(attrpath.Root("speculative").At(field), "contains control characters; use printable text")
 			}
 		}
 	}
 	for name, list := range map[string][]string{"extra_args": s.ExtraArgs, "entrypoint": s.Entrypoint} {
 		for i, a := range list {
-			f := fmt.Sprintf("%s[%d]", name, i)
+			f := attrpath.Root(name).Index(i)
 			if strings.ContainsFunc(a, unicode.IsControl) {
 				add(f, "contains control characters; use printable text")
 			}
@@ -46,6 +48,6 @@ func (s Spec) CheckStrings() []Problem {
 			}
 		}
 	}
-	slices.SortFunc(out, func(a, b Problem) int { return strings.Compare(a.Field, b.Field) })
+	slices.SortFunc(out, func(a, b Problem) int { return strings.Compare(a.Path.String(), b.Path.String()) })
 	return out
 }

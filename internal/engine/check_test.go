@@ -28,7 +28,7 @@ func TestSpecCheckStrings(t *testing.T) {
 				}
 				return
 			}
-			if len(got) != 1 || got[0].Field != tt.field || !strings.Contains(got[0].Detail, tt.want) {
+			if len(got) != 1 || got[0].Path.String() != tt.field || !strings.Contains(got[0].Detail, tt.want) {
 				t.Fatalf("CheckStrings = %v, want one problem on %s containing %q", got, tt.field, tt.want)
 			}
 		})

@@ -7,6 +7,8 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+
+	"github.com/llmserve/terraform-provider-llmserve/internal/attrpath"
 )
 
 // Accelerator names the device family the engine computes on.
@@ -81,20 +83,20 @@ type Secrets struct {
 	AdminAPIKey string
 }
 
-// Problem is one violated constraint: Field is the attribute path in snake_case with dots
-// between nested names (e.g. "speculative.draft_tokens"), Detail says what to change.
+// Problem is one violated constraint: Path is the attribute that sets it (e.g.
+// speculative.draft_tokens, mounts[1].target), Detail says what to change.
 type Problem struct {
-	Field  string
+	Path   attrpath.Path
 	Detail string
 }
 
-func (p Problem) Error() string { return p.Field + ": " + p.Detail }
+func (p Problem) Error() string { return p.Path.String() + ": " + p.Detail }
 
 // Validate reports every constraint the spec violates, so a plan shows all of them at once.
 func (s Spec) Validate() []Problem {
 	var out []Problem
 	add := func(field, format string, args ...any) {
-		out = append(out, Problem{Field: field, Detail: fmt.Sprintf(format, args...)})
+		out = append(out, Problem{Path: attrpath.Root(field), Detail: fmt.Sprintf(format, args...)})
 	}
 	if !slices.Contains(Names, s.Engine) {
 		add("engine", "unknown engine %q; use one of %s", s.Engine, joinQuoted(Names))
@@ -147,7 +149,7 @@ func (s Spec) validateSpeculative() []Problem {
 	}
 	var out []Problem
 	add := func(field, format string, args ...any) {
-		out = append(out, Problem{Field: "speculative." + field, Detail: fmt.Sprintf(format, args...)})
+		out = append(out, Problem{Path: attrpath.Root("speculative").At(field), Detail: fmt.Sprintf(format, args...)})
 	}
 	if sp.Steps < 1 {
 		add("steps", "must be at least 1, got %d", sp.Steps)

@@ -122,7 +122,7 @@ func TestValidate(t *testing.T) {
 			var found []string
 			for _, p := range s.Validate() {
 				found = append(found, p.Error())
-				if p.Field == tt.field && strings.Contains(p.Detail, tt.detail) {
+				if p.Path.String() == tt.field && strings.Contains(p.Detail, tt.detail) {
 					return
 				}
 			}

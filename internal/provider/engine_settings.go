@@ -367,7 +367,7 @@ func (m engineSettings) validateSpec(ctx context.Context) (engine.Spec, diag.Dia
 		return spec, diags
 	}
 	for _, p := range append(spec.Validate(), spec.CheckStrings()...) {
-		diags.AddAttributeError(problemPath(p.Field), "Invalid "+string(spec.Engine)+" setting", p.Error())
+		diags.AddAttributeError(attributePath(p.Path), "Invalid "+string(spec.Engine)+" setting", p.Error())
 	}
 	return spec, diags
 }

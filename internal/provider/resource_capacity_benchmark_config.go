@@ -16,6 +16,7 @@ import (
 	"github.com/hashicorp/terraform-plugin-framework/types"
 	"github.com/hashicorp/terraform-plugin-framework/types/basetypes"
 
+	"github.com/llmserve/terraform-provider-llmserve/internal/attrpath"
 	"github.com/llmserve/terraform-provider-llmserve/internal/capacity"
 	"github.com/llmserve/terraform-provider-llmserve/internal/results"
 )
@@ -47,7 +48,7 @@ func (r *capacityBenchmarkResource) ValidateConfig(ctx context.Context, req reso
 // problemDiagnostics maps the domain's problems onto attribute paths, leaving out each one
 // whose setting, or a setting it read, is within a value not known yet. Warnings are
 // reported only with withWarnings: at apply they were already shown at plan.
-func problemDiagnostics(problems []capacity.Problem, unknown []capacity.Path, withWarnings bool) diag.Diagnostics {
+func problemDiagnostics(problems []capacity.Problem, unknown []attrpath.Path, withWarnings bool) diag.Diagnostics {
 	var diags diag.Diagnostics
 	for _, p := range problems {
 		if readsUnknown(p, unknown) {
@@ -63,9 +64,9 @@ func problemDiagnostics(problems []capacity.Problem, unknown []capacity.Path, wi
 	return diags
 }
 
-func readsUnknown(p capacity.Problem, unknown []capacity.Path) bool {
+func readsUnknown(p capacity.Problem, unknown []attrpath.Path) bool {
 	for _, u := range unknown {
-		for _, read := range append([]capacity.Path{p.Path}, p.Reads...) {
+		for _, read := range append([]attrpath.Path{p.Path}, p.Reads...) {
 			if read.Within(u) || u.Within(read) {
 				return true
 			}
@@ -74,41 +75,24 @@ func readsUnknown(p capacity.Problem, unknown []capacity.Path) bool {
 	return false
 }
 
-// attributePath is the Terraform path of a domain path: the benchmark's settings are named
-// as its attributes are.
-func attributePath(p capacity.Path) path.Path {
-	var out path.Path
-	for i, s := range p {
-		switch {
-		case i == 0:
-			out = path.Root(s.Name)
-		case s.Name == "":
-			out = out.AtListIndex(s.Index)
-		default:
-			out = out.AtName(s.Name)
-		}
-	}
-	return out
-}
-
 // capacityConfig translates the benchmark's values (the configuration at validation, the
 // plan at create) into the domain configuration. An unset value takes capacity.Defaults, as
 // the schema's defaults do; an unknown one takes it too and is listed in unknown, so that
 // no problem is reported about it.
-func (m capacityBenchmarkModel) capacityConfig(ctx context.Context) (capacity.Config, []capacity.Path, diag.Diagnostics) {
+func (m capacityBenchmarkModel) capacityConfig(ctx context.Context) (capacity.Config, []attrpath.Path, diag.Diagnostics) {
 	r := valueReader{ctx: ctx}
 	def := capacity.Defaults()
 	cfg := capacity.Config{
-		Endpoint:         r.str(capacity.Attr("endpoint"), m.Endpoint, ""),
-		Model:            r.str(capacity.Attr("model"), m.Model, ""),
-		API:              r.str(capacity.Attr("api"), m.API, def.API),
-		RecordsDirectory: r.str(capacity.Attr("records_directory"), m.RecordsDir, ""),
-		RecordChunkTimes: r.known(capacity.Attr("record_chunk_times"), m.ChunkTimes) && m.ChunkTimes.ValueBool(),
+		Endpoint:         r.str(attrpath.Root("endpoint"), m.Endpoint, ""),
+		Model:            r.str(attrpath.Root("model"), m.Model, ""),
+		API:              r.str(attrpath.Root("api"), m.API, def.API),
+		RecordsDirectory: r.str(attrpath.Root("records_directory"), m.RecordsDir, ""),
+		RecordChunkTimes: r.known(attrpath.Root("record_chunk_times"), m.ChunkTimes) && m.ChunkTimes.ValueBool(),
 		Seed:             1,
 	}
 
-	for i, w := range r.elements(capacity.Attr("workloads"), m.Workloads) {
-		p := capacity.Attr("workloads").Index(i)
+	for i, w := range r.elements(attrpath.Root("workloads"), m.Workloads) {
+		p := attrpath.Root("workloads").Index(i)
 		f := r.fields(p, w)
 		cfg.Workloads = append(cfg.Workloads, capacity.Workload{
 			Label:              r.str(p.At("label"), f["label"], ""),
@@ -119,8 +103,8 @@ func (m capacityBenchmarkModel) capacityConfig(ctx context.Context) (capacity.Co
 			SharedPrefixTokens: r.int(p.At("shared_prefix_tokens"), f["shared_prefix_tokens"], 0),
 		})
 	}
-	for i, s := range r.elements(capacity.Attr("slos"), m.SLOs) {
-		p := capacity.Attr("slos").Index(i)
+	for i, s := range r.elements(attrpath.Root("slos"), m.SLOs) {
+		p := attrpath.Root("slos").Index(i)
 		f := r.fields(p, s)
 		cfg.SLOs = append(cfg.SLOs, results.SLO{
 			Metric:      r.str(p.At("metric"), f["metric"], ""), // "" is the default, as WithDefaults fills it
@@ -130,7 +114,7 @@ func (m capacityBenchmarkModel) capacityConfig(ctx context.Context) (capacity.Co
 		})
 	}
 
-	at := capacity.Attr("search")
+	at := attrpath.Root("search")
 	f := r.fields(at, m.Search)
 	cfg.MinConcurrency = r.int(at.At("min_concurrency"), f["min_concurrency"], def.MinConcurrency)
 	cfg.MaxConcurrency = r.int(at.At("max_concurrency"), f["max_concurrency"], def.MaxConcurrency)
@@ -141,7 +125,7 @@ func (m capacityBenchmarkModel) capacityConfig(ctx context.Context) (capacity.Co
 		}
 	}
 
-	at = capacity.Attr("trial")
+	at = attrpath.Root("trial")
 	f = r.fields(at, m.Trial)
 	cfg.WarmupRequests = r.int(at.At("warmup_requests"), f["warmup_requests"], def.WarmupRequests)
 	cfg.MeasuredRequests = r.int(at.At("measured_requests"), f["measured_requests"], def.MeasuredRequests)
@@ -153,12 +137,12 @@ func (m capacityBenchmarkModel) capacityConfig(ctx context.Context) (capacity.Co
 	exp, d := experimentFromObject(ctx, m.Experiment)
 	r.diags.Append(d...)
 	cfg.Experiment = exp
-	if r.known(capacity.Attr("triggers"), m.Triggers) {
+	if r.known(attrpath.Root("triggers"), m.Triggers) {
 		// A changed trigger is a new measurement, never a replay (capacity keys the journal by
 		// it). At plan a trigger is often another resource's id, not known yet.
 		cfg.Triggers = make(map[string]string, len(m.Triggers.Elements()))
 		for k, v := range m.Triggers.Elements() {
-			cfg.Triggers[k] = r.str(capacity.Attr("triggers"), v, "")
+			cfg.Triggers[k] = r.str(attrpath.Root("triggers"), v, "")
 		}
 	}
 	return cfg, r.unknown, r.diags
@@ -170,13 +154,13 @@ func (m capacityBenchmarkModel) capacityConfig(ctx context.Context) (capacity.Co
 // path relative to the object, and fill nothing at all when it fails.
 type valueReader struct {
 	ctx     context.Context
-	unknown []capacity.Path
+	unknown []attrpath.Path
 	diags   diag.Diagnostics
 }
 
 // known says whether v has a value, noting p when it is unknown. A missing attribute (nil)
 // is null.
-func (r *valueReader) known(p capacity.Path, v attr.Value) bool {
+func (r *valueReader) known(p attrpath.Path, v attr.Value) bool {
 	if v == nil {
 		return false
 	}
@@ -189,7 +173,7 @@ func (r *valueReader) known(p capacity.Path, v attr.Value) bool {
 
 // fields are an object's attribute values; none when it is null or unknown, so that every
 // attribute takes its default.
-func (r *valueReader) fields(p capacity.Path, o attr.Value) map[string]attr.Value {
+func (r *valueReader) fields(p attrpath.Path, o attr.Value) map[string]attr.Value {
 	if obj, ok := o.(basetypes.ObjectValuable); ok && r.known(p, o) {
 		v, d := obj.ToObjectValue(r.ctx)
 		r.diags.Append(d...)
@@ -200,7 +184,7 @@ func (r *valueReader) fields(p capacity.Path, o attr.Value) map[string]attr.Valu
 
 // elements are a list's elements, each of which may be unknown; none when it is null or
 // unknown.
-func (r *valueReader) elements(p capacity.Path, l attr.Value) []attr.Value {
+func (r *valueReader) elements(p attrpath.Path, l attr.Value) []attr.Value {
 	if list, ok := l.(basetypes.ListValuable); ok && r.known(p, l) {
 		v, d := list.ToListValue(r.ctx)
 		r.diags.Append(d...)
@@ -209,7 +193,7 @@ func (r *valueReader) elements(p capacity.Path, l attr.Value) []attr.Value {
 	return nil
 }
 
-func (r *valueReader) str(p capacity.Path, v attr.Value, def string) string {
+func (r *valueReader) str(p attrpath.Path, v attr.Value, def string) string {
 	if s, ok := v.(basetypes.StringValuable); ok && r.known(p, v) {
 		sv, d := s.ToStringValue(r.ctx)
 		r.diags.Append(d...)
@@ -218,7 +202,7 @@ func (r *valueReader) str(p capacity.Path, v attr.Value, def string) string {
 	return def
 }
 
-func (r *valueReader) int(p capacity.Path, v attr.Value, def int) int {
+func (r *valueReader) int(p attrpath.Path, v attr.Value, def int) int {
 	if i, ok := v.(basetypes.Int64Valuable); ok && r.known(p, v) {
 		iv, d := i.ToInt64Value(r.ctx)
 		r.diags.Append(d...)
@@ -227,7 +211,7 @@ func (r *valueReader) int(p capacity.Path, v attr.Value, def int) int {
 	return def
 }
 
-func (r *valueReader) float(p capacity.Path, v attr.Value) float64 {
+func (r *valueReader) float(p attrpath.Path, v attr.Value) float64 {
 	if f, ok := v.(basetypes.Float64Valuable); ok && r.known(p, v) {
 		fv, d := f.ToFloat64Value(r.ctx)
 		r.diags.Append(d...)
@@ -239,7 +223,7 @@ func (r *valueReader) float(p capacity.Path, v attr.Value) float64 {
 // duration reads a Go duration. One that does not parse is the attribute type's error,
 // already reported at the attribute; the domain's rule is held back from it as from an
 // unknown value, so the bad value gets one error, not two.
-func (r *valueReader) duration(p capacity.Path, v attr.Value, def time.Duration) time.Duration {
+func (r *valueReader) duration(p attrpath.Path, v attr.Value, def time.Duration) time.Duration {
 	d, ok := v.(timetypes.GoDuration)
 	if !ok || !r.known(p, v) {
 		return def

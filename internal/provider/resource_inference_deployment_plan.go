@@ -26,7 +26,7 @@ func (r *inferenceDeploymentResource) ValidateConfig(ctx context.Context, req re
 	resp.Diagnostics.Append(m.checkReadinessBounds()...)
 	if !m.PodAccess.IsUnknown() {
 		for _, p := range kubernetes.CheckAccess(m.access(), !m.APIKeyWO.IsNull()) {
-			resp.Diagnostics.AddAttributeError(problemPath(p.Field), "Invalid inference deployment setting", p.Detail+".")
+			resp.Diagnostics.AddAttributeError(attributePath(p.Path), "Invalid inference deployment setting", p.Detail+".")
 		}
 	}
 }

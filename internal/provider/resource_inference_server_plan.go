@@ -31,7 +31,7 @@ func (r *inferenceServerResource) ValidateConfig(ctx context.Context, req resour
 		placement, diags := m.placement(ctx)
 		resp.Diagnostics.Append(diags...)
 		for _, p := range placement.Validate(spec) {
-			resp.Diagnostics.AddAttributeError(problemPath(p.Field), "Invalid inference server setting", p.Error())
+			resp.Diagnostics.AddAttributeError(attributePath(p.Path), "Invalid inference server setting", p.Error())
 		}
 	}
 }
@@ -107,6 +107,6 @@ func (r *inferenceServerResource) warnUnreachable(ctx context.Context, req resou
 	}
 	// With host networking the engine itself listens on bind_address, so the same applies.
 	for _, p := range (deploy.Placement{BindAddress: bind.ValueString()}).CheckReachable(r.provider.docker.Host()) {
-		resp.Diagnostics.AddAttributeWarning(problemPath(p.Field), "Endpoint unreachable from this machine", p.Detail+".")
+		resp.Diagnostics.AddAttributeWarning(attributePath(p.Path), "Endpoint unreachable from this machine", p.Detail+".")
 	}
 }

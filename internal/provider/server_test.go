@@ -6,6 +6,8 @@ import (
 	"github.com/hashicorp/terraform-plugin-framework/path"
 	"github.com/hashicorp/terraform-plugin-go/tfprotov6"
 	"github.com/hashicorp/terraform-plugin-go/tftypes"
+
+	"github.com/llmserve/terraform-provider-llmserve/internal/attrpath"
 )
 
 func TestReadableDiagnostics(t *testing.T) {
@@ -38,20 +40,21 @@ func TestReadableDiagnostics(t *testing.T) {
 	}
 }
 
-func TestProblemPath(t *testing.T) {
+func TestAttributePath(t *testing.T) {
 	tests := []struct {
-		in   string
+		in   attrpath.Path
 		want path.Path
 	}{
-		{"port", path.Root("port")},
-		{"speculative.draft_tokens", path.Root("speculative").AtName("draft_tokens")},
-		{"mounts[1].target", path.Root("mounts").AtListIndex(1).AtName("target")},
-		{`environment["A.B=C"]`, path.Root("environment").AtMapKey("A.B=C")},
-		{"gpu_ids[2]", path.Root("gpu_ids").AtListIndex(2)},
+		{attrpath.Root("port"), path.Root("port")},
+		{attrpath.Root("speculative").At("draft_tokens"), path.Root("speculative").AtName("draft_tokens")},
+		{attrpath.Root("mounts").Index(1).At("target"), path.Root("mounts").AtListIndex(1).AtName("target")},
+		{attrpath.Root("environment").Key("A.B=C"), path.Root("environment").AtMapKey("A.B=C")},
+		{attrpath.Root("gpu_ids").Index(2), path.Root("gpu_ids").AtListIndex(2)},
+		{attrpath.Root("search").At("concurrency_levels").Index(0), path.Root("search").AtName("concurrency_levels").AtListIndex(0)},
 	}
 	for _, tt := range tests {
-		if got := problemPath(tt.in); !got.Equal(tt.want) {
-			t.Errorf("problemPath(%q) = %s, want %s", tt.in, got, tt.want)
+		if got := attributePath(tt.in); !got.Equal(tt.want) {
+			t.Errorf("attributePath(%s) = %s, want %s", tt.in, got, tt.want)
 		}
 	}
 }

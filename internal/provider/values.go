@@ -2,13 +2,13 @@ package provider
 
 import (
 	"context"
-	"strconv"
-	"strings"
 
 	"github.com/hashicorp/terraform-plugin-framework/attr"
 	"github.com/hashicorp/terraform-plugin-framework/diag"
 	"github.com/hashicorp/terraform-plugin-framework/path"
 	"github.com/hashicorp/terraform-plugin-framework/types"
+
+	"github.com/llmserve/terraform-provider-llmserve/internal/attrpath"
 )
 
 // Conversions between Terraform values and the domain's plain ones, shared by the resources.
@@ -39,42 +39,23 @@ func fullyKnown(v attr.Value) bool {
 	return true
 }
 
-// problemPath turns a domain Problem.Field ("speculative.steps", "mounts[1].target",
-// `environment["HF_TOKEN"]`) into the attribute path the diagnostic points at.
-func problemPath(field string) path.Path {
-	var p path.Path
-	first := true
-	for field != "" {
-		var step string
+// attributePath is the Terraform path of a domain path: the domain names a setting as the
+// user writes it, attribute by attribute, so the steps map one to one.
+func attributePath(p attrpath.Path) path.Path {
+	var out path.Path
+	for i, s := range p {
 		switch {
-		case strings.HasPrefix(field, "["):
-			end := strings.Index(field, "]")
-			if end < 0 {
-				return p
-			}
-			step, field = field[1:end], field[end+1:]
-			if key, err := strconv.Unquote(step); err == nil {
-				p = p.AtMapKey(key)
-			} else if i, err := strconv.Atoi(step); err == nil {
-				p = p.AtListIndex(i)
-			}
-			continue
-		case strings.HasPrefix(field, "."):
-			field = field[1:]
-			continue
-		}
-		end := strings.IndexAny(field, ".[")
-		if end < 0 {
-			end = len(field)
-		}
-		step, field = field[:end], field[end:]
-		if first {
-			p, first = path.Root(step), false
-		} else {
-			p = p.AtName(step)
+		case i == 0:
+			out = path.Root(s.Name)
+		case s.Kind == attrpath.ListIndex:
+			out = out.AtListIndex(s.Index)
+		case s.Kind == attrpath.MapKey:
+			out = out.AtMapKey(s.Name)
+		default:
+			out = out.AtName(s.Name)
 		}
 	}
-	return p
+	return out
 }
 
 func orString(v, d string) string {

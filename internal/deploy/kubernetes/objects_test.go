@@ -218,7 +218,7 @@ func TestCheckAccess(t *testing.T) {
 				}
 				return
 			}
-			if len(got) != 1 || got[0].Field != "pod_access" || !strings.HasPrefix(got[0].Detail, `api_key_wo needs pod_access = "pod_network"`) {
+			if len(got) != 1 || got[0].Path.String() != "pod_access" || !strings.HasPrefix(got[0].Detail, `api_key_wo needs pod_access = "pod_network"`) {
 				t.Fatalf("CheckAccess = %v, want one pod_access problem naming the fix", got)
 			}
 		})

@@ -9,6 +9,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/llmserve/terraform-provider-llmserve/internal/attrpath"
 	"github.com/llmserve/terraform-provider-llmserve/internal/deploy"
 	"github.com/llmserve/terraform-provider-llmserve/internal/engine"
 	"github.com/llmserve/terraform-provider-llmserve/internal/httpbody"
@@ -37,7 +38,7 @@ func CheckAccess(a Access, apiKey bool) []engine.Problem {
 	if !apiKey || a == PodNetwork {
 		return nil
 	}
-	return []engine.Problem{{Field: "pod_access", Detail: "api_key_wo needs pod_access = \"pod_network\": the API server's pod proxy consumes the Authorization header, " +
+	return []engine.Problem{{Path: attrpath.Root("pod_access"), Detail: "api_key_wo needs pod_access = \"pod_network\": the API server's pod proxy consumes the Authorization header, " +
 		"so the generation check cannot present the engine's API key through it. Set pod_access = \"pod_network\" and run Terraform where the pod IPs are reachable, " +
 		"or drop api_key_wo and protect the Service with a NetworkPolicy"}}
 }
