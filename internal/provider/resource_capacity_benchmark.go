@@ -131,7 +131,7 @@ func (r *capacityBenchmarkResource) Create(ctx context.Context, req resource.Cre
 	defer cancel()
 	doc, err := capacity.Run(ctx, cfg)
 	if len(failures) > 0 {
-		resp.Diagnostics.AddWarning("Requests failed during the capacity benchmark", failureWarning(failures))
+		resp.Diagnostics.AddWarning("Requests failed during the capacity benchmark", failureWarning(failures, err == nil))
 	}
 	if err != nil {
 		detail := err.Error()
@@ -196,12 +196,17 @@ func (r *capacityBenchmarkResource) Update(ctx context.Context, req resource.Upd
 func (r *capacityBenchmarkResource) Delete(context.Context, resource.DeleteRequest, *resource.DeleteResponse) {
 }
 
-// failureWarning lists the trials with failed requests, a screenful at most.
-func failureWarning(lines []string) string {
+// failureWarning lists the trials with failed requests, a screenful at most. finished says
+// whether the run delivered a result: a run that stopped has no results_json to point at.
+func failureWarning(lines []string, finished bool) string {
 	const shown = 10
+	where := "their error summaries are in results_json and workload_results"
+	if !finished {
+		where = "the run stopped, so there is no results_json: their error summaries are below, in progress_file when it is set, and in the provider's log"
+	}
 	var b strings.Builder
 	fmt.Fprintf(&b, "%d trials had failed measured requests. Each failed request fails its trial (a user who got an error did not get the SLO), "+
-		"so these trials count as failing; their error summaries are in results_json and workload_results.\n", len(lines))
+		"so these trials count as failing; %s.\n", len(lines), where)
 	for i, l := range lines {
 		if i == shown {
 			fmt.Fprintf(&b, "\n... and %d more (see the progress file or the provider's log)", len(lines)-shown)

@@ -314,9 +314,10 @@ func TestFailureWarning(t *testing.T) {
 		lines = append(lines, capacity.JournalEntry{Workload: "8K / 1K", Concurrency: c, Kind: "probe", Index: 1, Errors: 1,
 			ErrorSummary: []results.ErrorCount{{Kind: "stalled", Count: 1, Example: "stalled while streaming (after 3 content chunks): no byte for 5m0s (trial.stall_timeout)"}}}.FailureLine())
 	}
-	got := failureWarning(lines)
+	got := failureWarning(lines, true)
 	for _, want := range []string{
 		"12 trials had failed measured requests.",
+		"their error summaries are in results_json and workload_results.",
 		`- workload "8K / 1K", concurrency 1, probe 1: 1 measured requests failed: 1 stalled (e.g. "stalled while streaming (after 3 content chunks): no byte for 5m0s (trial.stall_timeout)")`,
 		`- workload "8K / 1K", concurrency 10, probe 1`,
 		"... and 2 more",
@@ -327,5 +328,9 @@ func TestFailureWarning(t *testing.T) {
 	}
 	if strings.Contains(got, "concurrency 11,") {
 		t.Errorf("warning lists more than 10 trials:\n%s", got)
+	}
+	// A run that stopped (every request failed at the minimum) delivers no results_json.
+	if stopped := failureWarning(lines[:1], false); strings.Contains(stopped, "are in results_json") || !strings.Contains(stopped, "there is no results_json") {
+		t.Errorf("warning of a stopped run points at results_json:\n%s", stopped)
 	}
 }
