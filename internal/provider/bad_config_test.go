@@ -202,7 +202,7 @@ func badConfigs(t *testing.T) []badConfig {
 
 		// Lifecycle settings.
 		{"readiness_timeout zero", srv(map[string]string{"readiness_timeout": `"0s"`}), "readiness_timeout", `must be a positive Go duration`},
-		{"readiness_timeout words", srv(map[string]string{"readiness_timeout": `"ten minutes"`}), "readiness_timeout", `not a valid Go Time Duration string format`},
+		{"readiness_timeout words", srv(map[string]string{"readiness_timeout": `"ten minutes"`}), "readiness_timeout", `readiness_timeout must be a Go duration: a number and a unit`},
 		{"timeouts.create zero", srv(map[string]string{"timeouts": `{ create = "0s" }`}), "timeouts.create", `must be a positive Go duration`},
 		{"timeouts.create negative", srv(map[string]string{"timeouts": `{ create = "-5m" }`}), "timeouts.create", `must be a positive Go duration`},
 		{"timeouts.delete zero", srv(map[string]string{"timeouts": `{ delete = "0m" }`}), "timeouts.delete", `must be a positive Go duration`},
@@ -266,7 +266,7 @@ func badConfigs(t *testing.T) []badConfig {
 		{"request_timeout negative", bench(map[string]string{"trial": `{ request_timeout = "-5m" }`}), "trial.request_timeout", `must be a positive Go duration`},
 		// The attribute's type reports a value that does not parse, and only it
 		// (TestDurationIsOneError); its message quotes the value.
-		{"stall_timeout words", bench(map[string]string{"trial": `{ stall_timeout = "five minutes" }`}), `Given Value: five minutes`, `not a valid Go Time Duration string format`},
+		{"stall_timeout words", bench(map[string]string{"trial": `{ stall_timeout = "five minutes" }`}), `Invalid duration`, `trial.stall_timeout must be a Go duration: a number and a unit`},
 		{"benchmark timeouts.create words", bench(map[string]string{"timeouts": `{ create = "an hour" }`}), "timeouts.create", `must be a positive Go duration such as "90s" or "30m", got "an hour"`},
 		{"concurrency_levels repeated", bench(map[string]string{"search": `{ concurrency_levels = [2, 4, 2] }`}), "search.concurrency_levels[2]", `2 is already search.concurrency_levels[0]; list each level once`},
 		{"concurrency_levels empty", bench(map[string]string{"search": `{ concurrency_levels = [] }`}), "search.concurrency_levels", `must list at least one level`},

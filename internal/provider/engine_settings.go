@@ -9,7 +9,6 @@ import (
 	"time"
 
 	"github.com/hashicorp/terraform-plugin-framework-timeouts/resource/timeouts"
-	"github.com/hashicorp/terraform-plugin-framework-timetypes/timetypes"
 	"github.com/hashicorp/terraform-plugin-framework-validators/int64validator"
 	"github.com/hashicorp/terraform-plugin-framework-validators/stringvalidator"
 	"github.com/hashicorp/terraform-plugin-framework/attr"
@@ -40,27 +39,27 @@ import (
 // struct in their model and take their schema from engineSettingsAttributes, so the two
 // cannot drift apart.
 type engineSettings struct {
-	Image              types.String         `tfsdk:"image"`
-	Engine             types.String         `tfsdk:"engine"`
-	Model              types.String         `tfsdk:"model"`
-	Revision           types.String         `tfsdk:"revision"`
-	ServedModelName    types.String         `tfsdk:"served_model_name"`
-	TensorParallelSize types.Int64          `tfsdk:"tensor_parallel_size"`
-	ContextLength      types.Int64          `tfsdk:"context_length"`
-	MaxRunningRequests types.Int64          `tfsdk:"max_running_requests"`
-	MemFraction        types.Float64        `tfsdk:"mem_fraction"`
-	Speculative        types.Object         `tfsdk:"speculative"`
-	Accelerator        types.String         `tfsdk:"accelerator"`
-	Port               types.Int64          `tfsdk:"port"`
-	ExtraArgs          types.List           `tfsdk:"extra_args"`
-	Entrypoint         types.List           `tfsdk:"entrypoint"`
-	EngineVersion      types.String         `tfsdk:"engine_version"`
-	HubTokenWO         types.String         `tfsdk:"hub_token_wo"`
-	APIKeyWO           types.String         `tfsdk:"api_key_wo"`
-	AdminAPIKeyWO      types.String         `tfsdk:"admin_api_key_wo"`
-	SecretsVersion     types.String         `tfsdk:"secrets_version"`
-	ReadinessTimeout   timetypes.GoDuration `tfsdk:"readiness_timeout"`
-	Timeouts           timeouts.Value       `tfsdk:"timeouts"`
+	Image              types.String   `tfsdk:"image"`
+	Engine             types.String   `tfsdk:"engine"`
+	Model              types.String   `tfsdk:"model"`
+	Revision           types.String   `tfsdk:"revision"`
+	ServedModelName    types.String   `tfsdk:"served_model_name"`
+	TensorParallelSize types.Int64    `tfsdk:"tensor_parallel_size"`
+	ContextLength      types.Int64    `tfsdk:"context_length"`
+	MaxRunningRequests types.Int64    `tfsdk:"max_running_requests"`
+	MemFraction        types.Float64  `tfsdk:"mem_fraction"`
+	Speculative        types.Object   `tfsdk:"speculative"`
+	Accelerator        types.String   `tfsdk:"accelerator"`
+	Port               types.Int64    `tfsdk:"port"`
+	ExtraArgs          types.List     `tfsdk:"extra_args"`
+	Entrypoint         types.List     `tfsdk:"entrypoint"`
+	EngineVersion      types.String   `tfsdk:"engine_version"`
+	HubTokenWO         types.String   `tfsdk:"hub_token_wo"`
+	APIKeyWO           types.String   `tfsdk:"api_key_wo"`
+	AdminAPIKeyWO      types.String   `tfsdk:"admin_api_key_wo"`
+	SecretsVersion     types.String   `tfsdk:"secrets_version"`
+	ReadinessTimeout   durationValue  `tfsdk:"readiness_timeout"`
+	Timeouts           timeouts.Value `tfsdk:"timeouts"`
 
 	Endpoint      types.String `tfsdk:"endpoint"`
 	ImageDigest   types.String `tfsdk:"image_digest"`
@@ -245,7 +244,7 @@ func engineSettingsAttributes(ctx context.Context) map[string]schema.Attribute {
 		"secrets_version": schema.StringAttribute{Optional: true, PlanModifiers: replace,
 			Validators:          []validator.String{printableValidator{}},
 			MarkdownDescription: "Any value; changing it re-creates the server so new write-only secrets take effect."},
-		"readiness_timeout": schema.StringAttribute{Optional: true, Computed: true, CustomType: timetypes.GoDurationType{}, Default: stringdefault.StaticString(defaultReadinessTimeout),
+		"readiness_timeout": schema.StringAttribute{Optional: true, Computed: true, CustomType: durationType{}, Default: stringdefault.StaticString(defaultReadinessTimeout),
 			Validators: []validator.String{durationValidator{}},
 			MarkdownDescription: "How long to wait for the server to generate (download and load included), as a Go duration. Default `30m`. " +
 				"The operation's own bound (`timeouts.create`, default `40m`) applies too: plan warns when this is longer."},
@@ -442,7 +441,7 @@ func (m *engineSettings) fromSpec(ctx context.Context, image string, s engine.Sp
 	m.EngineVersion = nullableString(s.EngineVersion)
 	m.HubTokenWO, m.APIKeyWO, m.AdminAPIKeyWO = types.StringNull(), types.StringNull(), types.StringNull()
 	m.SecretsVersion = nullableString(secretsVersion)
-	m.ReadinessTimeout = timetypes.GoDuration{StringValue: types.StringValue(orString(readinessTimeout, defaultReadinessTimeout))}
+	m.ReadinessTimeout = newDurationValue(orString(readinessTimeout, defaultReadinessTimeout))
 	m.Experiment = types.ObjectNull(experimentAttrTypes)
 	m.ServerVersion = types.StringNull()
 	return diags

@@ -18,10 +18,10 @@ func TestEngineTypoIsOneError(t *testing.T) {
 	}
 }
 
-// One bad duration is one error. One that does not parse in a timetypes.GoDuration attribute
-// is the type's error, at the attribute; in timeouts, and a zero or negative one anywhere, it
-// is ours, naming the attribute and the fix. Before, trial.* and timeouts.* values that did
-// not parse got two errors.
+// One bad duration is one error, and it names the attribute and the fix. One that does not
+// parse in a durationType attribute is the type's error; in timeouts, and a zero or negative
+// one anywhere, it is the attribute's own rule's. Before, trial.* and timeouts.* values that
+// did not parse got two errors, and the library type's error named no attribute.
 func TestDurationIsOneError(t *testing.T) {
 	server := map[string]any{"name": "x", "image": "img", "engine": "sglang", "model": "m"}
 	deployment := map[string]any{"name": "x", "image": "img", "engine": "llamacpp", "model": "/m/x.gguf"}
@@ -37,21 +37,21 @@ func TestDurationIsOneError(t *testing.T) {
 		}
 		return m
 	}
-	const typeError, ours = "Invalid Time Duration String Value", "Invalid duration"
+	const typeError, ours = "Invalid duration", "Invalid duration"
 	for _, tc := range []struct {
 		name, typeName string
 		config         map[string]any
 		summary        string // of the one error
 		detail         string // in its detail
 	}{
-		{"server readiness_timeout words", "llmserve_inference_server", with(server, "readiness_timeout", "ten minutes"), typeError, `Given Value: ten minutes`},
+		{"server readiness_timeout words", "llmserve_inference_server", with(server, "readiness_timeout", "ten minutes"), typeError, `readiness_timeout must be a Go duration: a number and a unit (ns, us, ms, s, m, h) such as "90s", "30m" or "1h30m", got "ten minutes"`},
 		{"server readiness_timeout zero", "llmserve_inference_server", with(server, "readiness_timeout", "0s"), ours, `readiness_timeout must be a positive Go duration such as "90s" or "30m", got "0s"`},
 		{"server timeouts.create words", "llmserve_inference_server", with(server, "timeouts", map[string]any{"create": "ten"}), ours, `timeouts.create must be a positive Go duration such as "90s" or "30m", got "ten"`},
 		{"server timeouts.create negative", "llmserve_inference_server", with(server, "timeouts", map[string]any{"create": "-5m"}), ours, `timeouts.create must be a positive Go duration`},
-		{"deployment readiness_timeout words", "llmserve_inference_deployment", with(deployment, "readiness_timeout", "soon"), typeError, `Given Value: soon`},
+		{"deployment readiness_timeout words", "llmserve_inference_deployment", with(deployment, "readiness_timeout", "soon"), typeError, `readiness_timeout must be a Go duration: a number and a unit`},
 		{"deployment timeouts.update words", "llmserve_inference_deployment", with(deployment, "timeouts", map[string]any{"update": "1 hour"}), ours, `timeouts.update must be a positive Go duration such as "90s" or "30m", got "1 hour"`},
 		{"deployment timeouts.update zero", "llmserve_inference_deployment", with(deployment, "timeouts", map[string]any{"update": "0m"}), ours, `timeouts.update must be a positive Go duration`},
-		{"benchmark stall_timeout words", "llmserve_capacity_benchmark", with(bench, "trial", map[string]any{"stall_timeout": "five minutes"}), typeError, `Given Value: five minutes`},
+		{"benchmark stall_timeout words", "llmserve_capacity_benchmark", with(bench, "trial", map[string]any{"stall_timeout": "five minutes"}), typeError, `trial.stall_timeout must be a Go duration: a number and a unit (ns, us, ms, s, m, h) such as "90s", "30m" or "1h30m", got "five minutes"`},
 		{"benchmark request_timeout negative", "llmserve_capacity_benchmark", with(bench, "trial", map[string]any{"request_timeout": "-5m"}), ours, `trial.request_timeout must be a positive Go duration such as "90s" or "30m", got "-5m0s"`},
 		{"benchmark timeouts.create words", "llmserve_capacity_benchmark", with(bench, "timeouts", map[string]any{"create": "an hour"}), ours, `timeouts.create must be a positive Go duration such as "90s" or "30m", got "an hour"`},
 	} {

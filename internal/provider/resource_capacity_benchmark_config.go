@@ -8,7 +8,6 @@ import (
 	"context"
 	"time"
 
-	"github.com/hashicorp/terraform-plugin-framework-timetypes/timetypes"
 	"github.com/hashicorp/terraform-plugin-framework/attr"
 	"github.com/hashicorp/terraform-plugin-framework/diag"
 	"github.com/hashicorp/terraform-plugin-framework/path"
@@ -224,7 +223,7 @@ func (r *valueReader) float(p attrpath.Path, v attr.Value) float64 {
 // already reported at the attribute; the domain's rule is held back from it as from an
 // unknown value, so the bad value gets one error, not two.
 func (r *valueReader) duration(p attrpath.Path, v attr.Value, def time.Duration) time.Duration {
-	d, ok := v.(timetypes.GoDuration)
+	d, ok := v.(durationValue)
 	if !ok || !r.known(p, v) {
 		return def
 	}

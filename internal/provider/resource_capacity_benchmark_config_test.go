@@ -49,7 +49,7 @@ func TestBenchmarkValidationWithUnknowns(t *testing.T) {
 			}},
 		{"a duration that does not parse is one error, the type's, at the attribute",
 			map[string]any{"trial": map[string]any{"stall_timeout": "five minutes"}}, []string{
-				"error: Invalid Time Duration String Value: A string value was provided that is not a valid Go Time Duration string format. A duration string is a sequence of numbers, each with optional fraction and a unit suffix, such as \"300ms\", \"-1.5h\" or \"2h45m\". Valid time units are \"ns\", \"us\" (or \"µs\"), \"ms\", \"s\", \"m\", \"h\".\\n\\nGiven Value: five minutes\nError: time: invalid duration \"five minutes\"",
+				`error: Invalid duration: trial.stall_timeout must be a Go duration: a number and a unit (ns, us, ms, s, m, h) such as "90s", "30m" or "1h30m", got "five minutes".`,
 			}},
 		{"a zero duration is the domain's error, naming the attribute and the fix",
 			map[string]any{"trial": map[string]any{"stall_timeout": "0s"}}, []string{

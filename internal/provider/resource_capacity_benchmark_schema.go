@@ -7,7 +7,6 @@ import (
 	"fmt"
 
 	"github.com/hashicorp/terraform-plugin-framework-timeouts/resource/timeouts"
-	"github.com/hashicorp/terraform-plugin-framework-timetypes/timetypes"
 	"github.com/hashicorp/terraform-plugin-framework-validators/mapvalidator"
 	"github.com/hashicorp/terraform-plugin-framework-validators/stringvalidator"
 	"github.com/hashicorp/terraform-plugin-framework/resource"
@@ -249,7 +248,7 @@ func benchmarkTrialAttributes(def capacity.Config) map[string]schema.Attribute {
 			MarkdownDescription: "Prefix cache flush before every trial: `auto` (detect the server), `sglang` (`/flush_cache`), `vllm` (`/reset_prefix_cache`), `llamacpp` (`cache_prompt: false` per request) or `none`. Default `" + def.CacheFlush + "`.",
 		},
 		"stall_timeout": schema.StringAttribute{
-			CustomType: timetypes.GoDurationType{},
+			CustomType: durationType{},
 			Optional:   true, Computed: true, Default: stringdefault.StaticString(def.StallTimeout.String()),
 			MarkdownDescription: "A request fails as `stalled` when no byte of its response arrives for this long: not the headers, not a chunk, " +
 				"not a keep-alive comment. A positive Go duration, e.g. `90s`. Default `" + def.StallTimeout.String() + "`: a 16K-token prefill takes seconds to tens of seconds on one accelerator, " +
@@ -257,7 +256,7 @@ func benchmarkTrialAttributes(def capacity.Config) map[string]schema.Attribute {
 				"so five silent minutes mean a stalled server, reported within ten minutes rather than at `timeouts.create`.",
 		},
 		"request_timeout": schema.StringAttribute{
-			CustomType: timetypes.GoDurationType{},
+			CustomType: durationType{},
 			Optional:   true, Computed: true, Default: stringdefault.StaticString(def.RequestTimeout.String()),
 			MarkdownDescription: "A request fails as `request_timeout` when it has not finished this long after it was sent, however steadily it streams. " +
 				"A positive Go duration. Default `" + def.RequestTimeout.String() + "`: 2K output tokens at a slow 200 ms per token under load take about 7 minutes, plus the stall allowance " +

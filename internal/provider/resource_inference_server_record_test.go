@@ -4,7 +4,6 @@ import (
 	"context"
 	"testing"
 
-	"github.com/hashicorp/terraform-plugin-framework-timetypes/timetypes"
 	"github.com/hashicorp/terraform-plugin-framework/attr"
 	"github.com/hashicorp/terraform-plugin-framework/types"
 
@@ -23,7 +22,7 @@ func TestFromRecordKeepsEmptyCollections(t *testing.T) {
 		engineSettings: engineSettings{
 			Image: types.StringValue("img:1"), Engine: types.StringValue("sglang"), Model: types.StringValue("org/m"),
 			TensorParallelSize: types.Int64Value(1), Accelerator: types.StringValue("cpu"), Port: types.Int64Value(30000),
-			ReadinessTimeout: timetypes.NewGoDurationValueFromStringMust("30m"), ExtraArgs: emptyList, Entrypoint: types.ListNull(types.StringType),
+			ReadinessTimeout: newDurationValue("30m"), ExtraArgs: emptyList, Entrypoint: types.ListNull(types.StringType),
 		},
 		Name: types.StringValue("s"), BindAddress: types.StringValue("127.0.0.1"), NetworkMode: types.StringValue("bridge"),
 		RestartPolicy: types.StringValue("no"), Environment: emptyMap, Labels: emptyMap,

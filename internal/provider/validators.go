@@ -131,7 +131,7 @@ func (nonEmptyRule) check(p path.Path, s string) (string, string) {
 }
 
 // durationValidator accepts positive Go durations ("90s", "30m"): zero or a negative bound
-// would end the operation at once. On a timetypes.GoDuration attribute it never sees a value
+// would end the operation at once. On a durationType attribute it never sees a value
 // that does not parse: the framework stops at the type's own error, so one bad value gets one
 // error either way.
 type durationValidator = stringRule[durationRule]
