@@ -12,6 +12,7 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptrace"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -261,13 +262,16 @@ func (c *Client) stream(ctx context.Context, req Request) RequestResult {
 	// The connect and TLS callbacks run on the transport's dial goroutine, which may outlive
 	// a cancelled request: they keep their figures apart from rec, and GotConn (on this
 	// goroutine, after the dial that produced the connection) takes them over.
-	var connectStart, tlsStart time.Time
+	// A dual-stack host name is dialled on two addresses at once (happy eyeballs), so
+	// connect starts are kept per address: the one that connects reports its own time.
+	var connectStarts sync.Map // network+" "+address → time.Time
+	var tlsStart time.Time
 	var connect, handshake atomic.Int64
 	trace := &httptrace.ClientTrace{
-		ConnectStart: func(string, string) { connectStart = time.Now() },
-		ConnectDone: func(_, _ string, err error) {
-			if err == nil && !connectStart.IsZero() {
-				connect.Store(int64(time.Since(connectStart)))
+		ConnectStart: func(network, addr string) { connectStarts.Store(network+" "+addr, time.Now()) },
+		ConnectDone: func(network, addr string, err error) {
+			if start, ok := connectStarts.Load(network + " " + addr); ok && err == nil {
+				connect.Store(int64(time.Since(start.(time.Time))))
 			}
 		},
 		TLSHandshakeStart: func() { tlsStart = time.Now() },
