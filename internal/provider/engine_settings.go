@@ -109,12 +109,9 @@ var defaultTimeouts = map[string]time.Duration{"create": 40 * time.Minute, "upda
 // silently, and the error would blame the timeout the user did not set.
 func (m engineSettings) checkReadinessBounds() diag.Diagnostics {
 	var diags diag.Diagnostics
-	if m.ReadinessTimeout.IsUnknown() {
-		return diags
-	}
-	wait, err := time.ParseDuration(orString(m.ReadinessTimeout.ValueString(), defaultReadinessTimeout))
-	if err != nil {
-		return diags // the attribute's validator reports it
+	wait, ok := m.readinessTimeout()
+	if !ok {
+		return diags // unknown until apply, or the attribute's type reports it
 	}
 	for _, op := range []string{"create", "update"} {
 		if bound := configuredTimeout(m.Timeouts, op, defaultTimeouts[op]); bound > 0 && wait > bound {
@@ -125,6 +122,16 @@ func (m engineSettings) checkReadinessBounds() diag.Diagnostics {
 		}
 	}
 	return diags
+}
+
+// readinessTimeout is readiness_timeout as a duration, its default when omitted; false while
+// it is unknown or does not parse (the attribute's type reports that).
+func (m engineSettings) readinessTimeout() (time.Duration, bool) {
+	if m.ReadinessTimeout.IsUnknown() {
+		return 0, false
+	}
+	d, err := time.ParseDuration(orString(m.ReadinessTimeout.ValueString(), defaultReadinessTimeout))
+	return d, err == nil
 }
 
 // operation bounds ctx by the timeouts block's value for op (create, update or delete), or
@@ -378,7 +385,7 @@ func (m engineSettings) secrets() engine.Secrets {
 }
 
 func (m engineSettings) readiness(spec engine.Spec, sec engine.Secrets) deploy.Readiness {
-	d, _ := m.ReadinessTimeout.ValueGoDuration() // validated at plan time
+	d, _ := m.readinessTimeout() // validated at plan time
 	return deploy.Readiness{Engine: spec.Engine, Model: spec.RequestModel(), APIKey: sec.APIKey, Timeout: d,
 		Redact: []string{sec.APIKey, sec.HubToken, sec.AdminAPIKey}}
 }

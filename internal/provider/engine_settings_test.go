@@ -37,7 +37,7 @@ func TestDurationIsOneError(t *testing.T) {
 		}
 		return m
 	}
-	const typeError, ours = "Invalid duration", "Invalid duration"
+	const typeError, ours = "Invalid duration", "Invalid duration" // the type's and the rule's, worded alike
 	for _, tc := range []struct {
 		name, typeName string
 		config         map[string]any

@@ -15,7 +15,7 @@ import (
 // deployment translates the placement attributes. Callers make sure values are known.
 func (m inferenceDeploymentModel) deployment(ctx context.Context, spec engine.Spec) (kubernetes.Deployment, diag.Diagnostics) {
 	var diags diag.Diagnostics
-	timeout, _ := m.ReadinessTimeout.ValueGoDuration() // validated at plan time
+	timeout, _ := m.readinessTimeout() // validated at plan time
 	d := kubernetes.Deployment{
 		Name: m.Name.ValueString(), Namespace: m.Namespace.ValueString(), Image: m.Image.ValueString(),
 		Replicas:            int32(m.Replicas.ValueInt64()),
