@@ -15,7 +15,6 @@ import (
 	"github.com/hashicorp/terraform-plugin-log/tflog"
 
 	"github.com/llmserve/terraform-provider-llmserve/internal/capacity"
-	"github.com/llmserve/terraform-provider-llmserve/internal/results"
 )
 
 var (
@@ -99,12 +98,7 @@ func (r *capacityBenchmarkResource) Create(ctx context.Context, req resource.Cre
 		return
 	}
 	cfg.APIKey, cfg.AdminAPIKey = apiKey.ValueString(), adminKey.ValueString()
-	if exp := cfg.Experiment; exp != nil && exp.Replicas > 1 && cfg.CacheFlush != "none" && cfg.CacheFlush != "llamacpp" {
-		resp.Diagnostics.AddAttributeWarning(path.Root("trial").AtName("cache_flush"), "Cache flush reaches one replica",
-			fmt.Sprintf("The endpoint serves %d replicas behind one Service. A flush by endpoint (SGLang /flush_cache, vLLM /reset_prefix_cache) "+
-				"reaches only the replica the Service picks, so the others may keep warm prefix caches between trials; the provider cannot flush each pod "+
-				"through a Service. llama.cpp is unaffected (cache_prompt: false on every request). Use one replica to measure without prefix-cache reuse.", exp.Replicas))
-	}
+	resp.Diagnostics.Append(problemDiagnostics(cfg.RunWarnings(), nil, true)...)
 	if r.data != nil {
 		cfg.ToolVersion = r.data.version
 	}
@@ -146,20 +140,7 @@ func (r *capacityBenchmarkResource) Create(ctx context.Context, req resource.Cre
 	if resp.Diagnostics.HasError() {
 		return
 	}
-	for _, w := range doc.Workloads {
-		if w.SearchBound() != results.BoundNone {
-			resp.Diagnostics.AddAttributeWarning(path.Root("capacity_bounded_by_search").AtMapKey(w.Label),
-				fmt.Sprintf("Capacity of workload %q is bounded by the search", w.Label),
-				fmt.Sprintf("Workload %q: %s. maximum_passing_concurrency and first_failing_concurrency are the edge of the search, not the capacity; capacity_bounded_by_search[%q] is true.", w.Label, capacity.BoundNote(w, len(cfg.ConcurrencyLevels) > 0), w.Label))
-		}
-	}
-	if warm := capacity.WarmCacheTrials(doc); len(warm) > 0 {
-		resp.Diagnostics.AddWarning("Prompts were served from a cache that should have been cold",
-			fmt.Sprintf("With cache_flush = %q, the server reported cached prompt tokens beyond the prefix all prompts share in %s. "+
-				"The flush did not take effect, so those trials' latencies are too low and the capacity may be too high; "+
-				"each trial's note in results_json says more. Check that the server honours the flush (vLLM: VLLM_SERVER_DEV_MODE=1; SGLang: admin_api_key) and apply again.",
-				cfg.CacheFlush, strings.Join(warm, "; ")))
-	}
+	resp.Diagnostics.Append(problemDiagnostics(cfg.ResultWarnings(doc), nil, true)...)
 	if err := journal.Complete(); err != nil {
 		tflog.Warn(ctx, "cannot mark the run complete in the progress file", map[string]any{"error": err.Error()})
 	}

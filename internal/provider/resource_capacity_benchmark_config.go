@@ -54,10 +54,15 @@ func problemDiagnostics(problems []capacity.Problem, unknown []attrpath.Path, wi
 			continue
 		}
 		switch {
-		case !p.Warning:
-			diags.AddAttributeError(attributePath(p.Path), p.Summary, p.Detail)
-		case withWarnings:
+		case p.Warning && !withWarnings:
+		case len(p.Path) == 0 && p.Warning: // about the whole run, no one setting
+			diags.AddWarning(p.Summary, p.Detail)
+		case len(p.Path) == 0:
+			diags.AddError(p.Summary, p.Detail)
+		case p.Warning:
 			diags.AddAttributeWarning(attributePath(p.Path), p.Summary, p.Detail)
+		default:
+			diags.AddAttributeError(attributePath(p.Path), p.Summary, p.Detail)
 		}
 	}
 	return diags
