@@ -11,6 +11,14 @@ type RequestResult struct {
 	Prompt                string // the exact prompt text (or chat user message) sent
 	RequestedOutputTokens int    // max_tokens sent
 
+	// Due is when an open-loop trial's schedule wanted the request sent, Dispatched when the
+	// runner started it (Due plus the send lateness plus CapWait), and CapWait how long the
+	// request waited for the in-flight cap (OpenSpec.MaxInFlight) before it could go. All
+	// three are zero in a closed-loop trial.
+	Due        time.Time
+	Dispatched time.Time
+	CapWait    time.Duration
+
 	Sent         time.Time // request written to the connection
 	Headers      time.Time // response status and headers received; zero if none
 	FirstContent time.Time // first chunk with non-empty content/reasoning_content/text; zero if none

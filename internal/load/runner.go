@@ -28,6 +28,9 @@ const (
 	// measured requests sent and not finished, so an observer can bound what they will
 	// measure (a request waiting 12 s for its first token has a TTFT over 12 s).
 	EventTick
+	// EventSent is sent by open-loop trials only, when a measured request is dispatched;
+	// Result carries its Index, Due, Dispatched and CapWait.
+	EventSent
 )
 
 func (k EventKind) String() string {
@@ -38,6 +41,8 @@ func (k EventKind) String() string {
 		return "completed"
 	case EventTick:
 		return "tick"
+	case EventSent:
+		return "sent"
 	}
 	return fmt.Sprintf("EventKind(%d)", int(k))
 }
