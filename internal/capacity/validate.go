@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math"
 	"slices"
+	"strconv"
 	"strings"
 	"unicode"
 	"unicode/utf8"
@@ -42,6 +43,7 @@ func (c Config) Validate() []Problem {
 	}
 	v.workloads(c.Workloads)
 	v.slos(c.SLOs)
+	v.measurable(c.SLOs, c.Workloads)
 	v.search(c)
 	trial := attrpath.Root("trial")
 	v.between(trial.At("warmup_requests"), c.WarmupRequests, 0, MaxRequests)
@@ -150,16 +152,118 @@ func (v *validation) slos(slos []results.SLO) {
 			v.add(Problem{Path: p, Summary: "Repeated objective", Reads: []attrpath.Path{at.Index(j)},
 				Detail: fmt.Sprintf("%s repeats %s of slos[%d]; keep the stricter one.", p, s.Key(), j)})
 		}
-		if pct := s.Percentile; pct > 0 && pct < 1 {
-			v.add(Problem{Path: p.At("percentile"), Summary: "Percentile below 1", Warning: true,
-				Detail: fmt.Sprintf("percentile = %g asks for p%g, almost the fastest request of each trial: percentiles are on a 0-100 scale. Did you mean %g (p%g)?", pct, pct, pct*100, pct*100)})
+		if pct := s.Percentile; pct > 0 && pct < 1 && !s.Info().PerTrial {
+			v.add(Problem{Path: p.At("percentile"), Summary: "Percentile below 1", Reads: []attrpath.Path{p.At("metric")},
+				Detail: fmt.Sprintf("%s = %g asks for p%g, the most extreme request of each trial rather than a share of users: percentiles are on a 0-100 scale. Write %g for p%g; for the fastest requests use percentile = 1 or more.", p.At("percentile"), pct, pct, pct*100, pct*100)})
+		}
+		if s.Metric == results.MetricGoodput && s.Comparison == results.GreaterThan && s.ThresholdMs == 100 {
+			v.add(Problem{Path: p.At("threshold_ms"), Summary: "Objective that cannot be met", Reads: []attrpath.Path{p.At("metric"), p.At("comparison")},
+				Detail: fmt.Sprintf("%s = 100 with comparison greater_than can never be met: goodput is a percentage of requests, at most 100. To demand that every request meets the other objectives, set comparison = %q; otherwise lower threshold_ms.", p.At("threshold_ms"), results.GreaterThanOrEqual)})
 		}
 		if th := s.ThresholdMs; th > 0 && th < 50 && (s.Metric == results.MetricTTFT || s.Metric == results.MetricRequestLatency) {
 			v.add(Problem{Path: p.At("threshold_ms"), Summary: "Latency threshold below 50 ms", Warning: true, Reads: []attrpath.Path{p.At("metric")},
 				Detail: fmt.Sprintf("threshold_ms = %g demands a %s under %g ms: thresholds are in milliseconds. Did you mean %g s (threshold_ms = %g)?", th, strings.ReplaceAll(s.Metric, "_", " "), th, th, th*1000)})
 		}
 	}
+	v.undecided(stated, repeats)
 }
+
+// undecided refuses an objective that another one always decides first, which means their
+// thresholds contradict the order of percentiles: a trial's p95 of a metric is never below
+// its p50, and its request latency never below its time to first token. "p50 TTFT < 100 ms"
+// beside "p95 TTFT < 50 ms" can never be the objective that fails; written so, the two
+// thresholds were almost certainly swapped. (Comparisons follow each metric's direction, so
+// no two objectives can demand opposite things outright: this is how they contradict.)
+func (v *validation) undecided(slos []results.SLO, repeats []int) {
+	at := attrpath.Root("slos")
+	for i, loose := range slos {
+		if repeats[i] >= 0 || len(loose.Problems()) > 0 || loose.Info().PerTrial {
+			continue
+		}
+		for j, tight := range slos {
+			if i == j || repeats[j] >= 0 || len(tight.Problems()) > 0 || !decides(tight, loose) {
+				continue
+			}
+			why := fmt.Sprintf("a trial's p%s is never below its p%s", formatPct(tight.Percentile), formatPct(loose.Percentile))
+			fix := "give the higher percentile the higher threshold"
+			switch {
+			case tight.Metric != loose.Metric:
+				why = "a request's latency is never below its time to first token"
+				fix = "give request_latency the higher threshold"
+			case tight.Info().HigherIsBetter:
+				why = fmt.Sprintf("a trial's p%s is never above its p%s", formatPct(tight.Percentile), formatPct(loose.Percentile))
+				fix = "give the lower percentile the lower threshold"
+			}
+			verdict := fmt.Sprintf("so their thresholds contradict each other. They look swapped: %s, or remove %s", fix, at.Index(i))
+			if tight.ThresholdMs == loose.ThresholdMs {
+				verdict = fmt.Sprintf("so %s adds nothing; remove it", at.Index(i))
+			}
+			v.add(Problem{Path: at.Index(i), Summary: "Objective that can never fail", Reads: []attrpath.Path{at.Index(j)},
+				Detail: fmt.Sprintf("%s (%s) can never be the objective that fails: %s (%s) is at least as strict and %s, %s.",
+					at.Index(i), loose, at.Index(j), tight, why, verdict)})
+			break
+		}
+	}
+}
+
+// decides says whether meeting tight always meets loose: both bound one metric, or TTFT
+// (loose) and request latency (tight), tight at a percentile at least as bad and with a
+// threshold at least as strict.
+func decides(tight, loose results.SLO) bool {
+	m := loose.Info()
+	switch {
+	case tight.Metric == loose.Metric && tight.Percentile == loose.Percentile:
+		return false // a repeat, reported as such
+	case tight.Metric == loose.Metric:
+	case tight.Metric == results.MetricRequestLatency && loose.Metric == results.MetricTTFT:
+	default:
+		return false
+	}
+	strictTight := tight.Comparison == results.StrictlyLessThan || tight.Comparison == results.GreaterThan
+	strictLoose := loose.Comparison == results.StrictlyLessThan || loose.Comparison == results.GreaterThan
+	if tight.ThresholdMs == loose.ThresholdMs && strictLoose && !strictTight {
+		return false // "≤ t" at the worse percentile still lets "< t" fail at the better one
+	}
+	if m.HigherIsBetter {
+		return tight.Percentile <= loose.Percentile && tight.ThresholdMs >= loose.ThresholdMs
+	}
+	return tight.Percentile >= loose.Percentile && tight.ThresholdMs <= loose.ThresholdMs
+}
+
+// measurable refuses an objective on a metric a workload cannot produce: inter-token
+// latency, and so per-user throughput, needs two output tokens, as does the time to the
+// second token. With output_tokens = 1 every request would lack the value, and the trial
+// would have nothing to judge.
+func (v *validation) measurable(slos []results.SLO, ws []Workload) {
+	for i, s := range slos {
+		s = s.WithDefaults()
+		switch s.Metric {
+		case results.MetricITL, results.MetricTTST, results.MetricPerUserThroughput:
+		default:
+			continue
+		}
+		var one []int
+		for j, w := range ws {
+			if w.OutputTokens == 1 {
+				one = append(one, j)
+			}
+		}
+		if len(one) == 0 {
+			continue
+		}
+		p := attrpath.Root("slos").Index(i)
+		w := attrpath.Root("workloads").Index(one[0])
+		others := ""
+		if len(one) > 1 {
+			others = fmt.Sprintf(" (and %d more workloads)", len(one)-1)
+		}
+		v.add(Problem{Path: p.At("metric"), Summary: "Objective that cannot be measured", Reads: []attrpath.Path{w.At("output_tokens")},
+			Detail: fmt.Sprintf("%s is %s, which needs at least two output tokens per request, but %s (%q)%s has output_tokens = 1, so no request would have a value to judge. Raise output_tokens to 2 or more, or measure that workload against time_to_first_token or request_latency.",
+				p.At("metric"), s.Metric, w.At("output_tokens"), ws[one[0]].Label, others)})
+	}
+}
+
+func formatPct(p float64) string { return strconv.FormatFloat(p, 'f', -1, 64) }
 
 func (v *validation) search(c Config) {
 	at := attrpath.Root("search")
@@ -167,23 +271,62 @@ func (v *validation) search(c Config) {
 	if c.ConcurrencyLevels != nil && len(c.ConcurrencyLevels) == 0 {
 		v.fail(levels, "No concurrency levels", "must list at least one level; remove it to search between search.min_concurrency and search.max_concurrency")
 	}
-	seen := map[int]int{}
-	for i, l := range c.ConcurrencyLevels {
-		if !v.between(levels.Index(i), l, 1, MaxConcurrency) {
-			continue
-		}
-		if j, dup := seen[l]; dup {
-			v.add(Problem{Path: levels.Index(i), Summary: "Repeated concurrency level", Reads: []attrpath.Path{levels.Index(j)},
-				Detail: fmt.Sprintf("%s: %d is already search.concurrency_levels[%d]; list each level once.", levels.Index(i), l, j)})
-			continue
-		}
-		seen[l] = i
-	}
+	v.levels(levels, c.ConcurrencyLevels)
 	minOK := v.between(at.At("min_concurrency"), c.MinConcurrency, 1, MaxConcurrency)
 	maxOK := v.between(at.At("max_concurrency"), c.MaxConcurrency, 1, MaxConcurrency)
 	if minOK && maxOK && c.MinConcurrency > c.MaxConcurrency {
 		v.add(Problem{Path: at.At("min_concurrency"), Summary: "Search bounds inverted", Reads: []attrpath.Path{at.At("max_concurrency")},
 			Detail: fmt.Sprintf("search.min_concurrency (%d) is greater than search.max_concurrency (%d); lower min_concurrency or raise max_concurrency.", c.MinConcurrency, c.MaxConcurrency)})
+	}
+}
+
+// levels checks a grid's levels: each in range and listed once. A list of thousands of
+// repeats is one problem per rule, the first instance in full with a count of the others:
+// one diagnostic each would take Terraform minutes to print and bury the message.
+func (v *validation) levels(at attrpath.Path, levels []int) {
+	type first struct {
+		i, n int
+		p    Problem
+	}
+	var low, high, repeat first
+	note := func(f *first, i int, p Problem) {
+		if f.n == 0 {
+			f.i, f.p = i, p
+		}
+		f.n++
+	}
+	seen := map[int]int{}
+	for i, l := range levels {
+		p := at.Index(i)
+		switch {
+		case l < 1:
+			note(&low, i, Problem{Path: p, Summary: "Value too small", Detail: fmt.Sprintf("%s must be at least 1, got %d.", p, l)})
+		case l > MaxConcurrency:
+			note(&high, i, Problem{Path: p, Summary: "Value too large", Detail: fmt.Sprintf("%s must be at most %d, got %d. The bound keeps a run's memory and time finite; no real server needs more.", p, MaxConcurrency, l)})
+		default:
+			if j, dup := seen[l]; dup {
+				note(&repeat, i, Problem{Path: p, Summary: "Repeated concurrency level", Reads: []attrpath.Path{at.Index(j)},
+					Detail: fmt.Sprintf("%s: %d is already %s; list each level once.", p, l, at.Index(j))})
+				continue
+			}
+			seen[l] = i
+		}
+	}
+	for _, f := range []first{low, high, repeat} {
+		if f.n == 0 {
+			continue
+		}
+		if f.n > 1 {
+			what := "repeat an earlier one"
+			switch f.p.Summary {
+			case "Value too small":
+				what = "are below 1"
+			case "Value too large":
+				what = fmt.Sprintf("are above %d", MaxConcurrency)
+			}
+			f.p.Detail = fmt.Sprintf("%d of the %d levels in %s %s. The first: %s", f.n, len(levels), at, what, f.p.Detail)
+		}
+		v.add(f.p)
 	}
 }
 

@@ -59,17 +59,95 @@ func TestValidate(t *testing.T) {
 			c.SLOs = append(c.SLOs, results.SLO{Metric: results.MetricTTFT, Percentile: 95, ThresholdMs: 5000})
 		},
 			want: []want{{path: "slos[1]", summary: "Repeated objective", detail: "slos[1] repeats p95 time_to_first_token of slos[0]; keep the stricter one.", reads: []string{"slos[0]"}}}},
-		{name: "percentile as a fraction and TTFT in seconds warn", change: func(c *Config) { c.SLOs[0].Percentile, c.SLOs[0].ThresholdMs = 0.95, 10 },
-			want: []want{
-				{path: "slos[0].percentile", summary: "Percentile below 1", detail: "Did you mean 95 (p95)?", warning: true},
-				{path: "slos[0].threshold_ms", summary: "Latency threshold below 50 ms", detail: "Did you mean 10 s (threshold_ms = 10000)?", warning: true, reads: []string{"slos[0].metric"}},
-			}},
+		// A percentile below 1 is refused, not warned about: 0.95 planned and then reported a
+		// capacity twice the truth (p0.95 is the fastest request of a trial).
+		{name: "percentile as a fraction is an error", change: func(c *Config) { c.SLOs[0].Percentile = 0.95 },
+			want: []want{{path: "slos[0].percentile", summary: "Percentile below 1", reads: []string{"slos[0].metric"},
+				detail: "slos[0].percentile = 0.95 asks for p0.95, the most extreme request of each trial rather than a share of users: percentiles are on a 0-100 scale. Write 95 for p95; for the fastest requests use percentile = 1 or more."}}},
+		{name: "p0.5 on ITL is an error too", change: func(c *Config) {
+			c.SLOs = []results.SLO{{Metric: results.MetricITL, Percentile: 0.5, ThresholdMs: 50}}
+		},
+			want: []want{{path: "slos[0].percentile", summary: "Percentile below 1", detail: "asks for p0.5", reads: []string{"slos[0].metric"}}}},
+		{name: "percentile 1 is accepted", change: func(c *Config) { c.SLOs[0].Percentile = 1 }},
+		{name: "TTFT in seconds warns", change: func(c *Config) { c.SLOs[0].ThresholdMs = 10 },
+			want: []want{{path: "slos[0].threshold_ms", summary: "Latency threshold below 50 ms", detail: "Did you mean 10 s (threshold_ms = 10000)?", warning: true, reads: []string{"slos[0].metric"}}}},
+		{name: "ITL with one output token", change: func(c *Config) {
+			c.Workloads = append(c.Workloads, Workload{Label: "short", InputTokens: 8, OutputTokens: 1}, Workload{Label: "shorter", InputTokens: 4, OutputTokens: 1})
+			c.SLOs = append(c.SLOs, results.SLO{Metric: results.MetricITL, Percentile: 95, ThresholdMs: 50})
+		},
+			want: []want{{path: "slos[1].metric", summary: "Objective that cannot be measured", reads: []string{"workloads[1].output_tokens"},
+				detail: `slos[1].metric is inter_token_latency, which needs at least two output tokens per request, but workloads[1].output_tokens ("short") (and 1 more workloads) has output_tokens = 1, so no request would have a value to judge. Raise output_tokens to 2 or more`}}},
+		{name: "time to second token with one output token", change: func(c *Config) {
+			c.Workloads[0].OutputTokens = 1
+			c.SLOs = []results.SLO{{Metric: results.MetricTTST, Percentile: 95, ThresholdMs: 200}}
+		},
+			want: []want{{path: "slos[0].metric", summary: "Objective that cannot be measured", detail: "slos[0].metric is time_to_second_token, which needs at least two output tokens", reads: []string{"workloads[0].output_tokens"}}}},
+		{name: "per-user throughput with one output token", change: func(c *Config) {
+			c.Workloads[0].OutputTokens = 1
+			c.SLOs = []results.SLO{{Metric: results.MetricPerUserThroughput, Percentile: 5, ThresholdMs: 20}}
+		},
+			want: []want{{path: "slos[0].metric", summary: "Objective that cannot be measured", detail: "output_token_throughput_per_user, which needs at least two", reads: []string{"workloads[0].output_tokens"}}}},
+		{name: "TTFT with one output token is fine", change: func(c *Config) { c.Workloads[0].OutputTokens = 1 }},
+		{name: "goodput greater than 100", change: func(c *Config) {
+			c.SLOs = append(c.SLOs, results.SLO{Metric: results.MetricGoodput, ThresholdMs: 100})
+		},
+			want: []want{{path: "slos[1].threshold_ms", summary: "Objective that cannot be met", reads: []string{"slos[1].metric", "slos[1].comparison"},
+				detail: `slos[1].threshold_ms = 100 with comparison greater_than can never be met: goodput is a percentage of requests, at most 100. To demand that every request meets the other objectives, set comparison = "greater_than_or_equal"; otherwise lower threshold_ms.`}}},
+		{name: "goodput at least 100 is fine", change: func(c *Config) {
+			c.SLOs = append(c.SLOs, results.SLO{Metric: results.MetricGoodput, ThresholdMs: 100, Comparison: results.GreaterThanOrEqual})
+		}},
+		{name: "p50 stricter than p95 is fine", change: func(c *Config) {
+			c.SLOs = append(c.SLOs, results.SLO{Metric: results.MetricTTFT, Percentile: 50, ThresholdMs: 2000})
+		}},
+		{name: "thresholds swapped between percentiles", change: func(c *Config) {
+			c.SLOs = []results.SLO{{Metric: results.MetricTTFT, Percentile: 50, ThresholdMs: 10000}, {Metric: results.MetricTTFT, Percentile: 95, ThresholdMs: 2000}}
+		},
+			want: []want{{path: "slos[0]", summary: "Objective that can never fail", reads: []string{"slos[1]"},
+				detail: "slos[0] (p50 TTFT < 10000 ms) can never be the objective that fails: slos[1] (p95 TTFT < 2000 ms) is at least as strict and a trial's p95 is never below its p50, so their thresholds contradict each other. They look swapped: give the higher percentile the higher threshold, or remove slos[0]."}}},
+		{name: "same threshold at two percentiles", change: func(c *Config) {
+			c.SLOs = []results.SLO{{Metric: results.MetricITL, Percentile: 99, ThresholdMs: 40}, {Metric: results.MetricITL, Percentile: 50, ThresholdMs: 40}}
+		},
+			want: []want{{path: "slos[1]", summary: "Objective that can never fail", reads: []string{"slos[0]"}, detail: "a trial's p99 is never below its p50, so slos[1] adds nothing; remove it."}}},
+		{name: "at most at p99, strictly under at p50, same threshold is fine", change: func(c *Config) {
+			c.SLOs = []results.SLO{{Metric: results.MetricITL, Percentile: 99, ThresholdMs: 40, Comparison: results.LessThanOrEqual}, {Metric: results.MetricITL, Percentile: 50, ThresholdMs: 40}}
+		}},
+		{name: "per-user throughput swapped", change: func(c *Config) {
+			c.SLOs = []results.SLO{{Metric: results.MetricPerUserThroughput, Percentile: 50, ThresholdMs: 10}, {Metric: results.MetricPerUserThroughput, Percentile: 5, ThresholdMs: 20}}
+		},
+			want: []want{{path: "slos[0]", summary: "Objective that can never fail", reads: []string{"slos[1]"},
+				detail: "a trial's p5 is never above its p50, so their thresholds contradict each other. They look swapped: give the lower percentile the lower threshold, or remove slos[0]."}}},
+		{name: "request latency below TTFT", change: func(c *Config) {
+			c.SLOs = append(c.SLOs, results.SLO{Metric: results.MetricRequestLatency, Percentile: 95, ThresholdMs: 5000})
+		},
+			want: []want{{path: "slos[0]", summary: "Objective that can never fail", reads: []string{"slos[1]"},
+				detail: "slos[0] (p95 TTFT < 10000 ms) can never be the objective that fails: slos[1] (p95 Request latency < 5000 ms) is at least as strict and a request's latency is never below its time to first token"}}},
+		{name: "request latency above TTFT is fine", change: func(c *Config) {
+			c.SLOs = append(c.SLOs, results.SLO{Metric: results.MetricRequestLatency, Percentile: 95, ThresholdMs: 60000})
+		}},
 		{name: "search bounds inverted", change: func(c *Config) { c.MinConcurrency, c.MaxConcurrency = 8, 4 },
 			want: []want{{path: "search.min_concurrency", summary: "Search bounds inverted", detail: "search.min_concurrency (8) is greater than search.max_concurrency (4)", reads: []string{"search.max_concurrency"}}}},
 		{name: "levels out of range and repeated", change: func(c *Config) { c.ConcurrencyLevels = []int{4, 0, 4} },
 			want: []want{
 				{path: "search.concurrency_levels[1]", summary: "Value too small", detail: "search.concurrency_levels[1] must be at least 1, got 0."},
 				{path: "search.concurrency_levels[2]", summary: "Repeated concurrency level", detail: "4 is already search.concurrency_levels[0]", reads: []string{"search.concurrency_levels[0]"}},
+			}},
+		{name: "thousands of repeated levels are one problem", change: func(c *Config) {
+			c.ConcurrencyLevels = make([]int, 5000)
+			for i := range c.ConcurrencyLevels {
+				c.ConcurrencyLevels[i] = 2
+			}
+		},
+			want: []want{{path: "search.concurrency_levels[1]", summary: "Repeated concurrency level", reads: []string{"search.concurrency_levels[0]"},
+				detail: "4999 of the 5000 levels in search.concurrency_levels repeat an earlier one. The first: search.concurrency_levels[1]: 2 is already search.concurrency_levels[0]; list each level once."}}},
+		{name: "thousands of levels out of range are one problem each way", change: func(c *Config) {
+			c.ConcurrencyLevels = []int{1}
+			for i := range 3000 {
+				c.ConcurrencyLevels = append(c.ConcurrencyLevels, -i, MaxConcurrency+1+i)
+			}
+		},
+			want: []want{
+				{path: "search.concurrency_levels[1]", summary: "Value too small", detail: "3000 of the 6001 levels in search.concurrency_levels are below 1. The first: search.concurrency_levels[1] must be at least 1, got 0."},
+				{path: "search.concurrency_levels[2]", summary: "Value too large", detail: "3000 of the 6001 levels in search.concurrency_levels are above 100000. The first: search.concurrency_levels[2] must be at most 100000, got 100001."},
 			}},
 		{name: "levels empty", change: func(c *Config) { c.ConcurrencyLevels = []int{} },
 			want: []want{{path: "search.concurrency_levels", summary: "No concurrency levels", detail: "must list at least one level"}}},

@@ -7,6 +7,8 @@ import (
 	"encoding/pem"
 	"fmt"
 	"net/http/httptest"
+	"os"
+	"path/filepath"
 	"regexp"
 	"sort"
 	"strings"
@@ -109,6 +111,10 @@ func badConfigs(t *testing.T) []badConfig {
 	der, _ := x509.MarshalPKCS8PrivateKey(edKey)
 	plainKey := string(pem.EncodeToMemory(&pem.Block{Type: "PRIVATE KEY", Bytes: der}))
 	dir := t.TempDir()
+	file := filepath.Join(dir, "results.json")
+	if err := os.WriteFile(file, []byte("{}"), 0o600); err != nil {
+		t.Fatal(err)
+	}
 	q := func(s string) string { return fmt.Sprintf("%q", s) }
 	heredoc := func(s string) string { return "<<EOT\n" + s + "EOT" }
 
@@ -245,6 +251,18 @@ func badConfigs(t *testing.T) []badConfig {
 		{"output_tokens beyond int64", bench(map[string]string{"workloads": `[{ label = "a", input_tokens = 8, output_tokens = 1e30 }]`}), "workloads[0].output_tokens", `far outside what it accepts`},
 		{"percentile zero", bench(map[string]string{"slos": `[{ percentile = 0, threshold_ms = 100 }]`}), "slos[0].percentile", `must be in (0, 100]`},
 		{"percentile above 100", bench(map[string]string{"slos": `[{ percentile = 100.5, threshold_ms = 100 }]`}), "slos[0].percentile", `must be in (0, 100]`},
+		{"percentile as a fraction", bench(map[string]string{"slos": `[{ percentile = 0.95, threshold_ms = 100 }]`}), "slos[0].percentile", `= 0.95 asks for p0.95, the most extreme request of each trial rather than a share of users: percentiles are on a 0-100 scale. Write 95 for p95`},
+		{"percentile p0.5 ITL", bench(map[string]string{"slos": `[{ metric = "inter_token_latency", percentile = 0.5, threshold_ms = 40 }]`}), "slos[0].percentile", `asks for p0.5`},
+		{"ITL with one output token", bench(map[string]string{"workloads": `[{ label = "a", input_tokens = 8, output_tokens = 1 }]`, "slos": `[{ metric = "inter_token_latency", percentile = 95, threshold_ms = 40 }]`}),
+			"slos[0].metric", `is inter_token_latency, which needs at least two output tokens per request, but workloads[0].output_tokens ("a") has output_tokens = 1`},
+		{"TTST with one output token", bench(map[string]string{"workloads": `[{ label = "a", input_tokens = 8, output_tokens = 1 }]`, "slos": `[{ metric = "time_to_second_token", percentile = 95, threshold_ms = 40 }]`}),
+			"slos[0].metric", `is time_to_second_token, which needs at least two output tokens`},
+		{"goodput greater than 100", bench(map[string]string{"slos": `[{ percentile = 95, threshold_ms = 100 }, { metric = "goodput", threshold_ms = 100 }]`}),
+			"slos[1].threshold_ms", `= 100 with comparison greater_than can never be met: goodput is a percentage of requests, at most 100`},
+		{"objectives contradict across percentiles", bench(map[string]string{"slos": `[{ percentile = 50, threshold_ms = 1000 }, { percentile = 95, threshold_ms = 200 }]`}),
+			"slos[0]", `can never be the objective that fails: slos[1] (p95 TTFT < 200 ms) is at least as strict and a trial's p95 is never below its p50, so their thresholds contradict each other`},
+		{"objectives contradict across metrics", bench(map[string]string{"slos": `[{ percentile = 95, threshold_ms = 1000 }, { metric = "request_latency", percentile = 95, threshold_ms = 500 }]`}),
+			"slos[0]", `a request's latency is never below its time to first token`},
 		{"threshold zero", bench(map[string]string{"slos": `[{ percentile = 95, threshold_ms = 0 }]`}), "slos[0].threshold_ms", `must be greater than 0, got 0`},
 		{"metric unknown", bench(map[string]string{"slos": `[{ metric = "ttft", percentile = 95, threshold_ms = 100 }]`}), "slos[0].metric", `must be one of time_to_first_token, inter_token_latency`},
 		{"comparison unknown", bench(map[string]string{"slos": `[{ comparison = "lt", percentile = 95, threshold_ms = 100 }]`}), "slos[0].comparison", `"lt" does not fit time_to_first_token, where lower is better; use strictly_less_than or less_than_or_equal`},
@@ -269,12 +287,16 @@ func badConfigs(t *testing.T) []badConfig {
 		{"stall_timeout words", bench(map[string]string{"trial": `{ stall_timeout = "five minutes" }`}), `Invalid duration`, `trial.stall_timeout must be a Go duration: a number and a unit`},
 		{"benchmark timeouts.create words", bench(map[string]string{"timeouts": `{ create = "an hour" }`}), "timeouts.create", `must be a positive Go duration such as "90s" or "30m", got "an hour"`},
 		{"concurrency_levels repeated", bench(map[string]string{"search": `{ concurrency_levels = [2, 4, 2] }`}), "search.concurrency_levels[2]", `2 is already search.concurrency_levels[0]; list each level once`},
+		{"concurrency_levels 5000 repeats", bench(map[string]string{"search": `{ concurrency_levels = [` + strings.Repeat("2, ", 4999) + `2] }`}), "4999 of the 5000 levels in search.concurrency_levels",
+			`repeat an earlier one. The first: search.concurrency_levels[1]: 2 is already search.concurrency_levels[0]`},
 		{"concurrency_levels empty", bench(map[string]string{"search": `{ concurrency_levels = [] }`}), "search.concurrency_levels", `must list at least one level`},
 		{"concurrency_levels with bounds", bench(map[string]string{"search": `{ concurrency_levels = [2], max_concurrency = 8 }`}), "search.concurrency_levels", `would be ignored; remove them`},
 		{"shared prefix as long as the prompt", bench(map[string]string{"workloads": `[{ label = "a", input_tokens = 8, output_tokens = 8, shared_prefix_tokens = 8 }]`}), "workloads[0].shared_prefix_tokens", `counts within input_tokens (8) and must be below it`},
 		{"record_chunk_times without records", bench(map[string]string{"record_chunk_times": `true`}), "record_chunk_times", `set records_directory or remove record_chunk_times`},
 		{"progress_file empty", bench(map[string]string{"progress_file": `""`}), "progress_file", `is empty; give a file path`},
 		{"progress_file directory", bench(map[string]string{"progress_file": q(dir)}), "progress_file", `is a directory; give a file path inside it`},
+		{"records_directory is a file", bench(map[string]string{"records_directory": q(file)}), "records_directory", `is an existing file, not a directory`},
+		{"records_directory below a file", bench(map[string]string{"records_directory": q(file + "/records")}), "records_directory", `cannot be created: ` + q(file) + ` is a file, not a directory`},
 		{"benchmark timeouts.create zero", bench(map[string]string{"timeouts": `{ create = "0s" }`}), "timeouts.create", `must be a positive Go duration`},
 		{"benchmark timeouts.create negative", bench(map[string]string{"timeouts": `{ create = "-1h" }`}), "timeouts.create", `must be a positive Go duration`},
 		{"trigger control character", bench(map[string]string{"triggers": `{ server = "a\u0000b" }`}), `triggers["server"]`, `contains the control character U+0000`},

@@ -155,8 +155,9 @@ func (r *capacityBenchmarkResource) Schema(ctx context.Context, _ resource.Schem
 					"request, warmups flagged, with its timestamps (Unix ns), chunk count, token counts, finish reason, HTTP status and " +
 					"error. Each trial in `results_json` names its file (`records_file`, relative to this directory) and `records_sha256`. " +
 					"`go run ./cmd/llmserve-recompute -results result.json -records <dir> -check` recomputes every trial's metrics from " +
-					"them, bit for bit. Changing it re-runs the benchmark (the files belong to the run).",
-				Validators:    []validator.String{stringvalidator.LengthAtLeast(1), printableValidator{}},
+					"them, bit for bit. Changing it re-runs the benchmark (the files belong to the run). Created when missing; plan refuses an " +
+					"existing file or a path below one.",
+				Validators:    []validator.String{stringvalidator.LengthAtLeast(1), recordsDirectoryValidator{}, printableValidator{}},
 				PlanModifiers: replace,
 			},
 			"record_chunk_times": schema.BoolAttribute{

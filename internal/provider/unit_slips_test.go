@@ -8,7 +8,7 @@ import (
 )
 
 // Values that are valid but almost certainly a slip of units plan with a warning that names
-// the likely intent; sensible values plan silently.
+// the likely intent (a percentile below 1 is an error); sensible values plan silently.
 func TestBenchmarkUnitSlipWarnings(t *testing.T) {
 	workloads := []any{map[string]any{"label": "a", "input_tokens": 8, "output_tokens": 8}}
 	for _, tc := range []struct {
@@ -17,8 +17,10 @@ func TestBenchmarkUnitSlipWarnings(t *testing.T) {
 		want []string // "severity: summary: detail" of every diagnostic
 	}{
 		{"sensible", map[string]any{"percentile": 95.0, "threshold_ms": 10000.0}, nil},
+		// A percentile below 1 is an error since the p0.95 that planned with a warning reported
+		// twice the true capacity (issue 19).
 		{"percentile as a fraction", map[string]any{"percentile": 0.95, "threshold_ms": 10000.0}, []string{
-			"warning: Percentile below 1: percentile = 0.95 asks for p0.95, almost the fastest request of each trial: percentiles are on a 0-100 scale. Did you mean 95 (p95)?",
+			"error: Percentile below 1: slos[0].percentile = 0.95 asks for p0.95, the most extreme request of each trial rather than a share of users: percentiles are on a 0-100 scale. Write 95 for p95; for the fastest requests use percentile = 1 or more.",
 		}},
 		{"ttft threshold in seconds", map[string]any{"percentile": 95.0, "threshold_ms": 10.0}, []string{
 			"warning: Latency threshold below 50 ms: threshold_ms = 10 demands a time to first token under 10 ms: thresholds are in milliseconds. Did you mean 10 s (threshold_ms = 10000)?",
@@ -27,7 +29,7 @@ func TestBenchmarkUnitSlipWarnings(t *testing.T) {
 			"warning: Latency threshold below 50 ms: threshold_ms = 30 demands a request latency under 30 ms: thresholds are in milliseconds. Did you mean 30 s (threshold_ms = 30000)?",
 		}},
 		{"both slips", map[string]any{"percentile": 0.5, "threshold_ms": 2.0}, []string{
-			"warning: Percentile below 1: percentile = 0.5 asks for p0.5, almost the fastest request of each trial: percentiles are on a 0-100 scale. Did you mean 50 (p50)?",
+			"error: Percentile below 1: slos[0].percentile = 0.5 asks for p0.5, the most extreme request of each trial rather than a share of users: percentiles are on a 0-100 scale. Write 50 for p50; for the fastest requests use percentile = 1 or more.",
 			"warning: Latency threshold below 50 ms: threshold_ms = 2 demands a time to first token under 2 ms: thresholds are in milliseconds. Did you mean 2 s (threshold_ms = 2000)?",
 		}},
 		// An inter-token latency of 20 ms is an ordinary objective.

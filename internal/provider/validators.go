@@ -2,11 +2,14 @@ package provider
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"io/fs"
 	"net"
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"time"
 	"unicode"
 	"unicode/utf8"
@@ -115,6 +118,43 @@ func (progressFileRule) check(p path.Path, s string) (string, string) {
 		return "Progress file is a directory", fmt.Sprintf("%s %q is a directory; give a file path inside it, e.g. %q.", p, s, filepath.Join(s, "capacity.progress.jsonl"))
 	}
 	return "", ""
+}
+
+// recordsDirectoryValidator refuses a records_directory that could never hold the records:
+// an existing file, or a path below a file, which the first trial would only find after it
+// was measured. Permissions are found at apply, as for progress_file.
+type recordsDirectoryValidator = stringRule[recordsDirectoryRule]
+type recordsDirectoryRule struct{}
+
+func (recordsDirectoryRule) description() string {
+	return "must be a directory path: not an existing file, and not below one"
+}
+func (recordsDirectoryRule) check(p path.Path, s string) (string, string) {
+	if s == "" {
+		return "", "" // the length validator says it
+	}
+	fi, err := os.Stat(s)
+	if err == nil {
+		if !fi.IsDir() {
+			return "Records directory is a file", fmt.Sprintf("%s %q is an existing file, not a directory; give a directory path (created when missing), e.g. %q.", p, s, strings.TrimSuffix(s, filepath.Ext(s))+"-records")
+		}
+		return "", ""
+	}
+	// The nearest part of the path that exists decides whether the rest can be created.
+	for dir := filepath.Dir(filepath.Clean(s)); ; dir = filepath.Dir(dir) {
+		fi, err := os.Stat(dir)
+		switch {
+		case err == nil && !fi.IsDir():
+			return "Records directory cannot be created", fmt.Sprintf("%s %q cannot be created: %q is a file, not a directory. Give a path whose parents are directories.", p, s, dir)
+		case err == nil:
+			return "", ""
+		case !errors.Is(err, fs.ErrNotExist) && !errors.Is(err, syscall.ENOTDIR):
+			return "Records directory cannot be created", fmt.Sprintf("%s %q cannot be created: %v.", p, s, err)
+		}
+		if parent := filepath.Dir(dir); parent == dir {
+			return "", ""
+		}
+	}
 }
 
 // nonEmptyString rejects "" so that an empty file() or variable is caught at plan time with
