@@ -35,6 +35,10 @@ type capacityReportModel struct {
 	CapacityBoundedBySearch   types.Map    `tfsdk:"capacity_bounded_by_search"`
 	WorkloadResults           types.List   `tfsdk:"workload_results"`
 	SLOs                      types.List   `tfsdk:"slos"`
+	Baseline                  types.String `tfsdk:"baseline"`
+	RecordsDirectory          types.String `tfsdk:"records_directory"`
+	BaselineRecordsDirectory  types.String `tfsdk:"baseline_records_directory"`
+	Comparison                types.Object `tfsdk:"comparison"`
 }
 
 // reportSLOValue is one objective the document's trials were judged by.
@@ -112,6 +116,7 @@ func (d *capacityReportDataSource) Schema(_ context.Context, _ datasource.Schema
 			},
 		},
 	}
+	addBaselineAttributes(resp.Schema.Attributes)
 }
 
 func (d *capacityReportDataSource) ConfigValidators(context.Context) []datasource.ConfigValidator {
@@ -160,6 +165,7 @@ func (d *capacityReportDataSource) Read(ctx context.Context, req datasource.Read
 	}
 	m.SLOs, diags = types.ListValueFrom(ctx, reportSLOObjectType, slos)
 	resp.Diagnostics.Append(diags...)
+	resp.Diagnostics.Append(m.compareWithBaseline(ctx, doc)...)
 	if resp.Diagnostics.HasError() {
 		return
 	}

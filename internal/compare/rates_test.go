@@ -1,0 +1,116 @@
+package compare_test
+
+import (
+	"context"
+	"fmt"
+	"net/http/httptest"
+	"os"
+	"strconv"
+	"testing"
+	"time"
+
+	"github.com/llmserve/terraform-provider-llmserve/internal/capacity"
+	"github.com/llmserve/terraform-provider-llmserve/internal/compare"
+	"github.com/llmserve/terraform-provider-llmserve/internal/results"
+	"github.com/llmserve/terraform-provider-llmserve/internal/simengine"
+)
+
+// rateModel is the simulated server the false-alarm and detection rates are measured on: 16
+// slots and prefill batches of at most 2048 tokens, so with 1024-token prompts TTFT grows
+// gradually with concurrency (each batch stalls the others) rather than jumping at a slot
+// limit, as on a real server. Seed draws its noise (3 % per trial, 2 % per request).
+func rateModel(seed uint64, slower float64) simengine.Model {
+	m := simengine.DefaultModel()
+	m.PrefillPerToken = 80 * time.Microsecond
+	m.PrefillOverhead = 10 * time.Millisecond
+	m.DecodeStep = 20 * time.Millisecond
+	m.DecodePerSeq = 1 * time.Millisecond
+	m.MaxPrefillTokens = 2048
+	m.Seed = seed
+	scale := func(d time.Duration) time.Duration { return time.Duration(float64(d) * slower) }
+	m.PrefillPerToken, m.PrefillOverhead = scale(m.PrefillPerToken), scale(m.PrefillOverhead)
+	m.DecodeStep, m.DecodePerSeq = scale(m.DecodeStep), scale(m.DecodePerSeq)
+	return m
+}
+
+// rateRun is one capacity benchmark against the simulated server, through the real run path
+// (HTTP, streaming client, metrics, search), in scaled wall time.
+func rateRun(ctx context.Context, m simengine.Model, timeScale float64, recordsDir string) (*results.Document, error) {
+	eng, err := simengine.NewServer(simengine.Options{Model: m, ModelName: "sim", TimeScale: timeScale})
+	if err != nil {
+		return nil, err
+	}
+	srv := httptest.NewServer(eng)
+	defer srv.Close()
+	return capacity.Run(ctx, capacity.Config{
+		Endpoint: srv.URL, Model: "sim", API: "chat",
+		Workloads: []capacity.Workload{{Label: "1K / 16", InputTokens: 1024, OutputTokens: 16}},
+		// The threshold scales with the clock: 600 ms of model time.
+		SLOs:           []results.SLO{{Metric: results.MetricTTFT, Percentile: 95, ThresholdMs: 600 * timeScale}},
+		MinConcurrency: 1, MaxConcurrency: 24,
+		WarmupRequests: 4, MeasuredRequests: 32, ConfirmationTrials: 3,
+		CacheFlush: "auto", Seed: 1, RecordsDirectory: recordsDir,
+	})
+}
+
+func envFloat(name string, def float64) float64 {
+	if v, err := strconv.ParseFloat(os.Getenv(name), 64); err == nil && v > 0 {
+		return v
+	}
+	return def
+}
+
+func envInt(name string, def int) int {
+	if v, err := strconv.Atoi(os.Getenv(name)); err == nil && v > 0 {
+		return v
+	}
+	return def
+}
+
+// BenchmarkRates measures the comparison's false-alarm and detection rates on the simulated
+// engine through the capacity run path: for each seeded pair, two runs of the same server
+// (different noise seeds) and a run of the same server made 15 % slower (every cost × 1.15).
+// It reports the share of same-server pairs called unchanged and of slower-server pairs
+// called regressed. COMPARE_PAIRS sets the number of pairs (default 20), COMPARE_TIMESCALE the
+// wall time per model time (default 0.25).
+//
+//	go test -run '^$' -bench BenchmarkRates -benchtime 1x ./internal/compare/
+func BenchmarkRates(b *testing.B) {
+	pairs := envInt("COMPARE_PAIRS", 20)
+	timeScale := envFloat("COMPARE_TIMESCALE", 0.25)
+	opts := compare.Options{Alpha: envFloat("COMPARE_ALPHA", 0)}
+	ctx := context.Background()
+	for range b.N {
+		unchanged, regressed := 0, 0
+		for i := range pairs {
+			seed := uint64(1000 + 3*i)
+			base, err := rateRun(ctx, rateModel(seed, 1), timeScale, "")
+			if err != nil {
+				b.Fatal(err)
+			}
+			same, err := rateRun(ctx, rateModel(seed+1, 1), timeScale, "")
+			if err != nil {
+				b.Fatal(err)
+			}
+			slow, err := rateRun(ctx, rateModel(seed+2, 1.15), timeScale, "")
+			if err != nil {
+				b.Fatal(err)
+			}
+			rs := compare.Compare(base, same, opts)
+			rw := compare.Compare(base, slow, opts)
+			if rs.Workloads[0].Verdict == compare.Unchanged {
+				unchanged++
+			}
+			if rw.Workloads[0].Verdict == compare.Regressed {
+				regressed++
+			}
+			if testing.Verbose() {
+				fmt.Printf("pair %2d same: %-9s %s\n", i, rs.Workloads[0].Verdict, rs.Workloads[0].Reason)
+				fmt.Printf("pair %2d slow: %-9s %s\n", i, rw.Workloads[0].Verdict, rw.Workloads[0].Reason)
+			}
+		}
+		b.ReportMetric(100*float64(unchanged)/float64(pairs), "%same-unchanged")
+		b.ReportMetric(100*float64(regressed)/float64(pairs), "%slower-regressed")
+		b.ReportMetric(float64(pairs), "pairs")
+	}
+}

@@ -1,0 +1,71 @@
+package provider
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/hashicorp/terraform-plugin-framework-validators/stringvalidator"
+	"github.com/hashicorp/terraform-plugin-framework/datasource/schema"
+	"github.com/hashicorp/terraform-plugin-framework/diag"
+	"github.com/hashicorp/terraform-plugin-framework/path"
+	"github.com/hashicorp/terraform-plugin-framework/schema/validator"
+	"github.com/hashicorp/terraform-plugin-framework/types"
+
+	"github.com/llmserve/terraform-provider-llmserve/internal/compare"
+	"github.com/llmserve/terraform-provider-llmserve/internal/results"
+)
+
+// addBaselineAttributes adds the comparison with a baseline to the data source's schema: the
+// same comparison as provider::llmserve::compare, for configurations that read the result
+// through the data source anyway.
+func addBaselineAttributes(attrs map[string]schema.Attribute) {
+	attrs["baseline"] = schema.StringAttribute{
+		Optional: true,
+		MarkdownDescription: "A baseline results document (schema v1 JSON, for example `file(\"releases/v1.4.json\")`) " +
+			"to compare this document with; `comparison` is then set. The same comparison as the `compare` function.",
+		Validators: []validator.String{nonEmptyString{}},
+	}
+	attrs["records_directory"] = schema.StringAttribute{
+		Optional: true,
+		MarkdownDescription: "The `records_directory` this document's benchmark wrote per-request records to. With it " +
+			"(and `baseline_records_directory`) the comparison also estimates noise by a bootstrap over each trial's " +
+			"requests, which matters where a level was measured once. A trial whose file is missing or whose SHA-256 " +
+			"differs from the document's is left to the spread of repeated trials.",
+		Validators: []validator.String{nonEmptyString{}, stringvalidator.AlsoRequires(path.MatchRoot("baseline"))},
+	}
+	attrs["baseline_records_directory"] = schema.StringAttribute{
+		Optional:            true,
+		MarkdownDescription: "The `records_directory` of the baseline's benchmark; see `records_directory`.",
+		Validators:          []validator.String{nonEmptyString{}, stringvalidator.AlsoRequires(path.MatchRoot("baseline"))},
+	}
+	attrs["comparison"] = schema.ObjectAttribute{
+		Computed:       true,
+		AttributeTypes: comparisonAttrTypes,
+		MarkdownDescription: "This document compared with `baseline`; null without one. " + descCompareMethod +
+			"\n\nAttributes: " + comparisonAttributesDescription,
+	}
+}
+
+// compareWithBaseline sets m.Comparison: doc compared with m.Baseline, or null.
+func (m *capacityReportModel) compareWithBaseline(ctx context.Context, doc *results.Document) diag.Diagnostics {
+	m.Comparison = types.ObjectNull(comparisonAttrTypes)
+	if m.Baseline.IsNull() {
+		return nil
+	}
+	var diags diag.Diagnostics
+	base, err := results.Parse([]byte(m.Baseline.ValueString()))
+	if err != nil {
+		diags.AddAttributeError(path.Root("baseline"), "Invalid baseline document",
+			fmt.Sprintf("baseline is not a schema v1 results document:\n%v", err))
+		return diags
+	}
+	var o compare.Options
+	if !m.BaselineRecordsDirectory.IsNull() {
+		o.Baseline = compare.RecordsSamples(m.BaselineRecordsDirectory.ValueString())
+	}
+	if !m.RecordsDirectory.IsNull() {
+		o.Current = compare.RecordsSamples(m.RecordsDirectory.ValueString())
+	}
+	m.Comparison, diags = types.ObjectValueFrom(ctx, comparisonAttrTypes, comparisonValue(compare.Compare(base, doc, o)))
+	return diags
+}

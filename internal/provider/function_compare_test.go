@@ -1,0 +1,125 @@
+package provider
+
+import (
+	"fmt"
+	"path/filepath"
+	"testing"
+
+	"github.com/hashicorp/terraform-plugin-testing/helper/resource"
+	"github.com/hashicorp/terraform-plugin-testing/knownvalue"
+	"github.com/hashicorp/terraform-plugin-testing/statecheck"
+	"github.com/hashicorp/terraform-plugin-testing/tfjsonpath"
+	"github.com/hashicorp/terraform-plugin-testing/tfversion"
+)
+
+// compareDoc is one of the comparison's test documents: capacity runs of the simulated engine
+// through the real run path (baseline; same: the same server again; slower: every cost
+// × 1.15), also the compare function's example.
+func compareDoc(t *testing.T, name string) string {
+	t.Helper()
+	p, err := filepath.Abs(filepath.Join("..", "compare", "testdata", name+".json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+func TestAccFunctionCompare(t *testing.T) {
+	base, same, slower := compareDoc(t, "baseline"), compareDoc(t, "same"), compareDoc(t, "slower")
+	resource.Test(t, resource.TestCase{
+		ProtoV6ProviderFactories: testAccProtoV6ProviderFactories,
+		TerraformVersionChecks:   []tfversion.TerraformVersionCheck{tfversion.SkipBelow(tfversion.Version1_8_0)},
+		Steps: []resource.TestStep{{
+			Config: fmt.Sprintf(`
+locals {
+  same   = provider::llmserve::compare(file(%[1]q), file(%[2]q))
+  slower = provider::llmserve::compare(file(%[1]q), file(%[3]q))
+  other  = provider::llmserve::compare(file(%[4]q), file(%[3]q))
+}
+output "same_regressed"   { value = local.same.regressed }
+output "same_verdict"     { value = local.same.workloads["1K / 16"].verdict }
+output "slower_regressed" { value = local.slower.regressed }
+output "slower_workload"  { value = local.slower.workloads["1K / 16"] }
+output "slower_summary"   { value = local.slower.summary }
+output "other_comparable" { value = local.other.comparable }
+output "other_refused"    { value = length(local.other.refused) > 0 }
+output "other_only"       { value = local.other.only_in_baseline }
+`, base, same, slower, referencePath(t)),
+			ConfigStateChecks: []statecheck.StateCheck{
+				statecheck.ExpectKnownOutputValue("same_regressed", knownvalue.ListExact(nil)),
+				statecheck.ExpectKnownOutputValue("same_verdict", knownvalue.StringExact("unchanged")),
+				statecheck.ExpectKnownOutputValue("slower_regressed", knownvalue.ListExact([]knownvalue.Check{knownvalue.StringExact("1K / 16")})),
+				statecheck.ExpectKnownOutputValueAtPath("slower_workload", tfjsonpath.New("verdict"), knownvalue.StringExact("regressed")),
+				statecheck.ExpectKnownOutputValueAtPath("slower_workload", tfjsonpath.New("objectives").AtSliceIndex(0).AtMapKey("objective"), knownvalue.StringExact("p95 time_to_first_token")),
+				statecheck.ExpectKnownOutputValueAtPath("slower_workload", tfjsonpath.New("objectives").AtSliceIndex(0).AtMapKey("change_percent"), knownvalue.Float64Func(func(v float64) error {
+					if v < 10 || v > 25 {
+						return fmt.Errorf("change %.1f %%, want about +15 %% for a server 15 %% slower", v)
+					}
+					return nil
+				})),
+				statecheck.ExpectKnownOutputValue("slower_summary", knownvalue.StringRegexp(errorPattern("1K / 16: regressed: p95 time_to_first_token +"))),
+				statecheck.ExpectKnownOutputValue("other_comparable", knownvalue.Bool(false)),
+				statecheck.ExpectKnownOutputValue("other_refused", knownvalue.Bool(true)),
+				statecheck.ExpectKnownOutputValue("other_only", knownvalue.ListSizeExact(3)),
+			},
+		}},
+	})
+}
+
+func TestAccFunctionCompare_badDocument(t *testing.T) {
+	resource.Test(t, resource.TestCase{
+		ProtoV6ProviderFactories: testAccProtoV6ProviderFactories,
+		TerraformVersionChecks:   []tfversion.TerraformVersionCheck{tfversion.SkipBelow(tfversion.Version1_8_0)},
+		Steps: []resource.TestStep{{
+			Config: fmt.Sprintf(`
+output "x" { value = provider::llmserve::compare(file(%q), "{}") }
+`, compareDoc(t, "baseline")),
+			ExpectError: errorPattern("The current_json argument is not a schema v1 results document"),
+		}},
+	})
+}
+
+// The data source's baseline gives the same comparison, and a precondition on it fails the
+// run with the workload and its figures.
+func TestAccCapacityReportBaseline(t *testing.T) {
+	base, slower := compareDoc(t, "baseline"), compareDoc(t, "slower")
+	config := func(gate bool) string {
+		c := fmt.Sprintf(`
+data "llmserve_capacity_report" "candidate" {
+  path     = %q
+  baseline = file(%q)
+}
+output "regressed" { value = data.llmserve_capacity_report.candidate.comparison.regressed }
+`, slower, base)
+		if gate {
+			c += `
+resource "terraform_data" "release" {
+  lifecycle {
+    precondition {
+      condition     = length(data.llmserve_capacity_report.candidate.comparison.regressed) == 0
+      error_message = data.llmserve_capacity_report.candidate.comparison.summary
+    }
+  }
+}
+`
+		}
+		return c
+	}
+	resource.Test(t, resource.TestCase{
+		ProtoV6ProviderFactories: testAccProtoV6ProviderFactories,
+		TerraformVersionChecks:   []tfversion.TerraformVersionCheck{tfversion.SkipBelow(tfversion.Version1_8_0)},
+		Steps: []resource.TestStep{
+			{
+				Config: config(false),
+				ConfigStateChecks: []statecheck.StateCheck{
+					statecheck.ExpectKnownOutputValue("regressed", knownvalue.ListExact([]knownvalue.Check{knownvalue.StringExact("1K / 16")})),
+					statecheck.ExpectKnownValue("data.llmserve_capacity_report.candidate", tfjsonpath.New("comparison").AtMapKey("comparable"), knownvalue.Bool(true)),
+				},
+			},
+			{
+				Config:      config(true),
+				ExpectError: errorPattern("1K / 16: regressed: p95 time_to_first_token"),
+			},
+		},
+	})
+}
