@@ -273,31 +273,37 @@ func TestRunGuardBand(t *testing.T) {
 		}
 	}
 
-	// The walk below a confirmed boundary: 19 (190) is in the band, so 18 gets trials; two
-	// of them clear of the band (170 < 180) end the walk without the third, and 17 gets no
-	// trial beyond the one the search's own walk up gave it. Level 18 has no noisy trial here.
-	clearBelow := func(q Request) float64 {
-		if q.Concurrency == 18 {
-			return 170
+	// The walk below a confirmed boundary: 19 (190) is in the band, so 18 gets trials. At 178
+	// it is clear of the band (below 180) but not far below the threshold (176, 12 % under):
+	// two trials clear of the band end the walk without the third. At 170 one trial is
+	// enough. Either way 17 gets no trial beyond the one the search's own walk up gave it.
+	for _, tc := range []struct {
+		at18 float64
+		want []int
+	}{{178, []int{1, 2}}, {170, []int{1}}} {
+		clearBelow := func(q Request) float64 {
+			if q.Concurrency == 18 {
+				return tc.at18
+			}
+			return float64(q.Concurrency * 10)
 		}
-		return float64(q.Concurrency * 10)
-	}
-	r = &scripted{t: t, pass: func(q Request) bool { return clearBelow(q) < 200 }, value: clearBelow}
-	res, err = Run(context.Background(), Config{Min: 1, Max: 64, ConfirmationTrials: 3, Threshold: 200, GuardBand: 0.1}, r)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var at18 []int
-	for _, q := range r.ran {
-		if q.Kind == Confirmation && q.Concurrency == 18 {
-			at18 = append(at18, q.Index)
+		r = &scripted{t: t, pass: func(q Request) bool { return clearBelow(q) < 200 }, value: clearBelow}
+		res, err = Run(context.Background(), Config{Min: 1, Max: 64, ConfirmationTrials: 3, Threshold: 200, GuardBand: 0.1}, r)
+		if err != nil {
+			t.Fatal(err)
 		}
-		if q.Kind == Confirmation && q.Concurrency < 18 && q.Index > 1 {
-			t.Errorf("guard ran %+v below a level clear of the band", q)
+		var at18 []int
+		for _, q := range r.ran {
+			if q.Kind == Confirmation && q.Concurrency == 18 {
+				at18 = append(at18, q.Index)
+			}
+			if q.Kind == Confirmation && q.Concurrency < 18 && q.Index > 1 {
+				t.Errorf("18 at %g: guard ran %+v below a level clear of the band", tc.at18, q)
+			}
 		}
-	}
-	if *res.MaximumPassing != 19 || !slices.Equal(at18, []int{1, 2}) {
-		t.Errorf("boundary %d, trials at 18 %v; want 19 and trials 1, 2", *res.MaximumPassing, at18)
+		if *res.MaximumPassing != 19 || !slices.Equal(at18, tc.want) {
+			t.Errorf("18 at %g: boundary %d, trials at 18 %v; want 19 and trials %v", tc.at18, *res.MaximumPassing, at18, tc.want)
+		}
 	}
 }
 
@@ -534,5 +540,38 @@ func TestRunLowBoundaryRunsOnlyTheGrid(t *testing.T) {
 				t.Errorf("ran %v, want the grid's %v", r.ran, tc.want)
 			}
 		})
+	}
+}
+
+// TestGallopFollowsValues: values growing by 10 a level towards a threshold of 200 put the
+// crossing at 20. After the first two levels (10, 20) the line reaches 200 at 20; the gallop
+// aims 1.2 times as far (24) but reaches at most three steps past the doubling (8). From 8
+// (80) the line still says 20, so the next probe is at 24, which fails. Without a threshold
+// the gallop doubles.
+func TestGallopFollowsValues(t *testing.T) {
+	value := func(q Request) float64 { return float64(q.Concurrency * 10) }
+	pass := func(q Request) bool { return value(q) < 200 }
+	probes := func(cfg Config) []int {
+		r := &scripted{t: t, pass: pass, value: value}
+		res, err := Run(context.Background(), cfg, r)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if *res.MaximumPassing != 19 {
+			t.Errorf("%+v: maximum passing %d, want 19", cfg, *res.MaximumPassing)
+		}
+		var out []int
+		for _, q := range r.ran {
+			if q.Kind == Probe {
+				out = append(out, q.Concurrency)
+			}
+		}
+		return out
+	}
+	if got := probes(Config{Min: 1, Max: 64, ConfirmationTrials: 3, Threshold: 200, GuardBand: 0.07}); !slices.Equal(got[:2], []int{8, 24}) {
+		t.Errorf("with values: probes %v, want 8 and 24 first", got)
+	}
+	if got := probes(Config{Min: 1, Max: 64, ConfirmationTrials: 3}); !slices.Equal(got[:3], []int{4, 8, 16}) {
+		t.Errorf("without a threshold: probes %v, want 4, 8, 16 first", got)
 	}
 }

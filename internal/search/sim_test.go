@@ -205,11 +205,61 @@ type figures struct {
 	overGrid                 []string // scenarios whose search cost more than their grid
 	// Where the search's request-seconds went, by the role each trial ended up with.
 	floor, guard, above, probePass, probeFail float64
+	// known is what the grid's boundary trials and the trials the guard rule reads below them
+	// cost, for a search told the boundary beforehand: the least this guard can cost.
+	known float64
 }
 
 // overGridTolerance absorbs floating-point summation order: a search that runs exactly the
 // grid's trials, in another order, must not count as costing more.
 const overGridTolerance = 1e-9
+
+// knownBoundaryCost is what a search that knew the grid's boundary c would spend: the k
+// trials at c and c+1, and below c the trials the guard reads, by its rule (search.go's
+// guardLevel): down from c while a level's trials come within the band of the threshold
+// (that level then gets all k), stopping at a level whose first trial is 12 % clear of the
+// threshold or whose first two are clear of the band.
+func (s scenario) knownBoundaryCost(c int, band float64) (float64, error) {
+	cost := 0.0
+	worst := 0.0
+	run := func(level, index int) error {
+		o, err := s.trial(level, index, false)
+		cost += o.Cost
+		worst = max(worst, o.Value)
+		return err
+	}
+	for _, level := range []int{c, c + 1} {
+		for i := 1; level >= minC && level <= maxC && i <= confirmK; i++ {
+			if err := run(level, i); err != nil {
+				return 0, err
+			}
+		}
+	}
+	if c < minC {
+		return cost, nil
+	}
+	near, far := s.thresholdMs*(1-band), s.thresholdMs*(1-0.12)
+	worst = 0
+	for i := 1; i <= confirmK; i++ {
+		o, err := s.trial(c, i, false)
+		if err != nil {
+			return 0, err
+		}
+		worst = max(worst, o.Value)
+	}
+	for g := c - 1; g >= minC && worst >= near; g-- {
+		worst = 0
+		for i := 1; i <= confirmK; i++ {
+			if err := run(g, i); err != nil {
+				return 0, err
+			}
+			if worst < far || (i == 2 && worst < near) {
+				break
+			}
+		}
+	}
+	return cost, nil
+}
 
 func measure(set uint64, n int, guard float64) (figures, error) {
 	ss, err := scenarios(set, n)
@@ -239,6 +289,11 @@ func measure(set uint64, n int, guard float64) (figures, error) {
 		f.boundaryMin, f.boundaryMax = min(f.boundaryMin, gridMax), max(f.boundaryMax, gridMax)
 		f.searchCost += res.Cost
 		f.gridCost += gridCost
+		known, err := s.knownBoundaryCost(gridMax, guard)
+		if err != nil {
+			return f, err
+		}
+		f.known += known
 		f.searchTrials += len(res.All)
 		f.gridTrials += confirmK * min(gridMax+1-minC+1, maxC-minC+1)
 		ratio := res.Cost / gridCost
@@ -272,12 +327,18 @@ func measure(set uint64, n int, guard float64) (figures, error) {
 	return f, nil
 }
 
-// The goals of issue 11: the search finds the grid's boundary in at least 99 % of the
-// scenarios, for at most 25 % of the grid's request-seconds overall, and costs no scenario
-// more than its grid.
+// The goals the figures are held to: the search finds the grid's boundary in at least 99 % of
+// the scenarios, costs no scenario more than its grid, and costs at most 21 % of the grid's
+// request-seconds on the issue's set and 23 % over the nine more (measured: 20.3 % and
+// 22.6 %). Issue 23 asks for 15 % and 17 %; the search does not reach them. The trials at the
+// boundary and those the guard reads below it, with the boundary known beforehand, cost
+// 12.4 % and 13.5 % (the "known boundary" figure in the log), no cheaper guard kept 99 % of
+// the boundaries (see guardBand and search.go's guardClearTrials), and finding the boundary
+// costs the other 7.9 and 9.1 points: probes near it decide late and are not reusable.
 const (
-	goalAgree = 0.99
-	goalCost  = 0.25
+	goalAgree    = 0.99
+	goalCost     = 0.21
+	goalMoreCost = 0.23
 )
 
 // misses lists every goal the figures miss; the overall cost is judged only with withCost.
@@ -301,25 +362,27 @@ func (f figures) summary() string {
 	return fmt.Sprintf("%d scenarios (grid boundaries %d..%d): same boundary as the grid in %d (%.1f%%); "+
 		"%.1f%% of the grid's request-seconds; worst scenario %d (grid boundary %d) at %.1f%% of its grid, median %.1f%%; "+
 		"%.1f trials per scenario against the grid's %.1f; %d with non-monotone notes. "+
-		"Shares of the grid: confirmation trials at the boundary %.1f%%, below it (walk and guard) %.1f%%, above it %.1f%%, passing probes %.1f%%, failing probes %.1f%%",
+		"Shares of the grid: confirmation trials at the boundary %.1f%%, below it (walk and guard) %.1f%%, above it %.1f%%, passing probes %.1f%%, failing probes %.1f%%; "+
+		"known boundary (its trials and the guard's) %.1f%%",
 		f.scenarios, f.boundaryMin, f.boundaryMax, f.agree, 100*float64(f.agree)/float64(f.scenarios),
 		share(f.searchCost), f.worst, f.worstBoundary, 100*f.worstRatio, 100*f.medianRatio,
 		float64(f.searchTrials)/float64(f.scenarios), float64(f.gridTrials)/float64(f.scenarios), f.nonMonotone,
-		share(f.floor), share(f.guard), share(f.above), share(f.probePass), share(f.probeFail))
+		share(f.floor), share(f.guard), share(f.above), share(f.probePass), share(f.probeFail), share(f.known))
 }
 
 // guardBand is the relative margin below the threshold within which the search also confirms
 // the level under the boundary: about 2.5 times the 3 % per-trial noise. Over these 120
-// scenarios 0.07 agrees with the grid in all of them at 21.7 % of its request-seconds, 0.06
-// in all at 21.2 %, 0.05 in 119 at 20.6 %: the margin is kept for noise this set lacks.
+// scenarios 0.07 agrees with the grid in all of them at 20.3 % of its request-seconds, 0.06
+// in all at 19.9 %, 0.05 in 118 at 19.5 %; over the 1 080 more, 0.07 in all at 22.6 %, 0.06
+// in 1 074 (99.4 %) at 22.1 %, 0.05 in 1 066 (98.7 %) at 21.4 %, 0.08 in all at 23.1 %.
 const guardBand = 0.07
 
 // moreFigures measures moreSets and states them in one line: agreement, the pooled and per-set
-// share of the grid's request-seconds, and the worst scenario. It returns every goal missed
-// other than the overall cost, which the issue sets on benchmarkSet.
+// share of the grid's request-seconds, the worst scenario and the known-boundary cost. It
+// returns every goal missed, the pooled cost judged against goalMoreCost.
 func moreFigures() (string, []string, error) {
 	var agree, scenarios int
-	var searchCost, gridCost, worst float64
+	var searchCost, gridCost, worst, known float64
 	var worstAt string
 	var perSet []string
 	var misses []string
@@ -329,7 +392,7 @@ func moreFigures() (string, []string, error) {
 			return "", nil, fmt.Errorf("set %d: %w", set, err)
 		}
 		agree, scenarios = agree+f.agree, scenarios+f.scenarios
-		searchCost, gridCost = searchCost+f.searchCost, gridCost+f.gridCost
+		searchCost, gridCost, known = searchCost+f.searchCost, gridCost+f.gridCost, known+f.known
 		if f.worstRatio > worst {
 			worst, worstAt = f.worstRatio, fmt.Sprintf("set %d scenario %d, grid boundary %d", set, f.worst, f.worstBoundary)
 		}
@@ -338,15 +401,18 @@ func moreFigures() (string, []string, error) {
 			misses = append(misses, fmt.Sprintf("set %d: %s", set, m))
 		}
 	}
-	return fmt.Sprintf("%d more sets, %d scenarios: same boundary as the grid in %d (%.1f%%); %.1f%% of the grid's request-seconds (per set: %s%%); worst scenario at %.1f%% of its grid (%s)",
+	if cost := searchCost / gridCost; cost > goalMoreCost {
+		misses = append(misses, fmt.Sprintf("the search costs %.1f%% of the grid's request-seconds over the more sets, want at most %.0f%%", 100*cost, 100*goalMoreCost))
+	}
+	return fmt.Sprintf("%d more sets, %d scenarios: same boundary as the grid in %d (%.1f%%); %.1f%% of the grid's request-seconds (per set: %s%%); worst scenario at %.1f%% of its grid (%s); known boundary %.1f%%",
 		len(moreSets), scenarios, agree, 100*float64(agree)/float64(scenarios), 100*searchCost/gridCost,
-		strings.Join(perSet, ", "), 100*worst, worstAt), misses, nil
+		strings.Join(perSet, ", "), 100*worst, worstAt, 100*known/gridCost), misses, nil
 }
 
 // BenchmarkSearchVsGrid reports, over 120 seeded noisy scenarios, how often the search's boundary
 // equals the exhaustive grid's (agree_%), the search's request-seconds as a share of the grid's
 // (cost_%) and the worst scenario's share (worst_scenario_cost_%, named in the log), and fails
-// when a goal of issue 11 is missed. The log also states the figures over nine more seeded sets
+// when a goal (see goalCost) is missed. The log also states the figures over nine more seeded sets
 // of 120, where agreement and the worst scenario are held to the same goals. Everything is
 // simulated in virtual time from fixed seeds: the figures are the same on every machine.
 // Run: go test ./internal/search -run '^$' -bench SearchVsGrid -benchtime 1x
@@ -387,9 +453,9 @@ func BenchmarkSearchVsGrid(b *testing.B) {
 }
 
 // TestSearchVsGridGoals keeps the figures from regressing, on the benchmark's fixed seeds: the
-// boundary equals the grid's in at least 99 % of the scenarios, for at most 25 % of the grid's
-// request-seconds, and no scenario costs more than its grid; on the nine more sets, the same
-// but for the overall cost.
+// boundary equals the grid's in at least 99 % of the scenarios, no scenario costs more than
+// its grid, and the search costs at most 21 % of the grid's request-seconds on the issue's
+// set and 23 % over the nine more.
 func TestSearchVsGridGoals(t *testing.T) {
 	if testing.Short() {
 		t.Skip("simulates thousands of trials")
