@@ -2,8 +2,10 @@
 # Installs a snapshot release the way users do and uses it: the zip GoReleaser made, from a
 # filesystem_mirror named in a CLI config (no dev override, no network), `init`, `plan` and
 # `providers lock`, with Terraform and with OpenTofu. It also checks the release layout: the
-# zip holds only terraform-provider-llmserve_v<version>, the binary carries that version, the
-# SHA256SUMS cover the zip and the manifest, and their detached signature verifies.
+# zip holds only terraform-provider-llmserve_v<version> and llmserve-recompute, the binary
+# carries that version, the SHA256SUMS cover the zip and the manifest, and their detached
+# signature verifies; and that llmserve-recompute, as `init` unpacked it beside the provider,
+# verifies a recorded result (-check exit 0) and refuses a forged capacity (exit 1).
 #
 # Only the host's linux/amd64 target is built (RELEASE_TARGET): every target is built by the
 # same config, and the full matrix compiles the provider eight times, too long for CI.
@@ -38,7 +40,8 @@ manifest="dist/${name}_${version}_manifest.json"
 
 # The layout the registry and the mirror need.
 [ -f "$zip" ] || fail "missing $zip; dist/ has: $(ls dist)"
-[ "$(unzip -Z1 "$zip")" = "${name}_v${version}" ] || fail "$zip holds $(unzip -Z1 "$zip" | tr '\n' ' '), want only ${name}_v${version}"
+[ "$(unzip -Z1 "$zip" | sort | tr '\n' ' ')" = "llmserve-recompute ${name}_v${version} " ] ||
+	fail "$zip holds $(unzip -Z1 "$zip" | tr '\n' ' '), want only ${name}_v${version} and llmserve-recompute"
 (cd dist && grep -E "  (${name}_${version}_${target}\.zip|${name}_${version}_manifest\.json)\$" "$(basename "$sums")" | sha256sum --quiet -c -) ||
 	fail "$sums does not cover the zip and the manifest with their current digests"
 [ "$(grep -c . "$sums")" = 2 ] || fail "$sums lists $(grep -c . "$sums") files, want the zip and the manifest"
@@ -95,6 +98,21 @@ TF
 	out=$("$cli" init -input=false -no-color 2>&1) || { echo "$out"; fail "$label init failed"; }
 	echo "$out" | grep -q "Installed llmserve/llmserve v$version" || { echo "$out"; fail "$label init did not install v$version from the mirror"; }
 	if echo "$out" | grep -qi "dev_overrides\|development overrides"; then fail "$label used a dev override"; fi
+	# The recompute program, where init unpacked it: users of the registry have no checkout.
+	local host=registry.terraform.io
+	[ "$label" = opentofu ] && host=registry.opentofu.org
+	local recompute=".terraform/providers/$host/llmserve/llmserve/$version/$target/llmserve-recompute"
+	[ -x "$recompute" ] || fail "$label init did not unpack an executable $recompute: $(ls -R .terraform/providers)"
+	local recorded="$root/internal/results/testdata/recorded"
+	"$recompute" -results "$recorded/result.json" -records "$recorded/records" -check >/dev/null 2>"$dir/recompute.err" ||
+		{ cat "$dir/recompute.err"; fail "$label: llmserve-recompute -check failed on the recorded result"; }
+	sed 's/"maximum_passing_concurrency": 4/"maximum_passing_concurrency": 6/' "$recorded/result.json" >"$dir/forged.json"
+	if "$recompute" -results "$dir/forged.json" -records "$recorded/records" -check >/dev/null 2>"$dir/recompute.err"; then
+		fail "$label: llmserve-recompute -check accepted a capacity forged from 4 to 6"
+	fi
+	grep -q 'maximum_passing_concurrency states 6, but its trials give 4' "$dir/recompute.err" ||
+		{ cat "$dir/recompute.err"; fail "$label: llmserve-recompute did not say why the forged capacity is refused"; }
+
 	local h1
 	h1=$(grep -o '"h1:[^"]*"' .terraform.lock.hcl | head -1)
 	[ -n "$h1" ] || fail "$label init wrote no h1 hash to .terraform.lock.hcl"

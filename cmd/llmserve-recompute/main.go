@@ -11,7 +11,6 @@ package main
 
 import (
 	"encoding/json"
-	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -59,28 +58,25 @@ func run(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintln(stderr, "llmserve-recompute:", err)
 		return 1
 	}
-	got, err := records.Recompute(doc, *dir)
+	v, err := records.Verify(doc, *dir)
 	if err != nil {
 		fmt.Fprintln(stderr, "llmserve-recompute:", err)
 		return 1
 	}
-	if len(got) == 0 {
-		fmt.Fprintln(stderr, "llmserve-recompute:", errors.New("the document names no records file; was records_directory set?"))
-		return 1
-	}
 	fmt.Fprintf(stderr, "llmserve-recompute: %s is not derivable from records files (they hold no connect or TLS time); it is left out of the output and the check\n", records.NotDerivable)
 	var out output
-	differ := 0
-	for _, r := range got {
+	for _, r := range v.Trials {
 		if n := len(out.Workloads); n == 0 || out.Workloads[n-1].Label != r.Workload {
 			out.Workloads = append(out.Workloads, outputWorkload{Label: r.Workload})
 		}
 		w := &out.Workloads[len(out.Workloads)-1]
 		w.Trials = append(w.Trials, r.Recomputed)
-		for _, d := range r.Differences {
-			differ++
-			fmt.Fprintf(stderr, "%s %s: %s\n", r.Workload, r.File, d)
-		}
+	}
+	for _, d := range v.Differences {
+		fmt.Fprintln(stderr, d)
+	}
+	for _, c := range v.Contradictions {
+		fmt.Fprintln(stderr, c.Error())
 	}
 	enc := json.NewEncoder(stdout)
 	enc.SetIndent("", "  ")
@@ -89,12 +85,12 @@ func run(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintln(stderr, "llmserve-recompute:", err)
 		return 1
 	}
-	if *check && differ > 0 {
-		fmt.Fprintf(stderr, "llmserve-recompute: %d values differ from the document\n", differ)
+	if *check && !v.OK() {
+		fmt.Fprintf(stderr, "llmserve-recompute: %d values differ from the document, and %d headline values contradict the recomputed trials\n", len(v.Differences), len(v.Contradictions))
 		return 1
 	}
 	if *check {
-		fmt.Fprintf(stderr, "llmserve-recompute: %d trials recomputed, every value identical\n", len(got))
+		fmt.Fprintf(stderr, "llmserve-recompute: %d trials recomputed, every value identical; the headline of every workload derives from them\n", len(v.Trials))
 	}
 	return 0
 }

@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"net/http/httptest"
 	"os"
 	"path/filepath"
@@ -117,6 +118,8 @@ func TestRecomputeMatchesTheBenchmark(t *testing.T) {
 		t.Fatalf("tampered document: exit %d, stderr %s", code, stderr.String())
 	}
 
+	forgedHeadline(t, doc, raw, resultsPath, cfg.RecordsDirectory)
+
 	// A changed records file no longer matches its checksum.
 	if err := os.WriteFile(resultsPath, raw, 0o644); err != nil {
 		t.Fatal(err)
@@ -132,6 +135,72 @@ func TestRecomputeMatchesTheBenchmark(t *testing.T) {
 	stderr.Reset()
 	if code := run([]string{"-results", resultsPath, "-records", cfg.RecordsDirectory}, &bytes.Buffer{}, &stderr); code != 1 || !strings.Contains(stderr.String(), "SHA-256") {
 		t.Fatalf("changed records file: exit %d, stderr %s", code, stderr.String())
+	}
+}
+
+// forgedHeadline: a maximum_passing_concurrency edited upwards (its trials still showing
+// the level above it failing) fails -check naming the workload, the field, the stated and
+// the derived value; so does a document forged consistently (a failing level's trials
+// rewritten to pass, and the headline with them), which only the records can refute.
+func forgedHeadline(t *testing.T, doc *results.Document, raw []byte, resultsPath, recordsDir string) {
+	t.Helper()
+	w := doc.Workloads[0]
+	if w.MaximumPassingConcurrency == nil || w.FirstFailingConcurrency == nil {
+		t.Fatalf("the run found no boundary to forge: %v %v", w.MaximumPassingConcurrency, w.FirstFailingConcurrency)
+	}
+	mp, ff := *w.MaximumPassingConcurrency, *w.FirstFailingConcurrency
+	stated := fmt.Sprintf(`"maximum_passing_concurrency": %d`, mp)
+	forged := strings.Replace(string(raw), stated, fmt.Sprintf(`"maximum_passing_concurrency": %d`, mp+2), 1)
+	if forged == string(raw) {
+		t.Fatalf("document lacks %s", stated)
+	}
+	if err := os.WriteFile(resultsPath, []byte(forged), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	var stderr bytes.Buffer
+	code := run([]string{"-results", resultsPath, "-records", recordsDir, "-check"}, &bytes.Buffer{}, &stderr)
+	want := fmt.Sprintf(`workloads[0].maximum_passing_concurrency: workload "64 / 8": maximum_passing_concurrency states %d, but its trials give %d`, mp+2, mp)
+	if code != 1 || !strings.Contains(stderr.String(), want) {
+		t.Fatalf("forged headline: exit %d, stderr %s\nwant %s", code, stderr.String(), want)
+	}
+
+	// Consistent forgery: the first failing level's confirmation trials now pass.
+	var tampered results.Document = *doc
+	tampered.Workloads = slices.Clone(doc.Workloads)
+	tw := &tampered.Workloads[0]
+	tw.AllTrials = slices.Clone(w.AllTrials)
+	for i := range tw.AllTrials {
+		tr := &tw.AllTrials[i]
+		if tr.Concurrency != ff || tr.Kind != "confirmation" {
+			continue
+		}
+		tr.SLOs = []results.SLOResult{{Metric: results.MetricTTFT, Percentile: 95, Value: 1, Met: true}, {Metric: results.MetricGoodput, Value: 100, Met: true}}
+		tr.Correctness.Errors = 0
+	}
+	h, err := results.DeriveHeadline(tampered.Objectives(), *tw)
+	if err != nil {
+		t.Fatal(err)
+	}
+	h.Apply(tw)
+	tw.PassingTrials, tw.FailingTrials = nil, nil
+	body, err := results.Marshal(&tampered)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := results.Parse(body); err != nil {
+		t.Fatalf("the consistent forgery must read: %v", err)
+	}
+	if err := os.WriteFile(resultsPath, body, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	stderr.Reset()
+	code = run([]string{"-results", resultsPath, "-records", recordsDir, "-check"}, &bytes.Buffer{}, &stderr)
+	if h.MaximumPassingConcurrency == nil || *h.MaximumPassingConcurrency < ff {
+		t.Fatalf("the forgery did not move the headline: %v", h.MaximumPassingConcurrency)
+	}
+	want = fmt.Sprintf(`workloads[0].maximum_passing_concurrency: workload "64 / 8": maximum_passing_concurrency states %d, but its trials give %d`, *h.MaximumPassingConcurrency, mp)
+	if code != 1 || !strings.Contains(stderr.String(), want) || !strings.Contains(stderr.String(), "slos: [") {
+		t.Fatalf("consistently forged headline: exit %d, stderr %s\nwant %s", code, stderr.String(), want)
 	}
 }
 

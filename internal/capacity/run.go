@@ -249,8 +249,13 @@ func (s *session) measure(ctx context.Context, w Workload, history []search.Outc
 		FailingTrials:             trialsOf(res.FailingTrials),
 	}
 	out.ServerPromptTokens = promptTokenRange(append(append([]results.Trial{}, out.PassingTrials...), out.FailingTrials...))
-	out.BoundBy = boundBy(s.slos(), out.FailingTrials)
 	out.AllTrials = everyTrial(res.All)
+	// The headline and the verdicts are the ones every reader of the document derives.
+	h, err := results.DeriveHeadline(s.slos(), out)
+	if err != nil {
+		return results.Workload{}, fmt.Errorf("workload %q: %w", w.Label, err)
+	}
+	h.Apply(&out)
 	for _, n := range res.NonMonotone {
 		out.Notes = append(out.Notes, n.String())
 	}
@@ -287,31 +292,6 @@ func BoundNote(w results.Workload, grid bool) string {
 		return "even 1 concurrent request missed the SLO: capacity is 0"
 	}
 	return ""
-}
-
-// boundBy lists what the failing side's trials missed: each objective's key, in the
-// objectives' order, and metrics.BoundByErrors when requests failed.
-func boundBy(slos []results.SLO, failing []results.Trial) []string {
-	missed := make([]bool, len(slos))
-	errs := false
-	for _, t := range failing {
-		errs = errs || t.Correctness.Errors > 0
-		for i, r := range t.SLOs {
-			if i < len(missed) && !r.Met {
-				missed[i] = true
-			}
-		}
-	}
-	var out []string
-	for i, m := range missed {
-		if m {
-			out = append(out, slos[i].Key())
-		}
-	}
-	if errs {
-		out = append(out, metrics.BoundByErrors)
-	}
-	return out
 }
 
 // everyTrial is every trial the search used, in order, each saying its kind and whether it

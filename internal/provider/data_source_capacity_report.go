@@ -3,6 +3,7 @@ package provider
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/hashicorp/terraform-plugin-framework/datasource"
@@ -13,6 +14,7 @@ import (
 	"github.com/hashicorp/terraform-plugin-framework/schema/validator"
 	"github.com/hashicorp/terraform-plugin-framework/types"
 
+	"github.com/llmserve/terraform-provider-llmserve/internal/records"
 	"github.com/llmserve/terraform-provider-llmserve/internal/results"
 )
 
@@ -30,6 +32,7 @@ type capacityReportDataSource struct{}
 type capacityReportModel struct {
 	Path                      types.String `tfsdk:"path"`
 	Content                   types.String `tfsdk:"content"`
+	Verified                  types.Bool   `tfsdk:"verified"`
 	MaximumPassingConcurrency types.Map    `tfsdk:"maximum_passing_concurrency"`
 	FirstFailingConcurrency   types.Map    `tfsdk:"first_failing_concurrency"`
 	CapacityBoundedBySearch   types.Map    `tfsdk:"capacity_bounded_by_search"`
@@ -86,6 +89,12 @@ func (d *capacityReportDataSource) Schema(_ context.Context, _ datasource.Schema
 				MarkdownDescription: "The results document itself, for example `file(\"results.json\")` or " +
 					"`llmserve_capacity_benchmark.example.results_json`.",
 				Validators: []validator.String{nonEmptyString{}},
+			},
+			"verified": schema.BoolAttribute{
+				Computed: true,
+				MarkdownDescription: "True when `records_directory` was set and the document held against its records " +
+					"(checksums, recomputed metrics, headline); false when `records_directory` is not set. A document that " +
+					"does not hold is an error, never `false`.",
 			},
 			"maximum_passing_concurrency": schema.MapAttribute{
 				Computed:            true,
@@ -148,6 +157,21 @@ func (d *capacityReportDataSource) Read(ctx context.Context, req datasource.Read
 		resp.Diagnostics.AddAttributeError(attrPath, "Invalid results document", detail)
 		return
 	}
+	m.Verified = types.BoolValue(false)
+	if dir := m.RecordsDirectory; !dir.IsNull() {
+		v, err := records.Verify(doc, dir.ValueString())
+		if err != nil {
+			resp.Diagnostics.AddAttributeError(path.Root("records_directory"), "Cannot verify results against their records",
+				fmt.Sprintf("%s: %v.", from, err))
+			return
+		}
+		if !v.OK() {
+			resp.Diagnostics.AddAttributeError(path.Root("records_directory"), "Results do not match their records",
+				fmt.Sprintf("%s differs from what the records files under %s give:\n%s", from, dir.ValueString(), verificationLines(v)))
+			return
+		}
+		m.Verified = types.BoolValue(true)
+	}
 
 	var diags diag.Diagnostics
 	m.MaximumPassingConcurrency, m.FirstFailingConcurrency, m.CapacityBoundedBySearch, diags = boundaryMaps(doc)
@@ -170,6 +194,21 @@ func (d *capacityReportDataSource) Read(ctx context.Context, req datasource.Read
 		return
 	}
 	resp.Diagnostics.Append(resp.State.Set(ctx, &m)...)
+}
+
+// maxVerificationLines caps the differences a diagnostic lists: a document of another run
+// differs everywhere.
+const maxVerificationLines = 20
+
+func verificationLines(v records.Verification) string {
+	lines := slices.Clone(v.Differences)
+	for _, c := range v.Contradictions {
+		lines = append(lines, c.Error())
+	}
+	if n := len(lines); n > maxVerificationLines {
+		lines = append(lines[:maxVerificationLines], fmt.Sprintf("... and %d more", n-maxVerificationLines))
+	}
+	return strings.Join(lines, "\n")
 }
 
 // exactlyOneSource wants exactly one of path and content. It says what each is for, which

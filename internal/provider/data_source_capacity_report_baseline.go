@@ -27,11 +27,16 @@ func addBaselineAttributes(attrs map[string]schema.Attribute) {
 	}
 	attrs["records_directory"] = schema.StringAttribute{
 		Optional: true,
-		MarkdownDescription: "The `records_directory` this document's benchmark wrote per-request records to. With it " +
-			"(and `baseline_records_directory`) the comparison also estimates noise by a bootstrap over each trial's " +
-			"requests, which matters where a level was measured once. A trial whose file is missing or whose SHA-256 " +
-			"differs from the document's is left to the spread of repeated trials.",
-		Validators: []validator.String{nonEmptyString{}, stringvalidator.AlsoRequires(path.MatchRoot("baseline"))},
+		MarkdownDescription: "The `records_directory` this document's benchmark wrote per-request records to. When set, " +
+			"the document is verified against them (`verified`): every trial's records file must have its " +
+			"`records_sha256`, every metric recomputed from the records must equal the document's (bit for bit; " +
+			"`connection_setup_ms` is not in records and is not compared), and each workload's headline must derive " +
+			"from the recomputed trials; anything else is an error listing what differs. The same check runs outside " +
+			"Terraform with `llmserve-recompute -check` (see the \"Verify a result against its records\" guide). With a " +
+			"`baseline` (and `baseline_records_directory`) the comparison also estimates noise by a bootstrap over " +
+			"each trial's requests, which matters where a level was measured once. A relative path is taken from " +
+			"Terraform's working directory.",
+		Validators: []validator.String{nonEmptyString{}},
 	}
 	attrs["baseline_records_directory"] = schema.StringAttribute{
 		Optional:            true,

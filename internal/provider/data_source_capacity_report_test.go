@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 	"syscall"
 	"testing"
 
@@ -15,6 +16,8 @@ import (
 	"github.com/hashicorp/terraform-plugin-testing/knownvalue"
 	"github.com/hashicorp/terraform-plugin-testing/statecheck"
 	"github.com/hashicorp/terraform-plugin-testing/tfjsonpath"
+
+	"github.com/llmserve/terraform-provider-llmserve/internal/results"
 )
 
 // referencePath is the reference AIPerf result, absolute because Terraform runs the test
@@ -179,6 +182,12 @@ func TestAccCapacityReportDataSource_errors(t *testing.T) {
   content = replace(file(%q), "\"p95\": 7095.03604365", "\"p95\": -1")
 }`, ref), `workloads[0].passing_trials[0].ttft_ms.p95: -1 is negative`},
 		{"device", `data "llmserve_capacity_report" "test" { path = "/dev/zero" }`, `/dev/zero is not a regular file`},
+		// Issue 19: a capacity edited from 4 to 6, its trials still showing 5 failing.
+		{"forged capacity", fmt.Sprintf(`data "llmserve_capacity_report" "test" { content = %s }`, forgedCapacity(t)), forgedCapacityError},
+		{"records of no records", fmt.Sprintf(`data "llmserve_capacity_report" "test" {
+  path              = %q
+  records_directory = %q
+}`, ref, recordedPath(t, "records")), `the document names no records file`},
 		{"FIFO", fmt.Sprintf(`data "llmserve_capacity_report" "test" { path = %q }`, fifo), `is not a regular file`},
 	}
 	for _, tc := range cases {
@@ -192,6 +201,82 @@ func TestAccCapacityReportDataSource_errors(t *testing.T) {
 			})
 		})
 	}
+}
+
+// TestAccCapacityReportDataSource_records verifies a real result against its records files:
+// verified is true when they hold, and a changed records file, or a document forged to agree
+// with itself but not with its records, is an error naming what differs.
+func TestAccCapacityReportDataSource_records(t *testing.T) {
+	doc, recs := recordedPath(t, "result.json"), recordedPath(t, "records")
+	raw, err := os.ReadFile(doc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// A copy of the records with a space added to one line: the same values, another file.
+	changed := t.TempDir()
+	if err := os.CopyFS(changed, os.DirFS(recs)); err != nil {
+		t.Fatal(err)
+	}
+	parsed, err := results.Parse(raw)
+	if err != nil {
+		t.Fatal(err)
+	}
+	first := filepath.Join(changed, parsed.Workloads[0].AllTrials[0].RecordsFile)
+	body, err := os.ReadFile(first)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(first, []byte(strings.Replace(string(body), `"first_token_ns":`, `"first_token_ns": `, 1)), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	// A forgery that agrees with itself: the first failing level's trials restated as
+	// passing, the headline derived from them.
+	forged := parsed
+	w := &forged.Workloads[0]
+	for i := range w.AllTrials {
+		if tr := &w.AllTrials[i]; tr.Concurrency == 5 && tr.Kind == "confirmation" {
+			tr.SLOs = []results.SLOResult{{Metric: results.MetricTTFT, Percentile: 95, Value: 1, Met: true}, {Metric: results.MetricITL, Percentile: 95, Value: 1, Met: true}}
+		}
+	}
+	h, err := results.DeriveHeadline(forged.Objectives(), *w)
+	if err != nil {
+		t.Fatal(err)
+	}
+	h.Apply(w)
+	w.PassingTrials, w.FailingTrials = nil, nil
+	forgedRaw, err := results.Marshal(forged)
+	if err != nil {
+		t.Fatal(err)
+	}
+	forgedPath := filepath.Join(t.TempDir(), "forged.json")
+	if err := os.WriteFile(forgedPath, forgedRaw, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	const addr = "data.llmserve_capacity_report.test"
+	config := func(doc, recs string) string {
+		return fmt.Sprintf(`data "llmserve_capacity_report" "test" {
+  path              = %q
+  records_directory = %q
+}`, doc, recs)
+	}
+	resource.Test(t, resource.TestCase{
+		ProtoV6ProviderFactories: testAccProtoV6ProviderFactories,
+		Steps: []resource.TestStep{
+			{
+				Config: config(doc, recs),
+				ConfigStateChecks: []statecheck.StateCheck{
+					statecheck.ExpectKnownValue(addr, tfjsonpath.New("verified"), knownvalue.Bool(true)),
+					statecheck.ExpectKnownValue(addr, tfjsonpath.New("maximum_passing_concurrency"), knownvalue.MapExact(map[string]knownvalue.Check{"64 / 8": knownvalue.Int64Exact(4)})),
+				},
+			},
+			{
+				Config:            fmt.Sprintf(`data "llmserve_capacity_report" "test" { path = %q }`, doc),
+				ConfigStateChecks: []statecheck.StateCheck{statecheck.ExpectKnownValue(addr, tfjsonpath.New("verified"), knownvalue.Bool(false))},
+			},
+			{Config: config(doc, changed), ExpectError: errorPattern(`has SHA-256`)},
+			{Config: config(forgedPath, recs), ExpectError: errorPattern(`maximum_passing_concurrency states 5, but its trials give 4`)},
+		},
+	})
 }
 
 // TestCapacityReportSchemaMatchesResource keeps workload_results the same type as the

@@ -89,7 +89,27 @@ output "report_agrees" {
 	})
 }
 
+// recordedPath is a real benchmark result of the simulated engine with its records files
+// (internal/results/testdata/recorded): workload "64 / 8", capacity 4, first failing 5.
+func recordedPath(t *testing.T, name string) string {
+	t.Helper()
+	p, err := filepath.Abs(filepath.Join("..", "results", "testdata", "recorded", name))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+// forgedCapacity is the recorded result with its capacity edited from 4 to 6 while its
+// trials still show 5 failing, as an HCL expression.
+func forgedCapacity(t *testing.T) string {
+	return fmt.Sprintf(`replace(file(%q), "\"maximum_passing_concurrency\": 4", "\"maximum_passing_concurrency\": 6")`, recordedPath(t, "result.json"))
+}
+
+const forgedCapacityError = `workloads[0].maximum_passing_concurrency: workload "64 / 8": maximum_passing_concurrency states 6, but its trials give 4`
+
 func TestAccFunctionReports_errors(t *testing.T) {
+	forged := forgedCapacity(t)
 	cases := []struct {
 		name     string
 		function string
@@ -102,6 +122,11 @@ func TestAccFunctionReports_errors(t *testing.T) {
 		{"svg of a mistyped trial", "report_svg", `jsonencode({ schema_version = 1, workloads = [{ passing_trials = [{ ttft_ms = { p95 = "slow" } }] }] })`,
 			`workloads[0].passing_trials[0].ttft_ms.p95: expected number, got string`},
 		{"null document", "report_markdown", `null`, `argument must not be null`},
+		// A headline its own trials contradict is refused by every rendering.
+		{"markdown of a forged capacity", "report_markdown", forged, forgedCapacityError},
+		{"csv of a forged capacity", "report_csv", forged, forgedCapacityError},
+		{"openmetrics of a forged capacity", "report_openmetrics", forged, forgedCapacityError},
+		{"svg of a forged capacity", "report_svg", forged, forgedCapacityError},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {

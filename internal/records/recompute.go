@@ -41,6 +41,9 @@ func Recompute(doc *results.Document, dir string) ([]Recomputed, error) {
 			if t.RecordsFile == "" {
 				continue
 			}
+			if !filepath.IsLocal(filepath.FromSlash(t.RecordsFile)) {
+				return out, fmt.Errorf("workload %q %s trial %d at concurrency %d: records_file %q is not a relative path inside the records directory", w.Label, t.Kind, t.Trial, t.Concurrency, t.RecordsFile)
+			}
 			path := filepath.Join(dir, filepath.FromSlash(t.RecordsFile))
 			lines, sum, err := Read(path)
 			if err != nil {

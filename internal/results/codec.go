@@ -52,6 +52,11 @@ func Parse(data []byte) (*Document, error) {
 	doc := r.document(root)
 	if doc != nil && len(r.errs) == 0 {
 		r.check(doc, root)
+		for i, w := range doc.Workloads {
+			for _, c := range CheckHeadline(doc.Objectives(), i, w) {
+				r.fail(c.Path, "workload %q: %s states %s, but its trials give %s", c.Workload, c.Field, c.Stated, c.Derived)
+			}
+		}
 	}
 	if len(r.errs) > 0 {
 		if len(r.errs) > maxErrors {

@@ -181,13 +181,15 @@ func TestMarshalFromScratchHasReferenceShape(t *testing.T) {
 			Concurrency:                c,
 		}
 	}
+	failing := trial(1, 4)
+	failing.TTFTMs.P95 = 20000 // over the threshold: the failing side fails
 	d := &Document{
 		Experiment: Experiment{ImageTag: "img", PhysicalTokenPool: intp(1), SpeculativeMode: &SpeculativeMode{Algorithm: "EAGLE"}},
 		SLOs:       []SLO{{Metric: "time_to_first_token", Percentile: 95, ThresholdMs: 10000}},
 		Workloads: []Workload{{
 			Label: "2K / 512", ConfiguredISL: 2048, ConfiguredOSL: 512,
 			MaximumPassingConcurrency: intp(3), FirstFailingConcurrency: intp(4),
-			PassingTrials: []Trial{trial(1, 3)}, FailingTrials: []Trial{trial(1, 4)},
+			PassingTrials: []Trial{trial(1, 3)}, FailingTrials: []Trial{failing},
 		}},
 	}
 	out, err := Marshal(d)
@@ -348,7 +350,7 @@ func TestObjectivesRoundTrip(t *testing.T) {
 		Workloads: []Workload{{
 			Label: "a", FirstFailingConcurrency: intp(1), BoundBy: []string{"goodput", "errors"},
 			PassingTrials: []Trial{},
-			FailingTrials: []Trial{{Trial: 1, Concurrency: 1, GoodputPercent: &goodput, SLOs: []SLOResult{
+			FailingTrials: []Trial{{Trial: 1, Concurrency: 1, GoodputPercent: &goodput, Correctness: Correctness{Errors: 1}, SLOs: []SLOResult{
 				{Metric: MetricTTFT, Percentile: 95, Value: 12.5, Met: true},
 				{Metric: MetricGoodput, Value: 0, Met: false},
 			}}},
@@ -392,7 +394,7 @@ func TestAllTrialsRoundTrip(t *testing.T) {
 	full := Stats{Avg: 1, Min: 0.5, Max: 3, Std: 0.25, P1: 0.5, P5: 0.6, P10: 0.7, P25: 0.8, P50: 1, P75: 1.2, P90: 2, P95: 2.5, P99: 2.9}
 	doc := &Document{
 		SLOs: []SLO{{Metric: MetricTTFT, Percentile: 95, ThresholdMs: 10, Comparison: StrictlyLessThan}},
-		Workloads: []Workload{{Label: "a", MaximumPassingConcurrency: intp(1),
+		Workloads: []Workload{{Label: "a", MaximumPassingConcurrency: intp(1), FirstFailingConcurrency: intp(2),
 			PassingTrials: []Trial{}, FailingTrials: []Trial{},
 			AllTrials: []Trial{
 				{Trial: 1, Concurrency: 2, Kind: "probe", Verdict: "fail", StoppedEarly: true},

@@ -292,32 +292,6 @@ func (s SLO) Value(t Trial) (float64, error) {
 	return v, nil
 }
 
-// Verdict is "pass" or "fail" for one trial judged on its own against every objective, or
-// "n/a" when an objective cannot be evaluated from what the trial recorded. A trial with
-// failed requests is "error" whatever its percentiles say (they cover successful requests
-// only): the benchmark never passes it, and the document's trial verdict calls it the
-// server's failure rather than an objective's miss, so every rendering says the same.
-func Verdict(slos []SLO, t Trial) string {
-	if t.Correctness.Errors > 0 {
-		return "error"
-	}
-	unknown := false
-	for _, s := range slos {
-		v, err := s.Value(t)
-		if err != nil || s.Info().Name == "" {
-			unknown = true
-			continue
-		}
-		if !s.Meets(v) {
-			return "fail"
-		}
-	}
-	if unknown || len(slos) == 0 {
-		return "n/a"
-	}
-	return "pass"
-}
-
 // MetricShort is the metric's abbreviation for headings and axis labels.
 func (s SLO) MetricShort() string {
 	if m, ok := LookupMetric(s.Metric); ok {

@@ -1,0 +1,342 @@
+package results
+
+import (
+	"fmt"
+	"slices"
+	"strconv"
+	"strings"
+)
+
+// Headline is what a workload's own trials say about it: the numbers a gate reads
+// (maximum_passing_concurrency and the rest) and each trial's verdict. DeriveHeadline is the
+// one place they are worked out; the benchmark writes them from it, and every reader of a
+// document (Parse, hence the data source, the report functions and llmserve-recompute)
+// refuses a document that states anything else.
+type Headline struct {
+	MaximumPassingConcurrency *int
+	FirstFailingConcurrency   *int
+	// Bound is whether the capacity lies outside what the search tried
+	// (capacity_bounded_by_search is Bound != BoundNone).
+	Bound Bound
+	// BoundBy names what failed the first failing level's confirmation trials: each missed
+	// objective's Key in the objectives' order, then "errors" when requests failed.
+	BoundBy []string
+	// Verdicts are the verdict of each entry of the workload's trials (AllTrials), in order.
+	Verdicts []string
+}
+
+// BoundByErrors is the bound_by entry that says requests failed.
+const BoundByErrors = "errors"
+
+// Trial verdicts as documents spell them; VerdictUnknown is never written: it says an
+// objective cannot be judged from what the trial recorded.
+const (
+	VerdictPass    = "pass"
+	VerdictFail    = "fail"
+	VerdictError   = "error"
+	VerdictUnknown = "n/a"
+)
+
+// Met says whether trial t met objective s, from what the trial records: ok is false when
+// it records nothing to judge by.
+//
+// A full trial is judged by its value of the objective against the threshold (the value it
+// states for the objective, else the matching statistic), not by the met flag it states; a
+// stated miss with a value of 0 is a trial where no request had a value (ITL of one-token
+// outputs), which nothing shows to meet the objective. A trial stopped early has values over
+// the requests that finished, while its decision covered those still running (a request
+// waiting past the threshold): its stated flag is the decision, and a probe cut short that
+// states no value missed an objective without measuring it, so it cannot say which.
+func (s SLO) Met(t Trial) (met, ok bool) {
+	for _, r := range t.SLOs {
+		if r.Metric == s.Metric && r.Percentile == s.Percentile {
+			if t.StoppedEarly || !r.Met && r.Value == 0 {
+				return r.Met, true
+			}
+			return s.Meets(r.Value), true
+		}
+	}
+	if t.StoppedEarly {
+		return false, false
+	}
+	v, err := s.Value(t)
+	if err != nil || s.Info().Name == "" {
+		return false, false
+	}
+	return s.Meets(v), true
+}
+
+// Verdict is one trial's verdict against every objective: "error" when measured requests
+// failed, whatever the percentiles of the successful ones say (the benchmark never passes
+// such a trial, and calls it the server's failure rather than an objective's miss); else
+// "fail" when an objective was missed (see SLO.Met) or a probe was cut short without a
+// value; else "pass", or "n/a" when an objective cannot be judged from what the trial
+// recorded.
+func Verdict(slos []SLO, t Trial) string {
+	if t.Correctness.Errors > 0 {
+		return VerdictError
+	}
+	if len(slos) == 0 {
+		return VerdictUnknown
+	}
+	unknown := false
+	for _, s := range slos {
+		met, ok := s.Met(t)
+		switch {
+		case !ok:
+			unknown = true
+		case !met:
+			return VerdictFail
+		}
+	}
+	switch {
+	case unknown && t.StoppedEarly:
+		// A probe stops early on a certain fail; one that states no value waited out
+		// requests already past a threshold.
+		return VerdictFail
+	case unknown:
+		return VerdictUnknown
+	}
+	return VerdictPass
+}
+
+// headlineTrial is one trial the derivation reads, with where it sits in the document.
+type headlineTrial struct {
+	path        string // JSON path under the workload, e.g. trials[3]
+	concurrency int
+	probe       bool
+	trial       Trial
+	verdict     string
+}
+
+// DeriveHeadline works out a workload's headline from its trials and the objectives, the
+// rule the search reports by: a level fails when any of its confirmation trials does not
+// pass (a level with none yet is judged by its probe); the first failing concurrency is the
+// lowest failing level, and the maximum passing concurrency the highest passing level below
+// it (or the highest passing level when none failed). Trials are the workload's list of
+// every trial (AllTrials); a document older than that list (the reference's shape) is
+// judged by its two sides, each trial at its side's boundary. The error names a trial no
+// verdict can be derived for (an objective it records nothing of).
+func DeriveHeadline(objectives []SLO, w Workload) (Headline, error) {
+	var h Headline
+	trials := headlineTrials(w)
+	for i := range trials {
+		ht := &trials[i]
+		if ht.verdict = Verdict(objectives, ht.trial); ht.verdict == VerdictUnknown {
+			return h, fmt.Errorf("%s: no verdict can be derived: the trial records no value of %s", ht.path, unjudged(objectives, ht.trial))
+		}
+		if len(w.AllTrials) > 0 {
+			h.Verdicts = append(h.Verdicts, ht.verdict)
+		}
+	}
+	type level struct {
+		conf, confPass int
+		probe, probeOK bool
+	}
+	levels := map[int]*level{}
+	for _, ht := range trials {
+		if ht.concurrency < 1 {
+			continue // no level to place it at; Parse refuses such a trial
+		}
+		l := levels[ht.concurrency]
+		if l == nil {
+			l = &level{}
+			levels[ht.concurrency] = l
+		}
+		pass := ht.verdict == VerdictPass
+		if ht.probe {
+			l.probe, l.probeOK = pass, true
+			continue
+		}
+		l.conf++
+		if pass {
+			l.confPass++
+		}
+	}
+	order := make([]int, 0, len(levels))
+	for c := range levels {
+		order = append(order, c)
+	}
+	slices.Sort(order)
+	belief := func(c int) (pass, ok bool) {
+		switch l := levels[c]; {
+		case l.conf > 0:
+			return l.confPass == l.conf, true
+		case l.probeOK:
+			return l.probe, true
+		}
+		return false, false
+	}
+	for _, c := range order {
+		if pass, ok := belief(c); ok && !pass {
+			h.FirstFailingConcurrency = ptrInt(c)
+			break
+		}
+	}
+	for i := len(order) - 1; i >= 0; i-- {
+		c := order[i]
+		if h.FirstFailingConcurrency != nil && c >= *h.FirstFailingConcurrency {
+			continue
+		}
+		if pass, ok := belief(c); ok && pass {
+			h.MaximumPassingConcurrency = ptrInt(c)
+			break
+		}
+	}
+	h.Bound = Workload{MaximumPassingConcurrency: h.MaximumPassingConcurrency, FirstFailingConcurrency: h.FirstFailingConcurrency}.SearchBound()
+	if ff := h.FirstFailingConcurrency; ff != nil {
+		missed := make([]bool, len(objectives))
+		errs := false
+		for _, ht := range trials {
+			if ht.concurrency != *ff || ht.probe {
+				continue
+			}
+			errs = errs || ht.trial.Correctness.Errors > 0
+			for i, s := range objectives {
+				if met, ok := s.Met(ht.trial); ok && !met {
+					missed[i] = true
+				}
+			}
+		}
+		for i, m := range missed {
+			if m {
+				h.BoundBy = append(h.BoundBy, objectives[i].Key())
+			}
+		}
+		if errs {
+			h.BoundBy = append(h.BoundBy, BoundByErrors)
+		}
+	}
+	return h, nil
+}
+
+// Apply writes the headline into w: its boundary, bound_by and its trials' verdicts.
+func (h Headline) Apply(w *Workload) {
+	w.MaximumPassingConcurrency, w.FirstFailingConcurrency, w.BoundBy = h.MaximumPassingConcurrency, h.FirstFailingConcurrency, h.BoundBy
+	for i := range w.AllTrials {
+		if i < len(h.Verdicts) {
+			w.AllTrials[i].Verdict = h.Verdicts[i]
+		}
+	}
+}
+
+func headlineTrials(w Workload) []headlineTrial {
+	var out []headlineTrial
+	if len(w.AllTrials) > 0 {
+		for i, t := range w.AllTrials {
+			out = append(out, headlineTrial{path: joinIndex("trials", i), concurrency: t.Concurrency, probe: t.Kind == "probe", trial: t})
+		}
+		return out
+	}
+	side := func(key string, boundary *int, ts []Trial) {
+		for i, t := range ts {
+			c := t.Concurrency
+			if c == 0 && boundary != nil {
+				c = *boundary
+			}
+			out = append(out, headlineTrial{path: joinIndex(key, i), concurrency: c, trial: t})
+		}
+	}
+	side("passing_trials", w.MaximumPassingConcurrency, w.PassingTrials)
+	side("failing_trials", w.FirstFailingConcurrency, w.FailingTrials)
+	return out
+}
+
+func unjudged(objectives []SLO, t Trial) string {
+	var out []string
+	for _, s := range objectives {
+		if _, ok := s.Met(t); !ok {
+			out = append(out, s.Key())
+		}
+	}
+	return strings.Join(out, ", ")
+}
+
+func ptrInt(c int) *int { return &c }
+
+// Contradiction is a value a document states that its own trials contradict.
+type Contradiction struct {
+	Workload string
+	// Path is the JSON path of the stated value, e.g. workloads[0].maximum_passing_concurrency.
+	Path string
+	// Field is the value's name as a reader knows it: the document's key, or
+	// capacity_bounded_by_search, which documents do not state but readers compute.
+	Field           string
+	Stated, Derived string
+}
+
+func (c Contradiction) Error() string {
+	return fmt.Sprintf("%s: workload %q: %s states %s, but its trials give %s", c.Path, c.Workload, c.Field, c.Stated, c.Derived)
+}
+
+// CheckHeadline lists what workload i of a document states that its trials contradict: its
+// boundary, the bound it implies (capacity_bounded_by_search), bound_by, each trial's
+// verdict and each objective's met flag. None when the trials cannot be judged
+// (DeriveHeadline's error): there is nothing to check them against.
+func CheckHeadline(objectives []SLO, i int, w Workload) []Contradiction {
+	h, err := DeriveHeadline(objectives, w)
+	if err != nil {
+		return nil
+	}
+	p := joinIndex("workloads", i)
+	var out []Contradiction
+	add := func(path, field, stated, derived string) {
+		if stated != derived {
+			out = append(out, Contradiction{Workload: w.Label, Path: path, Field: field, Stated: stated, Derived: derived})
+		}
+	}
+	add(joinKey(p, "maximum_passing_concurrency"), "maximum_passing_concurrency", intOrNull(w.MaximumPassingConcurrency), intOrNull(h.MaximumPassingConcurrency))
+	add(joinKey(p, "first_failing_concurrency"), "first_failing_concurrency", intOrNull(w.FirstFailingConcurrency), intOrNull(h.FirstFailingConcurrency))
+	add(p, "capacity_bounded_by_search", strconv.FormatBool(w.SearchBound() != BoundNone), strconv.FormatBool(h.Bound != BoundNone))
+	// Documents older than bound_by and the list of every trial state neither; an empty
+	// bound_by is not written.
+	if len(w.BoundBy) > 0 || len(w.AllTrials) > 0 {
+		add(joinKey(p, "bound_by"), "bound_by", stringList(w.BoundBy), stringList(h.BoundBy))
+	}
+	for j, t := range w.AllTrials {
+		tp := joinIndex(joinKey(p, "trials"), j)
+		if t.Verdict != "" && j < len(h.Verdicts) {
+			add(joinKey(tp, "verdict"), "verdict", strconv.Quote(t.Verdict), strconv.Quote(h.Verdicts[j]))
+		}
+	}
+	for _, side := range []struct {
+		key    string
+		trials []Trial
+	}{{"passing_trials", w.PassingTrials}, {"failing_trials", w.FailingTrials}, {"trials", w.AllTrials}} {
+		for j, t := range side.trials {
+			if t.StoppedEarly {
+				continue
+			}
+			for k, r := range t.SLOs {
+				for _, s := range objectives {
+					if s.Metric != r.Metric || s.Percentile != r.Percentile {
+						continue
+					}
+					if met, _ := s.Met(t); met != r.Met {
+						add(joinKey(joinIndex(joinKey(joinIndex(joinKey(p, side.key), j), "slos"), k), "met"), "met of "+s.Key(),
+							strconv.FormatBool(r.Met), fmt.Sprintf("%t (its value %s %s against %s)", met, formatFloat(r.Value), s.Unit(), s.String()))
+					}
+				}
+			}
+		}
+	}
+	return out
+}
+
+func intOrNull(c *int) string {
+	if c == nil {
+		return "null"
+	}
+	return strconv.Itoa(*c)
+}
+
+func stringList(ss []string) string {
+	if len(ss) == 0 {
+		return "[]"
+	}
+	q := make([]string, len(ss))
+	for i, s := range ss {
+		q[i] = strconv.Quote(s)
+	}
+	return "[" + strings.Join(q, ", ") + "]"
+}
