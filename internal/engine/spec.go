@@ -138,8 +138,40 @@ func (s Spec) Validate() []Problem {
 			add("model", "llama.cpp needs the absolute path of a .gguf file inside the container (mount it with model_host_path), got %q", s.Model)
 		}
 	}
+	if v, ok := flagValue(s.ExtraArgs, sglangAttentionBackend); ok && s.xpuSpeculative() && v != "triton" {
+		add("extra_args", "SGLang's XPU attention backend %q does not support speculative decoding (layers/attention/xpu_backend.py asserts on the first speculative batch); "+
+			"remove %s from extra_args, so the provider passes %s triton, or set it to triton", v, sglangAttentionBackend, sglangAttentionBackend)
+	}
 	out = append(out, s.validateSpeculative()...)
 	return out
+}
+
+const sglangAttentionBackend = "--attention-backend"
+
+// xpuSpeculative: SGLang on Intel XPU with speculative decoding, which needs the triton
+// attention backend.
+func (s Spec) xpuSpeculative() bool {
+	return s.Engine == SGLang && s.Accelerator == XPU && s.Speculative != nil
+}
+
+// flagValue finds a flag in argv, as "--flag value" or "--flag=value"; the last one wins, as
+// with argparse.
+func flagValue(args []string, name string) (string, bool) {
+	v, ok := "", false
+	for i, a := range args {
+		switch {
+		case a == name && i+1 < len(args):
+			v, ok = args[i+1], true
+		case strings.HasPrefix(a, name+"="):
+			v, ok = strings.TrimPrefix(a, name+"="), true
+		}
+	}
+	return v, ok
+}
+
+func hasFlag(args []string, name string) bool {
+	_, ok := flagValue(args, name)
+	return ok
 }
 
 func (s Spec) validateSpeculative() []Problem {
@@ -163,8 +195,10 @@ func (s Spec) validateSpeculative() []Problem {
 			add("topk", "must be at least 1 for SGLang, got %d", sp.TopK)
 		}
 		// With top-k 1 the draft is a single chain: the verifier checks the root plus one token
-		// per step, so SGLang rejects any other draft token count at start-up, after the model
-		// has loaded. Catch it at plan time instead.
+		// per step. SGLang does not refuse another draft token count: it rewrites it to
+		// steps + 1 with a warning in its log (server_args.py _handle_speculative_decoding,
+		// 0.5.x and 2026), so the server would run with a value other than the one in the
+		// configuration and the state. Refused here so what is configured is what runs.
 		if sp.TopK == 1 && sp.Steps >= 1 && sp.DraftTokens != sp.Steps+1 {
 			add("draft_tokens", "with topk = 1 SGLang needs draft_tokens = steps + 1 = %d, got %d", sp.Steps+1, sp.DraftTokens)
 		}
@@ -181,8 +215,14 @@ func (s Spec) validateSpeculative() []Problem {
 		if sp.DraftTokens != 0 && sp.DraftTokens != sp.Steps+1 {
 			add("draft_tokens", "vLLM verifies steps + 1 = %d tokens; remove draft_tokens or set %d", sp.Steps+1, sp.Steps+1)
 		}
-		if strings.ToLower(sp.Algorithm) == "draft_model" && sp.DraftModel == "" {
-			add("draft_model", "method \"draft_model\" needs the draft model's repository id or path")
+		// vLLM's SpeculativeConfig.__post_init__ (vllm/config/speculative.py) raises
+		// "num_speculative_tokens was provided but without speculative model" for every
+		// method but mtp, ngram and suffix when no draft model is given: the server dies at
+		// start-up, after pulling the image. Only mtp (the model's own MTP layers) and ngram
+		// (prompt lookup) need none here.
+		if m := strings.ToLower(sp.Algorithm); sp.DraftModel == "" && slices.Contains(vllmMethods, m) && m != "mtp" && m != "ngram" {
+			add("draft_model", "vLLM method %q needs a draft model (vLLM refuses to start without one: \"num_speculative_tokens was provided but without speculative model\"); "+
+				"set draft_model to the %s head's repository id or path, or use algorithm \"mtp\" for a model with its own MTP layers, or \"ngram\"", m, m)
 		}
 	case LlamaCpp:
 		if strings.ToLower(sp.Algorithm) != "draft" {
@@ -244,6 +284,14 @@ func (s Spec) Args() []string {
 			num("--speculative-num-draft-tokens", sp.DraftTokens)
 		}
 		flag("--device", string(s.Accelerator))
+		if s.xpuSpeculative() && !hasFlag(s.ExtraArgs, sglangAttentionBackend) {
+			// SGLang's Intel XPU attention backend asserts on the first speculative batch
+			// ("XPUAttentionBackend doesn't support speculative decoding yet, please use
+			// --attention-backend triton instead.", layers/attention/xpu_backend.py
+			// XPUAttentionBackend.init_forward_metadata, 2026): the server would load, answer
+			// health checks, then die on its first decode.
+			a = append(a, sglangAttentionBackend, "triton")
+		}
 		// Prometheus metrics (idle signal, the server-side view of each trial) and
 		// usage.prompt_tokens_details.cached_tokens, which SGLang fills only with
 		// --enable-cache-report (server_args.py): the proof that a trial's cache was cold.

@@ -20,6 +20,10 @@ func referenceSpec() Spec {
 	}
 }
 
+// The seed deployment's full launch command: SGLang on 4 Intel XPUs with EAGLE (7 steps,
+// top-k 1, 8 draft tokens). Speculative decoding on XPU needs --attention-backend triton:
+// SGLang's XPUAttentionBackend asserts on the first speculative batch
+// (layers/attention/xpu_backend.py init_forward_metadata).
 func TestCommandReferenceSGLang(t *testing.T) {
 	want := []string{
 		"python3", "-m", "sglang.launch_server",
@@ -32,6 +36,7 @@ func TestCommandReferenceSGLang(t *testing.T) {
 		"--speculative-eagle-topk", "1",
 		"--speculative-num-draft-tokens", "8",
 		"--device", "xpu",
+		"--attention-backend", "triton",
 		"--enable-metrics", "--enable-cache-report",
 		"--host", "0.0.0.0",
 		"--port", "30000",
@@ -86,6 +91,52 @@ func TestCommandOtherEngines(t *testing.T) {
 	}
 }
 
+// The triton backend goes only where it is needed, and a backend the user chose stays.
+func TestXPUAttentionBackend(t *testing.T) {
+	tests := []struct {
+		name    string
+		mutate  func(*Spec)
+		want    string // the --attention-backend in argv; "" for none
+		problem bool   // plan refuses the spec on extra_args
+	}{
+		{"xpu speculative", func(*Spec) {}, "triton", false},
+		{"xpu without speculative", func(s *Spec) { s.Speculative = nil }, "", false},
+		{"cuda speculative", func(s *Spec) { s.Accelerator = CUDA }, "", false},
+		{"user picked triton", func(s *Spec) { s.ExtraArgs = []string{"--attention-backend=triton"} }, "triton", false},
+		{"user picked the xpu backend", func(s *Spec) { s.ExtraArgs = []string{"--attention-backend", "intel_xpu"} }, "intel_xpu", true},
+		{"user picked the xpu backend without speculative", func(s *Spec) {
+			s.Speculative, s.ExtraArgs = nil, []string{"--attention-backend", "intel_xpu"}
+		}, "intel_xpu", false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			s := referenceSpec()
+			tt.mutate(&s)
+			args := s.Args()
+			got, n := "", 0
+			for i, a := range args {
+				if a == "--attention-backend" {
+					got, n = args[i+1], n+1
+				} else if v, ok := strings.CutPrefix(a, "--attention-backend="); ok {
+					got, n = v, n+1
+				}
+			}
+			if got != tt.want || n > 1 {
+				t.Errorf("attention backend %q given %d times in %q, want %q once", got, n, args, tt.want)
+			}
+			var problems []string
+			for _, p := range s.Validate() {
+				if p.Path.String() == "extra_args" && strings.Contains(p.Detail, "set it to triton") {
+					problems = append(problems, p.Error())
+				}
+			}
+			if (len(problems) > 0) != tt.problem {
+				t.Errorf("extra_args problems %q, want present=%v", problems, tt.problem)
+			}
+		})
+	}
+}
+
 func TestValidate(t *testing.T) {
 	tests := []struct {
 		name   string
@@ -111,6 +162,16 @@ func TestValidate(t *testing.T) {
 		{"llamacpp speculation needs a draft model", func(s *Spec) {
 			*s = Spec{Engine: LlamaCpp, Model: "/m.gguf", TensorParallel: 1, Accelerator: CPU, Port: 8080, Speculative: &Speculative{Algorithm: "draft", Steps: 4}}
 		}, "speculative.draft_model", "draft model"},
+		// vllm/config/speculative.py refuses eagle and eagle3 without a draft model at start-up.
+		{"vllm eagle without draft model", func(s *Spec) {
+			s.Engine, s.Accelerator, s.Speculative = VLLM, CUDA, &Speculative{Algorithm: "eagle", Steps: 3}
+		}, "speculative.draft_model", `set draft_model to the eagle head's repository id or path, or use algorithm "mtp"`},
+		{"vllm eagle3 without draft model", func(s *Spec) {
+			s.Engine, s.Accelerator, s.Speculative = VLLM, CUDA, &Speculative{Algorithm: "EAGLE3", Steps: 3}
+		}, "speculative.draft_model", "without speculative model"},
+		{"vllm draft_model without draft model", func(s *Spec) {
+			s.Engine, s.Accelerator, s.Speculative = VLLM, CUDA, &Speculative{Algorithm: "draft_model", Steps: 3}
+		}, "speculative.draft_model", "needs a draft model"},
 		{"vllm topk", func(s *Spec) {
 			s.Engine, s.Speculative = VLLM, &Speculative{Algorithm: "mtp", Steps: 2, TopK: 4}
 		}, "speculative.topk", "single chain"},
@@ -202,5 +263,15 @@ func TestLlamaCppDraftFlagsByVersion(t *testing.T) {
 				t.Errorf("problems %v", p)
 			}
 		})
+	}
+}
+
+// mtp (the model's own MTP layers) and ngram (prompt lookup) need no draft model in vLLM.
+func TestVLLMSpeculativeWithoutDraftModel(t *testing.T) {
+	for _, m := range []string{"mtp", "ngram", "MTP"} {
+		s := Spec{Engine: VLLM, Model: "Qwen/Qwen3-8B", TensorParallel: 1, Accelerator: CUDA, Port: 8000, Speculative: &Speculative{Algorithm: m, Steps: 2}}
+		if p := s.Validate(); len(p) != 0 {
+			t.Errorf("method %q: problems %v", m, p)
+		}
 	}
 }

@@ -81,7 +81,7 @@ var speculativeAttrTypes = objectAttrTypes(speculativeAttribute())
 func speculativeAttribute() schema.SingleNestedAttribute {
 	return schema.SingleNestedAttribute{Optional: true,
 		PlanModifiers:       []planmodifier.Object{objectplanmodifier.RequiresReplace()},
-		MarkdownDescription: "Speculative decoding. SGLang: `EAGLE`/`EAGLE3`/`NEXTN` with steps, topk and draft tokens (topk 1 needs draft_tokens = steps + 1). vLLM: method `eagle`/`eagle3`/`mtp`/`ngram`/`draft_model`, steps = speculative tokens. llama.cpp: `draft` with a draft GGUF.",
+		MarkdownDescription: "Speculative decoding. SGLang: `EAGLE`/`EAGLE3`/`NEXTN` with steps, topk and draft tokens (topk 1 needs draft_tokens = steps + 1, which SGLang would otherwise rewrite with only a log warning); with `accelerator = \"xpu\"` it is launched with `--attention-backend triton`, because SGLang's XPU attention backend does not support speculative decoding. vLLM: method `eagle`/`eagle3`/`mtp`/`ngram`/`draft_model`, steps = speculative tokens; `eagle`, `eagle3` and `draft_model` need `draft_model` (vLLM refuses to start without it). llama.cpp: `draft` with a draft GGUF.",
 		Attributes: map[string]schema.Attribute{
 			"algorithm":    schema.StringAttribute{Required: true, MarkdownDescription: "Algorithm or method, e.g. `EAGLE` (SGLang, also for MTP heads)."},
 			"steps":        schema.Int64Attribute{Required: true, MarkdownDescription: "Draft steps per verification."},

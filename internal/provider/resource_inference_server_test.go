@@ -382,6 +382,11 @@ func TestAccInferenceServer_validation(t *testing.T) {
 		{"host port with host networking", `
   network_mode = "host"
   host_port    = 18080`, regexp.MustCompile(`(?s)host_port: does not apply with host networking`)},
+		// SGLang's XPU attention backend asserts on speculative batches (xpu_backend.py).
+		{"xpu speculative with the xpu attention backend", `
+  accelerator = "xpu"
+  speculative = { algorithm = "EAGLE", steps = 7, topk = 1, draft_tokens = 8 }
+  extra_args  = ["--attention-backend", "intel_xpu"]`, regexp.MustCompile(`(?s)extra_args:.*"intel_xpu".*does\s+not\s+support\s+speculative\s+decoding.*set\s+it\s+to\s+triton`)},
 		{"unsupported accelerator", `
   engine = "llamacpp"
   accelerator = "xpu"`, nil},

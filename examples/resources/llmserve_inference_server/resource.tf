@@ -15,7 +15,7 @@ resource "llmserve_inference_server" "qwen" {
     draft_tokens = 8 # topk 1 needs steps + 1
   }
 
-  accelerator  = "xpu" # /dev/dri, render + video groups, host IPC
+  accelerator  = "xpu" # /dev/dri, render + video groups, host IPC; with speculative: --attention-backend triton
   bind_address = "0.0.0.0"
   host_port    = 30000
   mounts = [{
