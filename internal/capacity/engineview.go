@@ -8,7 +8,6 @@ import (
 	"time"
 
 	"github.com/llmserve/terraform-provider-llmserve/internal/engine"
-	"github.com/llmserve/terraform-provider-llmserve/internal/load"
 	"github.com/llmserve/terraform-provider-llmserve/internal/results"
 )
 
@@ -35,6 +34,9 @@ type serverWatch struct {
 	running *float64
 	queued  *float64
 	kv      *float64
+	// measuredBase and after are the scrapes between warmups and measured requests and at
+	// the end (see markMeasured); nil when they failed.
+	measuredBase, after *engine.Snapshot
 }
 
 // watchServer starts watching; nil when the engine is unknown or exports no metrics, in
@@ -109,6 +111,7 @@ func (w *serverWatch) finish(ctx context.Context) *results.ServerView {
 	w.sample(after)
 	w.mu.Lock()
 	defer w.mu.Unlock()
+	w.after = &after
 	v := &results.ServerView{
 		Source:              string(w.e) + " /metrics",
 		TTFTMs:              w.latency(after, w.names.TTFT),
@@ -144,61 +147,6 @@ func (w *serverWatch) latency(after engine.Snapshot, names []string) *results.Se
 		return s * 1000
 	}
 	return &results.ServerLatency{Count: int(d.Count), Mean: ms(d.Sum / d.Count), P50: ms(d.Quantile(0.5)), P95: ms(d.Quantile(0.95))}
-}
-
-// coldCache is what a trial's measured requests may find in a cold cache: nothing but the
-// prefix all prompts share.
-type coldCache struct {
-	ownTokens    int  // each prompt's own input tokens, after the workload's shared prefix
-	sharedTokens int  // the least the server may serve from its cache: template overhead and shared prefix
-	flushed      bool // the cache was flushed before the trial, so a hit beyond the prefix is a failed flush
-}
-
-// checkCache fills the trial's proof that the cache was cold: the cached prompt tokens the
-// server reported for the measured requests, and how many requests had more than the prefix
-// all prompts share. That prefix is what the server adds to a prompt's own tokens (the chat
-// template, a BOS token): prompts are unique from their first word, so nothing beyond it may
-// come from the cache. It is usage.prompt_tokens minus the configured input tokens where
-// prompts were fitted with the tokenizer, and the measured template overhead where they were
-// fitted from usage (then prompt_tokens is the input size). When the responses do not say, the engine's prefix-cache counter does
-// (for the whole trial, warmups included); when neither does, the count is null with a note.
-func checkCache(t *results.Trial, measured []load.RequestResult, want coldCache) {
-	total, reported, beyond, worst := 0, 0, 0, 0
-	for _, r := range measured {
-		if r.CachedTokens == nil {
-			continue
-		}
-		reported++
-		total += *r.CachedTokens
-		shared := max(r.PromptTokens-want.ownTokens, want.sharedTokens, 0)
-		if *r.CachedTokens > shared {
-			beyond++
-			worst = max(worst, *r.CachedTokens-shared)
-		}
-	}
-	switch {
-	case reported > 0:
-		t.Correctness.CachedPromptTokens = &results.CacheCount{Tokens: total, Known: true}
-	case t.Server != nil && t.Server.PrefixCacheHitTokens != nil:
-		t.Correctness.CachedPromptTokens = &results.CacheCount{Tokens: int(*t.Server.PrefixCacheHitTokens), Known: true}
-		t.Notes = append(t.Notes, "cached prompt tokens from the engine's prefix-cache counter (warmups included): the responses did not report them")
-		if want.flushed && *t.Server.PrefixCacheHitTokens > 0 {
-			// Without per-request figures the shared prefix cannot be told apart; say so.
-			t.Notes = append(t.Notes, fmt.Sprintf("the engine counted %g prompt tokens served from its prefix cache after the flush; some may be the chat template's shared prefix", *t.Server.PrefixCacheHitTokens))
-		}
-		return
-	default:
-		t.Correctness.CachedPromptTokens = &results.CacheCount{}
-		t.Notes = append(t.Notes, "the server reported no cached prompt tokens (usage.prompt_tokens_details.cached_tokens) and no prefix-cache counter, so this trial cannot prove its cache was cold; "+
-			"SGLang needs --enable-cache-report and --enable-metrics, vLLM --enable-prompt-tokens-details")
-		return
-	}
-	t.Correctness.RequestsCachedBeyondSharedPrefix = beyond
-	if beyond > 0 && want.flushed {
-		t.Notes = append(t.Notes, fmt.Sprintf("%d of %d measured requests were served partly from a cache that should have been cold "+
-			"(up to %d prompt tokens beyond the prefix all prompts share): the cache flush did not take effect, so latencies are too low and the capacity too high",
-			beyond, len(measured), worst))
-	}
 }
 
 // WarmCacheTrials describes each reported trial that, with flushing on, had requests served

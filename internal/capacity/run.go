@@ -71,6 +71,8 @@ type session struct {
 	engine  engine.Name // sglang | vllm | llamacpp, or empty when the server did not say
 	info    engine.ServerInfo
 	prompts *prompt.Generator
+	// cacheReport: whether a response without a cached-token field means 0 (coldcache.go).
+	cacheReport cacheReporting
 }
 
 // connect checks that the endpoint is usable before any load is sent: reachable, the model
@@ -107,6 +109,7 @@ func connect(ctx context.Context, cfg Config) (*session, error) {
 	if err := s.checkStreaming(ctx); err != nil {
 		return nil, err
 	}
+	s.learnCacheReporting(ctx)
 
 	s.prompts = &prompt.Generator{Seed: cfg.Seed}
 	if _, err := control.CountTokens(ctx, "hello world"); err == nil {

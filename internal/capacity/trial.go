@@ -39,6 +39,7 @@ func (r *trialRunner) RunTrial(ctx context.Context, req search.Request) (search.
 	} else if err := s.control.WaitIdle(ctx, s.engine); err != nil {
 		return search.Outcome{}, err
 	}
+	idleUnverified := s.engine != "" && s.control.IdleUnverified()
 	stream := fmt.Sprintf("%s c=%d %s t=%d", w.Label, req.Concurrency, req.Kind, req.Index)
 	warmups, err := s.workloadPrompts(ctx, w, stream+" warmup", s.cfg.WarmupRequests)
 	if err != nil {
@@ -81,6 +82,7 @@ func (r *trialRunner) RunTrial(ctx context.Context, req search.Request) (search.
 	}
 	// The engine's own metrics before, during and after the trial: its side of the story.
 	watch := watchServer(ctx, s.control, s.engine)
+	spec.BeforeMeasured = func() { watch.markMeasured(ctx) }
 	res, err := load.RunTrial(ctx, s.client, spec)
 	view := watch.finish(ctx)
 	if err != nil {
@@ -142,11 +144,18 @@ func (r *trialRunner) RunTrial(ctx context.Context, req search.Request) (search.
 		trial.GoodputPercent = &goodput
 	}
 	trial.Server = view
+	if idleUnverified {
+		trial.Notes = append(trial.Notes, "the server offered no idle signal (no load endpoint and no running or waiting gauges: SGLang 0.4.x without --enable-metrics), "+
+			"so this trial may have started while earlier requests still ran, and a flush sent then may have done nothing")
+	}
 	// A shared prefix is served from the cache after the first request: expected, not flagged.
+	s.sawCacheReports(res.Requests)
 	checkCache(&trial, done, coldCache{
-		ownTokens:    w.InputTokens - w.SharedPrefixTokens,
-		sharedTokens: int(math.Ceil(measured.calibration.TemplateOverheadTokens)) + w.SharedPrefixTokens,
-		flushed:      s.flush.Engine != "",
+		ownTokens:     w.InputTokens - w.SharedPrefixTokens,
+		sharedTokens:  int(math.Ceil(measured.calibration.TemplateOverheadTokens)) + w.SharedPrefixTokens,
+		flushed:       s.flush.Engine != "",
+		omittedAsZero: s.cacheReport.known(),
+		measuredHits:  watch.measuredHits(),
 	})
 	out.Detail = &trial
 	if abort != nil {

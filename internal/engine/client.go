@@ -67,6 +67,8 @@ type Client struct {
 	mu     sync.Mutex
 	engine Name
 	info   *ServerInfo // identification, cached after the first success
+	// idleUnverified: the last idle wait found no signal and assumed idle.
+	idleUnverified bool
 }
 
 // NewClient validates cfg and builds the retrying client.

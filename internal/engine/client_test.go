@@ -122,7 +122,7 @@ const (
 		`"max_total_num_tokens":1100000,"max_req_input_len":262139,"version":"0.5.2",` +
 		`"internal_states":[{"effective_max_running_requests_per_dp":48,"last_gen_throughput":0.0}]}`
 	// SGLang 2026 /server_info: the same shape; two DP ranks here, plus kv_events.
-	sglang26Info = `{"model_path":"/models/qwen","tp_size":4,"dp_size":2,"context_length":131072,"max_running_requests":null,` +
+	sglang26Info = `{"model_path":"/models/qwen","tp_size":4,"dp_size":2,"context_length":131072,"max_running_requests":null,"enable_cache_report":true,` +
 		`"max_total_num_tokens":900000,"version":"0.5.10","kv_events":null,` +
 		`"internal_states":[{"effective_max_running_requests_per_dp":24},{"effective_max_running_requests_per_dp":24}]}`
 	llamaProps = `{"default_generation_settings":{"n_ctx":2048},"total_slots":4,"model_path":"/m/tiny.gguf","build_info":"b5000-abc"}`
@@ -167,7 +167,7 @@ func TestClientServerInfo(t *testing.T) {
 		// Context from /v1/models (the flag was not set); slots the effective cap, not null.
 		{"sglang-0.5", ServerInfo{Engine: SGLang, Version: "0.5.2", ModelPath: "/models/qwen", InfoPath: "/get_server_info", MaxContext: 262144, TokenPool: 1100000, MaxRunningRequests: 48}},
 		// 24 per DP rank × 2 ranks.
-		{"sglang-2026", ServerInfo{Engine: SGLang, Version: "0.5.10", ModelPath: "/models/qwen", InfoPath: "/server_info", MaxContext: 131072, TokenPool: 900000, MaxRunningRequests: 48}},
+		{"sglang-2026", ServerInfo{Engine: SGLang, Version: "0.5.10", ModelPath: "/models/qwen", InfoPath: "/server_info", MaxContext: 131072, TokenPool: 900000, MaxRunningRequests: 48, ReportsCachedTokens: true}},
 		// n_ctx per slot is the per-request context; the pool is not reported (n_ctx_train is
 		// the training context and must not be taken).
 		{"llamacpp", ServerInfo{Engine: LlamaCpp, Version: "b5000-abc", ModelPath: "/m/tiny.gguf", MaxContext: 2048, MaxRunningRequests: 4}},

@@ -18,14 +18,17 @@ var errNoSignal = errors.New("no idle signal")
 // WaitIdle returns once the server runs and queues no request, so a trial never starts (and
 // a cache is never flushed) while requests of a previous, stopped trial are still being
 // processed. Each engine is asked through its own signal:
-//   - SGLang: GET /v1/loads (2026 layout) or GET /get_load (0.5.x), every rank's num_reqs and
-//     num_waiting_reqs 0; else sglang:num_running_reqs + num_queue_reqs from /metrics.
+//   - SGLang: GET /v1/loads (2026 layout: every rank's num_running_reqs and num_waiting_reqs
+//     0), else GET /get_load (0.5.x and the 2026 alias: num_reqs 0), else
+//     sglang:num_running_reqs + num_queue_reqs from /metrics (with --enable-metrics).
 //   - vLLM: vllm:num_requests_running + num_requests_waiting from /metrics.
 //   - llama.cpp: llamacpp:requests_processing + requests_deferred from /metrics (the
 //     provider launches it with --metrics); else /slots, every is_processing false.
 //
-// A server with none of these signals cannot be waited for and is taken as idle. It fails
-// with ErrBusy when the server stays busy past the idle timeout.
+// A source that is absent, or that answers without the fields to tell running and waiting
+// work, passes the question to the next one. A server with none of these signals cannot be
+// waited for and is taken as idle (IdleUnverified reports it). It fails with ErrBusy when the
+// server stays busy past the idle timeout.
 func (c *Client) WaitIdle(ctx context.Context, engine Name) error {
 	signals := c.idleSignals(engine)
 	deadline := time.Now().Add(c.idleWait)
@@ -62,9 +65,11 @@ func (c *Client) idleSignals(engine Name) []idleSignal {
 			}
 			return false, "", errNoSignal // no metrics, or none this parser reads
 		}
+		// Work in either gauge is busy; idle needs both at 0: a scrape with one of them
+		// cannot rule out work in the other, and the next source may say more.
 		running, okR := s.Sum(names.Running)
 		queued, okQ := s.Sum(names.Queued)
-		if !okR && !okQ {
+		if !(okR && okQ) && running+queued == 0 {
 			return false, "", errNoSignal
 		}
 		return running+queued > 0, fmt.Sprintf("%g running and %g queued requests (%s)", running, queued, names.Running[0]), nil
@@ -89,14 +94,42 @@ func (c *Client) busy(ctx context.Context, signals []idleSignal) (bool, string, 
 		if errors.Is(err, errNoSignal) || errors.Is(err, ErrUnauthorized) {
 			continue
 		}
+		if err == nil {
+			c.setIdleVerified(true)
+		}
 		return b, what, err
 	}
+	c.setIdleVerified(false)
 	return false, "", nil
 }
 
-// sglangLoad reads SGLang's per-rank load list: [{"dp_rank", "num_reqs",
-// "num_waiting_reqs", ...}] (tokenizer_manager get_load; /get_load in 0.5.x, /v1/loads with
-// /get_load as a deprecated alias in 2026).
+func (c *Client) setIdleVerified(v bool) {
+	c.mu.Lock()
+	c.idleUnverified = !v
+	c.mu.Unlock()
+}
+
+// IdleUnverified reports whether the last idle wait found no signal at all (SGLang 0.4.x
+// without --enable-metrics has neither a load endpoint nor metrics, S1 in ENGINES.md) and
+// took the server as idle without knowing: a trial after it may have started while the
+// previous trial's requests still ran, and SGLang 0.4.x's flush may have been a no-op.
+func (c *Client) IdleUnverified() bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.idleUnverified
+}
+
+// sglangLoad reads SGLang's per-rank load report. Two shapes exist:
+//   - current (/v1/loads, entrypoints/v1_loads.py get_loads(), 2026): a wrapper
+//     {"timestamp", "version", "loads": [...]} with one LoadSnapshot.to_dict() per DP rank:
+//     "dp_rank", "num_running_reqs", "num_waiting_reqs" and token counts; there is no num_reqs.
+//   - legacy (/get_load in 0.5.x, tokenizer_manager get_load, and the deprecated /get_load
+//     shim of 2026): a bare list [{"dp_rank", "num_reqs", "num_waiting_reqs", ...}] where
+//     num_reqs already counts running and waiting requests.
+//
+// A rank is idle only when nothing runs and nothing waits. An answer that lacks the fields
+// to tell (a proxy's page, an empty list, a future shape) is no signal, so the next source
+// in the chain is asked instead of taking the server as idle.
 func (c *Client) sglangLoad(path string) idleSignal {
 	return func(ctx context.Context) (bool, string, error) {
 		status, body, err := c.call(ctx, http.MethodGet, path, nil)
@@ -106,28 +139,55 @@ func (c *Client) sglangLoad(path string) idleSignal {
 		if status != http.StatusOK {
 			return false, "", errNoSignal
 		}
-		var loads []rankLoad
-		if err := json.Unmarshal(body, &loads); err != nil {
-			var wrapped struct {
-				Loads *[]rankLoad `json:"loads"`
-			}
-			if json.Unmarshal(body, &wrapped) != nil || wrapped.Loads == nil {
-				return false, "", errNoSignal
-			}
-			loads = *wrapped.Loads
+		running, waiting, ok := parseSGLangLoads(body)
+		if !ok {
+			return false, "", errNoSignal
 		}
-		reqs, waiting := 0, 0
-		for _, l := range loads {
-			reqs += l.NumReqs
-			waiting += l.NumWaitingReqs
-		}
-		return reqs+waiting > 0, fmt.Sprintf("%d requests and %d waiting (%s)", reqs, waiting, path), nil
+		return running+waiting > 0, fmt.Sprintf("%d running and %d waiting requests (%s)", running, waiting, path), nil
 	}
 }
 
+// parseSGLangLoads sums the ranks of either load shape (see sglangLoad). ok is false when
+// the answer shows no work yet some rank does not say both how many requests run and how
+// many wait: such an answer cannot prove the server idle.
+func parseSGLangLoads(body []byte) (running, waiting int, ok bool) {
+	var loads []rankLoad
+	if err := json.Unmarshal(body, &loads); err != nil {
+		var wrapped struct {
+			Loads []rankLoad `json:"loads"`
+		}
+		if json.Unmarshal(body, &wrapped) != nil {
+			return 0, 0, false
+		}
+		loads = wrapped.Loads
+	}
+	complete := len(loads) > 0
+	for _, l := range loads {
+		w := 0
+		if l.NumWaitingReqs != nil {
+			w = *l.NumWaitingReqs
+		}
+		switch {
+		case l.NumRunningReqs != nil:
+			running += *l.NumRunningReqs
+		case l.NumReqs != nil:
+			// Legacy: num_reqs is running plus waiting.
+			running += max(*l.NumReqs-w, 0)
+		default:
+			complete = false
+		}
+		if l.NumWaitingReqs == nil && l.NumReqs == nil {
+			complete = false
+		}
+		waiting += w
+	}
+	return running, waiting, complete || running+waiting > 0
+}
+
 type rankLoad struct {
-	NumReqs        int `json:"num_reqs"`
-	NumWaitingReqs int `json:"num_waiting_reqs"`
+	NumRunningReqs *int `json:"num_running_reqs"` // current /v1/loads
+	NumReqs        *int `json:"num_reqs"`         // legacy list: running + waiting
+	NumWaitingReqs *int `json:"num_waiting_reqs"` // both shapes
 }
 
 // llamaCppSlots reads GET /slots: a list of slots with is_processing. Servers started with

@@ -30,11 +30,17 @@ func TestWaitIdle(t *testing.T) {
 		{"vLLM metrics", VLLM, "/metrics",
 			"# HELP x\n# TYPE vllm:num_requests_running gauge\nvllm:num_requests_running{model_name=\"m\"} 2.0\nvllm:num_requests_waiting{model_name=\"m\"} 0.0\n",
 			"vllm:num_requests_running{model_name=\"m\"} 0.0\nvllm:num_requests_waiting{model_name=\"m\"} 0.0\n"},
-		// SGLang 2026: /v1/loads, one entry per DP rank.
-		{"SGLang loads", SGLang, "/v1/loads",
-			`[{"dp_rank":0,"num_reqs":0,"num_waiting_reqs":0},{"dp_rank":1,"num_reqs":0,"num_waiting_reqs":3}]`,
-			`[{"dp_rank":0,"num_reqs":0,"num_waiting_reqs":0},{"dp_rank":1,"num_reqs":0,"num_waiting_reqs":0}]`},
-		// SGLang 0.5.x: only /get_load.
+		// SGLang 2026: /v1/loads (entrypoints/v1_loads.py get_loads()), a wrapper with one
+		// LoadSnapshot.to_dict() per DP rank. Busy here means decoding with nothing waiting:
+		// the case a check of waiting requests alone takes for idle.
+		{"SGLang loads decoding", SGLang, "/v1/loads",
+			`{"timestamp":1767225600.5,"version":"0.5.10","accelerator":"cuda","num_accelerators":2,"loads":[` +
+				`{"dp_rank":0,"num_running_reqs":0,"num_waiting_reqs":0,"num_used_tokens":0},{"dp_rank":1,"num_running_reqs":2,"num_waiting_reqs":0,"num_used_tokens":812}]}`,
+			`{"timestamp":1767225601.5,"version":"0.5.10","loads":[{"dp_rank":0,"num_running_reqs":0,"num_waiting_reqs":0},{"dp_rank":1,"num_running_reqs":0,"num_waiting_reqs":0}]}`},
+		{"SGLang loads waiting", SGLang, "/v1/loads",
+			`{"timestamp":1767225600.5,"version":"0.5.10","loads":[{"dp_rank":0,"num_running_reqs":0,"num_waiting_reqs":3}]}`,
+			`{"timestamp":1767225601.5,"version":"0.5.10","loads":[{"dp_rank":0,"num_running_reqs":0,"num_waiting_reqs":0}]}`},
+		// SGLang 0.5.x: only /get_load, a bare list whose num_reqs counts running and waiting.
 		{"SGLang get_load", SGLang, "/get_load",
 			`[{"dp_rank":0,"num_reqs":5,"num_waiting_reqs":0}]`,
 			`[{"dp_rank":0,"num_reqs":0,"num_waiting_reqs":0}]`},
@@ -70,6 +76,12 @@ func TestWaitIdle(t *testing.T) {
 			}
 		})
 	}
+	t.Run("unknown engine is idle but unverified", func(t *testing.T) {
+		c, _ := NewClient(ClientConfig{BaseURL: "http://127.0.0.1:9", Model: "m"})
+		if err := c.WaitIdle(context.Background(), ""); err != nil || !c.IdleUnverified() {
+			t.Fatalf("err = %v, unverified = %v; want nil and true", err, c.IdleUnverified())
+		}
+	})
 	t.Run("cancelled while busy", func(t *testing.T) {
 		srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 			w.Write([]byte(`[{"is_processing":true}]`))
@@ -93,10 +105,58 @@ func TestWaitIdle(t *testing.T) {
 			t.Fatalf("err = %v, want ErrBusy naming the running count", err)
 		}
 	})
-	t.Run("unknown engine is idle", func(t *testing.T) {
-		c, _ := NewClient(ClientConfig{BaseURL: "http://127.0.0.1:9", Model: "m"})
-		if err := c.WaitIdle(context.Background(), ""); err != nil {
-			t.Fatal(err)
-		}
-	})
+}
+
+// A source that answers 200 without the fields to tell running and waiting work passes the
+// question on: /v1/loads → /get_load → /metrics. Each case's sources answer as listed; the
+// last answering one says busy, so WaitIdle must reach it and report ErrBusy naming it.
+func TestWaitIdleFallsBack(t *testing.T) {
+	const (
+		loadsNoFields  = `{"timestamp":1767225600.5,"version":"0.5.10","loads":[{"dp_rank":0,"num_used_tokens":10}]}`
+		loadsEmpty     = `{"timestamp":1767225600.5,"version":"0.5.10","loads":[]}`
+		loadsOnlyWait  = `{"loads":[{"dp_rank":0,"num_waiting_reqs":0}]}`
+		proxyPage      = `<html>gateway</html>`
+		legacyBusy     = `[{"dp_rank":0,"num_reqs":1,"num_waiting_reqs":0}]`
+		metricsBusy    = "# TYPE sglang:num_running_reqs gauge\nsglang:num_running_reqs{model_name=\"m\"} 1\n# TYPE sglang:num_queue_reqs gauge\nsglang:num_queue_reqs{model_name=\"m\"} 0\n"
+		metricsRunOnly = "# TYPE sglang:num_running_reqs gauge\nsglang:num_running_reqs{model_name=\"m\"} 0\n"
+	)
+	cases := []struct {
+		name    string
+		answers map[string]string // path → 200 body; other paths 404
+		want    string            // the source named in the busy error; "" for unverified idle
+	}{
+		{"loads without counts, legacy busy", map[string]string{"/v1/loads": loadsNoFields, "/get_load": legacyBusy}, "/get_load"},
+		{"empty loads, metrics busy", map[string]string{"/v1/loads": loadsEmpty, "/get_load": loadsEmpty, "/metrics": metricsBusy}, "sglang:num_running_reqs"},
+		{"loads without running count, metrics busy", map[string]string{"/v1/loads": loadsOnlyWait, "/metrics": metricsBusy}, "sglang:num_running_reqs"},
+		{"proxy page, metrics busy", map[string]string{"/v1/loads": proxyPage, "/get_load": proxyPage, "/metrics": metricsBusy}, "sglang:num_running_reqs"},
+		// Running without queue gauges cannot rule out waiting work: no signal, so unverified.
+		{"metrics without queue gauge", map[string]string{"/metrics": metricsRunOnly}, ""},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				body, ok := tc.answers[r.URL.Path]
+				if !ok {
+					http.NotFound(w, r)
+					return
+				}
+				w.Write([]byte(body))
+			}))
+			defer srv.Close()
+			c, _ := NewClient(ClientConfig{BaseURL: srv.URL, Model: "m", IdleTimeout: 30 * time.Millisecond})
+			err := c.WaitIdle(context.Background(), SGLang)
+			if tc.want == "" {
+				if err != nil || !c.IdleUnverified() {
+					t.Fatalf("err = %v, unverified = %v; want nil and true", err, c.IdleUnverified())
+				}
+				return
+			}
+			if !errors.Is(err, ErrBusy) || !strings.Contains(err.Error(), tc.want) || !strings.Contains(err.Error(), "1 running") {
+				t.Fatalf("err = %v, want ErrBusy from %s with 1 running", err, tc.want)
+			}
+			if c.IdleUnverified() {
+				t.Error("a busy answer counted as no signal")
+			}
+		})
+	}
 }

@@ -27,6 +27,22 @@ type ServerInfo struct {
 	// MaxRunningRequests is how many requests the server runs at once: SGLang the sum of
 	// effective_max_running_requests_per_dp, vLLM max_num_seqs, llama.cpp total_slots.
 	MaxRunningRequests int
+	// ReportsCachedTokens: the server said it runs with cached-token reporting on (SGLang's
+	// server_args enable_cache_report, --enable-cache-report). False also when it did not say:
+	// vLLM's /server_info does not show --enable-prompt-tokens-details.
+	ReportsCachedTokens bool
+}
+
+// CachedTokensOmittedAtZero reports whether e leaves usage.prompt_tokens_details out of a
+// response whose prompt found nothing in the cache, even when cached-token reporting is on,
+// so that a missing field is a 0 once the engine is known to report: SGLang
+// (python/sglang/srt/entrypoints/openai/usage_processor.py _details_if_cached(), 0.5.x and
+// 2026: details only for a count above 0) and vLLM (entrypoints/openai/serving_chat.py and
+// serving_completion.py, 0.11-era: "if self.enable_prompt_tokens_details and
+// num_cached_tokens"; newer builds test "is not None" and send the 0). llama.cpp always
+// reports (timings.cache_n, and prompt_tokens_details in current builds, README @00dc8057).
+func CachedTokensOmittedAtZero(e Name) bool {
+	return e == SGLang || e == VLLM
 }
 
 // SGLangCurrentLayout reports whether the server is an SGLang release that serves
@@ -170,11 +186,12 @@ func parseSGLangInfo(body []byte) (ServerInfo, bool) {
 		MaxTotalNumTokens  int     `json:"max_total_num_tokens"` // scheduler_info
 		TPSize             *int    `json:"tp_size"`
 		InternalStates     []state `json:"internal_states"`
+		EnableCacheReport  bool    `json:"enable_cache_report"` // server_args, --enable-cache-report
 	}
 	if json.Unmarshal(body, &v) != nil || (v.InternalStates == nil && v.TPSize == nil) {
 		return ServerInfo{}, false
 	}
-	info := ServerInfo{Engine: SGLang, Version: v.Version, ModelPath: v.ModelPath, TokenPool: v.MaxTotalNumTokens}
+	info := ServerInfo{Engine: SGLang, Version: v.Version, ModelPath: v.ModelPath, TokenPool: v.MaxTotalNumTokens, ReportsCachedTokens: v.EnableCacheReport}
 	if v.ContextLength != nil {
 		info.MaxContext = *v.ContextLength
 	}

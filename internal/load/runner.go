@@ -81,6 +81,9 @@ type TrialSpec struct {
 	Observe func(Event) (stop bool)
 	// Tick, when positive, adds an EventTick every Tick while measured requests run.
 	Tick time.Duration
+	// BeforeMeasured, when set, is called once every warmup has finished and before the first
+	// measured request is sent, so server-side counters can be read between the phases.
+	BeforeMeasured func()
 }
 
 // TrialResult is what a trial produced.
@@ -150,6 +153,10 @@ func RunTrial(ctx context.Context, s Streamer, spec TrialSpec) (TrialResult, err
 		res.Stopped = true
 		res.Unsent = len(spec.Measured)
 		return res, fmt.Errorf("run trial at concurrency %d: stopped during warmup: %w", spec.Concurrency, err)
+	}
+
+	if spec.BeforeMeasured != nil {
+		spec.BeforeMeasured()
 	}
 
 	// Events are handed to Observe from this goroutine. The buffer is large enough for every

@@ -24,9 +24,15 @@ const (
 	// endpoint, /flush_cache answers the same "Cache flushed" text with 200 and with the 400
 	// that means nothing was flushed, internal_states without the effective running cap.
 	SGLang04 Protocol = "sglang-0.4"
+	// SGLang04Early is an early 0.4.x release (http_server.py @9c0549b layout, before the flush
+	// was awaited): @app.post("/flush_cache") calls tokenizer_manager.flush_cache() without
+	// awaiting it and always answers 200 "Cache flushed"; the scheduler skips the flush while
+	// requests run, so a flush while busy silently does nothing. POST only.
+	SGLang04Early Protocol = "sglang-0.4-early"
 	// SGLang is the 2026 layout (http_server.py after PRs #21413, #21463, #21490):
-	// /server_info canonical with /get_server_info a deprecated alias, /v1/loads (alias
-	// /get_load), /tokenize and /v1/tokenize, /flush_cache?timeout= waiting for idle, a 400
+	// /server_info canonical with /get_server_info a deprecated alias, /v1/loads (the
+	// entrypoints/v1_loads.py wrapper) with /get_load the deprecated list-shaped alias,
+	// /tokenize and /v1/tokenize, /flush_cache?timeout= waiting for idle, a 400
 	// that carries the failure message, --admin-api-key guarding /flush_cache.
 	SGLang Protocol = "sglang"
 	// VLLM is vLLM 0.11-era (vllm/entrypoints/openai/api_server.py @0001948b,
@@ -126,7 +132,7 @@ func (s *Server) cachedTokens(seq []int, cachePrompt bool) int {
 // --enable-prompt-tokens-details (serving_completion.py), llama.cpp always.
 func (s *Server) reportsCachedTokens() bool {
 	switch s.opts.Protocol {
-	case SGLang04, SGLang, VLLM:
+	case SGLang04, SGLang04Early, SGLang, VLLM:
 		return !s.opts.NoCacheReport
 	case LlamaCpp:
 		return true
@@ -174,12 +180,16 @@ func (s *Server) registerProtocol() {
 	m.HandleFunc("POST /v1/completions", gen(false))
 	m.HandleFunc("GET /v1/models", s.authed(s.ready503(s.handleModels)))
 	switch s.opts.Protocol {
-	case SGLang04:
+	case SGLang04, SGLang04Early:
 		// 0.4.x: /health answers as soon as HTTP is up.
 		m.HandleFunc("GET /health", func(w http.ResponseWriter, _ *http.Request) { w.WriteHeader(http.StatusOK) })
 		m.HandleFunc("GET /health_generate", s.ready503(s.handleHealthGenerate))
 		m.HandleFunc("GET /get_server_info", s.authed(s.ready503(s.handleSGLangInfo)))
-		m.HandleFunc("/flush_cache", s.authed(s.handleSGLangFlush))
+		if s.opts.Protocol == SGLang04Early {
+			m.HandleFunc("POST /flush_cache", s.authed(s.handleSGLangEarlyFlush))
+		} else {
+			m.HandleFunc("/flush_cache", s.authed(s.handleSGLangFlush))
+		}
 		m.HandleFunc("GET /metrics", s.handleMetrics)
 	case SGLang:
 		m.HandleFunc("GET /health", s.ready503(s.handleHealthGenerate))
@@ -187,7 +197,7 @@ func (s *Server) registerProtocol() {
 		m.HandleFunc("GET /server_info", s.authed(s.ready503(s.handleSGLangInfo)))
 		m.HandleFunc("GET /get_server_info", s.authed(s.ready503(s.deprecated(s.handleSGLangInfo))))
 		m.HandleFunc("GET /v1/loads", s.authed(s.handleSGLangLoads))
-		m.HandleFunc("GET /get_load", s.authed(s.deprecated(s.handleSGLangLoads)))
+		m.HandleFunc("GET /get_load", s.authed(s.deprecated(s.handleSGLangLegacyLoad)))
 		m.HandleFunc("POST /tokenize", s.authed(s.ready503(s.handleSGLangTokenize)))
 		m.HandleFunc("POST /v1/tokenize", s.authed(s.ready503(s.handleSGLangTokenize)))
 		m.HandleFunc("/flush_cache", s.adminAuthed(s.handleSGLangFlush))
@@ -255,6 +265,7 @@ func (s *Server) handleSGLangInfo(w http.ResponseWriter, _ *http.Request) {
 		// server_args, flattened; flags left unset are null.
 		"model_path": s.opts.ModelName, "served_model_name": s.opts.ModelName, "tp_size": 1, "dp_size": 1,
 		"context_length": nil, "max_running_requests": nil, "enable_metrics": !s.opts.NoMetrics,
+		"enable_cache_report": !s.opts.NoCacheReport,
 		// scheduler_info
 		"max_total_num_tokens": s.opts.MaxTotalTokens, "max_req_input_len": s.opts.ContextLength - 5,
 		"internal_states": []any{state},
@@ -262,13 +273,32 @@ func (s *Server) handleSGLangInfo(w http.ResponseWriter, _ *http.Request) {
 	})
 }
 
-// handleSGLangLoads answers one entry per DP rank; num_reqs counts running and waiting.
+// handleSGLangLoads is /v1/loads (entrypoints/v1_loads.py get_loads(), 2026): a wrapper with
+// one LoadSnapshot.to_dict() per DP rank, running and waiting counted apart; no num_reqs.
 func (s *Server) handleSGLangLoads(w http.ResponseWriter, _ *http.Request) {
-	s.mu.Lock()
-	running, waiting := len(s.running), len(s.waiting)
-	s.mu.Unlock()
+	running, waiting := s.load()
+	writeJSON(w, map[string]any{
+		"timestamp": float64(time.Now().UnixNano()) / 1e9, "version": s.opts.Version,
+		"accelerator": "cpu", "num_accelerators": 1,
+		"loads": []any{map[string]any{"dp_rank": 0, "num_running_reqs": running, "num_waiting_reqs": waiting,
+			"num_used_tokens": 0, "max_total_num_tokens": s.opts.MaxTotalTokens}},
+	})
+}
+
+// handleSGLangLegacyLoad is /get_load: 0.5.x's list (tokenizer_manager get_load) and the 2026
+// deprecated shim, which maps num_reqs = running + waiting.
+func (s *Server) handleSGLangLegacyLoad(w http.ResponseWriter, _ *http.Request) {
+	running, waiting := s.load()
 	writeJSON(w, []any{map[string]any{"dp_rank": 0, "num_reqs": running + waiting, "num_waiting_reqs": waiting,
 		"num_tokens": 0, "num_pending_tokens": 0, "ts_tic": time.Now().Unix()}})
+}
+
+// load is how many requests the scheduler runs (admitted, prefilling or decoding) and how
+// many wait for admission.
+func (s *Server) load() (running, waiting int) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return len(s.running), len(s.waiting)
 }
 
 // handleSGLangTokenize follows serving_tokenize.py @0351c1fa: JSON only (validate_json_request
@@ -323,6 +353,20 @@ func (s *Server) handleSGLangFlush(w http.ResponseWriter, r *http.Request) {
 	}
 	// PR #21490: the 400 carries the scheduler's failure message.
 	_, _ = fmt.Fprint(w, "Cache not flushed: there are running or waiting requests.\n")
+}
+
+// handleSGLangEarlyFlush follows early 0.4.x: the handler does not await the scheduler, so it
+// answers 200 with the usual text whatever happens; a busy scheduler flushes nothing.
+func (s *Server) handleSGLangEarlyFlush(w http.ResponseWriter, _ *http.Request) {
+	s.mu.Lock()
+	if s.stats.InFlight > 0 || s.opts.FlushFault != "" {
+		s.stats.FlushesIgnored++
+	} else {
+		s.stats.Flushes++
+		s.cache.clear()
+	}
+	s.mu.Unlock()
+	_, _ = fmt.Fprint(w, sglangFlushText)
 }
 
 func (s *Server) busy() bool {
@@ -400,8 +444,9 @@ var sglangSeries = seriesNames{
 }
 
 var metricNames = map[Protocol]seriesNames{
-	SGLang04: sglangSeries,
-	SGLang:   sglangSeries,
+	SGLang04:      sglangSeries,
+	SGLang04Early: sglangSeries,
+	SGLang:        sglangSeries,
 	VLLM: {
 		labels:  `engine="0",model_name=%q,`,
 		running: "vllm:num_requests_running", waiting: "vllm:num_requests_waiting", usage: "vllm:kv_cache_usage_perc",
@@ -436,7 +481,7 @@ func (s *Server) handleMetrics(w http.ResponseWriter, r *http.Request) {
 		fmt.Fprintf(&b, "# TYPE %s counter\n%s_total{%s} %g\n", name, name, strings.TrimSuffix(labels, ","), v)
 	}
 	switch s.opts.Protocol {
-	case SGLang04, SGLang, VLLM:
+	case SGLang04, SGLang04Early, SGLang, VLLM:
 		n := metricNames[s.opts.Protocol]
 		l := fmt.Sprintf(n.labels, s.opts.ModelName)
 		gauge(n.running, l, running)
@@ -460,10 +505,18 @@ func (s *Server) handleMetrics(w http.ResponseWriter, r *http.Request) {
 // usageFor is the usage object of a finished request under this protocol.
 func (s *Server) usageFor(promptTokens, generate, cached int) map[string]any {
 	u := map[string]any{"prompt_tokens": promptTokens, "completion_tokens": generate, "total_tokens": promptTokens + generate}
-	if s.reportsCachedTokens() {
+	switch {
+	case !s.reportsCachedTokens() || (cached == 0 && s.opts.Protocol != LlamaCpp):
+		// SGLang and vLLM leave the details out when nothing was cached, even with the flag:
+		// SGLang openai/usage_processor.py _details_if_cached() returns them only for a count
+		// above 0; vLLM serving_chat.py / serving_completion.py fill them only "if
+		// self.enable_prompt_tokens_details and num_cached_tokens". vLLM's usage object
+		// carries the field as null.
+		if s.opts.Protocol == VLLM {
+			u["prompt_tokens_details"] = nil
+		}
+	default:
 		u["prompt_tokens_details"] = map[string]any{"cached_tokens": cached}
-	} else if s.opts.Protocol == VLLM {
-		u["prompt_tokens_details"] = nil // the field exists, unfilled, without the flag
 	}
 	return u
 }

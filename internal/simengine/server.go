@@ -117,7 +117,7 @@ func NewServer(opts Options) (*Server, error) {
 	s.ready.Store(true)
 	switch opts.Protocol {
 	case "":
-	case SGLang04, SGLang, VLLM, LlamaCpp:
+	case SGLang04, SGLang04Early, SGLang, VLLM, LlamaCpp:
 		s.registerProtocol()
 		return s, nil
 	default:
