@@ -87,5 +87,5 @@ func (p *llmserveProvider) DataSources(_ context.Context) []func() datasource.Da
 }
 
 func (p *llmserveProvider) Functions(_ context.Context) []func() function.Function {
-	return []func() function.Function{NewReportMarkdownFunction, NewReportCSVFunction, NewReportOpenMetricsFunction, NewReportSVGFunction, NewCompareFunction}
+	return []func() function.Function{NewReportMarkdownFunction, NewReportCSVFunction, NewReportOpenMetricsFunction, NewReportSVGFunction, NewCompareFunction, NewReplicasForFunction}
 }

@@ -1,0 +1,72 @@
+package provider
+
+import (
+	"context"
+	"math"
+
+	"github.com/hashicorp/terraform-plugin-framework/function"
+	"github.com/hashicorp/terraform-plugin-framework/types"
+
+	"github.com/llmserve/terraform-provider-llmserve/internal/sizing"
+)
+
+var _ function.Function = replicasForFunction{}
+
+// NewReplicasForFunction turns a demand and a measured capacity into replicas.
+func NewReplicasForFunction() function.Function { return replicasForFunction{} }
+
+type replicasForFunction struct{}
+
+func (replicasForFunction) Metadata(_ context.Context, _ function.MetadataRequest, resp *function.MetadataResponse) {
+	resp.Name = "replicas_for"
+}
+
+func (replicasForFunction) Definition(_ context.Context, _ function.DefinitionRequest, resp *function.DefinitionResponse) {
+	resp.Definition = function.Definition{
+		Summary: "Replicas that serve a demand at a measured capacity, with headroom",
+		MarkdownDescription: "Returns how many replicas serve `users` concurrent users when one replica holds `capacity` of " +
+			"them within its objectives, keeping `headroom` of every replica's capacity free: " +
+			"`ceil(users / (capacity × (1 − headroom)))`, and 0 for no users. A `capacity` of 0 (one replica missed the " +
+			"objectives with a single user) serves nobody: any demand is an error saying so, never a division by zero. " +
+			"A null `capacity` (no level tried passed, so the capacity is below the search's minimum) is an error too. A " +
+			"capacity bounded by the search (`capacity_bounded_by_search`: every level tried passed) is a lower bound of " +
+			"the real one, so the replicas are an upper bound: safe, perhaps more than needed. More than 1 000 000 " +
+			"replicas is refused as a unit slip.",
+		Parameters: []function.Parameter{
+			function.Float64Parameter{Name: "users", MarkdownDescription: "Concurrent users to serve at peak, 0 or more (a fraction is rounded up with the replicas)."},
+			function.Int64Parameter{Name: "capacity", AllowNullValue: true, MarkdownDescription: "One replica's measured capacity: " +
+				"`maximum_passing_concurrency[\"<label>\"]` of `llmserve_capacity_benchmark` or `llmserve_capacity_report`, measured against one replica."},
+			function.Float64Parameter{Name: "headroom", MarkdownDescription: "The fraction of each replica's capacity kept free, from 0 up to but not including 1: 0.2 plans 80 % of it."},
+		},
+		Return: function.Int64Return{},
+	}
+}
+
+func (replicasForFunction) Run(ctx context.Context, req function.RunRequest, resp *function.RunResponse) {
+	var users, headroom float64
+	var capacity types.Int64
+	resp.Error = function.ConcatFuncErrors(req.Arguments.Get(ctx, &users, &capacity, &headroom))
+	if resp.Error != nil {
+		return
+	}
+	if capacity.IsNull() {
+		resp.Error = function.NewArgumentFuncError(1, "capacity is null: no concurrency tried passed, so the capacity is below the search's minimum (maximum_passing_concurrency is null); lower search.min_concurrency and measure again, or coalesce(capacity, 0) to treat it as 0")
+		return
+	}
+	n, err := sizing.Replicas(users, capacity.ValueInt64(), headroom)
+	if err != nil {
+		// Name the argument at fault where there is one; too many replicas is all three's.
+		switch {
+		case math.IsNaN(users) || math.IsInf(users, 0) || users < 0:
+			resp.Error = function.NewArgumentFuncError(0, err.Error())
+		case math.IsNaN(headroom) || headroom < 0 || headroom >= 1:
+			resp.Error = function.NewArgumentFuncError(2, err.Error())
+		case capacity.ValueInt64() <= 0:
+			resp.Error = function.NewArgumentFuncError(1, err.Error())
+		default:
+			resp.Error = function.NewFuncError(err.Error())
+		}
+		return
+	}
+	resp.Error = function.ConcatFuncErrors(resp.Result.Set(ctx, n))
+}
