@@ -58,20 +58,7 @@ func (p Placement) Validate(s engine.Spec) []engine.Problem {
 			add(attrpath.Root("model"), "model_host_path is mounted at model, so model must be an absolute path inside the container, got %q", s.Model)
 		}
 	}
-	for _, k := range sortedKeys(p.Env) {
-		field := attrpath.Root("environment").Key(k)
-		switch {
-		case k == "":
-			add(attrpath.Root("environment"), "has an empty variable name; remove it")
-		case strings.ContainsFunc(k, func(r rune) bool { return r == '=' || unicode.IsSpace(r) || unicode.IsControl(r) }):
-			add(field, "%q is not a valid variable name: it must not contain =, spaces or control characters", k)
-		case secretEnv[k] != "":
-			add(field, "%s is a secret and environment is stored in state and shown in plan output; remove it and set %s (write-only)", k, secretEnv[k])
-		}
-		if strings.ContainsFunc(p.Env[k], controlExceptTabNewline) {
-			add(field, "the value contains control characters; only tab and newline are allowed")
-		}
-	}
+	out = append(out, CheckEnvironment(p.Env)...)
 	for _, k := range sortedKeys(p.Labels) {
 		field := attrpath.Root("labels").Key(k)
 		switch {
@@ -146,6 +133,32 @@ func (p Placement) Validate(s engine.Spec) []engine.Problem {
 	}
 	if p.ShmSizeBytes != 0 && (s.Accelerator == engine.CUDA || s.Accelerator == engine.XPU) {
 		add(attrpath.Root("shm_size_mb"), "has no effect with accelerator = %q: the container shares the host's IPC namespace and its /dev/shm. Remove shm_size_mb", s.Accelerator)
+	}
+	return out
+}
+
+// CheckEnvironment reports environment entries a server must not start with, under the
+// environment attribute: a name that is no variable name, a secret (environment is stored in
+// state and shown in plan output: the write-only attribute that carries it instead is named)
+// and a value with control characters other than tab and newline. Every backend applies it.
+func CheckEnvironment(env map[string]string) []engine.Problem {
+	var out []engine.Problem
+	add := func(p attrpath.Path, format string, args ...any) {
+		out = append(out, engine.Problem{Path: p, Detail: fmt.Sprintf(format, args...)})
+	}
+	for _, k := range sortedKeys(env) {
+		field := attrpath.Root("environment").Key(k)
+		switch {
+		case k == "":
+			add(attrpath.Root("environment"), "has an empty variable name; remove it")
+		case strings.ContainsFunc(k, func(r rune) bool { return r == '=' || unicode.IsSpace(r) || unicode.IsControl(r) }):
+			add(field, "%q is not a valid variable name: it must not contain =, spaces or control characters", k)
+		case secretEnv[k] != "":
+			add(field, "%s is a secret and environment is stored in state and shown in plan output; remove it and set %s (write-only)", k, secretEnv[k])
+		}
+		if strings.ContainsFunc(env[k], controlExceptTabNewline) {
+			add(field, "the value contains control characters; only tab and newline are allowed")
+		}
 	}
 	return out
 }

@@ -51,3 +51,15 @@ func (s Spec) CheckStrings() []Problem {
 	slices.SortFunc(out, func(a, b Problem) int { return strings.Compare(a.Path.String(), b.Path.String()) })
 	return out
 }
+
+// CheckSecrets reports a write-only secret the engine has no use for: only SGLang has an
+// admin key (--admin-api-key, which guards /flush_cache). Given to vLLM or llama.cpp it would
+// be dropped without a word, while the benchmark's admin_api_key suggested it protected
+// something.
+func (s Spec) CheckSecrets(sec Secrets) []Problem {
+	if sec.AdminAPIKey == "" || s.Engine == SGLang {
+		return nil
+	}
+	return []Problem{{Path: attrpath.Root("admin_api_key_wo"), Detail: fmt.Sprintf(
+		"engine %q has no admin API key (only SGLang's --admin-api-key guards its admin endpoints), so this key would be dropped; remove admin_api_key_wo, and use api_key_wo for the key %s checks", s.Engine, s.Engine)}}
+}

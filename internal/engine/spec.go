@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"path"
+	"regexp"
 	"slices"
 	"strconv"
 	"strings"
@@ -136,6 +137,9 @@ func (s Spec) Validate() []Problem {
 		}
 		if !strings.HasSuffix(s.Model, ".gguf") || !path.IsAbs(s.Model) {
 			add("model", "llama.cpp needs the absolute path of a .gguf file inside the container (mount it with model_host_path), got %q", s.Model)
+		}
+		if s.EngineVersion != "" && !llamaCppBuildRE.MatchString(s.EngineVersion) {
+			add("engine_version", "llama.cpp releases are build numbers such as \"b8846\" (what llama-server --version and /props build_info show), got %q, which would silently select the newest flags; give the image's build, or remove engine_version for the current upstream flags", s.EngineVersion)
 		}
 	}
 	if v, ok := flagValue(s.ExtraArgs, sglangAttentionBackend); ok && s.xpuSpeculative() && v != "triton" {
@@ -467,6 +471,10 @@ func joinQuoted[T ~string](vs []T) string {
 // build is not pinned down: such an image can set engine_version past the rename or pass
 // the flags in extra_args.
 const llamaCppSpecRenameBuild = 10749
+
+// llamaCppBuildRE is a llama.cpp release as users write it: the build ("b8846" or "8846"),
+// optionally with the commit as build_info reports it ("b8846-abc1234").
+var llamaCppBuildRE = regexp.MustCompile(`^[bB]?[0-9]+(-[0-9a-f]{7,40})?$`)
 
 // llamaCppLegacyDraftFlags reports whether a llama.cpp build ("b8846", "b8846-abc1234", or
 // "8846") predates the speculative-flag rename. An unknown or unparsable version gets the

@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"fmt"
 	"slices"
 	"strings"
 	"testing"
@@ -249,7 +250,6 @@ func TestLlamaCppDraftFlagsByVersion(t *testing.T) {
 		{"5000", oldFlags},
 		{"b10749", newFlags},
 		{"b12000", newFlags},
-		{"1:0.7.0+dfsg-2", newFlags}, // a distribution version says nothing about the build
 	}
 	for _, tt := range tests {
 		t.Run(tt.version, func(t *testing.T) {
@@ -263,6 +263,59 @@ func TestLlamaCppDraftFlagsByVersion(t *testing.T) {
 				t.Errorf("problems %v", p)
 			}
 		})
+	}
+}
+
+// engine_version of llama.cpp is a build number: anything else ("latest", a distribution's
+// package version) would silently select the newest flags, so it is refused.
+func TestLlamaCppEngineVersionIsABuild(t *testing.T) {
+	for _, tt := range []struct {
+		version string
+		ok      bool
+	}{
+		{"b8846", true}, {"B8846", true}, {"8846", true}, {"b8846-3b2c1a0", true},
+		{"latest", false}, {"1:0.7.0+dfsg-2", false}, {"b8846 ", false}, {"v0.5.4", false}, {"b", false}, {"b8846-xyz", false},
+	} {
+		t.Run(tt.version, func(t *testing.T) {
+			s := Spec{Engine: LlamaCpp, Model: "/m.gguf", TensorParallel: 1, Accelerator: CPU, Port: 8080, EngineVersion: tt.version}
+			p := s.Validate()
+			if tt.ok {
+				if len(p) != 0 {
+					t.Errorf("problems %v", p)
+				}
+				return
+			}
+			want := fmt.Sprintf(`engine_version: llama.cpp releases are build numbers such as "b8846" (what llama-server --version and /props build_info show), got %q, which would silently select the newest flags; give the image's build, or remove engine_version for the current upstream flags`, tt.version)
+			if len(p) != 1 || p[0].Error() != want {
+				t.Errorf("problems %v, want one: %s", p, want)
+			}
+		})
+	}
+	// Other engines do not read engine_version.
+	s := Spec{Engine: SGLang, Model: "org/m", TensorParallel: 1, Accelerator: CPU, Port: 30000, EngineVersion: "latest"}
+	if p := s.Validate(); len(p) != 0 {
+		t.Errorf("sglang problems %v", p)
+	}
+}
+
+func TestCheckSecrets(t *testing.T) {
+	for _, tt := range []struct {
+		engine Name
+		sec    Secrets
+		want   string
+	}{
+		{SGLang, Secrets{AdminAPIKey: "k"}, ""},
+		{VLLM, Secrets{APIKey: "k"}, ""},
+		{VLLM, Secrets{AdminAPIKey: "k"}, `admin_api_key_wo: engine "vllm" has no admin API key (only SGLang's --admin-api-key guards its admin endpoints), so this key would be dropped; remove admin_api_key_wo, and use api_key_wo for the key vllm checks`},
+		{LlamaCpp, Secrets{AdminAPIKey: "k", APIKey: "a"}, `admin_api_key_wo: engine "llamacpp" has no admin API key`},
+	} {
+		p := Spec{Engine: tt.engine}.CheckSecrets(tt.sec)
+		switch {
+		case tt.want == "" && len(p) != 0:
+			t.Errorf("%s: problems %v", tt.engine, p)
+		case tt.want != "" && (len(p) != 1 || !strings.HasPrefix(p[0].Error(), tt.want)):
+			t.Errorf("%s: problems %v, want one starting %s", tt.engine, p, tt.want)
+		}
 	}
 }
 

@@ -217,6 +217,32 @@ func badConfigs(t *testing.T) []badConfig {
 		{"stop grace negative", srv(map[string]string{"stop_grace_period_seconds": `-1`}), "stop_grace_period_seconds", `must be at least 0`},
 		{"restart policy unknown", srv(map[string]string{"restart_policy": `"sometimes"`}), "restart_policy", `value must be one of`},
 		{"created stopped", srv(map[string]string{"running": `false`}), "running", `running = false stops an existing server`},
+		{"engine_version escape", srv(map[string]string{"engine_version": `"0.5\u001b[2J"`}), "engine_version", `contains the control character U+001B`},
+		{"llamacpp engine_version latest", srv(map[string]string{"engine": `"llamacpp"`, "model": `"/m/x.gguf"`, "engine_version": `"latest"`}), "engine_version",
+			`llama.cpp releases are build numbers such as "b8846" (what llama-server --version and /props build_info show), got "latest", which would silently select the newest flags`},
+		{"admin_api_key_wo on vllm", srv(map[string]string{"engine": `"vllm"`, "admin_api_key_wo": `"k"`}), "admin_api_key_wo",
+			`engine "vllm" has no admin API key (only SGLang's --admin-api-key guards its admin endpoints), so this key would be dropped; remove admin_api_key_wo`},
+		{"admin_api_key_wo on llamacpp deployment", deployment(map[string]string{"admin_api_key_wo": `"k"`}), "admin_api_key_wo", `engine "llamacpp" has no admin API key`},
+		{"admin_api_key_wo escape", srv(map[string]string{"admin_api_key_wo": `"k\u001b"`}), "admin_api_key_wo", `contains the control character U+001B`},
+
+		// llmserve_inference_deployment: the rules of llmserve_inference_server, and Kubernetes' own.
+		{"deployment env HF_TOKEN", deployment(map[string]string{"environment": `{ HF_TOKEN = "hf_abc" }`}), `environment["HF_TOKEN"]`, `remove it and set hub_token_wo`},
+		{"deployment env LLAMA_API_KEY", deployment(map[string]string{"environment": `{ LLAMA_API_KEY = "k" }`}), `environment["LLAMA_API_KEY"]`, `remove it and set api_key_wo`},
+		{"deployment env provider key", deployment(map[string]string{"environment": `{ LLMSERVE_API_KEY = "k" }`}), `environment["LLMSERVE_API_KEY"]`, `is set by the provider from api_key_wo`},
+		{"deployment env escape", deployment(map[string]string{"environment": `{ A = "x\u001b]0;pwned\u0007" }`}), `environment["A"]`, `the value contains control characters`},
+		{"deployment label managed-by", deployment(map[string]string{"labels": `{ "app.kubernetes.io/managed-by" = "helm" }`}), `labels["app.kubernetes.io/managed-by"]`, `is written by the provider (destroy and the Service select on it) and would overwrite this value; choose another key`},
+		{"deployment label instance", deployment(map[string]string{"labels": `{ "app.kubernetes.io/instance" = "x" }`}), `labels["app.kubernetes.io/instance"]`, `is written by the provider`},
+		{"deployment label value syntax", deployment(map[string]string{"labels": `{ team = "a b" }`}), `labels["team"]`, `"a b" is not a label value`},
+		{"deployment label key control", deployment(map[string]string{"labels": "{ \"team\u0085\" = \"x\" }"}), `labels`, `a key contains control characters`},
+		{"deployment node_selector value escape", deployment(map[string]string{"node_selector": `{ "gpu.intel.com/family" = "B70\u001b[2J" }`}), `node_selector["gpu.intel.com/family"]`, `is not a label value`},
+		{"deployment annotation launch record", deployment(map[string]string{"annotations": `{ "llmserve.dev/launch" = "{}" }`}), `annotations["llmserve.dev/launch"]`, `holds the launch record import reads`},
+		{"deployment mount_path relative", deployment(map[string]string{"model_cache": `{ host_path = "/srv/models", mount_path = "models" }`}), "model_cache.mount_path", `must be an absolute path inside the engine container, got "models"`},
+		{"deployment host_path relative", deployment(map[string]string{"model_cache": `{ host_path = "srv/models", mount_path = "/models" }`}), "model_cache.host_path", `must be an absolute directory on the node`},
+		{"deployment toleration Exists with value", deployment(map[string]string{"tolerations": `[{ key = "gpu", operator = "Exists", value = "true" }]`}), "tolerations[0].value",
+			`must be left out with operator = "Exists", which matches every value of the key`},
+		{"deployment toleration Equal without key", deployment(map[string]string{"tolerations": `[{ value = "x" }]`}), "tolerations[0].key", `must be set with operator = "Equal" (the default)`},
+		{"deployment toleration_seconds without NoExecute", deployment(map[string]string{"tolerations": `[{ key = "gpu", operator = "Exists", effect = "NoSchedule", toleration_seconds = 30 }]`}), "tolerations[0].toleration_seconds", `only applies with effect = "NoExecute"`},
+		{"deployment accelerator_resource", deployment(map[string]string{"accelerator_resource": `"nvidia gpu"`}), "accelerator_resource", `is not a resource name`},
 		{"api_key_wo with newline", srv(map[string]string{"api_key_wo": `"sk-1\n"`}), "api_key_wo", `contains the control character U+000A`},
 
 		// llmserve_capacity_benchmark: endpoint.
@@ -235,6 +261,7 @@ func badConfigs(t *testing.T) []badConfig {
 		{"endpoint with space", bench(map[string]string{"endpoint": `"http://gpu host:30000"`}), "endpoint", `contains spaces or control characters`},
 
 		// llmserve_capacity_benchmark: bounds and shapes.
+		{"benchmark admin_api_key escape", bench(map[string]string{"admin_api_key": `"k\u001b[2J"`}), "admin_api_key", `contains the control character U+001B`},
 		{"benchmark model empty", bench(map[string]string{"model": `""`}), "model", `must not be empty; give the model name the server lists under /v1/models`},
 		{"benchmark model control character", bench(map[string]string{"model": `"m\u009b"`}), "model", `contains the control character U+009B`},
 		{"api unknown", bench(map[string]string{"api": `"responses"`}), "api", `must be "chat" or "completions", got "responses"`},

@@ -236,7 +236,8 @@ func engineSettingsAttributes(ctx context.Context) map[string]schema.Attribute {
 		"entrypoint": schema.ListAttribute{ElementType: types.StringType, Optional: true, PlanModifiers: replaceList,
 			MarkdownDescription: "Program that starts the engine, when the image installs it elsewhere than the engine's default (`python3 -m sglang.launch_server`, `python3 -m vllm.entrypoints.openai.api_server`, `llama-server`)."},
 		"engine_version": schema.StringAttribute{Optional: true, PlanModifiers: replace,
-			MarkdownDescription: "Engine release the image holds, where launch flags changed between releases. llama.cpp: the build (`b8846`); builds before b10749 get `--draft-max` for speculative decoding, later or unset ones `--spec-type draft-simple --spec-draft-n-max` (upstream removed `--draft-max`)."},
+			Validators:          []validator.String{printableValidator{}},
+			MarkdownDescription: "Engine release the image holds, where launch flags changed between releases. llama.cpp: the build (`b8846`, or `b8846-<commit>` as `/props` reports it; anything else is refused, since it would silently select the newest flags); builds before b10749 get `--draft-max` for speculative decoding, later or unset ones `--spec-type draft-simple --spec-draft-n-max` (upstream removed `--draft-max`)."},
 		"hub_token_wo": schema.StringAttribute{Optional: true, Sensitive: true, WriteOnly: true,
 			Validators:          []validator.String{printableValidator{}},
 			MarkdownDescription: "Hugging Face token (as `HF_TOKEN`). Write-only: never stored in state or plan (Terraform >= 1.11). Bump `secrets_version` to apply a new one."},
@@ -247,7 +248,7 @@ func engineSettingsAttributes(ctx context.Context) map[string]schema.Attribute {
 				"vLLM reads it from `VLLM_API_KEY` and SGLang only from `--api-key`, so for those two it is visible to `docker inspect` (environment or arguments) on the engine host: restrict who can reach the engine."},
 		"admin_api_key_wo": schema.StringAttribute{Optional: true, Sensitive: true, WriteOnly: true,
 			Validators:          []validator.String{printableValidator{}},
-			MarkdownDescription: "SGLang only: key for its admin endpoints (`--admin-api-key`), among them `/flush_cache`, which a benchmark's cache flush calls; give the same value to the benchmark's `admin_api_key`. Kept out of `command`. Write-only, never stored."},
+			MarkdownDescription: "SGLang only (refused for the other engines, which have no admin key): key for its admin endpoints (`--admin-api-key`), among them `/flush_cache`, which a benchmark's cache flush calls; give the same value to the benchmark's `admin_api_key`. Kept out of `command`. Write-only, never stored."},
 		"secrets_version": schema.StringAttribute{Optional: true, PlanModifiers: replace,
 			Validators:          []validator.String{printableValidator{}},
 			MarkdownDescription: "Any value; changing it re-creates the server so new write-only secrets take effect."},
@@ -372,7 +373,11 @@ func (m engineSettings) validateSpec(ctx context.Context) (engine.Spec, diag.Dia
 		// engine that does not exist would only add a second, confusing error.
 		return spec, diags
 	}
-	for _, p := range append(spec.Validate(), spec.CheckStrings()...) {
+	problems := append(spec.Validate(), spec.CheckStrings()...)
+	if !m.AdminAPIKeyWO.IsUnknown() {
+		problems = append(problems, spec.CheckSecrets(m.secrets())...)
+	}
+	for _, p := range problems {
 		diags.AddAttributeError(attributePath(p.Path), "Invalid "+string(spec.Engine)+" setting", p.Error())
 	}
 	return spec, diags

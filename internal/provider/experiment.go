@@ -5,6 +5,7 @@ import (
 
 	"github.com/hashicorp/terraform-plugin-framework/diag"
 	"github.com/hashicorp/terraform-plugin-framework/resource/schema"
+	"github.com/hashicorp/terraform-plugin-framework/schema/validator"
 	"github.com/hashicorp/terraform-plugin-framework/types"
 	"github.com/hashicorp/terraform-plugin-framework/types/basetypes"
 
@@ -44,7 +45,7 @@ type speculativeModeModel struct {
 
 func experimentSchemaAttributes() map[string]schema.Attribute {
 	str := func(desc string) schema.Attribute {
-		return schema.StringAttribute{Optional: true, MarkdownDescription: desc}
+		return schema.StringAttribute{Optional: true, MarkdownDescription: desc, Validators: []validator.String{printableValidator{}}}
 	}
 	num := func(desc string) schema.Attribute {
 		return schema.Int64Attribute{Optional: true, MarkdownDescription: desc}

@@ -37,7 +37,9 @@ func validateResourceConfig(t *testing.T, typeName string, config map[string]any
 	if err != nil {
 		t.Fatal(err)
 	}
-	resp, err := srv.ValidateResourceConfig(ctx, &tfprotov6.ValidateResourceConfigRequest{TypeName: typeName, Config: &dv})
+	// As Terraform >= 1.11, which sends write-only attributes.
+	resp, err := srv.ValidateResourceConfig(ctx, &tfprotov6.ValidateResourceConfigRequest{TypeName: typeName, Config: &dv,
+		ClientCapabilities: &tfprotov6.ValidateResourceConfigClientCapabilities{WriteOnlyAttributesAllowed: true}})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -73,6 +73,7 @@ func (r *capacityBenchmarkResource) Schema(ctx context.Context, _ resource.Schem
 				Sensitive:           true,
 				WriteOnly:           true,
 				MarkdownDescription: "Key for the server's admin endpoints, sent instead of `api_key` only to flush the cache: SGLang started with `--admin-api-key` (`llmserve_inference_server`'s `admin_api_key_wo`) refuses `/flush_cache` without it. Write-only: never stored in state or plan.",
+				Validators:          []validator.String{printableValidator{}},
 			},
 			"workloads": schema.ListNestedAttribute{
 				Required:            true,

@@ -4,6 +4,7 @@ import (
 	"context"
 	"time"
 
+	"github.com/hashicorp/terraform-plugin-framework/attr"
 	"github.com/hashicorp/terraform-plugin-framework/diag"
 	"github.com/hashicorp/terraform-plugin-framework/types"
 	"github.com/hashicorp/terraform-plugin-framework/types/basetypes"
@@ -52,6 +53,17 @@ func (m inferenceDeploymentModel) deployment(ctx context.Context, spec engine.Sp
 			MountPath: mc.MountPath.ValueString(), ReadOnly: mc.ReadOnly.ValueBool()}
 	}
 	return d, diags
+}
+
+// placementKnown says whether every value Deployment.Validate reads is known.
+func (m inferenceDeploymentModel) placementKnown() bool {
+	for _, v := range []attr.Value{m.Name, m.Namespace, m.Image, m.Replicas, m.AcceleratorResource, m.AcceleratorCount, m.NodeSelector, m.Tolerations,
+		m.ShmSizeMB, m.ModelCache, m.Environment, m.ServiceType, m.ServicePort, m.Labels, m.Annotations, m.ReadinessTimeout, m.SecretsVersion, m.PodAccess} {
+		if !fullyKnown(v) {
+			return false
+		}
+	}
+	return true
 }
 
 func (m inferenceDeploymentModel) access() kubernetes.Access {

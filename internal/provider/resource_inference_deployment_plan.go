@@ -19,9 +19,18 @@ func (r *inferenceDeploymentResource) ValidateConfig(ctx context.Context, req re
 	if resp.Diagnostics.HasError() {
 		return
 	}
+	var spec engine.Spec
 	if m.specKnown() {
-		_, diags := m.validateSpec(ctx)
+		var diags diag.Diagnostics
+		spec, diags = m.validateSpec(ctx)
 		resp.Diagnostics.Append(diags...)
+	}
+	if m.placementKnown() {
+		d, diags := m.deployment(ctx, spec)
+		resp.Diagnostics.Append(diags...)
+		for _, p := range d.Validate() {
+			resp.Diagnostics.AddAttributeError(attributePath(p.Path), "Invalid inference deployment setting", p.Error()+".")
+		}
 	}
 	resp.Diagnostics.Append(m.checkReadinessBounds()...)
 	if !m.PodAccess.IsUnknown() {

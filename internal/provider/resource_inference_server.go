@@ -115,7 +115,7 @@ func (r *inferenceServerResource) Schema(ctx context.Context, _ resource.SchemaR
 			"name": schema.StringAttribute{Required: true, PlanModifiers: replace,
 				Validators:          []validator.String{stringvalidator.RegexMatches(containerNameRE, "must be a valid container name: letters, digits, and _ . - after the first character")},
 				MarkdownDescription: "Container name, unique on the engine host."},
-			"model_host_path": schema.StringAttribute{Optional: true, PlanModifiers: replace,
+			"model_host_path": schema.StringAttribute{Optional: true, PlanModifiers: replace, Validators: []validator.String{printableValidator{}},
 				MarkdownDescription: "Host file or directory bind-mounted read-only at `model` (e.g. a GGUF file for `llamacpp`)."},
 			"gpu_ids": schema.ListAttribute{ElementType: types.StringType, Optional: true, PlanModifiers: replaceList,
 				MarkdownDescription: "NVIDIA GPU ids or UUIDs for `cuda`, each listed once; all GPUs when omitted. Refused with other accelerators, which would ignore it."},
