@@ -1,0 +1,27 @@
+#!/usr/bin/env bash
+# Wall-clock of the adaptive search against the grid a person would run (every concurrency from
+# 1 up, the confirmation trials in full, stopping after the first failing level), on the
+# quickstart's llama.cpp server: the project's image and tiny model, 2 slots, 256 in / 32 out,
+# p95 TTFT < 1.5 s, 2 warmups + 16 measured requests, 3 confirmation trials, bounds 1..16.
+# Both run in turn against the same server, -runs times (default 3); flags after the script's
+# name go to cmd/searchvsgrid. The load average is printed before and after: the tiny model on
+# a shared CPU moves with it.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+scripts/setup-host.sh
+image=$(scripts/build-llamacpp-image.sh)
+model=$(scripts/build-model.sh)
+port="${SEARCH_VS_GRID_PORT:-18081}"
+name="llmserve-search-vs-grid-$$"
+docker run -d --rm --name "$name" -p "127.0.0.1:$port:8080" -v "$model:/models/tiny-llama.gguf:ro" \
+	"$image" --model /models/tiny-llama.gguf --alias tiny --ctx-size 4096 --parallel 2 --metrics \
+	--host 0.0.0.0 --port 8080 >/dev/null
+trap 'docker rm -f "$name" >/dev/null 2>&1 || true' EXIT
+for _ in $(seq 1 120); do
+	curl -fsS "http://127.0.0.1:$port/health" >/dev/null 2>&1 && break
+	sleep 0.5
+done
+go build -o ".cache/searchvsgrid" ./cmd/searchvsgrid
+echo "load before: $(cut -d' ' -f1-3 /proc/loadavg)"
+".cache/searchvsgrid" -endpoint "http://127.0.0.1:$port" -model tiny "$@"
+echo "load after: $(cut -d' ' -f1-3 /proc/loadavg)"
