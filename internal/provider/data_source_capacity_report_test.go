@@ -182,6 +182,13 @@ func TestAccCapacityReportDataSource_errors(t *testing.T) {
   content = replace(file(%q), "\"p95\": 7095.03604365", "\"p95\": -1")
 }`, ref), `workloads[0].passing_trials[0].ttft_ms.p95: -1 is negative`},
 		{"device", `data "llmserve_capacity_report" "test" { path = "/dev/zero" }`, `/dev/zero is not a regular file`},
+		// Impossible on their face, with the JSON path.
+		{"duplicate key", fmt.Sprintf(`data "llmserve_capacity_report" "test" {
+  content = replace(file(%q), "\"label\": \"2K / 512\",", "\"label\": \"2K / 512\", \"label\": \"8K / 1K\",")
+}`, ref), `workloads[0].label: duplicate key`},
+		{"escape in a label", fmt.Sprintf(`data "llmserve_capacity_report" "test" {
+  content = replace(file(%q), "\"label\": \"2K / 512\"", "\"label\": \"2K / 512\\u001b[2J\"")
+}`, ref), `workloads[0].label: "2K / 512\x1b[2J" holds the control character U+001B`},
 		// Issue 19: a capacity edited from 4 to 6, its trials still showing 5 failing.
 		{"forged capacity", fmt.Sprintf(`data "llmserve_capacity_report" "test" { content = %s }`, forgedCapacity(t)), forgedCapacityError},
 		{"records of no records", fmt.Sprintf(`data "llmserve_capacity_report" "test" {

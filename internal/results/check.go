@@ -1,6 +1,11 @@
 package results
 
-import "strconv"
+import (
+	"math"
+	"strconv"
+	"strings"
+	"unicode"
+)
 
 // check reports what a well-formed document cannot mean: a concurrency below 1, a maximum
 // passing concurrency not below the first failing one, an objective's percentile outside
@@ -101,4 +106,170 @@ func (r *reader) nonNegative(p string, n *node) {
 			r.nonNegative(joinIndex(p, i), it)
 		}
 	}
+}
+
+// checkFace refuses what no run can have written, each at its JSON path: more failed
+// requests than measured ones, statistics out of order (a p50 above the p99, a minimum above
+// the maximum or the mean), a confirmation trial at another concurrency than its side's, a
+// prompt shared between warmups and measured requests in a passing trial (its cache was warm:
+// the pass means nothing), an objective on a metric the table does not know, and control or
+// escape characters in a label or name a rendering or terminal shows.
+func (r *reader) checkFace(d *Document) {
+	for i, s := range d.SLOs {
+		r.checkObjectiveNames(joinIndex("slos", i), s)
+	}
+	if d.SLO != nil {
+		r.checkObjectiveNames("slo", *d.SLO)
+	}
+	e := d.Experiment
+	for _, f := range []struct{ key, v string }{
+		{"experiment.image_tag", e.ImageTag}, {"experiment.image_digest", e.ImageDigest}, {"experiment.model", e.Model},
+		{"experiment.checkpoint", e.Checkpoint}, {"experiment.hardware", e.Hardware}, {"experiment.driver", e.Driver},
+		{"experiment.kernel", e.Kernel}, {"aiperf.version", d.AIPerf.Version}, {"aiperf.arrival_pattern", d.AIPerf.ArrivalPattern},
+		{"aiperf.cache_policy", d.AIPerf.CachePolicy}, {"correctness_total.uniqueness_scope", d.CorrectnessTotal.UniquenessScope},
+	} {
+		r.printable(f.key, f.v)
+	}
+	if e.SpeculativeMode != nil {
+		r.printable("experiment.speculative_mode.algorithm", e.SpeculativeMode.Algorithm)
+	}
+	objectives := d.Objectives()
+	for i, w := range d.Workloads {
+		p := joinIndex("workloads", i)
+		r.printable(joinKey(p, "label"), w.Label)
+		for j, b := range w.BoundBy {
+			r.printable(joinIndex(joinKey(p, "bound_by"), j), b)
+		}
+		r.minMax(joinKey(p, "server_prompt_tokens"), w.ServerPromptTokens)
+		for _, side := range []struct {
+			key    string
+			level  *int
+			trials []Trial
+		}{{"passing_trials", w.MaximumPassingConcurrency, w.PassingTrials}, {"failing_trials", w.FirstFailingConcurrency, w.FailingTrials}, {"trials", nil, w.AllTrials}} {
+			for j, t := range side.trials {
+				tp := joinIndex(joinKey(p, side.key), j)
+				if side.level != nil && t.Concurrency != 0 && t.Concurrency != *side.level {
+					field := "maximum_passing_concurrency"
+					if side.key == "failing_trials" {
+						field = "first_failing_concurrency"
+					}
+					r.fail(joinKey(tp, "concurrency"), "%d is not the side's level: %s ran at %s %d, where every trial of the side ran", t.Concurrency, side.key, field, *side.level)
+				}
+				r.checkTrialFace(tp, objectives, t)
+			}
+		}
+	}
+}
+
+func (r *reader) checkObjectiveNames(p string, s SLO) {
+	if _, ok := LookupMetric(s.Metric); !ok {
+		r.fail(joinKey(p, "metric"), "%s is not a metric: one of %s", strconv.QuoteToASCII(s.Metric), strings.Join(MetricNames(), ", "))
+	}
+	r.printable(joinKey(p, "comparison"), s.Comparison)
+}
+
+func (r *reader) checkTrialFace(p string, objectives []SLO, t Trial) {
+	c := t.Correctness
+	if c.Errors > c.ProfilingRecords {
+		r.fail(joinKey(p, "correctness.errors"), "%d failed requests in a trial of %d measured requests (profiling_records)", c.Errors, c.ProfilingRecords)
+	}
+	if c.HTTP200 > c.ProfilingRecords+c.WarmupRecords {
+		r.fail(joinKey(p, "correctness.http_200"), "%d HTTP 200 responses to %d requests (warmup_records + profiling_records)", c.HTTP200, c.ProfilingRecords+c.WarmupRecords)
+	}
+	if c.WarmupProfilePromptOverlap > 0 && Verdict(objectives, t) == VerdictPass {
+		r.fail(joinKey(p, "correctness.warmup_profile_prompt_overlap"), "%d prompts were sent both as warmups and measured in a passing trial: the measured ones met a warm cache, so the pass does not hold; it must be 0", c.WarmupProfilePromptOverlap)
+	}
+	for _, st := range []struct {
+		key string
+		s   *Stats
+	}{{"ttft_ms", &t.TTFTMs}, {"request_latency_ms", &t.RequestLatencyMs}, {"itl_ms", &t.ITLMs}, {"per_user_output_throughput_tps", &t.PerUserOutputThroughputTPS},
+		{"ttst_ms", t.TTSTMs}, {"inter_chunk_latency_ms", t.InterChunkLatencyMs}, {"connection_setup_ms", t.ConnectionSetupMs}} {
+		if st.s != nil {
+			r.statsInOrder(joinKey(p, st.key), *st.s)
+		}
+	}
+	r.minMax(joinKey(p, "server_prompt_tokens"), t.ServerPromptTokens)
+	r.minMax(joinKey(p, "server_completion_tokens"), t.ServerCompletionTokens)
+	for k, s := range t.SLOs {
+		sp := joinIndex(joinKey(p, "slos"), k)
+		if _, ok := LookupMetric(s.Metric); !ok {
+			r.fail(joinKey(sp, "metric"), "%s is not a metric: one of %s", strconv.QuoteToASCII(s.Metric), strings.Join(MetricNames(), ", "))
+		}
+	}
+	r.printable(joinKey(p, "records_file"), t.RecordsFile)
+	for k, e := range t.ErrorSummary {
+		r.printable(joinKey(joinIndex(joinKey(p, "error_summary"), k), "kind"), e.Kind)
+	}
+	if t.Server != nil {
+		r.printable(joinKey(p, "server.source"), t.Server.Source)
+		for _, l := range []struct {
+			key string
+			v   *ServerLatency
+		}{{"ttft_ms", t.Server.TTFTMs}, {"request_latency_ms", t.Server.RequestLatencyMs}, {"queue_time_ms", t.Server.QueueTimeMs}} {
+			if l.v != nil && outOfOrder(l.v.P50, l.v.P95) {
+				r.fail(joinKey(p, "server."+l.key+".p50"), "%s is above p95 %s", formatFloat(l.v.P50), formatFloat(l.v.P95))
+			}
+		}
+	}
+}
+
+// outOfOrder says lo > hi beyond what float rounding of an interpolation or a mean can
+// explain.
+func outOfOrder(lo, hi float64) bool {
+	return lo-hi > 1e-9*max(math.Abs(lo), math.Abs(hi), 1)
+}
+
+// statsInOrder refuses statistics no set of values has: percentiles that fall as the rank
+// rises, a minimum above a percentile or the mean, a maximum below them.
+func (r *reader) statsInOrder(p string, s Stats) {
+	prevKey, prev, has := "", 0.0, false
+	for i, q := range statPercentiles {
+		v, ok := s.Percentile(q)
+		if !ok {
+			continue
+		}
+		key := StatKeys[4+i]
+		if has && outOfOrder(prev, v) {
+			r.fail(joinKey(p, prevKey), "%s is above %s %s: percentiles rise with the rank", formatFloat(prev), key, formatFloat(v))
+		}
+		prevKey, prev, has = key, v, true
+	}
+	if !s.Has("min") || !s.Has("max") {
+		return
+	}
+	if outOfOrder(s.Min, s.Max) {
+		r.fail(joinKey(p, "min"), "%s is above max %s", formatFloat(s.Min), formatFloat(s.Max))
+		return
+	}
+	for i, key := range StatKeys {
+		if key == "min" || key == "max" || key == "std" || !s.Has(key) {
+			continue
+		}
+		v := *s.field(i)
+		switch {
+		case outOfOrder(s.Min, v):
+			r.fail(joinKey(p, key), "%s is below min %s", formatFloat(v), formatFloat(s.Min))
+		case outOfOrder(v, s.Max):
+			r.fail(joinKey(p, key), "%s is above max %s", formatFloat(v), formatFloat(s.Max))
+		}
+	}
+}
+
+func (r *reader) minMax(p string, m MinMax) {
+	if outOfOrder(m.Min, m.Max) {
+		r.fail(joinKey(p, "min"), "%s is above max %s", formatFloat(m.Min), formatFloat(m.Max))
+	}
+}
+
+// printable refuses control characters (escape sequences included) and the bidirectional
+// overrides that make a terminal or a page show other text than the document holds, in a
+// label or name that renderings, diagnostics and terminals show.
+func (r *reader) printable(p, s string) {
+	if i := strings.IndexFunc(s, unprintable); i >= 0 {
+		r.fail(p, "%s holds the control character %U at byte %d; labels and names are printable text", strconv.QuoteToASCII(s), []rune(s[i:])[0], i)
+	}
+}
+
+func unprintable(c rune) bool {
+	return unicode.IsControl(c) || c >= 0x202A && c <= 0x202E || c >= 0x2066 && c <= 0x2069 || c == 0x200E || c == 0x200F
 }

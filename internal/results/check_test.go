@@ -25,6 +25,21 @@ func TestParseRefusesImpossibleDocuments(t *testing.T) {
 		{"absurd latency", `"p95": 7095.03604365`, `"p95": 1e300`, "workloads[0].passing_trials[0].ttft_ms.p95: 1e300 is too large to be a measurement"},
 		{"absurd threshold", `"threshold_ms": 10000`, `"threshold_ms": 1e300`, "slo.threshold_ms: 1e+300 is not a positive threshold below 1e+15"},
 		{"infinite number", `"p95": 7095.03604365`, `"p95": 1e999`, "workloads[0].passing_trials[0].ttft_ms.p95: number 1e999 is out of range"},
+		// Issue 19's impossible documents.
+		{"more errors than requests", `"errors": 0`, `"errors": 65`, "workloads[0].passing_trials[0].correctness.errors: 65 failed requests in a trial of 64 measured requests (profiling_records)"},
+		{"more HTTP 200s than requests", `"http_200": 64`, `"http_200": 1000`, "workloads[0].passing_trials[0].correctness.http_200: 1000 HTTP 200 responses to"},
+		{"p95 above p99", `"p95": 7095.03604365`, `"p95": 19095.03604365`, "workloads[0].passing_trials[0].ttft_ms.p95: 19095.03604365 is above p99 11215.331829699991"},
+		{"min above max", `"min": 2099.0`, `"min": 9099.0`, "workloads[0].server_prompt_tokens.min: 9099 is above max 2102"},
+		{"duplicate key", `"schema_version": 1,`, `"schema_version": 1, "schema_version": 1,`, "invalid results document: schema_version: duplicate key"},
+		{"duplicate nested key", `"label": "2K / 512",`, `"label": "2K / 512", "label": "8K / 1K",`, "workloads[0].label: duplicate key"},
+		{"both slo and slos", `"slo": {`, `"slos": [{"metric": "time_to_first_token", "percentile": 95, "threshold_ms": 10000, "comparison": "strictly_less_than"}], "slo": {`,
+			"slo: both slo and slos are set"},
+		{"warm prompts in a passing trial", `"warmup_profile_prompt_overlap": 0`, `"warmup_profile_prompt_overlap": 3`,
+			"workloads[0].passing_trials[0].correctness.warmup_profile_prompt_overlap: 3 prompts were sent both as warmups and measured in a passing trial"},
+		{"unknown metric", `"metric": "time_to_first_token"`, `"metric": "time_to_frist_token"`, `slo.metric: "time_to_frist_token" is not a metric: one of time_to_first_token`},
+		{"escape in a label", `"label": "2K / 512"`, `"label": "2K / 512\u001b[2J"`, `workloads[0].label: "2K / 512\x1b[2J" holds the control character U+001B at byte 8`},
+		{"bidi override in a label", `"label": "2K / 512"`, `"label": "\u202e215 / K2"`, `workloads[0].label: "\u202e215 / K2" holds the control character U+202E at byte 0`},
+		{"newline in the model", `"model": "ulkaa/Qwen3.8-27B-AWQ-INT4"`, `"model": "ulkaa/Qwen\nPASS"`, `experiment.model: "ulkaa/Qwen\nPASS" holds the control character U+000A`},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -36,6 +51,27 @@ func TestParseRefusesImpossibleDocuments(t *testing.T) {
 				t.Fatalf("err = %v, want %q", err, tc.wantPath)
 			}
 		})
+	}
+}
+
+// A confirmation trial that says it ran at another concurrency than its side's boundary is
+// refused; where it says nothing, the side's level is implied.
+func TestParseRefusesTrialAtAnotherLevel(t *testing.T) {
+	d := parseReference(t)
+	d.Workloads[1].FailingTrials[2].Concurrency = 9
+	out, err := Marshal(d)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := Parse(out); err == nil || !strings.Contains(err.Error(), "workloads[1].failing_trials[2].concurrency: 9 is not the side's level: failing_trials ran at first_failing_concurrency 8") {
+		t.Fatalf("err = %v", err)
+	}
+	d.Workloads[1].FailingTrials[2].Concurrency = 8
+	if out, err = Marshal(d); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := Parse(out); err != nil {
+		t.Fatalf("the side's own level: %v", err)
 	}
 }
 

@@ -45,6 +45,9 @@ const maxErrors = 20
 // keys it does not know are kept and written back by Marshal.
 func Parse(data []byte) (*Document, error) {
 	root, err := parseTree(data)
+	if pe := (*PathError)(nil); errors.As(err, &pe) {
+		return nil, fmt.Errorf("invalid results document: %w", err)
+	}
 	if err != nil {
 		return nil, fmt.Errorf("results document is not valid JSON: %w", err)
 	}
@@ -52,6 +55,7 @@ func Parse(data []byte) (*Document, error) {
 	doc := r.document(root)
 	if doc != nil && len(r.errs) == 0 {
 		r.check(doc, root)
+		r.checkFace(doc)
 		for i, w := range doc.Workloads {
 			for _, c := range CheckHeadline(doc.Objectives(), i, w) {
 				r.fail(c.Path, "workload %q: %s states %s, but its trials give %s", c.Workload, c.Field, c.Stated, c.Derived)

@@ -43,6 +43,9 @@ func (r *reader) document(root *node) *Document {
 			r.fail(p, "must list at least one objective")
 		}
 	}
+	if d.SLO != nil && d.SLOs != nil {
+		r.fail("slo", "both slo and slos are set: a document states its objectives once; keep slos (slo is the single objective of older documents)")
+	}
 	if d.SLO == nil && d.SLOs == nil {
 		r.fail("slos", "missing required key (or the single \"slo\" of older documents)")
 	}

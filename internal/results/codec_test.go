@@ -165,13 +165,17 @@ func intp(i int) *int { return &i }
 // TestMarshalFromScratchHasReferenceShape builds a document in code, as the benchmark
 // resource does, and checks it has every key of the reference with the same JSON types.
 func TestMarshalFromScratchHasReferenceShape(t *testing.T) {
+	// Every statistic is written for a Stats built in code: they must be in order.
+	st := func(base float64) Stats {
+		return Stats{Avg: base + 1, Min: base, Max: base + 2, P1: base, P5: base, P10: base, P25: base + 0.5, P50: base + 1, P75: base + 1.5, P90: base + 2, P95: base + 2, P99: base + 2}
+	}
 	trial := func(n, c int) Trial {
 		return Trial{
-			TTFTMs:                     Stats{P50: 1, P95: 2, P99: 3},
-			RequestLatencyMs:           Stats{P50: 4, P95: 5, P99: 6},
-			ITLMs:                      Stats{P50: 7, P95: 8, P99: 9},
+			TTFTMs:                     st(1),
+			RequestLatencyMs:           st(4),
+			ITLMs:                      st(7),
 			OutputThroughputTPS:        10,
-			PerUserOutputThroughputTPS: Stats{Avg: 11, P50: 12, P95: 13},
+			PerUserOutputThroughputTPS: st(11),
 			RequestThroughputRPS:       14,
 			BenchmarkDurationS:         15,
 			ServerPromptTokens:         MinMax{Min: 16, Max: 17},
@@ -182,7 +186,7 @@ func TestMarshalFromScratchHasReferenceShape(t *testing.T) {
 		}
 	}
 	failing := trial(1, 4)
-	failing.TTFTMs.P95 = 20000 // over the threshold: the failing side fails
+	failing.TTFTMs = st(20000) // over the threshold: the failing side fails
 	d := &Document{
 		Experiment: Experiment{ImageTag: "img", PhysicalTokenPool: intp(1), SpeculativeMode: &SpeculativeMode{Algorithm: "EAGLE"}},
 		SLOs:       []SLO{{Metric: "time_to_first_token", Percentile: 95, ThresholdMs: 10000}},
@@ -350,7 +354,7 @@ func TestObjectivesRoundTrip(t *testing.T) {
 		Workloads: []Workload{{
 			Label: "a", FirstFailingConcurrency: intp(1), BoundBy: []string{"goodput", "errors"},
 			PassingTrials: []Trial{},
-			FailingTrials: []Trial{{Trial: 1, Concurrency: 1, GoodputPercent: &goodput, Correctness: Correctness{Errors: 1}, SLOs: []SLOResult{
+			FailingTrials: []Trial{{Trial: 1, Concurrency: 1, GoodputPercent: &goodput, Correctness: Correctness{Errors: 1, ProfilingRecords: 1}, SLOs: []SLOResult{
 				{Metric: MetricTTFT, Percentile: 95, Value: 12.5, Met: true},
 				{Metric: MetricGoodput, Value: 0, Met: false},
 			}}},

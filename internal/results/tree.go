@@ -70,7 +70,7 @@ var errTooDeep = fmt.Errorf("nesting deeper than %d levels", maxDepth)
 func parseTree(data []byte) (*node, error) {
 	dec := json.NewDecoder(bytes.NewReader(data))
 	dec.UseNumber()
-	n, err := readNode(dec, 0)
+	n, err := readNode(dec, 0, "")
 	if err != nil {
 		return nil, err
 	}
@@ -80,7 +80,10 @@ func parseTree(data []byte) (*node, error) {
 	return n, nil
 }
 
-func readNode(dec *json.Decoder, depth int) (*node, error) {
+// readNode reads one value at path (for errors). A key repeated in one object is an error:
+// JSON readers keep either value, so a reader of this document and a person reading its text
+// could see different numbers.
+func readNode(dec *json.Decoder, depth int, path string) (*node, error) {
 	if depth > maxDepth {
 		return nil, errTooDeep
 	}
@@ -104,6 +107,7 @@ func readNode(dec *json.Decoder, depth int) (*node, error) {
 		switch t {
 		case '{':
 			n := &node{kind: kindObject}
+			seen := map[string]bool{}
 			for dec.More() {
 				kt, err := dec.Token()
 				if err != nil {
@@ -113,7 +117,11 @@ func readNode(dec *json.Decoder, depth int) (*node, error) {
 				if !ok {
 					return nil, fmt.Errorf("object key is not a string at byte %d", dec.InputOffset())
 				}
-				v, err := readNode(dec, depth+1)
+				if seen[key] {
+					return nil, &PathError{Path: joinKey(path, key), Msg: "duplicate key: it appears twice in one object, and JSON readers disagree on which value counts"}
+				}
+				seen[key] = true
+				v, err := readNode(dec, depth+1, joinKey(path, key))
 				if err != nil {
 					return nil, err
 				}
@@ -127,7 +135,7 @@ func readNode(dec *json.Decoder, depth int) (*node, error) {
 		case '[':
 			n := &node{kind: kindArray, items: []*node{}}
 			for dec.More() {
-				v, err := readNode(dec, depth+1)
+				v, err := readNode(dec, depth+1, joinIndex(path, len(n.items)))
 				if err != nil {
 					return nil, err
 				}
