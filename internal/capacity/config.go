@@ -28,6 +28,8 @@ type Config struct {
 	// ConcurrencyLevels, when not nil, replaces the search by a plain grid over these
 	// levels (an empty, non-nil list is a grid of nothing, which Validate refuses).
 	ConcurrencyLevels []int
+	// OpenLoop, when set, searches the request rate instead of the concurrency (openloop.go).
+	OpenLoop *OpenLoop
 
 	WarmupRequests     int
 	MeasuredRequests   int

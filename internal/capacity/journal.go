@@ -28,8 +28,9 @@ type JournalEntry struct {
 	Fingerprint string    `json:"fingerprint"` // which configuration measured it
 	Workload    string    `json:"workload"`
 	Concurrency int       `json:"concurrency"`
-	Kind        string    `json:"kind"`  // probe | confirmation | run_completed
-	Index       int       `json:"index"` // 1-based confirmation trial number; 0 for probes
+	Rate        float64   `json:"rate,omitempty"` // an open-loop trial's request rate; its concurrency is 0
+	Kind        string    `json:"kind"`           // probe | confirmation | run_completed
+	Index       int       `json:"index"`          // 1-based confirmation trial number; 0 for probes
 	Pass        bool      `json:"pass"`
 	// SLOs is each objective's value. Closeness is the largest objective value relative to
 	// its threshold (at least 1: missed), the search's guard band reads it.
@@ -114,10 +115,11 @@ func (c Config) Fingerprint() string {
 		Seed                            int64
 		Experiment                      *results.Experiment
 		RunKey                          string
-		Levels                          []int `json:",omitempty"` // absent keeps older fingerprints
+		Levels                          []int     `json:",omitempty"` // absent keeps older fingerprints
+		OpenLoop                        *OpenLoop `json:",omitempty"`
 	}{c.Endpoint, c.Model, c.API, c.Workloads, c.SLOs, c.MinConcurrency, c.MaxConcurrency,
 		c.WarmupRequests, c.MeasuredRequests, c.ConfirmationTrials, c.CacheFlush, c.Seed,
-		c.Experiment, runKey(c.Triggers), c.ConcurrencyLevels}
+		c.Experiment, runKey(c.Triggers), c.ConcurrencyLevels, c.OpenLoop}
 	raw, _ := json.Marshal(key) // plain values only; cannot fail
 	sum := sha256.Sum256(raw)
 	return hex.EncodeToString(sum[:8])

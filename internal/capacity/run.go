@@ -50,8 +50,16 @@ func Run(ctx context.Context, cfg Config) (*results.Document, error) {
 		}
 		history[t.Workload] = append(history[t.Workload], t.outcome())
 	}
+	if cfg.OpenLoop != nil {
+		doc.AIPerf.ArrivalPattern = cfg.OpenLoop.pattern()
+	}
 	for _, w := range cfg.Workloads {
-		wr, err := s.measure(ctx, w, history[w.Label])
+		var wr results.Workload
+		if cfg.OpenLoop != nil {
+			wr, err = s.measureRate(ctx, w, rateHistory(cfg.History, w.Label))
+		} else {
+			wr, err = s.measure(ctx, w, history[w.Label])
+		}
 		if err != nil {
 			doc.CorrectnessTotal = totals(doc.Workloads)
 			return doc, fmt.Errorf("workload %q: %w", w.Label, err)

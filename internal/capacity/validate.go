@@ -45,6 +45,7 @@ func (c Config) Validate() []Problem {
 	v.slos(c.SLOs)
 	v.measurable(c.SLOs, c.Workloads)
 	v.search(c)
+	v.openLoop(c)
 	trial := attrpath.Root("trial")
 	v.between(trial.At("warmup_requests"), c.WarmupRequests, 0, MaxRequests)
 	v.between(trial.At("measured_requests"), c.MeasuredRequests, 1, MaxRequests)

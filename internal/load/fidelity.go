@@ -65,14 +65,14 @@ func (r OpenResult) Fidelity() Fidelity {
 }
 
 // LatenessLimit is the send lateness (p99) beyond which a client has not kept the schedule
-// of a trial at rate requests per second: a tenth of the mean gap between sends, and never
-// less than 5 ms (operating-system timer wake-ups on a busy machine). Within it, the
-// arrivals the server sees differ from the schedule by less than the spacing the rate
-// search resolves.
+// of a trial at rate requests per second: a quarter of the mean gap between sends, and never
+// less than 10 ms (operating-system timer wake-ups on a busy machine). Within it, sends keep
+// their order and spacing and the offered rate is the schedule's; past it, sends bunch up
+// behind a client that falls behind, and the server sees another arrival process.
 func LatenessLimit(rate float64) time.Duration {
-	limit := 5 * time.Millisecond
+	limit := 10 * time.Millisecond
 	if rate > 0 {
-		limit = max(limit, time.Duration(float64(time.Second)/rate/10))
+		limit = max(limit, time.Duration(float64(time.Second)/rate/4))
 	}
 	return limit
 }

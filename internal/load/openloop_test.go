@@ -176,7 +176,7 @@ func TestFidelityClientFault(t *testing.T) {
 	base := time.Now()
 	res := OpenResult{}
 	for i := range 100 {
-		due := base.Add(time.Duration(i) * 10 * time.Millisecond) // 100/s: limit max(5 ms, 1 ms)
+		due := base.Add(time.Duration(i) * 10 * time.Millisecond) // 100/s: limit max(10 ms, 2.5 ms)
 		late := time.Millisecond
 		if i >= 95 {
 			late = 30 * time.Millisecond // the top 5 %: p99 lands among them
@@ -190,11 +190,11 @@ func TestFidelityClientFault(t *testing.T) {
 	if err := f.ClientFault(100); err == nil || !strings.Contains(err.Error(), "could not keep the schedule") {
 		t.Errorf("a 30 ms p99 at 100/s must be a client fault, got %v", err)
 	}
-	// At 1/s the limit is a tenth of the 1 s gap: 30 ms late is within it.
+	// At 1/s the limit is a quarter of the 1 s gap: 30 ms late is within it.
 	if err := f.ClientFault(1); err != nil {
 		t.Errorf("at 1/s: %v", err)
 	}
-	if LatenessLimit(1000) != 5*time.Millisecond || LatenessLimit(2) != 50*time.Millisecond {
+	if LatenessLimit(1000) != 10*time.Millisecond || LatenessLimit(2) != 125*time.Millisecond {
 		t.Errorf("limits %v, %v", LatenessLimit(1000), LatenessLimit(2))
 	}
 }

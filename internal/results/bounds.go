@@ -19,6 +19,17 @@ const (
 // first failure above 1 means it started above the capacity. A first failure at 1 is a real
 // answer (zero users), not a bound.
 func (w Workload) SearchBound() Bound {
+	if w.MaximumPassingRequestRate != nil || w.FirstFailingRequestRate != nil {
+		// A search by rate has no "1 request" floor: any failure at its lowest rate tried
+		// leaves the capacity below that rate.
+		switch {
+		case w.FirstFailingRequestRate == nil:
+			return BoundCeiling
+		case w.MaximumPassingRequestRate == nil:
+			return BoundFloor
+		}
+		return BoundNone
+	}
 	switch {
 	case w.MaximumPassingConcurrency != nil && w.FirstFailingConcurrency == nil:
 		return BoundCeiling

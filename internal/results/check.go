@@ -33,6 +33,9 @@ func (r *reader) check(d *Document, root *node) {
 		if mp, ff := w.MaximumPassingConcurrency, w.FirstFailingConcurrency; mp != nil && ff != nil && *mp >= *ff {
 			r.fail(joinKey(p, "first_failing_concurrency"), "%d is not above maximum_passing_concurrency %d: the first failing level lies above the highest passing one", *ff, *mp)
 		}
+		if mp, ff := w.MaximumPassingRequestRate, w.FirstFailingRequestRate; mp != nil && ff != nil && *mp >= *ff {
+			r.fail(joinKey(p, "first_failing_request_rate"), "%g is not above maximum_passing_request_rate %g", *ff, *mp)
+		}
 		for _, side := range []struct {
 			key    string
 			trials []Trial
@@ -99,6 +102,9 @@ func (r *reader) nonNegative(p string, n *node) {
 		}
 	case kindObject:
 		for i, k := range n.keys {
+			if k == "backlog_growth" {
+				continue // an open-loop trial's backlog may shrink: a fitted slope, of either sign
+			}
 			r.nonNegative(joinKey(p, k), n.vals[i])
 		}
 	case kindArray:

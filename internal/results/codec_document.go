@@ -154,6 +154,15 @@ func (r *reader) workload(o *object) Workload {
 	o.optionalValue("shared_prefix_tokens", &w.SharedPrefixTokens)
 	w.MaximumPassingConcurrency = o.nullableInt("maximum_passing_concurrency")
 	w.FirstFailingConcurrency = o.nullableInt("first_failing_concurrency")
+	for _, rate := range []struct {
+		key string
+		dst **float64
+	}{{"maximum_passing_request_rate", &w.MaximumPassingRequestRate}, {"first_failing_request_rate", &w.FirstFailingRequestRate}} {
+		if v, p := o.optional(rate.key); v != nil && v.kind != kindNull {
+			f := r.num(p, v)
+			*rate.dst = &f
+		}
+	}
 	w.PassingTrials = r.trials(o, "passing_trials")
 	w.FailingTrials = r.trials(o, "failing_trials")
 	if v, _ := o.optional("trials"); v != nil {
@@ -241,6 +250,17 @@ func (r *reader) trial(o *object) Trial {
 		}
 	}
 	r.engineView(o, &t)
+	o.optionalValue("request_rate", &t.RequestRate)
+	if v, p := o.optional("open_loop"); v != nil {
+		ol := r.asObject(p, v)
+		if ol != nil {
+			var x OpenLoopTrial
+			ol.plain(&x)
+			x.Missed = ol.optionalStrings("missed")
+			ol.finish()
+			t.OpenLoop = &x
+		}
+	}
 	o.finish()
 	return t
 }

@@ -84,8 +84,13 @@ type Workload struct {
 	SharedPrefixTokens        int     `json:"shared_prefix_tokens,omitempty"`
 	MaximumPassingConcurrency *int    `json:"maximum_passing_concurrency"` // nil: even the minimum failed
 	FirstFailingConcurrency   *int    `json:"first_failing_concurrency"`   // nil: nothing failed within bounds
-	PassingTrials             []Trial `json:"passing_trials"`
-	FailingTrials             []Trial `json:"failing_trials"`
+	// MaximumPassingRequestRate and FirstFailingRequestRate are the boundary of an open-loop
+	// search by request rate (requests per second); absent from a concurrency search, whose
+	// concurrency boundary is then null. Additive.
+	MaximumPassingRequestRate *float64 `json:"maximum_passing_request_rate,omitempty"`
+	FirstFailingRequestRate   *float64 `json:"first_failing_request_rate,omitempty"`
+	PassingTrials             []Trial  `json:"passing_trials"`
+	FailingTrials             []Trial  `json:"failing_trials"`
 	// AllTrials is every trial the search ran or resumed for this workload, probes
 	// included, in the order they ran; absent in documents older than it.
 	AllTrials []Trial `json:"trials,omitempty"`
@@ -146,6 +151,36 @@ type Trial struct {
 	// Notes are additive: what a reader of this trial should know, such as prompts served
 	// from a cache that should have been cold.
 	Notes []string `json:"notes,omitempty"`
+	// RequestRate is the rate an open-loop trial was scheduled at, in requests per second,
+	// and OpenLoop how the schedule was kept and whether the server kept up; both absent
+	// from closed-loop trials. Additive.
+	RequestRate float64        `json:"request_rate,omitempty"`
+	OpenLoop    *OpenLoopTrial `json:"open_loop,omitempty"`
+}
+
+// OpenLoopTrial is what an open-loop trial adds: the schedule's fidelity and the two guards
+// that say whether the server kept up with the rate (see the provider's docs for the rule).
+type OpenLoopTrial struct {
+	Arrival string `json:"arrival"` // constant | poisson | gamma
+	// OfferedRate is the measured requests' rate on the schedule, AchievedRate the rate they
+	// were really dispatched at; CompletionRate the successful responses' rate.
+	OfferedRate    float64 `json:"offered_rate"`
+	AchievedRate   float64 `json:"achieved_rate"`
+	CompletionRate float64 `json:"completion_rate"`
+	// BacklogGrowth is the fitted rise of the in-flight count over the trial, in requests,
+	// BacklogAllowance the most it may rise, InFlightMean the mean count it was fitted to.
+	BacklogGrowth    float64 `json:"backlog_growth"`
+	BacklogAllowance float64 `json:"backlog_allowance"`
+	InFlightMean     float64 `json:"in_flight_mean"`
+	// SendLatenessMs is dispatch minus due time over the measured requests.
+	SendLatenessP50Ms float64 `json:"send_lateness_p50_ms"`
+	SendLatenessP99Ms float64 `json:"send_lateness_p99_ms"`
+	SendLatenessMaxMs float64 `json:"send_lateness_max_ms"`
+	// CapBound counts requests held back by max_in_flight.
+	CapBound int  `json:"cap_bound"`
+	KeptUp   bool `json:"kept_up"`
+	// Missed lists the guards that failed: completion_rate, backlog.
+	Missed []string `json:"missed,omitempty"`
 }
 
 // SLOResult is one objective's value in one trial.

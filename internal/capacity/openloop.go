@@ -1,0 +1,334 @@
+package capacity
+
+// The open-loop capacity axis: every workload driven at a request rate, and the search over
+// rates for the highest one at which the objectives hold and the server keeps up.
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"time"
+
+	"github.com/llmserve/terraform-provider-llmserve/internal/attrpath"
+	"github.com/llmserve/terraform-provider-llmserve/internal/load"
+	"github.com/llmserve/terraform-provider-llmserve/internal/metrics"
+	"github.com/llmserve/terraform-provider-llmserve/internal/records"
+	"github.com/llmserve/terraform-provider-llmserve/internal/results"
+	"github.com/llmserve/terraform-provider-llmserve/internal/search"
+	"github.com/llmserve/terraform-provider-llmserve/internal/splitmix"
+)
+
+// OpenLoop drives every workload open-loop and searches the request rate instead of the
+// concurrency: requests are sent on a schedule drawn from Arrival whatever is in flight.
+type OpenLoop struct {
+	Arrival load.Arrival
+	// MinRate and MaxRate bound the search, in requests per second; Tolerance is the
+	// relative step between the rates it may try, so the boundary is found to it.
+	MinRate, MaxRate float64
+	Tolerance        float64
+	// MaxInFlight, when positive, caps the requests on the wire; a request held by it is
+	// recorded (the trial's open_loop.cap_bound), and the server that needs it has not kept
+	// up with the schedule, which the completion guard then shows.
+	MaxInFlight int
+}
+
+// DefaultRateTolerance is the relative step between neighbouring rates the search tries.
+const DefaultRateTolerance = 0.05
+
+// Ladder is the rates the search may try.
+func (o OpenLoop) Ladder() search.Ladder {
+	tol := o.Tolerance
+	if tol == 0 {
+		tol = DefaultRateTolerance
+	}
+	return search.Ladder{Min: o.MinRate, Max: o.MaxRate, Tolerance: tol}
+}
+
+// pattern is the document's arrival_pattern for an open-loop run.
+func (o OpenLoop) pattern() string {
+	if o.Arrival.Pattern == load.ArrivalGamma {
+		return "open-loop gamma, burstiness " + strconv.FormatFloat(o.Arrival.Burstiness, 'g', -1, 64)
+	}
+	return "open-loop " + o.Arrival.Pattern
+}
+
+// validateOpenLoop adds the open-loop settings' problems, with the provider's attribute paths.
+func (v *validation) openLoop(c Config) {
+	o := c.OpenLoop
+	if o == nil {
+		return
+	}
+	arrival := attrpath.Root("arrival")
+	if err := o.Arrival.Validate(); err != nil {
+		p := arrival.At("pattern")
+		if o.Arrival.Pattern == load.ArrivalGamma {
+			p = arrival.At("burstiness")
+		}
+		v.fail(p, "Invalid arrival", "%v", err)
+	}
+	if o.MaxInFlight < 0 {
+		v.fail(arrival.At("max_in_flight"), "Value too small", "must be at least 1 when set, got %d", o.MaxInFlight)
+	}
+	rate := attrpath.Root("search").At("rate")
+	if err := o.Ladder().Validate(); err != nil {
+		v.fail(rate, "Invalid rate search", "%v", err)
+	}
+	if len(c.ConcurrencyLevels) > 0 {
+		v.fail(attrpath.Root("search").At("concurrency_levels"), "Two searches", "cannot be set with search.rate: a benchmark searches either concurrency or request rate")
+	}
+}
+
+// rateHistory is the journal's rate trials of a workload, for resuming; trials whose
+// requests failed are measured again, as in the concurrency search.
+func rateHistory(entries []JournalEntry, label string) []search.RateOutcome {
+	var out []search.RateOutcome
+	for _, t := range entries {
+		if t.Workload != label || t.Rate <= 0 || t.Errors > 0 {
+			continue
+		}
+		out = append(out, search.RateOutcome{Outcome: t.outcome(), Rate: t.Rate})
+	}
+	return out
+}
+
+// measureRate runs the rate search for one workload.
+func (s *session) measureRate(ctx context.Context, w Workload, history []search.RateOutcome) (results.Workload, error) {
+	runner := &trialRunner{s: s, w: w, index: slices.IndexFunc(s.cfg.Workloads, func(o Workload) bool { return o.Label == w.Label })}
+	res, err := search.RunRate(ctx, search.RateConfig{
+		Ladder:             s.cfg.OpenLoop.Ladder(),
+		ConfirmationTrials: s.cfg.ConfirmationTrials,
+		History:            history,
+		Threshold:          1,
+		GuardBand:          guardBand,
+		Progress: func(o search.RateOutcome) {
+			if !o.Resumed && s.cfg.Progress != nil {
+				e := runner.entry(o.Outcome)
+				e.Concurrency, e.Rate = 0, o.Rate
+				s.cfg.Progress(e)
+			}
+		},
+	}, runner.runRate)
+	if err != nil {
+		return results.Workload{}, err
+	}
+	outcomes := func(os []search.RateOutcome) []search.Outcome {
+		out := make([]search.Outcome, len(os))
+		for i, o := range os {
+			out[i] = o.Outcome
+		}
+		return out
+	}
+	out := results.Workload{
+		Label:                     w.Label,
+		ConfiguredISL:             w.InputTokens,
+		ConfiguredOSL:             w.OutputTokens,
+		InputTokensStddev:         w.InputTokensStddev,
+		OutputTokensStddev:        w.OutputTokensStddev,
+		SharedPrefixTokens:        w.SharedPrefixTokens,
+		MaximumPassingRequestRate: res.MaximumPassing,
+		FirstFailingRequestRate:   res.FirstFailing,
+		PassingTrials:             trialsOf(outcomes(res.PassingTrials)),
+		FailingTrials:             trialsOf(outcomes(res.FailingTrials)),
+	}
+	out.ServerPromptTokens = promptTokenRange(append(append([]results.Trial{}, out.PassingTrials...), out.FailingTrials...))
+	out.BoundBy = boundBy(s.slos(), out.FailingTrials)
+	for _, guard := range []string{metrics.MissedCompletionRate, metrics.MissedBacklog} {
+		for _, t := range out.FailingTrials {
+			if t.OpenLoop != nil && slices.Contains(t.OpenLoop.Missed, guard) {
+				out.BoundBy = append(out.BoundBy, guard)
+				break
+			}
+		}
+	}
+	out.AllTrials = everyTrial(outcomes(res.All))
+	for i := range out.AllTrials {
+		out.AllTrials[i].Concurrency = 0 // the rung number; the trial's rate says what it ran at
+	}
+	ladder := s.cfg.OpenLoop.Ladder()
+	for _, n := range res.NonMonotone {
+		out.Notes = append(out.Notes, fmt.Sprintf("%.4g requests/s passed although %.4g requests/s failed", ladder.Rate(n.Passed), ladder.Rate(n.Failed)))
+	}
+	if n := rateBoundNote(out); n != "" {
+		out.Notes = append(out.Notes, n)
+	}
+	for _, o := range res.All {
+		if t, ok := o.Detail.(*results.Trial); ok && t != nil && o.Failed > 0 {
+			out.Notes = append(out.Notes, fmt.Sprintf("%s %d at %.4g requests/s: %d measured requests failed: %s",
+				o.Kind, o.Index, o.Rate, o.Failed, metrics.DescribeErrors(t.ErrorSummary)))
+		}
+	}
+	return out, nil
+}
+
+// rateBoundNote says when a workload's rates are the edge of the search rather than its
+// capacity, and what to change; "" when the boundary was found.
+func rateBoundNote(w results.Workload) string {
+	switch w.SearchBound() {
+	case results.BoundCeiling:
+		r := *w.MaximumPassingRequestRate
+		return fmt.Sprintf("every rate tried passed, up to %.4g requests/s: capacity is at least that; raise search.rate.max to find the boundary", r)
+	case results.BoundFloor:
+		r := *w.FirstFailingRequestRate
+		return fmt.Sprintf("even the lowest rate tried, %.4g requests/s, failed: capacity is below it; lower search.rate.min to find the boundary", r)
+	}
+	return ""
+}
+
+// runRate runs one open-loop trial at q.Rate.
+func (r *trialRunner) runRate(ctx context.Context, q search.RateRequest) (search.Outcome, error) {
+	s, w, ol := r.s, r.w, r.s.cfg.OpenLoop
+	if s.flush.Engine != "" {
+		if err := s.control.Flush(ctx, s.flush); err != nil {
+			return search.Outcome{}, err
+		}
+	} else if err := s.control.WaitIdle(ctx, s.engine); err != nil {
+		return search.Outcome{}, err
+	}
+	rate := strconv.FormatFloat(q.Rate, 'g', 10, 64)
+	stream := fmt.Sprintf("%s r=%s %s t=%d", w.Label, rate, q.Kind, q.Index)
+	warmups, err := s.workloadPrompts(ctx, w, stream+" warmup", s.cfg.WarmupRequests)
+	if err != nil {
+		return search.Outcome{}, fmt.Errorf("warmup prompts: %w", err)
+	}
+	measured, err := s.workloadPrompts(ctx, w, stream+" measured", s.cfg.MeasuredRequests)
+	if err != nil {
+		return search.Outcome{}, fmt.Errorf("measured prompts: %w", err)
+	}
+	seed := splitmix.Mix(uint64(s.cfg.Seed) ^ splitmix.Mix(hashString(stream)))
+	schedule, err := ol.Arrival.Schedule(q.Rate, len(warmups.texts)+len(measured.texts), seed)
+	if err != nil {
+		return search.Outcome{}, err
+	}
+	spec := load.OpenSpec{Schedule: schedule, Warmup: warmups.texts, Measured: measured.texts, OutputTokens: w.OutputTokens,
+		WarmupOutputTokens: warmups.maxTokens, MeasuredOutputTokens: measured.maxTokens, MaxInFlight: ol.MaxInFlight}
+	slos := s.slos()
+	rule := metrics.DefaultOpenLoopRule()
+	waitedOut := false
+	if q.Kind == search.Probe {
+		decider, err := metrics.NewTrialDecider(slos, len(measured.texts))
+		if err != nil {
+			return search.Outcome{}, err
+		}
+		// The completion guard's certain fail: the offered rate is the schedule's, known now.
+		offered := scheduledRate(schedule[len(warmups.texts):])
+		var firstDone time.Time
+		failed := 0
+		spec.Tick = probeTick(slos)
+		spec.Observe = func(e load.Event) bool {
+			var d metrics.Decision
+			switch e.Kind {
+			case load.EventFirstContent:
+				d = decider.FirstContent(e.Result)
+			case load.EventCompleted:
+				d = decider.Complete(e.Result)
+				if metrics.Succeeded(e.Result) {
+					if firstDone.IsZero() || e.Result.Done.Before(firstDone) {
+						firstDone = e.Result.Done
+					}
+				} else if !e.Result.Cancelled {
+					failed++
+				}
+			case load.EventTick:
+				d = decider.WithPending(e.Now, e.InFlight)
+				waitedOut = d == metrics.DecidedFail
+				if d == metrics.Undecided && offered > 0 && rule.CannotKeepUp(e.Now, firstDone, offered, len(measured.texts), failed) {
+					waitedOut, d = true, metrics.DecidedFail
+				}
+			}
+			return d != metrics.Undecided
+		}
+	}
+	watch := watchServer(ctx, s.control, s.engine)
+	res, err := load.RunOpenTrial(ctx, s.client, spec)
+	view := watch.finish(ctx)
+	if err != nil {
+		return search.Outcome{}, err
+	}
+	fid := res.Fidelity()
+	if err := fid.ClientFault(q.Rate); err != nil && !res.Stopped {
+		return search.Outcome{}, err
+	}
+	done := res.Measured()
+	var verdict metrics.Verdict
+	if !waitedOut {
+		if verdict, err = metrics.Evaluate(slos, done); err != nil {
+			return search.Outcome{}, err
+		}
+	}
+	keep := rule.KeptUp(res.Requests)
+	if res.Stopped {
+		keep.Missed = nil // a probe cut short judges no guard; its stop says why it failed
+	}
+	failed := countFailed(done)
+	switch {
+	case res.Stopped && failed > 0:
+		verdict.Closeness, verdict.Results = 0, nil
+	case res.Stopped && !verdict.Pass:
+		verdict.Closeness = max(verdict.Closeness, 1)
+	}
+	pass := verdict.Pass && keep.Pass() && !res.Stopped
+	if !keep.Pass() {
+		verdict.Closeness = max(verdict.Closeness, 1)
+	}
+	out := search.Outcome{Pass: pass, Value: verdict.Closeness, DecidedEarly: res.Stopped,
+		Cost: requestSeconds(res.Requests), Failed: failed}
+	trial, err := metrics.Summarize(res.Requests, requestedOSL(w))
+	if err != nil && q.Kind == search.Confirmation && !errors.Is(err, metrics.ErrNoSuccessfulRequests) {
+		return search.Outcome{}, err
+	}
+	trial.Trial = q.Index
+	trial.RequestRate = q.Rate
+	trial.OpenLoop = &results.OpenLoopTrial{
+		Arrival: ol.Arrival.Pattern, OfferedRate: keep.OfferedRate, AchievedRate: fid.OfferedRate,
+		CompletionRate: keep.CompletionRate, BacklogGrowth: keep.BacklogGrowth, BacklogAllowance: keep.BacklogAllowance,
+		InFlightMean: keep.InFlightMean, SendLatenessP50Ms: msOf(fid.LatenessP50), SendLatenessP99Ms: msOf(fid.LatenessP99),
+		SendLatenessMaxMs: msOf(fid.LatenessMax), CapBound: fid.CapBound, KeptUp: keep.Pass() && !res.Stopped, Missed: keep.Missed,
+	}
+	if s.cfg.RecordsDirectory != "" {
+		rel := filepath.Join(filepath.Dir(records.FileName(r.index, w.Label, q.Kind.String(), 0, q.Index)),
+			fmt.Sprintf("%s-r%s-%d.jsonl", q.Kind, rate, q.Index))
+		lines := records.FromLoad(records.Trial{Workload: w.Label, Index: q.Index, ChunkTimes: s.cfg.RecordChunkTimes}, res.Requests)
+		sum, err := records.Write(s.cfg.RecordsDirectory, rel, lines)
+		if err != nil {
+			return search.Outcome{}, err
+		}
+		trial.RecordsFile, trial.RecordsSHA256 = filepath.ToSlash(rel), sum
+	}
+	trial.SLOs = verdict.Results
+	if !waitedOut {
+		goodput := verdict.GoodputPercent
+		trial.GoodputPercent = &goodput
+	}
+	trial.Server = view
+	checkCache(&trial, done, coldCache{
+		ownTokens:    w.InputTokens - w.SharedPrefixTokens,
+		sharedTokens: int(math.Ceil(measured.calibration.TemplateOverheadTokens)) + w.SharedPrefixTokens,
+		flushed:      s.flush.Engine != "",
+	})
+	out.Detail = &trial
+	return out, nil
+}
+
+// scheduledRate is (n − 1) over the span of a schedule's sends; 0 with fewer than two.
+func scheduledRate(schedule []time.Duration) float64 {
+	if len(schedule) < 2 || schedule[len(schedule)-1] <= schedule[0] {
+		return 0
+	}
+	return float64(len(schedule)-1) / (schedule[len(schedule)-1] - schedule[0]).Seconds()
+}
+
+func msOf(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
+
+// hashString is FNV-1a of s, to seed a trial's schedule from its identity.
+func hashString(s string) uint64 {
+	h := uint64(14695981039346656037)
+	for i := 0; i < len(s); i++ {
+		h ^= uint64(s[i])
+		h *= 1099511628211
+	}
+	return h
+}

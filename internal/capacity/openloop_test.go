@@ -1,0 +1,99 @@
+package capacity
+
+import (
+	"context"
+	"net/http/httptest"
+	"strings"
+	"testing"
+
+	"github.com/llmserve/terraform-provider-llmserve/internal/load"
+	"github.com/llmserve/terraform-provider-llmserve/internal/results"
+	"github.com/llmserve/terraform-provider-llmserve/internal/simengine"
+)
+
+// The two-slot engine serves a request in about 8 × 40 ms, so it holds about 6 requests/s;
+// above that the queue grows and the 150 ms p95 TTFT objective or the backlog guard fails.
+// The rate search finds a boundary between the ladder's rates around it and keeps every
+// trial's rate and open-loop figures.
+func TestRunOpenLoopFindsRate(t *testing.T) {
+	srv := httptest.NewServer(twoSlotEngine(t, simengine.Options{}))
+	defer srv.Close()
+	cfg := testConfig(srv.URL)
+	cfg.WarmupRequests, cfg.MeasuredRequests, cfg.ConfirmationTrials = 2, 16, 1
+	cfg.OpenLoop = &OpenLoop{Arrival: load.Arrival{Pattern: load.ArrivalConstant}, MinRate: 3, MaxRate: 12, Tolerance: 0.25}
+	var journal []JournalEntry
+	cfg.Progress = func(e JournalEntry) { journal = append(journal, e) }
+	doc, err := Run(context.Background(), cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	w := doc.Workloads[0]
+	if w.MaximumPassingConcurrency != nil || w.FirstFailingConcurrency != nil {
+		t.Errorf("a rate search reports no concurrency: %v / %v", w.MaximumPassingConcurrency, w.FirstFailingConcurrency)
+	}
+	if w.MaximumPassingRequestRate == nil || w.FirstFailingRequestRate == nil {
+		t.Fatalf("no rate boundary: %v / %v, notes %q", w.MaximumPassingRequestRate, w.FirstFailingRequestRate, w.Notes)
+	}
+	mp, ff := *w.MaximumPassingRequestRate, *w.FirstFailingRequestRate
+	t.Logf("boundary %.3g .. %.3g requests/s, bound by %v", mp, ff, w.BoundBy)
+	if mp < 3.7 || ff > 9.2 || ff/mp > 1.26 {
+		t.Errorf("boundary %.3g .. %.3g requests/s, want neighbours around 6", mp, ff)
+	}
+	if !strings.HasPrefix(doc.AIPerf.ArrivalPattern, "open-loop constant") {
+		t.Errorf("arrival pattern %q", doc.AIPerf.ArrivalPattern)
+	}
+	for _, tr := range append(append([]results.Trial{}, w.PassingTrials...), w.FailingTrials...) {
+		if tr.OpenLoop == nil || tr.RequestRate == 0 || tr.Concurrency != 0 {
+			t.Fatalf("trial without its rate: %+v", tr)
+		}
+	}
+	if tr := w.PassingTrials[0]; !tr.OpenLoop.KeptUp || tr.RequestRate != mp || tr.OpenLoop.OfferedRate < 0.99*mp || tr.OpenLoop.OfferedRate > 1.01*mp {
+		t.Errorf("passing trial %+v", tr.OpenLoop)
+	}
+	if len(journal) == 0 || journal[0].Rate == 0 || journal[0].Concurrency != 0 {
+		t.Errorf("journal entries carry the rate: %+v", journal)
+	}
+	// The document round-trips with its rate fields.
+	raw, err := results.Marshal(doc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	back, err := results.Parse(raw)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if bw := back.Workloads[0]; bw.MaximumPassingRequestRate == nil || *bw.MaximumPassingRequestRate != mp || bw.PassingTrials[0].OpenLoop == nil ||
+		bw.PassingTrials[0].OpenLoop.OfferedRate != w.PassingTrials[0].OpenLoop.OfferedRate {
+		t.Errorf("round trip lost the rate fields")
+	}
+	again, _ := results.Marshal(back)
+	if string(again) != string(raw) {
+		t.Errorf("the document does not round-trip byte for byte")
+	}
+
+	// Resumed from its journal, the search runs nothing again and finds the same boundary.
+	cfg.History, cfg.Progress = journal, func(e JournalEntry) { t.Errorf("trial run again: %+v", e) }
+	doc2, err := Run(context.Background(), cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r := doc2.Workloads[0].MaximumPassingRequestRate; r == nil || *r != mp {
+		t.Errorf("resumed boundary %v, want %g", r, mp)
+	}
+}
+
+func TestOpenLoopValidation(t *testing.T) {
+	cfg := testConfig("http://127.0.0.1:1")
+	cfg.StallTimeout, cfg.RequestTimeout = 1, 1
+	cfg.OpenLoop = &OpenLoop{Arrival: load.Arrival{Pattern: load.ArrivalGamma}, MinRate: 5, MaxRate: 1}
+	cfg.ConcurrencyLevels = []int{1, 2}
+	var got []string
+	for _, p := range cfg.Validate() {
+		got = append(got, p.Path.String())
+	}
+	for _, want := range []string{"arrival.burstiness", "search.rate", "search.concurrency_levels"} {
+		if !strings.Contains(strings.Join(got, " "), want) {
+			t.Errorf("problems at %v, want one at %s", got, want)
+		}
+	}
+}
