@@ -135,19 +135,16 @@ func (s *session) measureRate(ctx context.Context, w Workload, history []search.
 		FailingTrials:             trialsOf(outcomes(res.FailingTrials)),
 	}
 	out.ServerPromptTokens = promptTokenRange(append(append([]results.Trial{}, out.PassingTrials...), out.FailingTrials...))
-	out.BoundBy = boundBy(s.slos(), out.FailingTrials)
-	for _, guard := range []string{metrics.MissedCompletionRate, metrics.MissedBacklog} {
-		for _, t := range out.FailingTrials {
-			if t.OpenLoop != nil && slices.Contains(t.OpenLoop.Missed, guard) {
-				out.BoundBy = append(out.BoundBy, guard)
-				break
-			}
-		}
-	}
 	out.AllTrials = everyTrial(outcomes(res.All))
 	for i := range out.AllTrials {
 		out.AllTrials[i].Concurrency = 0 // the rung number; the trial's rate says what it ran at
 	}
+	// The headline and the verdicts are the ones every reader of the document derives.
+	h, err := results.DeriveHeadline(s.slos(), out)
+	if err != nil {
+		return results.Workload{}, fmt.Errorf("workload %q: %w", w.Label, err)
+	}
+	h.Apply(&out)
 	ladder := s.cfg.OpenLoop.Ladder()
 	for _, n := range res.NonMonotone {
 		out.Notes = append(out.Notes, fmt.Sprintf("%.4g requests/s passed although %.4g requests/s failed", ladder.Rate(n.Passed), ladder.Rate(n.Failed)))

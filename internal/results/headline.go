@@ -15,6 +15,10 @@ import (
 type Headline struct {
 	MaximumPassingConcurrency *int
 	FirstFailingConcurrency   *int
+	// MaximumPassingRequestRate and FirstFailingRequestRate are the boundary of a search by
+	// request rate (headline_rate.go); nil for a concurrency search.
+	MaximumPassingRequestRate *float64
+	FirstFailingRequestRate   *float64
 	// Bound is whether the capacity lies outside what the search tried
 	// (capacity_bounded_by_search is Bound != BoundNone).
 	Bound Bound
@@ -90,6 +94,9 @@ func Verdict(slos []SLO, t Trial) string {
 		}
 	}
 	switch {
+	case t.OpenLoop != nil && len(t.OpenLoop.Missed) > 0:
+		// An open-loop trial passes only if the server also kept up with its rate.
+		return VerdictFail
 	case unknown && t.StoppedEarly:
 		// A probe stops early on a certain fail; one that states no value waited out
 		// requests already past a threshold.
@@ -104,6 +111,7 @@ func Verdict(slos []SLO, t Trial) string {
 type headlineTrial struct {
 	path        string // JSON path under the workload, e.g. trials[3]
 	concurrency int
+	rate        float64 // an open-loop trial's request rate
 	probe       bool
 	trial       Trial
 	verdict     string
@@ -128,6 +136,10 @@ func DeriveHeadline(objectives []SLO, w Workload) (Headline, error) {
 		if len(w.AllTrials) > 0 {
 			h.Verdicts = append(h.Verdicts, ht.verdict)
 		}
+	}
+	if w.byRate() {
+		h.deriveRate(objectives, trials)
+		return h, nil
 	}
 	type level struct {
 		conf, confPass int
@@ -213,6 +225,7 @@ func DeriveHeadline(objectives []SLO, w Workload) (Headline, error) {
 // Apply writes the headline into w: its boundary, bound_by and its trials' verdicts.
 func (h Headline) Apply(w *Workload) {
 	w.MaximumPassingConcurrency, w.FirstFailingConcurrency, w.BoundBy = h.MaximumPassingConcurrency, h.FirstFailingConcurrency, h.BoundBy
+	w.MaximumPassingRequestRate, w.FirstFailingRequestRate = h.MaximumPassingRequestRate, h.FirstFailingRequestRate
 	for i := range w.AllTrials {
 		if i < len(h.Verdicts) {
 			w.AllTrials[i].Verdict = h.Verdicts[i]
@@ -224,7 +237,7 @@ func headlineTrials(w Workload) []headlineTrial {
 	var out []headlineTrial
 	if len(w.AllTrials) > 0 {
 		for i, t := range w.AllTrials {
-			out = append(out, headlineTrial{path: joinIndex("trials", i), concurrency: t.Concurrency, probe: t.Kind == "probe", trial: t})
+			out = append(out, headlineTrial{path: joinIndex("trials", i), concurrency: t.Concurrency, rate: t.RequestRate, probe: t.Kind == "probe", trial: t})
 		}
 		return out
 	}
@@ -234,7 +247,7 @@ func headlineTrials(w Workload) []headlineTrial {
 			if c == 0 && boundary != nil {
 				c = *boundary
 			}
-			out = append(out, headlineTrial{path: joinIndex(key, i), concurrency: c, trial: t})
+			out = append(out, headlineTrial{path: joinIndex(key, i), concurrency: c, rate: t.RequestRate, trial: t})
 		}
 	}
 	side("passing_trials", w.MaximumPassingConcurrency, w.PassingTrials)
@@ -287,6 +300,10 @@ func CheckHeadline(objectives []SLO, i int, w Workload) []Contradiction {
 	}
 	add(joinKey(p, "maximum_passing_concurrency"), "maximum_passing_concurrency", intOrNull(w.MaximumPassingConcurrency), intOrNull(h.MaximumPassingConcurrency))
 	add(joinKey(p, "first_failing_concurrency"), "first_failing_concurrency", intOrNull(w.FirstFailingConcurrency), intOrNull(h.FirstFailingConcurrency))
+	if w.byRate() {
+		add(joinKey(p, "maximum_passing_request_rate"), "maximum_passing_request_rate", floatOrNull(w.MaximumPassingRequestRate), floatOrNull(h.MaximumPassingRequestRate))
+		add(joinKey(p, "first_failing_request_rate"), "first_failing_request_rate", floatOrNull(w.FirstFailingRequestRate), floatOrNull(h.FirstFailingRequestRate))
+	}
 	add(p, "capacity_bounded_by_search", strconv.FormatBool(w.SearchBound() != BoundNone), strconv.FormatBool(h.Bound != BoundNone))
 	// Documents older than bound_by and the list of every trial state neither; an empty
 	// bound_by is not written.
