@@ -9,7 +9,9 @@ import (
 	"fmt"
 	"maps"
 	"path"
+	"regexp"
 	"slices"
+	"strings"
 
 	"github.com/llmserve/terraform-provider-llmserve/internal/engine"
 )
@@ -106,6 +108,15 @@ type Placement struct {
 	Meta map[string]string `json:"meta,omitempty"`
 }
 
+// XPUAffinityEnv is the Level Zero variable that selects Intel GPUs for accelerator = "xpu":
+// a comma-separated list of device indices, or device.sub-device pairs, in the order the Level
+// Zero driver enumerates them (Level Zero specification, "Affinity Mask"; sycl-ls and xpu-smi
+// discovery show the indices). Devices outside the mask are invisible to the process.
+const XPUAffinityEnv = "ZE_AFFINITY_MASK"
+
+// levelZeroDevice is one entry of ZE_AFFINITY_MASK: a device index or device.sub-device.
+var levelZeroDevice = regexp.MustCompile(`^[0-9]+(\.[0-9]+)?$`)
+
 // LaunchRecord is what a container remembers about how it was launched (in SpecLabel), so it can
 // be imported into the same configuration without guessing from its argv.
 type LaunchRecord struct {
@@ -186,6 +197,11 @@ func NewContainer(s engine.Spec, p Placement, sec engine.Secrets) (Container, er
 		c.Devices = []string{"/dev/dri"}
 		c.GroupAdd = slices.Clone(DefaultGroups)
 		c.IPCHost = true
+		if len(p.GPUIDs) > 0 {
+			// Every render node stays visible; the Level Zero loader exposes only the masked
+			// devices to SYCL, PyTorch's xpu backend and so to SGLang and vLLM.
+			c.Env[XPUAffinityEnv] = strings.Join(p.GPUIDs, ",")
+		}
 	case engine.CUDA:
 		c.GPURequest = []string{}
 		if len(p.GPUIDs) > 0 {

@@ -101,3 +101,46 @@ func TestRecordRoundTrip(t *testing.T) {
 		t.Errorf("round trip changed the placement: %+v", got.Placement)
 	}
 }
+
+// gpu_ids picks Intel GPUs through the Level Zero affinity mask and NVIDIA GPUs through the
+// device request; without it every device of the family is visible.
+func TestGPUSelection(t *testing.T) {
+	xpu := referenceSpec()
+	cuda := referenceSpec()
+	cuda.Accelerator, cuda.Speculative = engine.CUDA, nil
+	tests := []struct {
+		name    string
+		spec    engine.Spec
+		ids     []string
+		mask    string // ZE_AFFINITY_MASK; "" for unset
+		request []string
+	}{
+		{"xpu four of eight", xpu, []string{"4", "5", "6", "7"}, "4,5,6,7", nil},
+		{"xpu sub-devices", xpu, []string{"0.0", "0.1", "1.0", "1.1"}, "0.0,0.1,1.0,1.1", nil},
+		{"xpu all", xpu, nil, "", nil},
+		{"cuda two", cuda, []string{"0", "GPU-1a2b"}, "", []string{"0", "GPU-1a2b"}},
+		{"cuda all", cuda, nil, "", []string{}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			p := Placement{Name: "x", Image: "img", GPUIDs: tt.ids}
+			if probs := p.Validate(tt.spec); len(probs) != 0 {
+				t.Fatalf("Validate = %v", probs)
+			}
+			c, err := NewContainer(tt.spec, p, engine.Secrets{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			mask, set := c.Env["ZE_AFFINITY_MASK"]
+			if mask != tt.mask || set != (tt.mask != "") {
+				t.Errorf("ZE_AFFINITY_MASK = %q (set %v), want %q", mask, set, tt.mask)
+			}
+			if !slices.Equal(c.GPURequest, tt.request) || (c.GPURequest == nil) != (tt.request == nil) {
+				t.Errorf("GPU request %q, want %q", c.GPURequest, tt.request)
+			}
+			if tt.spec.Accelerator == engine.XPU && !slices.Equal(c.Devices, []string{"/dev/dri"}) {
+				t.Errorf("devices %q, want /dev/dri", c.Devices)
+			}
+		})
+	}
+}

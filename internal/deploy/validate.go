@@ -111,13 +111,17 @@ func (p Placement) Validate(s engine.Spec) []engine.Problem {
 			}
 		}
 	}
-	if len(p.GPUIDs) > 0 && s.Accelerator != engine.CUDA {
-		add(attrpath.Root("gpu_ids"), "selects NVIDIA GPUs, which only accelerator = \"cuda\" uses; with %q it would be ignored. Remove gpu_ids or set accelerator = \"cuda\"", orCPU(s.Accelerator))
+	if len(p.GPUIDs) > 0 && s.Accelerator != engine.CUDA && s.Accelerator != engine.XPU {
+		add(attrpath.Root("gpu_ids"), "selects GPUs, which only accelerator = \"cuda\" (NVIDIA) and \"xpu\" (Intel) use; with %q it would be ignored. Remove gpu_ids or set the accelerator", orCPU(s.Accelerator))
 	}
 	seen := map[string]int{}
 	for i, id := range p.GPUIDs {
 		f := attrpath.Root("gpu_ids").Index(i)
-		if strings.TrimSpace(id) == "" || strings.ContainsFunc(id, unicode.IsControl) {
+		switch {
+		case s.Accelerator == engine.XPU && !levelZeroDevice.MatchString(id):
+			add(f, "must be a Level Zero device index (\"0\") or device.sub-device (\"0.1\"), as sycl-ls or xpu-smi discovery number them, got %q", id)
+			continue
+		case strings.TrimSpace(id) == "" || strings.ContainsFunc(id, unicode.IsControl):
 			add(f, "must be a GPU index or UUID (as nvidia-smi -L shows), got %q", id)
 			continue
 		}
@@ -125,6 +129,14 @@ func (p Placement) Validate(s engine.Spec) []engine.Problem {
 			add(f, "%q is already listed as gpu_ids[%d]; list each GPU once", id, j)
 		}
 		seen[id] = i
+	}
+	if s.Accelerator == engine.XPU && len(p.GPUIDs) > 0 {
+		if _, set := p.Env[XPUAffinityEnv]; set {
+			add(attrpath.Root("environment").Key(XPUAffinityEnv), "gpu_ids sets %s for accelerator = \"xpu\"; set the devices in one place: remove it from environment or remove gpu_ids", XPUAffinityEnv)
+		}
+		if s.TensorParallel > len(p.GPUIDs) {
+			add(attrpath.Root("gpu_ids"), "lists %d devices but tensor_parallel_size = %d needs one per rank; list %d devices or lower tensor_parallel_size", len(p.GPUIDs), s.TensorParallel, s.TensorParallel)
+		}
 	}
 	for i, g := range p.GroupAdd {
 		if strings.TrimSpace(g) == "" || strings.ContainsFunc(g, func(r rune) bool { return unicode.IsSpace(r) || unicode.IsControl(r) }) {

@@ -10,6 +10,7 @@ import (
 func TestPlacementValidate(t *testing.T) {
 	cpu := engine.Spec{Engine: engine.SGLang, Model: "org/m", Accelerator: engine.CPU}
 	cuda := engine.Spec{Engine: engine.SGLang, Model: "/models/m", Accelerator: engine.CUDA}
+	xpu := engine.Spec{Engine: engine.SGLang, Model: "/models/m", Accelerator: engine.XPU, TensorParallel: 2}
 	ok := Placement{Name: "s", Image: "lmsysorg/sglang:v0.5.4", BindAddress: "127.0.0.1"}
 	with := func(f func(*Placement)) Placement { p := ok; f(&p); return p }
 	tests := []struct {
@@ -46,6 +47,14 @@ func TestPlacementValidate(t *testing.T) {
 		{"gpu ids on cpu", cpu, with(func(p *Placement) { p.GPUIDs = []string{"0"} }), "gpu_ids", `with "cpu" it would be ignored`},
 		{"gpu ids duplicate", cuda, with(func(p *Placement) { p.GPUIDs = []string{"0", "0"} }), "gpu_ids[1]", "already listed as gpu_ids[0]"},
 		{"gpu ids cuda", cuda, with(func(p *Placement) { p.GPUIDs = []string{"0", "GPU-1a2b"} }), "", ""},
+		// Intel GPUs through the Level Zero affinity mask: indices or device.sub-device.
+		{"gpu ids xpu", xpu, with(func(p *Placement) { p.GPUIDs = []string{"2", "3.1"} }), "", ""},
+		{"gpu ids xpu uuid", xpu, with(func(p *Placement) { p.GPUIDs = []string{"0", "GPU-1a2b"} }), "gpu_ids[1]", "Level Zero device index"},
+		{"gpu ids xpu too few for tp", xpu, with(func(p *Placement) { p.GPUIDs = []string{"1"} }), "gpu_ids", "tensor_parallel_size = 2 needs one per rank"},
+		{"gpu ids xpu and the mask in environment", xpu, with(func(p *Placement) {
+			p.GPUIDs, p.Env = []string{"0", "1"}, map[string]string{"ZE_AFFINITY_MASK": "0,1"}
+		}), `environment["ZE_AFFINITY_MASK"]`, "set the devices in one place"},
+		{"mask in environment without gpu ids", xpu, with(func(p *Placement) { p.Env = map[string]string{"ZE_AFFINITY_MASK": "0,1"} }), "", ""},
 		{"shm with cuda", cuda, with(func(p *Placement) { p.ShmSizeBytes = 1 << 30 }), "shm_size_mb", "has no effect"},
 		{"shm with cpu", cpu, with(func(p *Placement) { p.ShmSizeBytes = 1 << 30 }), "", ""},
 		{"host port with host networking", cpu, with(func(p *Placement) { p.HostNetwork, p.HostPort = true, 8080 }), "host_port", "does not apply with host networking"},

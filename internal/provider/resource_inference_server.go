@@ -118,7 +118,7 @@ func (r *inferenceServerResource) Schema(ctx context.Context, _ resource.SchemaR
 			"model_host_path": schema.StringAttribute{Optional: true, PlanModifiers: replace, Validators: []validator.String{printableValidator{}},
 				MarkdownDescription: "Host file or directory bind-mounted read-only at `model` (e.g. a GGUF file for `llamacpp`)."},
 			"gpu_ids": schema.ListAttribute{ElementType: types.StringType, Optional: true, PlanModifiers: replaceList,
-				MarkdownDescription: "NVIDIA GPU ids or UUIDs for `cuda`, each listed once; all GPUs when omitted. Refused with other accelerators, which would ignore it."},
+				MarkdownDescription: "The GPUs the server may use, each listed once; all of them when omitted. `cuda`: NVIDIA GPU indices or UUIDs (as `nvidia-smi -L` shows), passed as the device request. `xpu`: Level Zero device indices (`\"0\"`) or device.sub-device pairs (`\"0.1\"`), in the order `sycl-ls` or `xpu-smi discovery` number them, set as `ZE_AFFINITY_MASK` in the container (every `/dev/dri` node stays mapped; the Level Zero loader hides the others from SGLang and vLLM); at least `tensor_parallel_size` of them, and not together with `ZE_AFFINITY_MASK` in `environment`. Refused with `cpu`, which would ignore it."},
 			"group_add": schema.ListAttribute{ElementType: types.StringType, Optional: true, PlanModifiers: replaceList,
 				MarkdownDescription: "Supplementary groups, replacing the accelerator's defaults. Use numeric ids when the image lacks the host's group names."},
 			"shm_size_mb": schema.Int64Attribute{Optional: true, PlanModifiers: replaceInt,

@@ -15,7 +15,8 @@ resource "llmserve_inference_server" "qwen" {
     draft_tokens = 8 # topk 1 needs steps + 1
   }
 
-  accelerator  = "xpu" # /dev/dri, render + video groups, host IPC; with speculative: --attention-backend triton
+  accelerator  = "xpu"                # /dev/dri, render + video groups, host IPC; with speculative: --attention-backend triton
+  gpu_ids      = ["0", "1", "2", "3"] # Level Zero device indices (sycl-ls), set as ZE_AFFINITY_MASK
   bind_address = "0.0.0.0"
   host_port    = 30000
   mounts = [{
