@@ -30,18 +30,21 @@ func NewCapacityReportDataSource() datasource.DataSource { return &capacityRepor
 type capacityReportDataSource struct{}
 
 type capacityReportModel struct {
-	Path                      types.String `tfsdk:"path"`
-	Content                   types.String `tfsdk:"content"`
-	Verified                  types.Bool   `tfsdk:"verified"`
-	MaximumPassingConcurrency types.Map    `tfsdk:"maximum_passing_concurrency"`
-	FirstFailingConcurrency   types.Map    `tfsdk:"first_failing_concurrency"`
-	CapacityBoundedBySearch   types.Map    `tfsdk:"capacity_bounded_by_search"`
-	WorkloadResults           types.List   `tfsdk:"workload_results"`
-	SLOs                      types.List   `tfsdk:"slos"`
-	Baseline                  types.String `tfsdk:"baseline"`
-	RecordsDirectory          types.String `tfsdk:"records_directory"`
-	BaselineRecordsDirectory  types.String `tfsdk:"baseline_records_directory"`
-	Comparison                types.Object `tfsdk:"comparison"`
+	Path                      types.String  `tfsdk:"path"`
+	Content                   types.String  `tfsdk:"content"`
+	Verified                  types.Bool    `tfsdk:"verified"`
+	MaximumPassingConcurrency types.Map     `tfsdk:"maximum_passing_concurrency"`
+	FirstFailingConcurrency   types.Map     `tfsdk:"first_failing_concurrency"`
+	CapacityBoundedBySearch   types.Map     `tfsdk:"capacity_bounded_by_search"`
+	WorkloadResults           types.List    `tfsdk:"workload_results"`
+	SLOs                      types.List    `tfsdk:"slos"`
+	Baseline                  types.String  `tfsdk:"baseline"`
+	RecordsDirectory          types.String  `tfsdk:"records_directory"`
+	BaselineRecordsDirectory  types.String  `tfsdk:"baseline_records_directory"`
+	Comparison                types.Object  `tfsdk:"comparison"`
+	CostPerHour               types.Float64 `tfsdk:"cost_per_hour"`
+	Accelerators              types.Int64   `tfsdk:"accelerators"`
+	Cost                      types.Map     `tfsdk:"cost"`
 }
 
 // reportSLOValue is one objective the document's trials were judged by.
@@ -126,6 +129,7 @@ func (d *capacityReportDataSource) Schema(_ context.Context, _ datasource.Schema
 		},
 	}
 	addBaselineAttributes(resp.Schema.Attributes)
+	addCostAttributes(resp.Schema.Attributes)
 }
 
 func (d *capacityReportDataSource) ConfigValidators(context.Context) []datasource.ConfigValidator {
@@ -190,6 +194,7 @@ func (d *capacityReportDataSource) Read(ctx context.Context, req datasource.Read
 	m.SLOs, diags = types.ListValueFrom(ctx, reportSLOObjectType, slos)
 	resp.Diagnostics.Append(diags...)
 	resp.Diagnostics.Append(m.compareWithBaseline(ctx, doc)...)
+	resp.Diagnostics.Append(m.setCost(ctx, doc)...)
 	if resp.Diagnostics.HasError() {
 		return
 	}
