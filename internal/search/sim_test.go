@@ -413,9 +413,11 @@ func moreFigures() (string, []string, error) {
 // equals the exhaustive grid's (agree_%), the search's request-seconds as a share of the grid's
 // (cost_%) and the worst scenario's share (worst_scenario_cost_%, named in the log), and fails
 // when a goal (see goalCost) is missed. The log also states the figures over nine more seeded sets
-// of 120, where agreement and the worst scenario are held to the same goals. Everything is
+// of 120, where agreement and the worst scenario are held to the same goals, and the peers'
+// searches side by side with ours on all of them (peers_test.go). Everything is
 // simulated in virtual time from fixed seeds: the figures are the same on every machine.
-// Run: go test ./internal/search -run '^$' -bench SearchVsGrid -benchtime 1x
+// Run: go test ./internal/search -run '^$' -bench '^BenchmarkSearchVsGrid$' -benchtime 1x -v
+// (-v: the table is longer than a benchmark's log shows without it).
 func BenchmarkSearchVsGrid(b *testing.B) {
 	var f figures
 	var err error
