@@ -44,6 +44,12 @@ func run(args []string) int {
 	exitAfter := fs.Duration("exit-after", 0, "exit after this long, printing a last log line first (fault injection)")
 	exitCode := fs.Int("exit-code", 1, "exit status used by -exit-after")
 	logRequests := fs.Bool("log-requests", false, "log one line per finished request")
+	protocol := fs.String("protocol", "", "HTTP face of one engine release: sglang-0.4, sglang-0.4-early, sglang, vllm, llamacpp (default: the generic SGLang-like face)")
+	version := fs.String("version", "", "version the server reports")
+	adminKey := fs.String("admin-api-key", os.Getenv("SIMENGINE_ADMIN_API_KEY"), "guard /flush_cache with this key, as SGLang's --admin-api-key (protocol sglang)")
+	devMode := fs.Bool("dev-mode", false, "serve vLLM's development endpoints (/reset_prefix_cache, /server_info), as VLLM_SERVER_DEV_MODE=1")
+	noCacheReport := fs.Bool("no-cache-report", false, "leave cached tokens out of usage (SGLang without --enable-cache-report, vLLM without --enable-prompt-tokens-details)")
+	noMetrics := fs.Bool("no-metrics", false, "serve no /metrics (SGLang without --enable-metrics, llama.cpp without --metrics)")
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			return 0
@@ -58,6 +64,8 @@ func run(args []string) int {
 	opts := simengine.Options{
 		Model: m, ModelName: *model, APIKey: *apiKey, TimeScale: *scale,
 		ContextLength: *ctxLen, ChatTemplateTokens: *chatOverhead,
+		Protocol: simengine.Protocol(*protocol), Version: *version, AdminAPIKey: *adminKey,
+		DevMode: *devMode, NoCacheReport: *noCacheReport, NoMetrics: *noMetrics,
 	}
 	if *chatOverhead == 0 {
 		opts.ChatTemplateTokens = -1 // the flag's 0 means none; the option's 0 means default
@@ -77,8 +85,8 @@ func run(args []string) int {
 		logger.Printf("listen on %s: %v", addr, err)
 		return 1
 	}
-	logger.Printf("serving model %q on %s (slots=%d prefill=%s/token decode=%s+%s/seq time-scale=%g)",
-		*model, ln.Addr(), m.Slots, m.PrefillPerToken, m.DecodeStep, m.DecodePerSeq, *scale)
+	logger.Printf("serving model %q on %s (protocol=%q slots=%d prefill=%s/token decode=%s+%s/seq time-scale=%g)",
+		*model, ln.Addr(), *protocol, m.Slots, m.PrefillPerToken, m.DecodeStep, m.DecodePerSeq, *scale)
 
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()

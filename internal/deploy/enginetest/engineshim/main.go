@@ -14,7 +14,7 @@ import (
 
 // flagMap is engine flag -> simengine flag, for flags that take a value.
 var flagMap = map[string]string{
-	"--host": "-host", "--port": "-port", "--api-key": "-api-key",
+	"--host": "-host", "--port": "-port", "--api-key": "-api-key", "--admin-api-key": "-admin-api-key",
 	"--context-length": "-context-length", "--max-model-len": "-context-length", "--ctx-size": "-context-length",
 	"--max-running-requests": "-slots", "--max-num-seqs": "-slots", "--parallel": "-slots",
 }
@@ -25,6 +25,7 @@ func main() {
 		fmt.Fprintf(os.Stderr, "engineshim: %v\n", err)
 		os.Exit(2)
 	}
+	args = append(args, protocolArgs(engine, os.Args[1:], os.Getenv)...)
 	args = append(args, strings.Fields(os.Getenv("SIMENGINE_ARGS"))...)
 	fmt.Fprintf(os.Stderr, "engineshim: %s launch %q -> /simengine %q\n", engine, os.Args, args)
 	if err := syscall.Exec("/simengine", append([]string{"/simengine"}, args...), os.Environ()); err != nil {
@@ -81,4 +82,49 @@ func parse(prog string, argv []string) (string, []string, error) {
 		return "", nil, fmt.Errorf("no model in %q", argv)
 	}
 	return engine, append(out, "-model="+served), nil
+}
+
+// protocolArgs turns the engine's own launch into the simulated engine's protocol double when
+// the container's SIMENGINE_PROTOCOL asks for one ("auto": the double of the engine launched;
+// otherwise a protocol name such as sglang-0.4). The double then serves what the launch turned
+// on: metrics and cached-token reports only with the engine's flags for them, vLLM's
+// development endpoints only with VLLM_SERVER_DEV_MODE=1, as the real engines do.
+func protocolArgs(engine string, argv []string, getenv func(string) string) []string {
+	p := getenv("SIMENGINE_PROTOCOL")
+	if p == "" {
+		return nil
+	}
+	if p == "auto" {
+		p = engine
+	}
+	has := func(flag string) bool {
+		for _, a := range argv {
+			if a == flag {
+				return true
+			}
+		}
+		return false
+	}
+	out := []string{"-protocol=" + p}
+	switch engine {
+	case "sglang":
+		if !has("--enable-metrics") {
+			out = append(out, "-no-metrics")
+		}
+		if !has("--enable-cache-report") {
+			out = append(out, "-no-cache-report")
+		}
+	case "vllm":
+		if !has("--enable-prompt-tokens-details") {
+			out = append(out, "-no-cache-report")
+		}
+		if getenv("VLLM_SERVER_DEV_MODE") == "1" {
+			out = append(out, "-dev-mode")
+		}
+	case "llamacpp":
+		if !has("--metrics") {
+			out = append(out, "-no-metrics")
+		}
+	}
+	return out
 }
