@@ -146,7 +146,11 @@ func (r *inferenceDeploymentResource) Schema(ctx context.Context, _ resource.Sch
 			"one scaled by hand shows as a `replicas` change. Destroy removes the Deployment, Service and Secret it created (only objects carrying its labels).\n\n" +
 			"A `llmserve_capacity_benchmark` given `endpoint` and `experiment` measures the whole replicated Service, and its results record `replicas`. " +
 			"The benchmark runs where Terraform runs, so `endpoint` must be reachable from there (`LoadBalancer`, `NodePort`, or a runner inside the cluster for `ClusterIP`). " +
-			"SGLang's and vLLM's prefix-cache flush is an HTTP call that the Service hands to one replica; with several replicas the benchmark warns that the others keep their caches.",
+			"SGLang's and vLLM's prefix-cache flush is an HTTP call that the Service hands to one replica; with several replicas the benchmark warns that the others keep their caches.\n\n" +
+			fmt.Sprintf("When the API server cannot be used, the error says what failed and at which address: a refused connection at once, a TLS handshake that does not finish within %s "+
+				"(something listening that is no TLS server), a request the API server does not answer within %s (a TCP connection not opened within %s), "+
+				"credentials it refuses (401) or that lack a permission (403). Only an object of the same name that llmserve did not create is reported as a name taken.",
+				shortDuration(kubernetes.TLSHandshakeTimeout), shortDuration(kubernetes.APICallTimeout), shortDuration(kubernetes.DialTimeout)),
 		Attributes: withAttributes(shared, map[string]schema.Attribute{
 			"image":       image,
 			"accelerator": accel,
@@ -222,7 +226,7 @@ func (r *inferenceDeploymentResource) rollOut(ctx context.Context, c *kubernetes
 	secrets := config.secrets()
 	ready := plan.readiness(spec, secrets)
 	if err := c.Apply(ctx, d, spec, secrets); err != nil {
-		diags.AddError("Cannot apply the inference deployment", err.Error())
+		addClusterError(&diags, "Cannot apply the inference deployment", err)
 		return spec, d, engine.ServerInfo{}, diags
 	}
 	rolloutCtx, cancel := context.WithTimeout(ctx, ready.Timeout)
@@ -250,7 +254,12 @@ func (r *inferenceDeploymentResource) Create(ctx context.Context, req resource.C
 	}
 	owned := kubernetes.Deployment{Namespace: plan.Namespace.ValueString(), Name: plan.Name.ValueString()}
 	if err := c.CheckOwnership(ctx, owned); err != nil {
-		resp.Diagnostics.AddAttributeError(path.Root("name"), "Name taken in the cluster", err.Error())
+		var taken *kubernetes.NameTakenError
+		if errors.As(err, &taken) {
+			resp.Diagnostics.AddAttributeError(path.Root("name"), "Name taken in the cluster", err.Error())
+		} else {
+			addClusterError(&resp.Diagnostics, "Cannot check the name in the cluster", err)
+		}
 		return
 	}
 	spec, d, info, diags := r.rollOut(ctx, c, plan, config)
@@ -276,7 +285,7 @@ func (r *inferenceDeploymentResource) finish(ctx context.Context, c *kubernetes.
 	var diags diag.Diagnostics
 	st, err := c.Read(ctx, d.Namespace, d.Name)
 	if err != nil {
-		diags.AddError("Cannot read the inference deployment after rollout", err.Error())
+		addClusterError(&diags, "Cannot read the inference deployment after rollout", err)
 		return diags
 	}
 	m.ID = types.StringValue(d.Namespace + "/" + d.Name)
@@ -307,7 +316,7 @@ func (r *inferenceDeploymentResource) Read(ctx context.Context, req resource.Rea
 		return
 	}
 	if err != nil {
-		resp.Diagnostics.AddError("Cannot read inference deployment", err.Error())
+		addClusterError(&resp.Diagnostics, "Cannot read inference deployment", err)
 		return
 	}
 	if !st.ServiceFound {
@@ -371,7 +380,7 @@ func (r *inferenceDeploymentResource) Delete(ctx context.Context, req resource.D
 		return
 	}
 	if err := c.Delete(ctx, kubernetes.Deployment{Namespace: state.Namespace.ValueString(), Name: state.Name.ValueString()}); err != nil {
-		resp.Diagnostics.AddError("Cannot remove inference deployment", err.Error())
+		addClusterError(&resp.Diagnostics, "Cannot remove inference deployment", err)
 	}
 }
 
@@ -383,6 +392,17 @@ func (r *inferenceDeploymentResource) ImportState(ctx context.Context, req resou
 		return
 	}
 	importID(ctx, req.ID, resp)
+}
+
+// addClusterError reports err under what failed when the cluster itself could not be used
+// (a refused connection, no TLS, no answer, refused credentials: kubernetes.ClusterError),
+// and under summary otherwise. The detail says what was being done and what failed.
+func addClusterError(diags *diag.Diagnostics, summary string, err error) {
+	var ce *kubernetes.ClusterError
+	if errors.As(err, &ce) {
+		summary = ce.Summary
+	}
+	diags.AddError(summary, err.Error())
 }
 
 func splitID(id string) (string, string, error) {

@@ -12,6 +12,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"time"
 
 	k8s "k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
@@ -92,6 +93,8 @@ type Cluster struct {
 	cs   k8s.Interface
 	rest *rest.Config
 	http *http.Client // authenticated to the API server, for the pod proxy
+	// callTimeout bounds one request that should be answered at once (APICallTimeout).
+	callTimeout time.Duration
 }
 
 // NewCluster connects (lazily: client-go dials on the first request).
@@ -104,7 +107,7 @@ func NewCluster(cfg *rest.Config) (*Cluster, error) {
 	if err != nil {
 		return nil, fmt.Errorf("kubernetes: building client for %s: %w", cfg.Host, err)
 	}
-	return &Cluster{cs: cs, rest: cfg, http: hc}, nil
+	return &Cluster{cs: cs, rest: cfg, http: hc, callTimeout: APICallTimeout}, nil
 }
 
 // Connection is the provider's configured Kubernetes cluster, connected on first use:

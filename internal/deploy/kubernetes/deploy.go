@@ -30,7 +30,10 @@ func (c *Cluster) Apply(ctx context.Context, d Deployment, s engine.Spec, sec en
 	opts := metav1.ApplyOptions{FieldManager: FieldManager, Force: true}
 	var keys []string
 	if sa := d.SecretApply(s, sec); sa != nil {
-		if _, err := c.cs.CoreV1().Secrets(d.Namespace).Apply(ctx, sa, opts); err != nil {
+		if err := c.apply(ctx, func(ctx context.Context) error {
+			_, err := c.cs.CoreV1().Secrets(d.Namespace).Apply(ctx, sa, opts)
+			return err
+		}); err != nil {
 			return fmt.Errorf("applying Secret %s/%s: %w", d.Namespace, SecretName(d.Name), err)
 		}
 		for k := range secretData(s, sec) {
@@ -44,18 +47,32 @@ func (c *Cluster) Apply(ctx context.Context, d Deployment, s engine.Spec, sec en
 	if err != nil {
 		return err
 	}
-	if _, err := c.cs.AppsV1().Deployments(d.Namespace).Apply(ctx, da, opts); err != nil {
+	if err := c.apply(ctx, func(ctx context.Context) error {
+		_, err := c.cs.AppsV1().Deployments(d.Namespace).Apply(ctx, da, opts)
+		return err
+	}); err != nil {
 		return fmt.Errorf("applying Deployment %s/%s: %w", d.Namespace, d.Name, err)
 	}
-	if _, err := c.cs.CoreV1().Services(d.Namespace).Apply(ctx, d.ServiceApply(s), opts); err != nil {
+	if err := c.apply(ctx, func(ctx context.Context) error {
+		_, err := c.cs.CoreV1().Services(d.Namespace).Apply(ctx, d.ServiceApply(s), opts)
+		return err
+	}); err != nil {
 		return fmt.Errorf("applying Service %s/%s: %w", d.Namespace, d.Name, err)
 	}
 	return nil
 }
 
-// CheckOwnership fails when a Deployment, Service or Secret of d's names exists that this
-// provider did not create for d: server-side apply with Force would otherwise take it over,
-// and destroy would then delete someone else's object.
+// apply runs one server-side apply under the request bound, explaining a cluster failure.
+func (c *Cluster) apply(ctx context.Context, f func(context.Context) error) error {
+	callCtx, cancel := c.bound(ctx)
+	defer cancel()
+	return c.explain(ctx, f(callCtx))
+}
+
+// CheckOwnership fails with a *NameTakenError when a Deployment, Service or Secret of d's
+// names exists that this provider did not create for d: server-side apply with Force would
+// otherwise take it over, and destroy would then delete someone else's object. A cluster it
+// cannot ask is a *ClusterError.
 func (c *Cluster) CheckOwnership(ctx context.Context, d Deployment) error {
 	for _, o := range []struct {
 		kind string
@@ -66,10 +83,10 @@ func (c *Cluster) CheckOwnership(ctx context.Context, d Deployment) error {
 			continue
 		}
 		if err != nil {
-			return fmt.Errorf("reading %s %s/%s: %w", o.kind, d.Namespace, d.Name, err)
+			return fmt.Errorf("reading %s %s/%s: %w", o.kind, d.Namespace, d.Name, c.explain(ctx, err))
 		}
 		if l[ManagedByLabel] != managedBy || l[InstanceLabel] != d.Name {
-			return fmt.Errorf("%s %s/%s already exists and was not created by llmserve for this deployment; choose another name or namespace, or remove it", o.kind, d.Namespace, d.Name)
+			return &NameTakenError{Kind: o.kind, Namespace: d.Namespace, Name: d.Name}
 		}
 	}
 	return nil
@@ -87,12 +104,14 @@ type Status struct {
 
 // Read reports the deployment's state; ErrNotFound (wrapped) when the Deployment is gone.
 func (c *Cluster) Read(ctx context.Context, namespace, name string) (Status, error) {
-	dep, err := c.cs.AppsV1().Deployments(namespace).Get(ctx, name, metav1.GetOptions{})
+	getCtx, cancel := c.bound(ctx)
+	defer cancel()
+	dep, err := c.cs.AppsV1().Deployments(namespace).Get(getCtx, name, metav1.GetOptions{})
 	if apierrors.IsNotFound(err) {
 		return Status{}, fmt.Errorf("%s/%s: %w", namespace, name, ErrNotFound)
 	}
 	if err != nil {
-		return Status{}, fmt.Errorf("reading Deployment %s/%s: %w", namespace, name, err)
+		return Status{}, fmt.Errorf("reading Deployment %s/%s: %w", namespace, name, c.explain(ctx, err))
 	}
 	rec, err := ParseLaunchRecord(dep.Annotations[RecordAnnotation])
 	if err != nil {
@@ -106,11 +125,13 @@ func (c *Cluster) Read(ctx context.Context, namespace, name string) (Status, err
 	if err != nil {
 		return Status{}, err
 	}
-	svc, err := c.cs.CoreV1().Services(namespace).Get(ctx, name, metav1.GetOptions{})
+	svcCtx, cancel := c.bound(ctx)
+	defer cancel()
+	svc, err := c.cs.CoreV1().Services(namespace).Get(svcCtx, name, metav1.GetOptions{})
 	switch {
 	case apierrors.IsNotFound(err):
 	case err != nil:
-		return Status{}, fmt.Errorf("reading Service %s/%s: %w", namespace, name, err)
+		return Status{}, fmt.Errorf("reading Service %s/%s: %w", namespace, name, c.explain(ctx, err))
 	default:
 		st.ServiceFound = true
 		st.Endpoint = endpoint(svc, pods)
@@ -174,9 +195,11 @@ func imageDigest(pod corev1.Pod) string {
 
 // readyPods are the deployment's pods that are Ready and not going away, by name.
 func (c *Cluster) readyPods(ctx context.Context, d Deployment) ([]corev1.Pod, error) {
-	list, err := c.cs.CoreV1().Pods(d.Namespace).List(ctx, metav1.ListOptions{LabelSelector: labels.SelectorFromSet(d.selector()).String()})
+	listCtx, cancel := c.bound(ctx)
+	defer cancel()
+	list, err := c.cs.CoreV1().Pods(d.Namespace).List(listCtx, metav1.ListOptions{LabelSelector: labels.SelectorFromSet(d.selector()).String()})
 	if err != nil {
-		return nil, fmt.Errorf("listing pods of %s/%s: %w", d.Namespace, d.Name, err)
+		return nil, fmt.Errorf("listing pods of %s/%s: %w", d.Namespace, d.Name, c.explain(ctx, err))
 	}
 	var out []corev1.Pod
 	for _, p := range list.Items {
@@ -448,14 +471,16 @@ func (c *Cluster) deleteOwned(ctx context.Context, kind string, d Deployment, ge
 		return nil
 	}
 	if err != nil {
-		return fmt.Errorf("reading %s %s/%s: %w", kind, d.Namespace, d.Name, err)
+		return fmt.Errorf("reading %s %s/%s: %w", kind, d.Namespace, d.Name, c.explain(ctx, err))
 	}
 	if l[ManagedByLabel] != managedBy || l[InstanceLabel] != d.Name {
 		return fmt.Errorf("%s %s/%s exists but was not created by llmserve for this deployment (labels %s=%q, %s=%q); it was left in place: remove or rename it",
 			kind, d.Namespace, d.Name, ManagedByLabel, l[ManagedByLabel], InstanceLabel, l[InstanceLabel])
 	}
-	if err := del(ctx, d.Namespace, d.Name); err != nil && !apierrors.IsNotFound(err) {
-		return fmt.Errorf("deleting %s %s/%s: %w", kind, d.Namespace, d.Name, err)
+	delCtx, cancel := c.bound(ctx)
+	defer cancel()
+	if err := del(delCtx, d.Namespace, d.Name); err != nil && !apierrors.IsNotFound(err) {
+		return fmt.Errorf("deleting %s %s/%s: %w", kind, d.Namespace, d.Name, c.explain(ctx, err))
 	}
 	return nil
 }
@@ -463,6 +488,8 @@ func (c *Cluster) deleteOwned(ctx context.Context, kind string, d Deployment, ge
 var foreground = metav1.DeletePropagationForeground
 
 func (c *Cluster) deploymentLabels(ctx context.Context, ns, name string) (map[string]string, error) {
+	ctx, cancel := c.bound(ctx)
+	defer cancel()
 	o, err := c.cs.AppsV1().Deployments(ns).Get(ctx, name, metav1.GetOptions{})
 	if err != nil {
 		return nil, err
@@ -475,6 +502,8 @@ func (c *Cluster) deleteDeployment(ctx context.Context, ns, name string) error {
 }
 
 func (c *Cluster) serviceLabels(ctx context.Context, ns, name string) (map[string]string, error) {
+	ctx, cancel := c.bound(ctx)
+	defer cancel()
 	o, err := c.cs.CoreV1().Services(ns).Get(ctx, name, metav1.GetOptions{})
 	if err != nil {
 		return nil, err
@@ -487,6 +516,8 @@ func (c *Cluster) deleteService(ctx context.Context, ns, name string) error {
 }
 
 func (c *Cluster) secretLabels(ctx context.Context, ns, name string) (map[string]string, error) {
+	ctx, cancel := c.bound(ctx)
+	defer cancel()
 	o, err := c.cs.CoreV1().Secrets(ns).Get(ctx, SecretName(name), metav1.GetOptions{})
 	if err != nil {
 		return nil, err
