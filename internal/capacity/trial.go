@@ -6,15 +6,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"hash/fnv"
 	"math"
-	"math/rand/v2"
 	"path/filepath"
 	"time"
 
 	"github.com/llmserve/terraform-provider-llmserve/internal/load"
 	"github.com/llmserve/terraform-provider-llmserve/internal/metrics"
-	"github.com/llmserve/terraform-provider-llmserve/internal/prompt"
 	"github.com/llmserve/terraform-provider-llmserve/internal/records"
 	"github.com/llmserve/terraform-provider-llmserve/internal/results"
 	"github.com/llmserve/terraform-provider-llmserve/internal/search"
@@ -27,40 +24,106 @@ type trialRunner struct {
 	index int // of w in the configuration, for records file names
 }
 
+// RunTrial runs one trial in named steps: settle the server (idle, cold cache) while the
+// prompts are fitted, run the load (a probe stops once its verdict is certain), judge it,
+// keep it. Its Timing says where the wall-clock went.
 func (r *trialRunner) RunTrial(ctx context.Context, req search.Request) (search.Outcome, error) {
-	s, w := r.s, r.w // errors need no location: search.Run names the trial
-	// Requests a stopped probe cancelled may still be processed: the next trial starts on an
-	// idle server, and from a cold cache when flushing is on (the flush waits for idle
-	// itself, and fails the trial when the server does not confirm it).
-	if s.flush.Engine != "" {
-		if err := s.control.Flush(ctx, s.flush); err != nil {
-			return search.Outcome{}, err
-		}
-	} else if err := s.control.WaitIdle(ctx, s.engine); err != nil {
+	clock := newTrialClock()
+	stream := fmt.Sprintf("%s c=%d %s t=%d", r.w.Label, req.Concurrency, req.Kind, req.Index)
+	// Fitting prompts asks the server to count tokens, which generates nothing: it overlaps
+	// the idle wait and the flush instead of following them.
+	prep := r.s.prepareAsync(ctx, r.w, stream)
+	idleUnverified, err := r.settle(ctx, &clock.timing)
+	if err != nil {
+		prep.abandon()
 		return search.Outcome{}, err
 	}
-	idleUnverified := s.engine != "" && s.control.IdleUnverified()
-	stream := fmt.Sprintf("%s c=%d %s t=%d", w.Label, req.Concurrency, req.Kind, req.Index)
-	warmups, err := s.workloadPrompts(ctx, w, stream+" warmup", s.cfg.WarmupRequests)
+	prompts, err := prep.wait(&clock.timing)
 	if err != nil {
-		return search.Outcome{}, fmt.Errorf("warmup prompts: %w", err)
+		return search.Outcome{}, err
 	}
-	measured, err := s.workloadPrompts(ctx, w, stream+" measured", s.cfg.MeasuredRequests)
+	run, err := r.load(ctx, req, prompts, clock)
 	if err != nil {
-		return search.Outcome{}, fmt.Errorf("measured prompts: %w", err)
+		return search.Outcome{}, err
 	}
+	run.idleUnverified = idleUnverified
+	summaryStart := time.Now()
+	out, abort, err := r.judge(req, prompts, run)
+	if err != nil {
+		return search.Outcome{}, err
+	}
+	trial := out.Detail.(*results.Trial)
+	if err := r.keepRecords(req, trial, run.res.Requests); err != nil {
+		return search.Outcome{}, err
+	}
+	clock.timing.SummaryS = seconds(time.Since(summaryStart))
+	clock.timing.TotalS = seconds(time.Since(clock.start))
+	timing := clock.timing
+	trial.Timing = &timing
+	if abort != nil {
+		// The search never sees this outcome, so it journals it here; a resumed run measures
+		// it again, as every trial whose requests failed.
+		if r.s.cfg.Progress != nil {
+			r.s.cfg.Progress(r.entry(out))
+		}
+		return search.Outcome{}, abort
+	}
+	return out, nil
+}
 
-	spec := load.TrialSpec{Concurrency: req.Concurrency, Warmup: warmups.texts, Measured: measured.texts, OutputTokens: w.OutputTokens,
-		WarmupOutputTokens: warmups.maxTokens, MeasuredOutputTokens: measured.maxTokens}
-	// Probes stop the moment their verdict is certain; confirmations always run in full
-	// because their metrics are reported.
-	slos := s.slos()
-	waitedOut := false
-	var decider *metrics.TrialDecider
+// trialClock collects a trial's timing as its steps run.
+type trialClock struct {
+	start  time.Time
+	timing results.TrialTiming
+}
+
+func newTrialClock() *trialClock { return &trialClock{start: time.Now()} }
+
+func seconds(d time.Duration) float64 { return d.Seconds() }
+
+// settle makes the server ready for a trial: requests a stopped probe cancelled may still be
+// processed, so the trial starts on an idle server, and from a cold cache when flushing is
+// on (the flush fails the trial when the server does not confirm it).
+// unverified says the server offered no idle signal, so the wait could not tell.
+func (r *trialRunner) settle(ctx context.Context, timing *results.TrialTiming) (unverified bool, err error) {
+	s := r.s
+	t0 := time.Now()
+	if err := s.control.WaitIdle(ctx, s.engine); err != nil {
+		return false, err
+	}
+	timing.IdleWaitS = seconds(time.Since(t0))
+	unverified = s.engine != "" && s.control.IdleUnverified()
+	if s.flush.Engine == "" {
+		return unverified, nil
+	}
+	t1 := time.Now()
+	err = s.control.Flush(ctx, s.flush) // waits for idle itself: immediate after the wait above
+	timing.CacheFlushS = seconds(time.Since(t1))
+	return unverified, err
+}
+
+// trialLoad is what the load step produced.
+type trialLoad struct {
+	res            load.TrialResult
+	view           *results.ServerView
+	measuredHits   *float64 // the engine's prefix-cache hits over the measured requests alone
+	waitedOut      bool     // a probe decided by requests still waiting: no verdict from finished ones
+	idleUnverified bool     // the server offered no idle signal before the trial
+}
+
+// load runs the warmups and measured requests, with the engine's own metrics scraped before,
+// during and after; a probe stops the moment its verdict is certain, a confirmation runs in
+// full because its metrics are reported.
+func (r *trialRunner) load(ctx context.Context, req search.Request, prompts trialPhases, clock *trialClock) (trialLoad, error) {
+	s, w := r.s, r.w
+	spec := load.TrialSpec{Concurrency: req.Concurrency, Warmup: prompts.warmup.texts, Measured: prompts.measured.texts, OutputTokens: w.OutputTokens,
+		WarmupOutputTokens: prompts.warmup.maxTokens, MeasuredOutputTokens: prompts.measured.maxTokens}
+	var out trialLoad
 	if req.Kind == search.Probe {
-		decider, err = metrics.NewTrialDecider(slos, len(measured.texts))
+		slos := s.slos()
+		decider, err := metrics.NewTrialDecider(slos, len(prompts.measured.texts))
 		if err != nil {
-			return search.Outcome{}, err
+			return out, err
 		}
 		spec.Tick = probeTick(slos)
 		spec.Observe = func(e load.Event) bool {
@@ -75,39 +138,56 @@ func (r *trialRunner) RunTrial(ctx context.Context, req search.Request) (search.
 				// wait: five requests waiting past a 10 s TTFT threshold decide a p95 fail
 				// without waiting for their first tokens.
 				d = decider.WithPending(e.Now, e.InFlight)
-				waitedOut = d == metrics.DecidedFail
+				out.waitedOut = d == metrics.DecidedFail
 			}
 			return d != metrics.Undecided
 		}
 	}
-	// The engine's own metrics before, during and after the trial: its side of the story.
+	t0 := time.Now()
 	watch := watchServer(ctx, s.control, s.engine)
 	spec.BeforeMeasured = func() { watch.markMeasured(ctx) }
+	loadStart := time.Now()
 	res, err := load.RunTrial(ctx, s.client, spec)
-	view := watch.finish(ctx)
-	if err != nil {
-		return search.Outcome{}, err
+	loadEnd := time.Now()
+	out.view = watch.finish(ctx)
+	out.measuredHits = watch.measuredHits()
+	clock.timing.ServerScrapeS = seconds(loadStart.Sub(t0) + time.Since(loadEnd))
+	if !res.MeasuredStart.IsZero() {
+		clock.timing.WarmupS = seconds(res.MeasuredStart.Sub(loadStart))
+		if !res.MeasuredEnd.IsZero() {
+			clock.timing.MeasuredS = seconds(res.MeasuredEnd.Sub(res.MeasuredStart))
+		}
+	} else {
+		clock.timing.WarmupS = seconds(loadEnd.Sub(loadStart))
 	}
+	out.res = res
+	return out, err
+}
+
+// judge turns the load into the search's outcome and the trial's metrics. abort is
+// ErrServerFailing when a full trial at the minimum concurrency saw no request succeed.
+func (r *trialRunner) judge(req search.Request, prompts trialPhases, run trialLoad) (out search.Outcome, abort error, err error) {
+	s, w := r.s, r.w
+	res := run.res
 	done := res.Measured()
 	// Only a full trial at the minimum concurrency can say there is no capacity at all: a
 	// probe stopped at its first failed request is just a fail, and a server shedding load
 	// above the minimum is a failing level, recorded with its errors. The run stops there,
-	// but only after the trial is kept like any other (below): what the server answered is
-	// the user's diagnostic.
-	var abort error
+	// but only after the trial is kept like any other: what the server answered is the
+	// user's diagnostic.
 	if !res.Stopped && req.Concurrency == s.cfg.MinConcurrency {
 		abort = allFailed(done, metrics.ErrorSummary(done, requestedOSL(w)))
 	}
+	slos := s.slos()
 	var verdict metrics.Verdict
-	if !waitedOut {
+	if !run.waitedOut {
 		if verdict, err = metrics.Evaluate(slos, done); err != nil {
-			return search.Outcome{}, err
+			return out, nil, err
 		}
 	}
 	failed := countFailed(done)
-	erroredEarly := res.Stopped && failed > 0
 	switch {
-	case erroredEarly:
+	case res.Stopped && failed > 0:
 		// A probe stopped by a failed request failed for that reason: it measured no
 		// objective value, and claims none.
 		verdict.Closeness, verdict.Results = 0, nil
@@ -116,7 +196,7 @@ func (r *trialRunner) RunTrial(ctx context.Context, req search.Request) (search.
 		// least 1 whatever the few finished requests say.
 		verdict.Closeness = max(verdict.Closeness, 1)
 	}
-	out := search.Outcome{
+	out = search.Outcome{
 		Request: req, Pass: verdict.Pass, Value: verdict.Closeness,
 		DecidedEarly: res.Stopped, Cost: requestSeconds(res.Requests), Failed: failed,
 	}
@@ -125,26 +205,17 @@ func (r *trialRunner) RunTrial(ctx context.Context, req search.Request) (search.
 	// error summary still say what happened.
 	trial, err := metrics.Summarize(res.Requests, requestedOSL(w))
 	if err != nil && req.Kind == search.Confirmation && !errors.Is(err, metrics.ErrNoSuccessfulRequests) {
-		return search.Outcome{}, err
+		return out, nil, err
 	}
 	trial.Trial = req.Index
 	trial.Concurrency = req.Concurrency
-	if s.cfg.RecordsDirectory != "" {
-		rel := records.FileName(r.index, w.Label, req.Kind.String(), req.Concurrency, req.Index)
-		lines := records.FromLoad(records.Trial{Workload: w.Label, Concurrency: req.Concurrency, Index: req.Index, ChunkTimes: s.cfg.RecordChunkTimes}, res.Requests)
-		sum, err := records.Write(s.cfg.RecordsDirectory, rel, lines)
-		if err != nil {
-			return search.Outcome{}, err
-		}
-		trial.RecordsFile, trial.RecordsSHA256 = filepath.ToSlash(rel), sum
-	}
 	trial.SLOs = verdict.Results
-	if !waitedOut {
+	if !run.waitedOut {
 		goodput := verdict.GoodputPercent
 		trial.GoodputPercent = &goodput
 	}
-	trial.Server = view
-	if idleUnverified {
+	trial.Server = run.view
+	if run.idleUnverified {
 		trial.Notes = append(trial.Notes, "the server offered no idle signal (no load endpoint and no running or waiting gauges: SGLang 0.4.x without --enable-metrics), "+
 			"so this trial may have started while earlier requests still ran, and a flush sent then may have done nothing")
 	}
@@ -152,21 +223,29 @@ func (r *trialRunner) RunTrial(ctx context.Context, req search.Request) (search.
 	s.sawCacheReports(res.Requests)
 	checkCache(&trial, done, coldCache{
 		ownTokens:     w.InputTokens - w.SharedPrefixTokens,
-		sharedTokens:  int(math.Ceil(measured.calibration.TemplateOverheadTokens)) + w.SharedPrefixTokens,
+		sharedTokens:  int(math.Ceil(prompts.measured.calibration.TemplateOverheadTokens)) + w.SharedPrefixTokens,
 		flushed:       s.flush.Engine != "",
 		omittedAsZero: s.cacheReport.known(),
-		measuredHits:  watch.measuredHits(),
+		measuredHits:  run.measuredHits,
 	})
 	out.Detail = &trial
-	if abort != nil {
-		// The search never sees this outcome, so it journals it here; a resumed run measures
-		// it again, as every trial whose requests failed.
-		if s.cfg.Progress != nil {
-			s.cfg.Progress(r.entry(out))
-		}
-		return search.Outcome{}, abort
+	return out, abort, nil
+}
+
+// keepRecords writes the trial's per-request records file when records_directory is set.
+func (r *trialRunner) keepRecords(req search.Request, trial *results.Trial, requests []load.RequestResult) error {
+	dir := r.s.cfg.RecordsDirectory
+	if dir == "" {
+		return nil
 	}
-	return out, nil
+	rel := records.FileName(r.index, r.w.Label, req.Kind.String(), req.Concurrency, req.Index)
+	lines := records.FromLoad(records.Trial{Workload: r.w.Label, Concurrency: req.Concurrency, Index: req.Index, ChunkTimes: r.s.cfg.RecordChunkTimes}, requests)
+	sum, err := records.Write(dir, rel, lines)
+	if err != nil {
+		return err
+	}
+	trial.RecordsFile, trial.RecordsSHA256 = filepath.ToSlash(rel), sum
+	return nil
 }
 
 // requestedOSL is the output length the metrics judge mismatches against: the workload's,
@@ -176,61 +255,6 @@ func requestedOSL(w Workload) int {
 		return 0
 	}
 	return w.OutputTokens
-}
-
-// trialPrompts are the prompts of one phase of a trial.
-type trialPrompts struct {
-	texts []string
-	// maxTokens are each prompt's max_tokens when output lengths are spread; nil when every
-	// request asks for the workload's.
-	maxTokens   []int
-	calibration prompt.Calibration // how the prompts were fitted to their lengths
-}
-
-// workloadPrompts makes n prompts of a trial's stream with the workload's shape. Lengths
-// are drawn from a generator seeded by the configuration seed and the stream, so a resumed
-// or repeated run sends the same lengths.
-func (s *session) workloadPrompts(ctx context.Context, w Workload, stream string, n int) (trialPrompts, error) {
-	if w.InputTokensStddev == 0 && w.OutputTokensStddev == 0 && w.SharedPrefixTokens == 0 {
-		texts, cal, err := s.prompts.Prompts(ctx, stream, n, w.InputTokens)
-		return trialPrompts{texts: texts, calibration: cal}, err
-	}
-	h := fnv.New64a()
-	h.Write([]byte(stream))
-	rng := rand.New(rand.NewPCG(uint64(s.cfg.Seed), h.Sum64()))
-	draw := func(mean int, sd float64) int {
-		if sd == 0 {
-			return mean
-		}
-		return max(1, int(math.Round(float64(mean)+sd*rng.NormFloat64())))
-	}
-	var prefix string
-	if w.SharedPrefixTokens > 0 {
-		p, _, err := s.prompts.Prompts(ctx, w.Label+" shared prefix", 1, w.SharedPrefixTokens)
-		if err != nil {
-			return trialPrompts{}, fmt.Errorf("shared prefix: %w", err)
-		}
-		prefix = p[0] + "\n\n"
-	}
-	prompts := make([]string, n)
-	var outs []int
-	if w.OutputTokensStddev > 0 {
-		outs = make([]int, n)
-	}
-	var cal prompt.Calibration
-	for i := range prompts {
-		own := max(1, draw(w.InputTokens, w.InputTokensStddev)-w.SharedPrefixTokens)
-		p, c, err := s.prompts.Prompts(ctx, fmt.Sprintf("%s #%d", stream, i), 1, own)
-		if err != nil {
-			return trialPrompts{}, err
-		}
-		cal = c
-		prompts[i] = prefix + p[0]
-		if outs != nil {
-			outs[i] = draw(w.OutputTokens, w.OutputTokensStddev)
-		}
-	}
-	return trialPrompts{texts: prompts, maxTokens: outs, calibration: cal}, nil
 }
 
 // probeTick is how often a probe re-checks what waiting requests prove: a twentieth of the

@@ -13,7 +13,7 @@ import (
 )
 
 // TokenCounter counts the tokens of a prompt's own text, as the server's tokenize endpoint
-// does (no chat template).
+// does (no chat template). Prompts calls it from several goroutines at once.
 type TokenCounter interface {
 	CountTokens(ctx context.Context, text string) (int, error)
 }
@@ -68,8 +68,8 @@ type Generator struct {
 
 	mu       sync.Mutex
 	vocab    *vocabulary
-	tally    struct{ tokens, chars, words float64 } // running totals of TokenCounter answers
-	usageFit map[int]usageFit                       // by target tokens
+	tally    tally            // running totals of TokenCounter answers
+	usageFit map[int]usageFit // by target tokens
 }
 
 type usageFit struct {
@@ -156,24 +156,90 @@ func charsFor(target, rate float64) float64 {
 	return math.Min(target/clampRate(rate), target/minTokensPerChar)
 }
 
+// countWorkers is how many prompts are fitted at once: tokenize calls generate nothing, so a
+// server answers several together, and fitting 72 prompts one after the other was most of
+// the dead time between trials.
+const countWorkers = 8
+
+// tally is a running total of TokenCounter answers.
+type tally struct{ tokens, chars, words float64 }
+
+func (t *tally) add(o tally) {
+	t.tokens, t.chars, t.words = t.tokens+o.tokens, t.chars+o.chars, t.words+o.words
+}
+
 // counted fits every prompt exactly with the TokenCounter: guess the length from the learnt
 // rate, count, correct by the rate, and once two neighbouring word counts bracket the target
 // without hitting it, try small endings (a full stop, a one-syllable word) that move the
-// count by a single token.
+// count by a single token. Prompts are fitted countWorkers at a time, each from the rate
+// learnt before the call plus its own counts, and their counts are added to the learnt rate
+// in prompt order afterwards, so the texts depend only on the server's answers, not on
+// which answer came first.
 func (g *Generator) counted(ctx context.Context, key uint64, stream string, n, target int) ([]string, Calibration, error) {
 	cal := Calibration{Method: MethodTokenize, TargetTokens: target}
-	out := make([]string, n)
-	for i := range out {
-		text, count, calls, err := g.fitOne(ctx, newSequence(*g.vocab, key, i), target)
-		cal.Calls += calls
-		if err != nil {
-			return nil, cal, fmt.Errorf("prompt %d of %q: counting tokens: %w", i, stream, err)
+	type fitted struct {
+		text         string
+		count, calls int
+		seen         tally
+		err          error
+	}
+	fits := make([]fitted, n)
+	base := g.tally
+	first := 0
+	if base.chars == 0 && n > 0 {
+		// Nothing learnt yet: one prompt alone first, so the others start from its rate
+		// rather than all from the guess.
+		f := &fits[0]
+		f.text, f.count, f.calls, f.seen, f.err = g.fitOne(ctx, newSequence(*g.vocab, key, 0), target, base)
+		if f.err != nil {
+			return nil, Calibration{Method: MethodTokenize, TargetTokens: target, Calls: f.calls}, fmt.Errorf("prompt 0 of %q: counting tokens: %w", stream, f.err)
 		}
-		out[i] = text
-		if count == target {
+		base.add(f.seen)
+		first = 1
+	}
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	next := make(chan int)
+	var wg sync.WaitGroup
+	for range min(countWorkers, n-first) {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range next {
+				f := &fits[i]
+				f.text, f.count, f.calls, f.seen, f.err = g.fitOne(ctx, newSequence(*g.vocab, key, i), target, base)
+				if f.err != nil {
+					cancel() // the first failure ends the call; the others need not finish
+				}
+			}
+		}()
+	}
+feed:
+	for i := first; i < n; i++ {
+		select {
+		case next <- i:
+		case <-ctx.Done():
+			break feed
+		}
+	}
+	close(next)
+	wg.Wait()
+	out := make([]string, n)
+	for i, f := range fits {
+		cal.Calls += f.calls
+		if f.err != nil {
+			return nil, cal, fmt.Errorf("prompt %d of %q: counting tokens: %w", i, stream, f.err)
+		}
+		if f.text == "" && f.calls == 0 {
+			// Never started: the call was cancelled by another prompt's failure or ctx.
+			return nil, cal, fmt.Errorf("prompt %d of %q: counting tokens: %w", i, stream, context.Cause(ctx))
+		}
+		g.tally.add(f.seen)
+		out[i] = f.text
+		if f.count == target {
 			cal.Exact++
 		} else {
-			cal.MaxErrorTokens = max(cal.MaxErrorTokens, abs(count-target))
+			cal.MaxErrorTokens = max(cal.MaxErrorTokens, abs(f.count-target))
 		}
 	}
 	cal.TokensPerChar = g.tokensPerChar()
@@ -183,8 +249,18 @@ func (g *Generator) counted(ctx context.Context, key uint64, stream string, n, t
 	return out, cal, nil
 }
 
-func (g *Generator) fitOne(ctx context.Context, s *sequence, target int) (best string, bestCount, calls int, err error) {
+// fitOne fits one prompt; base is what was learnt before the call, seen what this prompt's
+// counts add to it.
+func (g *Generator) fitOne(ctx context.Context, s *sequence, target int, base tally) (best string, bestCount, calls int, seen tally, err error) {
 	bestErr := math.MaxInt
+	rate := func() float64 {
+		t := base
+		t.add(seen)
+		if t.chars == 0 {
+			return DefaultTokensPerChar
+		}
+		return clampRate(t.tokens / t.chars)
+	}
 	count := func(text string, words int) (int, error) {
 		if err := ctx.Err(); err != nil {
 			return 0, err
@@ -194,23 +270,21 @@ func (g *Generator) fitOne(ctx context.Context, s *sequence, target int) (best s
 		if err != nil {
 			return 0, err
 		}
-		g.tally.tokens += float64(c)
-		g.tally.chars += float64(len(text))
-		g.tally.words += float64(words + 4)
+		seen.add(tally{tokens: float64(c), chars: float64(len(text)), words: float64(words + 4)})
 		if e := abs(c - target); e < bestErr {
 			best, bestCount, bestErr = text, c, e
 		}
 		return c, nil
 	}
 	below, above := -1, math.MaxInt // largest k counted under target, smallest counted over
-	k := s.wordsForChars(charsFor(float64(target), g.tokensPerChar()))
+	k := s.wordsForChars(charsFor(float64(target), rate()))
 	for calls < g.maxCalls() {
 		c, err := count(s.text(k), k)
 		if err != nil {
-			return "", 0, calls, err
+			return "", 0, calls, seen, err
 		}
 		if c == target {
-			return best, bestCount, calls, nil
+			return best, bestCount, calls, seen, nil
 		}
 		if c < target {
 			below = max(below, k)
@@ -220,7 +294,7 @@ func (g *Generator) fitOne(ctx context.Context, s *sequence, target int) (best s
 		if above == below+1 || above == 0 {
 			break // no word count hits it: fine-tune below
 		}
-		next := s.wordsForChars(math.Min(float64(s.chars(k))+float64(target-c)/g.tokensPerChar(), charsFor(float64(target), minTokensPerChar)))
+		next := s.wordsForChars(math.Min(float64(s.chars(k))+float64(target-c)/rate(), charsFor(float64(target), minTokensPerChar)))
 		if next == k {
 			next += sign(target - c)
 		}
@@ -236,14 +310,14 @@ func (g *Generator) fitOne(ctx context.Context, s *sequence, target int) (best s
 			}
 			c, err := count(base+ending, below)
 			if err != nil {
-				return "", 0, calls, err
+				return "", 0, calls, seen, err
 			}
 			if c == target {
 				break
 			}
 		}
 	}
-	return best, bestCount, calls, nil
+	return best, bestCount, calls, seen, nil
 }
 
 // endings that add a token or two to a prompt, tried in order when whole words overshoot:

@@ -5,23 +5,24 @@ import (
 	"errors"
 	"math"
 	"strings"
+	"sync/atomic"
 	"testing"
 )
 
 // wordCounter counts like a word-level tokenizer: 1.3 tokens a word (rounded over the whole
 // text) plus one per punctuation mark.
-type wordCounter struct{ calls int }
+type wordCounter struct{ calls atomic.Int64 }
 
 func (c *wordCounter) CountTokens(_ context.Context, text string) (int, error) {
-	c.calls++
+	c.calls.Add(1)
 	return int(math.Round(1.3*float64(len(strings.Fields(text))))) + strings.Count(text, ",") + strings.Count(text, "."), nil
 }
 
 // charCounter counts one token per four characters, like a byte-level BPE on average.
-type charCounter struct{ calls int }
+type charCounter struct{ calls atomic.Int64 }
 
 func (c *charCounter) CountTokens(_ context.Context, text string) (int, error) {
-	c.calls++
+	c.calls.Add(1)
 	return len(text) / 4, nil
 }
 
@@ -30,8 +31,8 @@ type countingCounter interface {
 	count() int
 }
 
-func (c *wordCounter) count() int { return c.calls }
-func (c *charCounter) count() int { return c.calls }
+func (c *wordCounter) count() int { return int(c.calls.Load()) }
+func (c *charCounter) count() int { return int(c.calls.Load()) }
 
 func TestPromptsTokenize(t *testing.T) {
 	tests := []struct {
@@ -89,9 +90,10 @@ func TestPromptsCallsBounded(t *testing.T) {
 	// A counter that never settles: its answer does not depend on the text at all.
 	stubborn := counterFunc(func(string) (int, error) { return 7, nil })
 	g := &Generator{Seed: 1, Counter: stubborn, MaxCallsPerPrompt: 4}
-	calls := 0
-	g.Counter = counterFunc(func(s string) (int, error) { calls++; return stubborn(s) })
+	var counted atomic.Int64 // prompts are fitted concurrently
+	g.Counter = counterFunc(func(s string) (int, error) { counted.Add(1); return stubborn(s) })
 	prompts, cal, err := g.Prompts(context.Background(), "s", 10, 500)
+	calls := int(counted.Load())
 	if err != nil {
 		t.Fatal(err)
 	}

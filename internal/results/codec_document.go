@@ -261,6 +261,12 @@ func (r *reader) trial(o *object) Trial {
 			t.OpenLoop = &x
 		}
 	}
+	if v, p := o.optional("timing"); v != nil {
+		if to := r.asObject(p, v); to != nil {
+			timing := plainBlock[TrialTiming](to)
+			t.Timing = &timing
+		}
+	}
 	o.finish()
 	return t
 }

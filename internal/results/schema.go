@@ -148,6 +148,8 @@ type Trial struct {
 	ErrorSummary []ErrorCount `json:"error_summary,omitempty"`
 	// Server is the engine's own view of the trial (its Prometheus metrics); additive.
 	Server *ServerView `json:"server,omitempty"`
+	// Timing is where the trial's wall-clock went (preparation, flush, load); additive.
+	Timing *TrialTiming `json:"timing,omitempty"`
 	// Notes are additive: what a reader of this trial should know, such as prompts served
 	// from a cache that should have been cold.
 	Notes []string `json:"notes,omitempty"`
