@@ -2,6 +2,7 @@ package capacity
 
 import (
 	"fmt"
+	"math"
 	"strings"
 
 	"github.com/llmserve/terraform-provider-llmserve/internal/attrpath"
@@ -34,6 +35,13 @@ func (c Config) ResultWarnings(doc *results.Document) []Problem {
 	}
 	for _, w := range doc.Workloads {
 		if w.SearchBound() == results.BoundNone {
+			if w.MaximumPassingConcurrency == nil && w.FirstFailingConcurrency != nil {
+				out = append(out, Problem{Path: attrpath.Root("maximum_passing_concurrency").Key(w.Label), Warning: true,
+					Summary: fmt.Sprintf("Workload %q has no capacity: even %d concurrent request failed the SLO", w.Label, *w.FirstFailingConcurrency),
+					Detail: fmt.Sprintf("Workload %q: at concurrency %d, %s. maximum_passing_concurrency[%q] is null (capacity 0). "+
+						"The server cannot meet the objective for a single user with this workload: relax the objective, shorten the workload, or change the deployment.",
+						w.Label, *w.FirstFailingConcurrency, missedText(doc.SLOs, w.FailingTrials), w.Label)})
+			}
 			continue
 		}
 		out = append(out, Problem{Path: attrpath.Root("capacity_bounded_by_search").Key(w.Label), Warning: true,
@@ -50,4 +58,59 @@ func (c Config) ResultWarnings(doc *results.Document) []Problem {
 				c.CacheFlush, strings.Join(warm, "; "))})
 	}
 	return out
+}
+
+// missedText says what failed at a level and by how much: "p95 TTFT was 1234.5 ms against
+// a limit of < 300 ms (4.1× the limit) in 2 of 3 trials", or the failed requests.
+func missedText(slos []results.SLO, failing []results.Trial) string {
+	var parts []string
+	for _, o := range slos {
+		worst, missed, n := 0.0, 0, 0
+		for _, t := range failing {
+			for _, r := range t.SLOs {
+				if r.Metric != o.Metric || r.Percentile != o.Percentile {
+					continue
+				}
+				n++
+				if !r.Met {
+					missed++
+					if missed == 1 || o.Closeness(r.Value) > o.Closeness(worst) {
+						worst = r.Value
+					}
+				}
+			}
+		}
+		if missed == 0 {
+			continue
+		}
+		m := o.Info()
+		by := fmt.Sprintf("%.1f× the limit", o.Closeness(worst))
+		if m.HigherIsBetter && o.ThresholdMs > 0 {
+			by = fmt.Sprintf("%.0f%% of the limit", 100*worst/o.ThresholdMs)
+		}
+		parts = append(parts, fmt.Sprintf("%s was %s %s against a limit of %s %s %s (%s) in %d of %d trials",
+			objectiveName(o), trimFloat(math.Round(worst*10)/10), m.Unit, comparisonSymbol(o.Comparison), trimFloat(o.ThresholdMs), m.Unit,
+			by, missed, n))
+	}
+	errs := 0
+	for _, t := range failing {
+		errs += t.Correctness.Errors
+	}
+	if errs > 0 {
+		parts = append(parts, fmt.Sprintf("%d measured requests failed (see the trials' error_summary)", errs))
+	}
+	if len(parts) == 0 {
+		return "the trials failed"
+	}
+	return strings.Join(parts, "; ")
+}
+
+// objectiveName reads "p95 TTFT" or "Goodput".
+func objectiveName(o results.SLO) string {
+	m := o.Info()
+	name := cmpOr(m.Short, o.Metric)
+	if !m.PerTrial && o.Percentile != 0 {
+		name = "p" + trimFloat(o.Percentile) + " " + name
+	}
+	return name
 }

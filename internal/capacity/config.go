@@ -64,6 +64,9 @@ type Config struct {
 	History []JournalEntry
 	// Progress, when set, is called once per finished trial, in order.
 	Progress func(JournalEntry)
+	// ProgressLine, when set, receives one line a person reads per finished trial (verdict,
+	// objectives against thresholds, duration, trials done and left) and per finished workload.
+	ProgressLine func(string)
 }
 
 // Workload is one input/output shape to find the boundary for.

@@ -9,6 +9,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"os"
 	"strings"
 	"time"
@@ -23,15 +24,20 @@ import (
 type JournalEntry struct {
 	// Format marks the line as this provider's (journalFormat), so lines another program
 	// wrote to the same file are never taken for trials. It is the first key written.
+	// The short fields a person reads come first, the bulky metrics last.
 	Format      string    `json:"format"`
 	Time        time.Time `json:"time"`
-	Fingerprint string    `json:"fingerprint"` // which configuration measured it
 	Workload    string    `json:"workload"`
 	Concurrency int       `json:"concurrency"`
 	Rate        float64   `json:"rate,omitempty"` // an open-loop trial's request rate; its concurrency is 0
 	Kind        string    `json:"kind"`           // probe | confirmation | run_completed
 	Index       int       `json:"index"`          // 1-based confirmation trial number; 0 for probes
-	Pass        bool      `json:"pass"`
+	// Verdict is pass, fail (an objective was missed) or error (requests failed); written
+	// for readers, Pass and Errors are what a resumed run reads.
+	Verdict     string  `json:"verdict,omitempty"`
+	DurationS   float64 `json:"duration_s,omitempty"` // the trial's wall-clock, preparation included
+	Pass        bool    `json:"pass"`
+	Fingerprint string  `json:"fingerprint"` // which configuration measured it
 	// SLOs is each objective's value. Closeness is the largest objective value relative to
 	// its threshold (at least 1: missed), the search's guard band reads it.
 	SLOs         []results.SLOResult `json:"slos"`
@@ -157,6 +163,7 @@ type Journal struct {
 	file        *os.File
 	fingerprint string
 	history     []JournalEntry
+	ignored     ignoredLines
 	// needNewline: the file ends in a line a crash cut short; the next record starts on a
 	// line of its own so it is not lost with the fragment.
 	needNewline bool
@@ -197,16 +204,41 @@ func OpenJournal(path string, cfg Config) (*Journal, error) {
 		return nil, fmt.Errorf("progress file %s is not empty and holds no line of a progress journal; "+
 			"it is not this provider's to append to: give another path", path)
 	}
-	j.history, j.needNewline, j.file = read.history, read.unterminated, f
+	j.history, j.needNewline, j.file, j.ignored = read.history, read.unterminated, f, read.ignored
 	return j, nil
+}
+
+// ignoredLines counts the journal's own lines an open did not reuse, by why.
+type ignoredLines struct {
+	otherConfig int // another configuration's trials (or another provider version's fingerprint)
+	damaged     int // cut short, not JSON, too long, or no trial this provider could have run
+	delivered   int // trials of a run of this configuration that finished and was delivered
+}
+
+// Ignored says, one reason a sentence, which lines of the journal were not reused and why;
+// nil when every line of this configuration's unfinished run was usable. A journal is never
+// ignored silently.
+func (j *Journal) Ignored() []string {
+	var out []string
+	if n := j.ignored.otherConfig; n > 0 {
+		out = append(out, fmt.Sprintf("%d %s of another configuration (endpoint, model, workloads, objectives, search or trial settings, triggers or experiment differ), not reused", n, plural(n, "trial", "trials")))
+	}
+	if n := j.ignored.delivered; n > 0 {
+		out = append(out, fmt.Sprintf("%d %s of an earlier run of this configuration that finished and was delivered, not reused: a new apply measures afresh", n, plural(n, "trial", "trials")))
+	}
+	if n := j.ignored.damaged; n > 0 {
+		out = append(out, fmt.Sprintf("%d damaged %s (cut short, not valid JSON or no trial), skipped", n, plural(n, "line", "lines")))
+	}
+	return out
 }
 
 // journalRead is what readJournal found.
 type journalRead struct {
 	history      []JournalEntry // this configuration's trials since its last completed run
-	ours         bool           // some line was written by a journal
-	bytes        int64          // length of the file
-	unterminated bool           // the last line has no newline
+	ignored      ignoredLines
+	ours         bool  // some line was written by a journal
+	bytes        int64 // length of the file
+	unterminated bool  // the last line has no newline
 }
 
 // readJournal reads journal lines from r: its own lines of the given fingerprint, in order,
@@ -224,6 +256,7 @@ func readJournal(r io.Reader, fingerprint string) (journalRead, error) {
 		case tooLong:
 		case len(line)+len(chunk) > maxJournalLine:
 			tooLong, line = true, line[:0]
+			out.ignored.damaged++
 		default:
 			line = append(line, chunk...)
 		}
@@ -235,7 +268,7 @@ func readJournal(r io.Reader, fingerprint string) (journalRead, error) {
 		}
 		if bytes.HasPrefix(line, []byte(journalPrefix)) {
 			out.ours = true
-			out.history = journalLine(out.history, line, fingerprint)
+			out.history = journalLine(out.history, line, fingerprint, &out.ignored)
 		}
 		line, tooLong = line[:0], false
 		if err == io.EOF {
@@ -247,17 +280,29 @@ func readJournal(r io.Reader, fingerprint string) (journalRead, error) {
 	}
 }
 
-// journalLine applies one of the journal's own lines to the history.
-func journalLine(history []JournalEntry, line []byte, fingerprint string) []JournalEntry {
+// journalLine applies one of the journal's own lines to the history, counting what it
+// does not use.
+func journalLine(history []JournalEntry, line []byte, fingerprint string, ignored *ignoredLines) []JournalEntry {
 	var t JournalEntry
-	if json.Unmarshal(line, &t) != nil || t.Format != journalFormat || t.Fingerprint != fingerprint {
+	if json.Unmarshal(line, &t) != nil || t.Format != journalFormat {
+		ignored.damaged++
+		return history
+	}
+	if t.Fingerprint != fingerprint {
+		if t.Kind != kindRunCompleted {
+			ignored.otherConfig++
+		}
 		return history
 	}
 	switch {
 	case t.Kind == kindRunCompleted:
+		ignored.delivered += len(history)
 		return nil
 	case t.Kind != search.Probe.String() && t.Kind != search.Confirmation.String(),
-		t.Concurrency < 1 || t.Concurrency > search.MaxLevel, t.Index < 0, t.Errors < 0:
+		t.Rate == 0 && (t.Concurrency < 1 || t.Concurrency > search.MaxLevel),
+		t.Rate != 0 && (t.Concurrency != 0 || !(t.Rate > 0) || math.IsInf(t.Rate, 0)),
+		t.Index < 0, t.Errors < 0:
+		ignored.damaged++
 		return history // not a trial this provider could have run
 	}
 	return append(history, t)

@@ -127,4 +127,3 @@ func (s *session) workloadPrompts(ctx context.Context, w Workload, stream string
 	}
 	return trialPrompts{texts: prompts, maxTokens: outs, calibration: cal}, nil
 }
-

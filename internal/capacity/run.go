@@ -29,17 +29,39 @@ var ErrServerFailing = errors.New("every measured request failed")
 
 // Run measures every workload and returns the results document. On error it returns what
 // was finished so far (nil workloads are left out) together with the error; every finished
-// trial has also been passed to cfg.Progress.
+// trial has also been passed to cfg.Progress. Resume wraps it with the progress files.
 func Run(ctx context.Context, cfg Config) (*results.Document, error) {
+	doc, _, err := run(ctx, cfg)
+	return doc, err
+}
+
+// runStats is what a run counted, for the caller's report.
+type runStats struct {
+	start    time.Time
+	measured int
+	reused   int
+	reusedBy []string
+}
+
+func run(ctx context.Context, cfg Config) (*results.Document, runStats, error) {
 	cfg.StallTimeout = cmp.Or(cfg.StallTimeout, load.DefaultStallTimeout)
 	cfg.RequestTimeout = cmp.Or(cfg.RequestTimeout, load.DefaultRequestTimeout)
-	if err := Err(cfg.Validate()); err != nil {
-		return nil, err
+	watch := newRunWatch(cfg, sessionSLOs(cfg), cfg.ProgressLine)
+	stats := func() runStats {
+		watch.mu.Lock()
+		defer watch.mu.Unlock()
+		return runStats{start: watch.start, measured: watch.measured, reused: watch.reused, reusedBy: slices.Clone(watch.reusedBy)}
 	}
+	if err := Err(cfg.Validate()); err != nil {
+		return nil, stats(), err
+	}
+	watch.current, watch.step = "the connection check", ""
 	s, err := connect(ctx, cfg)
 	if err != nil {
-		return nil, err
+		return nil, stats(), watch.explain(ctx, err)
 	}
+	watch.current = ""
+	s.watch = watch
 	doc := s.skeleton()
 	history := map[string][]search.Outcome{}
 	for _, t := range cfg.History {
@@ -62,12 +84,32 @@ func Run(ctx context.Context, cfg Config) (*results.Document, error) {
 		}
 		if err != nil {
 			doc.CorrectnessTotal = totals(doc.Workloads)
-			return doc, fmt.Errorf("workload %q: %w", w.Label, err)
+			err = watch.explain(ctx, err)
+			if _, stopped := err.(*StoppedError); !stopped { // a stopped run's text names the workload
+				err = fmt.Errorf("workload %q: %w", w.Label, err)
+			}
+			return doc, stats(), err
 		}
 		doc.Workloads = append(doc.Workloads, wr)
+		watch.sayf("%s  workload %q done: %s", time.Now().UTC().Format("15:04:05"), w.Label, workloadLine(wr))
 	}
 	doc.CorrectnessTotal = totals(doc.Workloads)
-	return doc, nil
+	return doc, stats(), nil
+}
+
+// workloadLine reads "maximum passing concurrency 4, first failing 5 (bound by p95 time_to_first_token)".
+func workloadLine(w results.Workload) string {
+	num := func(p *int) string {
+		if p == nil {
+			return "none"
+		}
+		return fmt.Sprint(*p)
+	}
+	s := fmt.Sprintf("maximum passing concurrency %s, first failing %s", num(w.MaximumPassingConcurrency), num(w.FirstFailingConcurrency))
+	if len(w.BoundBy) > 0 {
+		s += " (bound by " + strings.Join(w.BoundBy, ", ") + ")"
+	}
+	return s
 }
 
 // session is one benchmark's connection to the server.
@@ -81,6 +123,7 @@ type session struct {
 	prompts *prompt.Generator
 	// cacheReport: whether a response without a cached-token field means 0 (coldcache.go).
 	cacheReport cacheReporting
+	watch       *runWatch // nil-safe: counts trials, names the running one, writes human lines
 }
 
 // connect checks that the endpoint is usable before any load is sent: reachable, the model
@@ -220,9 +263,11 @@ func (s *session) skeleton() *results.Document {
 }
 
 // slos are the configured objectives with their defaults filled in, as documents state them.
-func (s *session) slos() []results.SLO {
-	out := make([]results.SLO, len(s.cfg.SLOs))
-	for i, o := range s.cfg.SLOs {
+func (s *session) slos() []results.SLO { return sessionSLOs(s.cfg) }
+
+func sessionSLOs(cfg Config) []results.SLO {
+	out := make([]results.SLO, len(cfg.SLOs))
+	for i, o := range cfg.SLOs {
 		out[i] = o.WithDefaults()
 	}
 	return out
@@ -239,9 +284,11 @@ func (s *session) measure(ctx context.Context, w Workload, history []search.Outc
 		Threshold:          1,
 		GuardBand:          guardBand,
 		Progress: func(o search.Outcome) {
+			e := runner.entry(o)
 			if !o.Resumed && s.cfg.Progress != nil {
-				s.cfg.Progress(runner.entry(o))
+				s.cfg.Progress(e) // the journal first: it is what survives a crash
 			}
+			s.watch.finished(w.Label, o, e)
 		},
 	}, runner)
 	if err != nil {

@@ -29,6 +29,8 @@ type trialRunner struct {
 // keep it. Its Timing says where the wall-clock went.
 func (r *trialRunner) RunTrial(ctx context.Context, req search.Request) (search.Outcome, error) {
 	clock := newTrialClock()
+	watch := r.s.watch
+	watch.begin(r.w.Label, req)
 	stream := fmt.Sprintf("%s c=%d %s t=%d", r.w.Label, req.Concurrency, req.Kind, req.Index)
 	// Fitting prompts asks the server to count tokens, which generates nothing: it overlaps
 	// the idle wait and the flush instead of following them.
@@ -38,10 +40,12 @@ func (r *trialRunner) RunTrial(ctx context.Context, req search.Request) (search.
 		prep.abandon()
 		return search.Outcome{}, err
 	}
+	watch.enter("while its prompts were prepared")
 	prompts, err := prep.wait(&clock.timing)
 	if err != nil {
 		return search.Outcome{}, err
 	}
+	watch.enter("while its requests ran")
 	run, err := r.load(ctx, req, prompts, clock)
 	if err != nil {
 		return search.Outcome{}, err
@@ -63,9 +67,11 @@ func (r *trialRunner) RunTrial(ctx context.Context, req search.Request) (search.
 	if abort != nil {
 		// The search never sees this outcome, so it journals it here; a resumed run measures
 		// it again, as every trial whose requests failed.
+		e := r.entry(out)
 		if r.s.cfg.Progress != nil {
-			r.s.cfg.Progress(r.entry(out))
+			r.s.cfg.Progress(e)
 		}
+		watch.finished(r.w.Label, out, e)
 		return search.Outcome{}, abort
 	}
 	return out, nil
@@ -88,6 +94,7 @@ func seconds(d time.Duration) float64 { return d.Seconds() }
 func (r *trialRunner) settle(ctx context.Context, timing *results.TrialTiming) (unverified bool, err error) {
 	s := r.s
 	t0 := time.Now()
+	s.watch.enter("while waiting for the server to finish earlier work")
 	if err := s.control.WaitIdle(ctx, s.engine); err != nil {
 		return false, err
 	}
@@ -97,6 +104,7 @@ func (r *trialRunner) settle(ctx context.Context, timing *results.TrialTiming) (
 		return unverified, nil
 	}
 	t1 := time.Now()
+	s.watch.enter("while flushing the server's prefix cache")
 	err = s.control.Flush(ctx, s.flush) // waits for idle itself: immediate after the wait above
 	timing.CacheFlushS = seconds(time.Since(t1))
 	return unverified, err
@@ -319,7 +327,11 @@ func (r *trialRunner) entry(o search.Outcome) JournalEntry {
 		DecidedEarly: o.DecidedEarly, ValueIsBound: o.DecidedEarly && !o.Pass && o.Failed == 0, CostS: o.Cost,
 		Errors: o.Failed,
 	}
+	t.Verdict = t.verdict()
 	if m, ok := o.Detail.(*results.Trial); ok && m != nil {
+		if m.Timing != nil {
+			t.DurationS = m.Timing.TotalS
+		}
 		t.SLOs = m.SLOs
 		t.Metrics = m
 		t.ErrorSummary = m.ErrorSummary

@@ -168,8 +168,7 @@ func (c *Client) send(ctx context.Context, method, path string, body any, key st
 		if ctx.Err() != nil {
 			return 0, nil, fmt.Errorf("%s %s%s: %w", method, c.redacted, path, ctx.Err())
 		}
-		return 0, nil, fmt.Errorf("%w: %s %s%s failed: %s; check the endpoint URL, that the server is running and listening on that port, and that this machine can reach it",
-			ErrUnreachable, method, c.redacted, path, c.secrets.String(httpbody.StripURL(err).Error()))
+		return 0, nil, &UnreachableError{Call: method + " " + c.redacted + path, Cause: c.secrets.String(httpbody.StripURL(err).Error())}
 	}
 	defer resp.Body.Close()
 	data, err := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
@@ -265,3 +264,19 @@ func quoteList(ids []string) string {
 	}
 	return joinQuoted(ids)
 }
+
+// UnreachableError is a control call that got no HTTP response at all, after retries. Its
+// text carries the start-up advice; a caller that knows the server answered before (a long
+// run whose server went away) reads Call and Cause instead.
+type UnreachableError struct {
+	Call  string // "GET http://host:30000/v1/loads", redacted
+	Cause string // what the connection attempt said, redacted
+}
+
+func (e *UnreachableError) Error() string {
+	return fmt.Sprintf("%s: %s failed: %s; check the endpoint URL, that the server is running and listening on that port, and that this machine can reach it",
+		ErrUnreachable, e.Call, e.Cause)
+}
+
+// Unwrap makes errors.Is(err, ErrUnreachable) hold.
+func (e *UnreachableError) Unwrap() error { return ErrUnreachable }

@@ -2,6 +2,7 @@ package provider
 
 import (
 	"context"
+	"errors"
 	"crypto/rand"
 	"encoding/hex"
 	"fmt"
@@ -48,6 +49,7 @@ type capacityBenchmarkModel struct {
 	Triggers     types.Map      `tfsdk:"triggers"`
 	Experiment   types.Object   `tfsdk:"experiment"`
 	ProgressFile types.String   `tfsdk:"progress_file"`
+	ProgressLog  types.String   `tfsdk:"progress_log"`
 	RecordsDir   types.String   `tfsdk:"records_directory"`
 	ChunkTimes   types.Bool     `tfsdk:"record_chunk_times"`
 	Timeouts     timeouts.Value `tfsdk:"timeouts"`
@@ -103,47 +105,42 @@ func (r *capacityBenchmarkResource) Create(ctx context.Context, req resource.Cre
 		cfg.ToolVersion = r.data.version
 	}
 
-	journal, err := capacity.OpenJournal(plan.ProgressFile.ValueString(), cfg)
-	if err != nil {
-		resp.Diagnostics.AddAttributeError(path.Root("progress_file"), "Cannot use progress file", err.Error())
-		return
-	}
-	defer journal.Close()
-	cfg.History = journal.History()
-	var failures []string
-	cfg.Progress = func(t capacity.JournalEntry) {
-		tflog.Info(ctx, "trial finished", t.LogFields())
-		if line := t.FailureLine(); line != "" {
-			failures = append(failures, line)
-		}
-		if err := journal.Append(t); err != nil {
-			tflog.Warn(ctx, "cannot append to progress file", map[string]any{"error": err.Error()})
-		}
-	}
-
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
-	doc, err := capacity.Run(ctx, cfg)
-	if len(failures) > 0 {
-		resp.Diagnostics.AddWarning("Requests failed during the capacity benchmark", failureWarning(failures, err == nil))
-	}
-	if err != nil {
-		detail := err.Error()
-		if plan.ProgressFile.ValueString() != "" {
-			detail += fmt.Sprintf("\n\nEvery finished trial is kept in %s; applying again with the same configuration resumes from there.", plan.ProgressFile.ValueString())
-		}
-		resp.Diagnostics.AddError("Capacity benchmark failed", detail)
+	report, err := capacity.Resume(ctx, cfg, capacity.Files{
+		ProgressFile: plan.ProgressFile.ValueString(),
+		ProgressLog:  plan.ProgressLog.ValueString(),
+		// One readable line per trial for TF_LOG=INFO, beside the progress log.
+		Say: func(line string) { tflog.Info(ctx, line) },
+	})
+	var fileErr *capacity.FileError
+	if errors.As(err, &fileErr) {
+		resp.Diagnostics.AddAttributeError(attributePath(fileErr.Path), "Cannot use "+strings.ReplaceAll(fileErr.Path.String(), "_", " "), err.Error())
 		return
 	}
+	if summary := report.Resumed.Summary(); summary != "" || len(report.Resumed.Ignored) > 0 {
+		resp.Diagnostics.AddAttributeWarning(path.Root("progress_file"), "Progress file: what the run reused", resumeWarning(report.Resumed))
+	}
+	if len(report.Failures) > 0 {
+		resp.Diagnostics.AddWarning("Requests failed during the capacity benchmark", failureWarning(report.Failures, err == nil))
+	}
+	if err != nil {
+		summary := "Capacity benchmark failed"
+		var stopped *capacity.StoppedError
+		if errors.As(err, &stopped) {
+			summary = map[capacity.StopReason]string{capacity.StopInterrupted: "Capacity benchmark interrupted",
+				capacity.StopTimedOut: "Capacity benchmark timed out", capacity.StopServerGone: "Inference server stopped answering"}[stopped.Why]
+		}
+		resp.Diagnostics.AddError(summary, err.Error())
+		return
+	}
+	doc := report.Document
 
 	resp.Diagnostics.Append(plan.setResults(ctx, doc)...)
 	if resp.Diagnostics.HasError() {
 		return
 	}
 	resp.Diagnostics.Append(problemDiagnostics(cfg.ResultWarnings(doc), nil, true)...)
-	if err := journal.Complete(); err != nil {
-		tflog.Warn(ctx, "cannot mark the run complete in the progress file", map[string]any{"error": err.Error()})
-	}
 	plan.ID = types.StringValue(randomID())
 	plan.APIKey, plan.AdminAPIKey = types.StringNull(), types.StringNull()
 	resp.Diagnostics.Append(resp.State.Set(ctx, &plan)...)
@@ -159,7 +156,7 @@ func (r *capacityBenchmarkResource) Read(ctx context.Context, req resource.ReadR
 	resp.Diagnostics.Append(resp.State.Set(ctx, &state)...)
 }
 
-// Update only happens for attributes that do not re-run the benchmark (progress_file, timeouts, api_key).
+// Update only happens for attributes that do not re-run the benchmark (progress_file, progress_log, timeouts, api_key).
 func (r *capacityBenchmarkResource) Update(ctx context.Context, req resource.UpdateRequest, resp *resource.UpdateResponse) {
 	var plan, state capacityBenchmarkModel
 	resp.Diagnostics.Append(req.Plan.Get(ctx, &plan)...)
@@ -168,6 +165,7 @@ func (r *capacityBenchmarkResource) Update(ctx context.Context, req resource.Upd
 		return
 	}
 	state.ProgressFile = plan.ProgressFile
+	state.ProgressLog = plan.ProgressLog
 	state.Timeouts = plan.Timeouts
 	state.APIKey, state.AdminAPIKey = types.StringNull(), types.StringNull()
 	resp.Diagnostics.Append(resp.State.Set(ctx, &state)...)
@@ -196,6 +194,18 @@ func failureWarning(lines []string, finished bool) string {
 		b.WriteString("\n- " + l)
 	}
 	return b.String()
+}
+
+// resumeWarning says what the run took from the progress file and what it ignored there.
+func resumeWarning(r capacity.Resumed) string {
+	var parts []string
+	if s := r.Summary(); s != "" {
+		parts = append(parts, strings.ToUpper(s[:1])+s[1:]+".")
+	}
+	for _, why := range r.Ignored {
+		parts = append(parts, fmt.Sprintf("Ignored in %s: %s.", r.File, why))
+	}
+	return strings.Join(parts, "\n")
 }
 
 func randomID() string {

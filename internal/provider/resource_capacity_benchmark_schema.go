@@ -146,9 +146,22 @@ func (r *capacityBenchmarkResource) Schema(ctx context.Context, _ resource.Schem
 			"progress_file": schema.StringAttribute{
 				Optional:   true,
 				Validators: []validator.String{progressFileValidator{}, printableValidator{}},
-				MarkdownDescription: "Path of a file to append one JSON line per finished trial (workload, concurrency, kind, verdict, metric value), " +
-					"so `tail -f` shows a long run. Trials recorded there for the same configuration are reused when an interrupted run is applied again. " +
+				MarkdownDescription: "Path of a file to append one JSON line per finished trial (its short fields first: time, workload, concurrency, kind, index, verdict, duration; " +
+					"then each objective's value and the trial's full metrics), the machine record of a long run; `progress_log` is the one to read. " +
+					"Trials recorded there for the same configuration are reused when an interrupted run (an interrupted apply, a server that went away, a timeout) is applied again: " +
+					"only the trials not yet finished are measured, and the apply warns how many it reused and which lines it ignored (another configuration, damaged lines) and why. " +
+					"Trials with failed requests are kept as a record but measured again. " +
 					"Must be a file path: not empty (omit the attribute for no journal) and not a directory.",
+			},
+			"progress_log": schema.StringAttribute{
+				Optional:   true,
+				Validators: []validator.String{progressFileValidator{}, printableValidator{}},
+				MarkdownDescription: "Path of a text file to append one line a person reads per finished trial, for `tail -f` during a long run: " +
+					"time, workload, concurrency, trial kind and number (`probe`, `confirmation 2/3`), verdict, each objective's value against its threshold, " +
+					"the trial's duration and how much of it the server was idle, and for the run: trials done (and resumed), elapsed, and the trials left " +
+					"(a range over where the boundary may still lie, with the time they take at this run's mean trial duration). " +
+					"Also a line when the run starts (what the progress file gives it, and what it ignores there), per finished workload, and when it finishes or stops. " +
+					"The same lines go to the provider's log at INFO. Changing it does not re-run the benchmark.",
 			},
 			"records_directory": schema.StringAttribute{
 				Optional: true,

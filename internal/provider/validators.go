@@ -111,11 +111,15 @@ func (progressFileRule) description() string {
 	return "must be a file path, not empty and not a directory"
 }
 func (progressFileRule) check(p path.Path, s string) (string, string) {
+	example, none := "capacity.progress.jsonl", "keep no journal"
+	if strings.HasSuffix(p.String(), "progress_log") {
+		example, none = "capacity.progress.log", "write no progress log"
+	}
 	if strings.TrimSpace(s) == "" {
-		return "Empty progress file path", fmt.Sprintf("%s is empty; give a file path such as \"capacity.progress.jsonl\", or omit it to keep no journal.", p)
+		return "Empty progress file path", fmt.Sprintf("%s is empty; give a file path such as %q, or omit it to %s.", p, example, none)
 	}
 	if fi, err := os.Stat(s); err == nil && fi.IsDir() {
-		return "Progress file is a directory", fmt.Sprintf("%s %q is a directory; give a file path inside it, e.g. %q.", p, s, filepath.Join(s, "capacity.progress.jsonl"))
+		return "Progress file is a directory", fmt.Sprintf("%s %q is a directory; give a file path inside it, e.g. %q.", p, s, filepath.Join(s, example))
 	}
 	return "", ""
 }

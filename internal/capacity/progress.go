@@ -1,0 +1,312 @@
+package capacity
+
+// What a person following a long run reads: one line per finished trial (time, workload,
+// concurrency, trial kind and number, verdict, each objective against its threshold, the
+// trial's duration, and for the run: trials done, elapsed, what is left), written to the
+// progress log and the provider's log as the run goes.
+
+import (
+	"context"
+	"fmt"
+	"math"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/llmserve/terraform-provider-llmserve/internal/results"
+	"github.com/llmserve/terraform-provider-llmserve/internal/search"
+)
+
+// runWatch follows a run: it counts finished and reused trials, knows which trial runs now
+// and in which step (for the message of an interrupted run), and writes the human lines.
+type runWatch struct {
+	cfg   Config
+	slos  []results.SLO
+	start time.Time
+	say   func(line string) // nil: nobody reads the lines
+
+	mu        sync.Mutex
+	outcomes  map[string][]search.Outcome // by workload, in the search's order
+	measured  int                         // trials this run measured
+	good      int                         // finished trials without failed requests, reused ones included
+	reused    int                         // trials taken from the journal
+	reusedBy  []string                    // workloads with reused trials, in order
+	trialTime time.Duration               // wall-clock of the trials this run measured
+	current   string                      // the trial running now, "" between trials
+	step      string                      // what it is doing
+	lastError string                      // the last failed request's error, for a server that went away
+}
+
+func newRunWatch(cfg Config, slos []results.SLO, say func(string)) *runWatch {
+	return &runWatch{cfg: cfg, slos: slos, start: time.Now(), say: say, outcomes: map[string][]search.Outcome{}}
+}
+
+// begin marks the trial that runs now.
+func (w *runWatch) begin(workload string, req search.Request) {
+	if w == nil {
+		return
+	}
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.current = fmt.Sprintf("%s at concurrency %d of workload %q", trialName(req.Kind, req.Index, w.cfg.ConfirmationTrials), req.Concurrency, workload)
+	w.step = ""
+}
+
+// enter names the step the current trial is in.
+func (w *runWatch) enter(step string) {
+	if w == nil {
+		return
+	}
+	w.mu.Lock()
+	w.step = step
+	w.mu.Unlock()
+}
+
+// where says which trial was running and in which step, or that none was.
+func (w *runWatch) where() string {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	switch {
+	case w.current == "":
+		return "between trials"
+	case w.step == "":
+		return w.current
+	}
+	return w.current + ", " + w.step
+}
+
+// finished records one outcome the search used, measured now or reused from the journal.
+func (w *runWatch) finished(workload string, o search.Outcome, e JournalEntry) {
+	if w == nil {
+		return
+	}
+	w.mu.Lock()
+	w.outcomes[workload] = append(w.outcomes[workload], o)
+	if o.Failed == 0 {
+		w.good++
+	} else if len(e.ErrorSummary) > 0 {
+		w.lastError = e.ErrorSummary[0].Example
+	}
+	if o.Resumed {
+		w.reused++
+		if !slices.Contains(w.reusedBy, workload) {
+			w.reusedBy = append(w.reusedBy, workload)
+		}
+	} else {
+		w.measured++
+		if t, ok := o.Detail.(*results.Trial); ok && t != nil && t.Timing != nil {
+			w.trialTime += time.Duration(t.Timing.TotalS * float64(time.Second))
+		}
+	}
+	w.current, w.step = "", ""
+	line := ""
+	if !o.Resumed {
+		line = w.line(workload, o, e)
+	}
+	w.mu.Unlock()
+	if line != "" {
+		w.sayf("%s", line)
+	}
+}
+
+func (w *runWatch) sayf(format string, args ...any) {
+	if w != nil && w.say != nil {
+		w.say(fmt.Sprintf(format, args...))
+	}
+}
+
+// line is the human line of one finished trial, with the run's standing after it.
+func (w *runWatch) line(workload string, o search.Outcome, e JournalEntry) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "%s  %q c=%d %s  %s", time.Now().UTC().Format("15:04:05"), workload, o.Concurrency,
+		trialName(o.Kind, o.Index, w.cfg.ConfirmationTrials), strings.ToUpper(e.verdict()))
+	if o.DecidedEarly {
+		b.WriteString(" (stopped early)")
+	}
+	for _, r := range e.SLOs {
+		b.WriteString("  " + objectiveText(w.slos, r, e.ValueIsBound))
+	}
+	if o.Failed > 0 {
+		fmt.Fprintf(&b, "  %d requests failed", o.Failed)
+	}
+	if t, ok := o.Detail.(*results.Trial); ok && t != nil && t.Timing != nil {
+		fmt.Fprintf(&b, "  trial %s (server idle %s)", round(t.Timing.TotalS), round(t.Timing.Idle()))
+	}
+	done := w.measured + w.reused
+	fmt.Fprintf(&b, "  | %d %s done", done, plural(done, "trial", "trials"))
+	if w.reused > 0 {
+		fmt.Fprintf(&b, " (%d resumed)", w.reused)
+	}
+	fmt.Fprintf(&b, ", %s elapsed, %s", round(time.Since(w.start).Seconds()), w.left(workload))
+	return b.String()
+}
+
+// objectiveText reads "p95 TTFT 412.3 ms (limit < 300) missed".
+func objectiveText(slos []results.SLO, r results.SLOResult, bound bool) string {
+	o := results.SLO{Metric: r.Metric, Percentile: r.Percentile}
+	for _, s := range slos {
+		if s.Metric == r.Metric && s.Percentile == r.Percentile {
+			o = s
+		}
+	}
+	m := o.Info()
+	name := objectiveName(o)
+	verdict := "met"
+	if !r.Met {
+		verdict = "missed"
+	}
+	at := ""
+	if bound {
+		at = "≥ "
+	}
+	return fmt.Sprintf("%s %s%s %s (limit %s %s %s) %s", name, at, trimFloat(math.Round(r.Value*10)/10), m.Unit, comparisonSymbol(o.Comparison), trimFloat(o.ThresholdMs), m.Unit, verdict)
+}
+
+func comparisonSymbol(c string) string {
+	switch c {
+	case results.StrictlyLessThan:
+		return "<"
+	case results.LessThanOrEqual:
+		return "≤"
+	case results.GreaterThan:
+		return ">"
+	case results.GreaterThanOrEqual:
+		return "≥"
+	}
+	return c
+}
+
+func cmpOr(a, b string) string {
+	if a != "" {
+		return a
+	}
+	return b
+}
+
+func trimFloat(v float64) string { return strings.TrimSuffix(fmt.Sprintf("%g", v), ".0") }
+
+// trialName reads "probe" or "confirmation 2/3".
+func trialName(k search.Kind, index, of int) string {
+	if k == search.Probe {
+		return "probe"
+	}
+	return fmt.Sprintf("confirmation %d/%d", index, of)
+}
+
+// round reads a duration in seconds as people do: "850ms", "4.1s", "12m5s", "2h3m".
+func round(s float64) string {
+	d := time.Duration(s * float64(time.Second))
+	switch {
+	case d < time.Second:
+		return d.Round(time.Millisecond).String()
+	case d < time.Minute:
+		return d.Round(100 * time.Millisecond).String()
+	case d < time.Hour:
+		return d.Round(time.Second).String()
+	}
+	return d.Round(time.Minute).String()
+}
+
+// left estimates what is still to come: the trials the search can still ask for, as a range
+// over where the boundary may lie (assuming clear-cut results: a noisy boundary can add
+// guard trials), and their time at this run's mean trial duration.
+func (w *runWatch) left(current string) string {
+	lo, hi := 0, 0
+	started := false
+	for _, wl := range w.cfg.Workloads {
+		switch {
+		case wl.Label == current:
+			started = true
+			a, b := remainingTrials(w.cfg, w.outcomes[wl.Label])
+			lo, hi = lo+a, hi+b
+		case started:
+			a, b := remainingTrials(w.cfg, nil)
+			lo, hi = lo+a, hi+b
+		}
+	}
+	if hi == 0 {
+		return "nothing left"
+	}
+	n := fmt.Sprintf("%d %s", lo, plural(lo, "trial", "trials"))
+	if hi != lo {
+		n = fmt.Sprintf("%d–%d trials", lo, hi)
+	}
+	if w.measured == 0 {
+		return n + " left"
+	}
+	mean := w.trialTime.Seconds() / float64(w.measured)
+	t := round(float64(lo) * mean)
+	if hi != lo {
+		t += "–" + round(float64(hi)*mean)
+	}
+	return fmt.Sprintf("%s left (about %s)", n, t)
+}
+
+// maxEstimateCandidates bounds the boundaries an estimate plays out: every level when the
+// bracket is small, evenly spread ones otherwise.
+const maxEstimateCandidates = 64
+
+// remainingTrials plays the rest of a workload's search out against every boundary still
+// possible (a level passes when it is at most the boundary) and returns the fewest and the
+// most trials it would still ask for. The search is deterministic, so for clear-cut results
+// this is exact.
+func remainingTrials(cfg Config, done []search.Outcome) (lo, hi int) {
+	if len(cfg.ConcurrencyLevels) > 0 {
+		n := len(cfg.ConcurrencyLevels)*cfg.ConfirmationTrials - len(done)
+		return max(n, 0), max(n, 0)
+	}
+	// Boundaries still possible: at least the highest level seen passing, below the
+	// lowest seen failing; when results so far are not monotone, anywhere.
+	from, to := cfg.MinConcurrency-1, cfg.MaxConcurrency
+	for _, o := range done {
+		if o.Pass {
+			from = max(from, o.Concurrency)
+		} else {
+			to = min(to, o.Concurrency-1)
+		}
+	}
+	if from > to {
+		from, to = cfg.MinConcurrency-1, cfg.MaxConcurrency
+	}
+	lo, hi = math.MaxInt, 0
+	for _, b := range candidates(from, to) {
+		n := 0
+		runner := search.RunnerFunc(func(_ context.Context, req search.Request) (search.Outcome, error) {
+			n++
+			pass := req.Concurrency <= b
+			value := 2.0 // clear fails and passes: no guard trials
+			if pass {
+				value = 0.5
+			}
+			return search.Outcome{Request: req, Pass: pass, Value: value}, nil
+		})
+		_, err := search.Run(context.Background(), search.Config{
+			Min: cfg.MinConcurrency, Max: cfg.MaxConcurrency, ConfirmationTrials: cfg.ConfirmationTrials,
+			History: done, Threshold: 1, GuardBand: guardBand,
+		}, runner)
+		if err != nil {
+			continue
+		}
+		lo, hi = min(lo, n), max(hi, n)
+	}
+	if lo > hi {
+		return 0, 0
+	}
+	return lo, hi
+}
+
+func candidates(from, to int) []int {
+	if to-from+1 <= maxEstimateCandidates {
+		out := make([]int, 0, to-from+1)
+		for b := from; b <= to; b++ {
+			out = append(out, b)
+		}
+		return out
+	}
+	out := make([]int, 0, maxEstimateCandidates)
+	for i := range maxEstimateCandidates {
+		out = append(out, from+int(float64(i)*float64(to-from)/float64(maxEstimateCandidates-1)))
+	}
+	return slices.Compact(out)
+}
