@@ -1,0 +1,283 @@
+package capacity
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"reflect"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/llmserve/terraform-provider-llmserve/internal/results"
+	"github.com/llmserve/terraform-provider-llmserve/internal/simengine"
+)
+
+// fill sets every exported field reachable from v to a non-zero value: pointers allocated,
+// slices given one element, maps one entry. A field added later is covered without
+// touching the test.
+func fill(t *testing.T, v reflect.Value, depth int) {
+	if depth > 8 {
+		return
+	}
+	switch v.Kind() {
+	case reflect.Pointer:
+		v.Set(reflect.New(v.Type().Elem()))
+		fill(t, v.Elem(), depth+1)
+	case reflect.Struct:
+		if v.Type() == reflect.TypeFor[time.Time]() {
+			v.Set(reflect.ValueOf(time.Date(2026, 12, 3, 17, 0, 0, 0, time.UTC)))
+			return
+		}
+		for i := range v.NumField() {
+			if v.Type().Field(i).IsExported() {
+				fill(t, v.Field(i), depth+1)
+			}
+		}
+	case reflect.Slice:
+		s := reflect.MakeSlice(v.Type(), 1, 1)
+		fill(t, s.Index(0), depth+1)
+		v.Set(s)
+	case reflect.Map:
+		m := reflect.MakeMap(v.Type())
+		k, e := reflect.New(v.Type().Key()).Elem(), reflect.New(v.Type().Elem()).Elem()
+		fill(t, k, depth+1)
+		fill(t, e, depth+1)
+		m.SetMapIndex(k, e)
+		v.Set(m)
+	case reflect.String:
+		v.SetString("x")
+	case reflect.Bool:
+		v.SetBool(true)
+	case reflect.Int, reflect.Int64, reflect.Int32:
+		v.SetInt(3)
+	case reflect.Float64:
+		v.SetFloat(1.5)
+	case reflect.Interface, reflect.Func, reflect.Chan:
+	default:
+		t.Fatalf("fill: no value for %s", v.Type())
+	}
+}
+
+// TestJournalRoundTripsEveryField: a trial written to the journal is read back whole. A
+// field that marshals in a form it does not unmarshal from (cached_prompt_tokens did: a
+// count written, a struct expected) made every line of a trial with it undecodable, so
+// resume silently measured such trials again: every trial against SGLang, vLLM or llama.cpp.
+func TestJournalRoundTripsEveryField(t *testing.T) {
+	cfg := testConfig("http://127.0.0.1:1")
+	path := filepath.Join(t.TempDir(), "p.jsonl")
+	j, err := OpenJournal(path, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var e JournalEntry
+	fill(t, reflect.ValueOf(&e).Elem(), 0)
+	e.Kind, e.Concurrency, e.Index = "confirmation", 3, 1
+	if err := j.Append(e); err != nil {
+		t.Fatal(err)
+	}
+	j.Close()
+	j2, err := OpenJournal(path, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer j2.Close()
+	if got := j2.History(); len(got) != 1 {
+		t.Fatalf("read back %d trials, want 1; ignored: %v", len(got), j2.Ignored())
+	}
+	got := j2.History()[0]
+	e.Format, e.Fingerprint = journalFormat, cfg.Fingerprint()
+	if !reflect.DeepEqual(got, e) {
+		t.Errorf("read back\n%+v\nwant\n%+v", got, e)
+	}
+	if got.Metrics.Correctness.CachedPromptTokens == nil || !got.Metrics.Correctness.CachedPromptTokens.Known {
+		t.Errorf("cached_prompt_tokens lost: %+v", got.Metrics.Correctness.CachedPromptTokens)
+	}
+}
+
+// TestJournalSaysWhatItIgnored: lines of another configuration, of a delivered run and
+// damaged lines are each counted and said, never dropped silently.
+func TestJournalSaysWhatItIgnored(t *testing.T) {
+	cfg := testConfig("http://127.0.0.1:1")
+	other := cfg
+	other.MaxConcurrency = 9
+	path := filepath.Join(t.TempDir(), "p.jsonl")
+	write := func(c Config, entries ...JournalEntry) {
+		j, err := OpenJournal(path, c)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer j.Close()
+		for _, e := range entries {
+			if err := j.Append(e); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	trial := func(c int) JournalEntry {
+		return JournalEntry{Workload: "64 / 8", Concurrency: c, Kind: "confirmation", Index: 1, Pass: true}
+	}
+	write(other, trial(1), trial(2))
+	write(cfg, trial(1))
+	j, _ := OpenJournal(path, cfg)
+	if err := j.Complete(); err != nil {
+		t.Fatal(err)
+	}
+	j.Close()
+	write(cfg, trial(1), trial(2), trial(3))
+	f, _ := os.OpenFile(path, os.O_APPEND|os.O_WRONLY, 0)
+	f.WriteString(`{"format":"llmserve-progress/v1","time":"cut sho` + "\n")
+	f.Close()
+
+	j, err := OpenJournal(path, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer j.Close()
+	if n := len(j.History()); n != 3 {
+		t.Errorf("history of %d trials, want the 3 after the delivered run", n)
+	}
+	got := strings.Join(j.Ignored(), "\n")
+	for _, want := range []string{"2 trials of another configuration", "1 trial of an earlier run of this configuration that finished", "1 damaged line"} {
+		if !strings.Contains(got, want) {
+			t.Errorf("ignored reasons %q lack %q", got, want)
+		}
+	}
+}
+
+// TestResumeReusesExactlyTheFinishedTrials interrupts a run after k finished trials for
+// several k against an engine that reports cached tokens (the SGLang double), resumes, and
+// checks that the server served no request of a reused trial, that the report says what was
+// reused, and that the result equals an uninterrupted run's.
+func TestResumeReusesExactlyTheFinishedTrials(t *testing.T) {
+	eng := twoSlotEngine(t, simengine.Options{Protocol: simengine.SGLang, Version: "0.5.10"})
+	var generations atomic.Int64
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if strings.HasSuffix(r.URL.Path, "/completions") {
+			generations.Add(1)
+		}
+		eng.ServeHTTP(w, r)
+	}))
+	defer srv.Close()
+	perTrial := int64(testConfig("").WarmupRequests + testConfig("").MeasuredRequests)
+
+	fresh, err := Resume(context.Background(), testConfig(srv.URL), Files{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	all := fresh.Document.Workloads[0].AllTrials
+	for _, k := range []int{1, 3, len(all) - 1} {
+		path := filepath.Join(t.TempDir(), "p.jsonl")
+		ctx, cancel := context.WithCancel(context.Background())
+		cfg := testConfig(srv.URL)
+		finished := 0
+		var lines []string
+		_, err := Resume(ctx, cfg, Files{ProgressFile: path, Say: func(l string) {
+			lines = append(lines, l)
+			if strings.Contains(l, " trials done") || strings.Contains(l, " trial done") {
+				if finished++; finished == k {
+					cancel()
+				}
+			}
+		}})
+		cancel()
+		var stopped *StoppedError
+		if !errors.As(err, &stopped) || stopped.Why != StopInterrupted || stopped.Kept != k {
+			t.Fatalf("k=%d: error %v, want an interruption keeping %d trials", k, err, k)
+		}
+		if msg := err.Error(); !strings.Contains(msg, "interrupted during") || !strings.Contains(msg, path) || strings.Contains(msg, "context canceled") {
+			t.Errorf("k=%d: message %q", k, msg)
+		}
+		before := generations.Load()
+		rep, err := Resume(context.Background(), cfg, Files{ProgressFile: path})
+		if err != nil {
+			t.Fatal(err)
+		}
+		served := generations.Load() - before
+		if rep.Resumed.Trials != k {
+			t.Errorf("k=%d: resumed %d trials", k, rep.Resumed.Trials)
+		}
+		// Each trial measured again costs warmups + measured requests (probes may stop
+		// early and cost fewer); the reused ones cost nothing.
+		if maxServed := perTrial*int64(len(all)-k) + 1; served > maxServed {
+			t.Errorf("k=%d: the resumed run sent %d generation requests, more than the %d trials left can (%d)", k, served, len(all)-k, maxServed)
+		}
+		got := rep.Document.Workloads[0]
+		want := fresh.Document.Workloads[0]
+		if !reflect.DeepEqual(got.MaximumPassingConcurrency, want.MaximumPassingConcurrency) || !reflect.DeepEqual(got.FirstFailingConcurrency, want.FirstFailingConcurrency) {
+			t.Errorf("k=%d: boundary %v/%v, uninterrupted %v/%v", k, got.MaximumPassingConcurrency, got.FirstFailingConcurrency, want.MaximumPassingConcurrency, want.FirstFailingConcurrency)
+		}
+		if len(got.AllTrials) != len(all) {
+			t.Errorf("k=%d: %d trials, uninterrupted %d", k, len(got.AllTrials), len(all))
+		}
+		for i := range min(len(got.AllTrials), len(all)) {
+			g, w := got.AllTrials[i], all[i]
+			if g.Concurrency != w.Concurrency || g.Kind != w.Kind || g.Trial != w.Trial {
+				t.Errorf("k=%d: trial %d is %s %d at c=%d, uninterrupted %s %d at c=%d", k, i, g.Kind, g.Trial, g.Concurrency, w.Kind, w.Trial, w.Concurrency)
+			}
+		}
+		// The journal holds each trial once.
+		seen := map[string]bool{}
+		data, _ := os.ReadFile(path)
+		for _, l := range strings.Split(strings.TrimSpace(string(data)), "\n") {
+			for _, e := range journalLine(nil, []byte(l), cfg.Fingerprint(), &ignoredLines{}) {
+				key := fmt.Sprintf("%s %d at c=%d", e.Kind, e.Index, e.Concurrency)
+				if seen[key] {
+					t.Errorf("k=%d: the journal holds %s twice", k, key)
+				}
+				seen[key] = true
+			}
+		}
+	}
+}
+
+// TestServerGoneAfterGoodTrials: a server that dies after good trials is reported as such,
+// with its last error, not with the start-up advice.
+func TestServerGoneAfterGoodTrials(t *testing.T) {
+	eng := twoSlotEngine(t, simengine.Options{Protocol: simengine.SGLang, Version: "0.5.10"})
+	srv := httptest.NewServer(eng)
+	var finished int
+	path := filepath.Join(t.TempDir(), "p.jsonl")
+	_, err := Resume(context.Background(), testConfig(srv.URL), Files{ProgressFile: path, Say: func(l string) {
+		if strings.Contains(l, " done,") {
+			if finished++; finished == 2 {
+				srv.CloseClientConnections()
+				srv.Listener.Close()
+			}
+		}
+	}})
+	srv.Close()
+	var stopped *StoppedError
+	if !errors.As(err, &stopped) || stopped.Why != StopServerGone {
+		t.Fatalf("error %v, want the server gone", err)
+	}
+	msg := err.Error()
+	if !strings.Contains(msg, "stopped answering after 2 good trials") || !strings.Contains(msg, "last error") ||
+		strings.Contains(msg, "check the endpoint URL") || !strings.Contains(msg, path) {
+		t.Errorf("message %q", msg)
+	}
+}
+
+// TestCapacityZeroWarns: even one concurrent request missing the SLO warns at apply with
+// the objective, its value and the limit.
+func TestCapacityZeroWarns(t *testing.T) {
+	eng := twoSlotEngine(t, simengine.Options{})
+	srv := httptest.NewServer(eng)
+	defer srv.Close()
+	cfg := testConfig(srv.URL)
+	cfg.SLOs = []results.SLO{{Metric: "time_to_first_token", Percentile: 95, ThresholdMs: 1}}
+	doc, err := Run(context.Background(), cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ws := cfg.ResultWarnings(doc)
+	if len(ws) != 1 || !strings.Contains(ws[0].Summary, "no capacity") ||
+		!strings.Contains(ws[0].Detail, "p95 TTFT was") || !strings.Contains(ws[0].Detail, "< 1 ms") || !strings.Contains(ws[0].Detail, "× the limit") {
+		t.Fatalf("warnings %+v", ws)
+	}
+}
