@@ -31,7 +31,7 @@ func (r *trialRunner) RunTrial(ctx context.Context, req search.Request) (search.
 	clock := newTrialClock()
 	watch := r.s.watch
 	watch.begin(r.w.Label, req)
-	stream := fmt.Sprintf("%s c=%d %s t=%d", r.w.Label, req.Concurrency, req.Kind, req.Index)
+	stream := TrialStream(r.w.Label, req.Concurrency, req.Kind.String(), req.Index)
 	// Fitting prompts asks the server to count tokens, which generates nothing: it overlaps
 	// the idle wait and the flush instead of following them.
 	prep := r.s.prepareAsync(ctx, r.w, stream)
@@ -72,9 +72,17 @@ func (r *trialRunner) RunTrial(ctx context.Context, req search.Request) (search.
 			r.s.cfg.Progress(e)
 		}
 		watch.finished(r.w.Label, out, e)
+		watch.begin(r.w.Label, req) // the run stops in this trial: its message names it
 		return search.Outcome{}, abort
 	}
 	return out, nil
+}
+
+// TrialStream names a trial's prompt stream: its warmup prompts come from TrialStream + "
+// warmup", its measured ones from TrialStream + " measured" (prompt.Generator.Prompts), so
+// every trial sends prompts no other trial sends, and a resumed trial the same ones.
+func TrialStream(workload string, concurrency int, kind string, index int) string {
+	return fmt.Sprintf("%s c=%d %s t=%d", workload, concurrency, kind, index)
 }
 
 // trialClock collects a trial's timing as its steps run.

@@ -88,6 +88,12 @@ func newSequence(vocab vocabulary, key uint64, index int) *sequence {
 	return s
 }
 
+// Identity is the sentence every prompt of (seed, stream, index) starts with, so a server
+// (or a test standing in for one) can tell which stream a prompt it received came from.
+func Identity(seed int64, stream string, index int) string {
+	return newSequence(vocabulary{}, streamKey(seed, stream), index).prefix
+}
+
 // grow extends the body to at least k words.
 func (s *sequence) grow(k int) {
 	for len(s.words) < k {
