@@ -14,6 +14,8 @@ command -v python3 >/dev/null 2>&1 || need+=(python3)
 command -v curl >/dev/null 2>&1 || need+=(curl)
 command -v jq >/dev/null 2>&1 || need+=(jq)
 command -v unzip >/dev/null 2>&1 || need+=(unzip)
+# promtool checks the OpenMetrics rendering (check metrics, tsdb create-blocks-from).
+command -v promtool >/dev/null 2>&1 || need+=(prometheus)
 if [ ${#need[@]} -gt 0 ]; then
 	log "installing ${need[*]}"
 	export DEBIAN_FRONTEND=noninteractive

@@ -6,15 +6,20 @@ import (
 	"github.com/llmserve/terraform-provider-llmserve/internal/results"
 )
 
-// NewReportCSVFunction renders a results document as CSV, one row per confirmation trial.
+// NewReportCSVFunction renders a results document as CSV, one row per trial.
 func NewReportCSVFunction() function.Function {
 	return &reportFunction{
 		name:    "report_csv",
 		summary: "Render a capacity result as CSV, one row per trial",
 		description: "Renders a schema v1 results document as CSV with a header row and one row per " +
-			"confirmation trial: workload, side (`passing`/`failing`), trial, concurrency, the SLO value " +
-			"and verdict, every latency percentile, throughput and correctness counter. Numbers are " +
-			"unrounded. Columns are only ever appended, so reading by position is safe.",
+			"trial, every trial the search ran in the order it ran them (probes, those stopped early " +
+			"included, and confirmation trials at every level; a document older than the list of every " +
+			"trial gives its confirmation trials on both sides): workload, side (`passing`/`failing` for " +
+			"the confirmation trials at the boundary, empty for the others), trial, concurrency, the " +
+			"first objective's value and the verdict, every latency percentile, throughput and " +
+			"correctness counter, `kind` (`probe`/`confirmation`) and `stopped_early`. Numbers are " +
+			"unrounded; a probe stopped early has metrics over the requests that finished. Columns are " +
+			"only ever appended, so reading by position is safe.",
 		render: results.CSV,
 	}
 }

@@ -15,7 +15,12 @@ func NewReportOpenMetricsFunction() function.Function {
 			"readable by Prometheus (for example through the node exporter's textfile collector) and by " +
 			"OpenMetrics parsers. Gauges are named `llmserve_*`: the capacity boundaries per `workload`, " +
 			"and per confirmation trial (labels `workload`, `side` = `passing`|`failing`, `trial`) its " +
-			"concurrency, SLO verdict, latency quantiles in seconds, throughput and error counts.",
-		render: results.OpenMetrics,
+			"concurrency, SLO verdict, latency percentiles in seconds (label `percentile`, e.g. `\"95\"`; " +
+			"Prometheus reserves `quantile` for summaries), throughput and error counts. `promtool check " +
+			"metrics` reports nothing on it. With a second argument, an RFC 3339 time, every sample is " +
+			"stamped with it, so an archived result can be backfilled: `promtool tsdb create-blocks-from " +
+			"openmetrics` reads the stamped text.",
+		render:   results.OpenMetrics,
+		renderAt: results.OpenMetricsAt,
 	}
 }

@@ -52,12 +52,16 @@ output "openmetrics" {
 output "svg" {
   value = provider::llmserve::report_svg(local.document)
 }
+output "stamped" {
+  value = strcontains(provider::llmserve::report_openmetrics(local.document, "2026-12-01T09:30:00Z"), "llmserve_maximum_passing_concurrency{workload=\"8K / 1K\"} 7 1796117400\n")
+}
 `, ref),
 			ConfigStateChecks: []statecheck.StateCheck{
 				statecheck.ExpectKnownOutputValue("markdown", knownvalue.StringExact(goldenRendering(t, "reference.md.golden"))),
 				statecheck.ExpectKnownOutputValue("csv", knownvalue.StringExact(goldenRendering(t, "reference.csv.golden"))),
 				statecheck.ExpectKnownOutputValue("openmetrics", knownvalue.StringExact(goldenRendering(t, "reference.prom.golden"))),
 				statecheck.ExpectKnownOutputValue("svg", knownvalue.StringExact(goldenRendering(t, "reference.svg.golden"))),
+				statecheck.ExpectKnownOutputValue("stamped", knownvalue.Bool(true)),
 			},
 		}},
 	})
@@ -122,6 +126,7 @@ func TestAccFunctionReports_errors(t *testing.T) {
 		{"svg of a mistyped trial", "report_svg", `jsonencode({ schema_version = 1, workloads = [{ passing_trials = [{ ttft_ms = { p95 = "slow" } }] }] })`,
 			`workloads[0].passing_trials[0].ttft_ms.p95: expected number, got string`},
 		{"null document", "report_markdown", `null`, `argument must not be null`},
+		{"openmetrics with a timestamp that is none", "report_openmetrics", `"{}", "yesterday"`, `The timestamp argument "yesterday" is not an RFC 3339 time`},
 		// A headline its own trials contradict is refused by every rendering.
 		{"markdown of a forged capacity", "report_markdown", forged, forgedCapacityError},
 		{"csv of a forged capacity", "report_csv", forged, forgedCapacityError},

@@ -22,17 +22,22 @@ var CSVHeader = []string{
 	"warmup_records", "unique_warmup_prompts", "warmup_profile_prompt_overlap", "profiling_records",
 	"http_200", "unique_prompts", "unique_outputs", "generated_chunks", "generated_utf8_bytes",
 	"completion_tokens_total", "finish_reason_length", "errors", "cancelled", "output_length_mismatches",
+	"kind", "stopped_early",
 }
 
-// CSV renders one row per confirmation trial, every number as recorded (unrounded).
-// Unknown values (no concurrency, an SLO the trial cannot be judged by) are empty cells.
+// CSV renders one row per trial, every number as recorded (unrounded): every entry of a
+// workload's trials in the order they ran (probes, stopped early or not, and confirmation
+// trials at every level), or for a document older than that list its confirmation trials
+// on both sides. side is passing or failing for the confirmation trials at the boundary,
+// empty for the others. Unknown values (no concurrency, an SLO the trial cannot be judged
+// by) are empty cells.
 func CSV(d *Document) string {
 	var b strings.Builder
 	w := csv.NewWriter(&b)
 	// Writes to a strings.Builder cannot fail, so the writer's errors need no handling.
 	_ = w.Write(CSVHeader)
 	for _, wl := range d.Workloads {
-		for _, st := range wl.Trials() {
+		for _, st := range everyTrial(wl) {
 			t := st.Trial
 			conc, sloValue := "", ""
 			if st.Concurrency != 0 {
@@ -60,11 +65,43 @@ func CSV(d *Document) string {
 				i(c.WarmupRecords), i(c.UniqueWarmupPrompts), i(c.WarmupProfilePromptOverlap), i(c.ProfilingRecords),
 				i(c.HTTP200), i(c.UniquePrompts), i(c.UniqueOutputs), i(c.GeneratedChunks), i(c.GeneratedUTF8Bytes),
 				i(c.CompletionTokensTotal), i(c.FinishReasonLength), i(c.Errors), strconv.FormatBool(c.Cancelled), f(c.OutputLengthMismatches),
+				kindOf(t), strconv.FormatBool(t.StoppedEarly),
 			})
 		}
 	}
 	w.Flush()
 	return b.String()
+}
+
+// everyTrial is every trial of the workload with its side: the list of every trial when the
+// document has one (side set for the confirmation trials at the boundary), else the two
+// sides' confirmation trials.
+func everyTrial(w Workload) []SideTrial {
+	if len(w.AllTrials) == 0 {
+		return w.Trials()
+	}
+	out := make([]SideTrial, 0, len(w.AllTrials))
+	for _, t := range w.AllTrials {
+		st := SideTrial{Concurrency: t.Concurrency, Trial: t}
+		if t.Kind != "probe" {
+			switch {
+			case w.MaximumPassingConcurrency != nil && t.Concurrency == *w.MaximumPassingConcurrency:
+				st.Side = SidePassing
+			case w.FirstFailingConcurrency != nil && t.Concurrency == *w.FirstFailingConcurrency:
+				st.Side = SideFailing
+			}
+		}
+		out = append(out, st)
+	}
+	return out
+}
+
+// kindOf is the trial's kind; a confirmation trial of a document that does not say.
+func kindOf(t Trial) string {
+	if t.Kind == "" {
+		return "confirmation"
+	}
+	return t.Kind
 }
 
 // csvText neutralises a text cell a spreadsheet would run as a formula (=, +, -, @, or a

@@ -65,27 +65,25 @@ func Markdown(d *Document) string {
 	row("Cache", mdText(p.CachePolicy))
 	b.WriteString("\n")
 
-	b.WriteString("## Summary\n\n| Workload | ISL / OSL | Maximum passing concurrency | First failing concurrency |\n|---|---:|---:|---:|\n")
+	b.WriteString("## Summary\n\n| Workload | ISL / OSL | Maximum passing concurrency | First failing concurrency | Bound by |\n|---|---:|---:|---:|---|\n")
 	for _, w := range d.Workloads {
-		fmt.Fprintf(&b, "| %s | %d / %d | %s | %s |\n", mdText(w.Label), w.ConfiguredISL, w.ConfiguredOSL,
-			boundaryText(w.MaximumPassingConcurrency, "none (even the lowest failed)"),
-			boundaryText(w.FirstFailingConcurrency, "none within the bounds"))
+		fmt.Fprintf(&b, "| %s | %d / %d | %s | %s | %s |\n", mdText(w.Label), w.ConfiguredISL, w.ConfiguredOSL,
+			capacityText(w, "none (even the lowest failed)"),
+			boundaryText(w.FirstFailingConcurrency, "none within the bounds"), mdText(boundByText(objs, w)))
 	}
 	b.WriteString("\n")
 
-	// The verdict column repeats a judged value only when no other column shows it.
-	shown := func(s SLO) bool {
-		return s.Metric == MetricTTFT && (s.Percentile == 50 || s.Percentile == 95 || s.Percentile == 99) ||
-			s.Metric == MetricITL && s.Percentile == 50
-	}
 	for _, w := range d.Workloads {
 		fmt.Fprintf(&b, "## %s\n\n", mdText(w.Label))
 		fmt.Fprintf(&b, "%d input / %d output tokens configured", w.ConfiguredISL, w.ConfiguredOSL)
 		if w.ServerPromptTokens.Max > 0 {
 			fmt.Fprintf(&b, " (%s–%s prompt tokens as the server counted them)", formatFloat(w.ServerPromptTokens.Min), formatFloat(w.ServerPromptTokens.Max))
 		}
-		fmt.Fprintf(&b, ". Maximum passing concurrency **%s**, first failing **%s**.\n\n",
-			boundaryText(w.MaximumPassingConcurrency, "none"), boundaryText(w.FirstFailingConcurrency, "none"))
+		fmt.Fprintf(&b, ". Maximum passing concurrency **%s**, first failing **%s**", capacityText(w, "none"), boundaryText(w.FirstFailingConcurrency, "none"))
+		if by := boundByText(objs, w); by != "–" {
+			fmt.Fprintf(&b, ", bound by %s", mdText(by))
+		}
+		b.WriteString(".\n\n")
 		// Notes change how the numbers read (a ceiling is not a capacity), so they come first.
 		for _, n := range w.Notes {
 			fmt.Fprintf(&b, "> **Note:** %s\n", mdText(n))
@@ -102,20 +100,7 @@ func Markdown(d *Document) string {
 		b.WriteString("|---|---:|---:|---:|---:|---:|---:|---:|---:|---|\n")
 		for _, st := range trials {
 			t := st.Trial
-			verdict := Verdict(objs, t)
-			var extra []string
-			for _, s := range objs {
-				if v, err := s.Value(t); err == nil && !shown(s) {
-					lead := s.MetricShort()
-					if !s.Info().PerTrial {
-						lead += " p" + formatFloat(s.Percentile)
-					}
-					extra = append(extra, fmt.Sprintf("%s %s %s", lead, fixed(v, 1), s.Unit()))
-				}
-			}
-			if len(extra) > 0 {
-				verdict += " (" + strings.Join(extra, ", ") + ")"
-			}
+			verdict := verdictText(objs, t)
 			fmt.Fprintf(&b, "| %s | %s | %d | %s | %s | %s | %s | %s | %s | %s |\n",
 				st.Side, concurrencyText(st.Concurrency), t.Trial,
 				fixed(t.TTFTMs.P50, 1), fixed(t.TTFTMs.P95, 1), fixed(t.TTFTMs.P99, 1), fixed(t.ITLMs.P50, 2),
@@ -136,6 +121,87 @@ func Markdown(d *Document) string {
 	}
 	b.WriteString(".\n")
 	return b.String()
+}
+
+// verdictText is the verdict cell: a fail names each objective the trial missed with its
+// value (not whichever objective a column happens to lack), an error how many requests
+// failed, and a pass the value of any objective no column shows.
+func verdictText(objs []SLO, t Trial) string {
+	// Values the table's columns already show.
+	shown := func(s SLO) bool {
+		return s.Metric == MetricTTFT && (s.Percentile == 50 || s.Percentile == 95 || s.Percentile == 99) ||
+			s.Metric == MetricITL && s.Percentile == 50
+	}
+	var missed, extra []string
+	for _, s := range objs {
+		met, known := s.Met(t)
+		v, err := s.Value(t)
+		lead := s.MetricShort()
+		if !s.Info().PerTrial {
+			lead = "p" + formatFloat(s.Percentile) + " " + lead
+		}
+		switch {
+		case known && !met && err == nil:
+			missed = append(missed, fmt.Sprintf("%s %s %s, not %s %s %s", lead, fixed(v, 1), s.Unit(), words[s.Comparison], formatFloat(s.ThresholdMs), s.Unit()))
+		case known && !met:
+			missed = append(missed, lead+" missed")
+		case err == nil && !shown(s):
+			extra = append(extra, fmt.Sprintf("%s %s %s", lead, fixed(v, 1), s.Unit()))
+		}
+	}
+	verdict := Verdict(objs, t)
+	switch verdict {
+	case VerdictFail:
+		if len(missed) > 0 {
+			return "fail: " + strings.Join(missed, "; ")
+		}
+	case VerdictError:
+		out := fmt.Sprintf("error: %d of %d requests failed", t.Correctness.Errors, t.Correctness.ProfilingRecords)
+		if len(missed) > 0 {
+			out += "; " + strings.Join(missed, "; ")
+		}
+		return out
+	}
+	if len(extra) > 0 {
+		verdict += " (" + strings.Join(extra, ", ") + ")"
+	}
+	return verdict
+}
+
+// capacityText is the maximum passing concurrency as a reader should take it: "≥ N" when
+// every level tried passed (the search's ceiling, not the capacity).
+func capacityText(w Workload, none string) string {
+	if w.SearchBound() == BoundCeiling {
+		return "≥ " + strconv.Itoa(*w.MaximumPassingConcurrency)
+	}
+	if w.SearchBound() == BoundFloor {
+		return none + ", below " + strconv.Itoa(*w.FirstFailingConcurrency)
+	}
+	return boundaryText(w.MaximumPassingConcurrency, none)
+}
+
+// boundByText names what failed the first failing level: bound_by, or for documents older
+// than it the objectives its confirmation trials missed, derived from them.
+func boundByText(objs []SLO, w Workload) string {
+	by := w.BoundBy
+	if len(by) == 0 {
+		if h, err := DeriveHeadline(objs, w); err == nil {
+			by = h.BoundBy
+		}
+	}
+	if len(by) == 0 {
+		return "–"
+	}
+	out := make([]string, len(by))
+	for i, k := range by {
+		out[i] = k
+		for _, s := range objs {
+			if s.Key() == k {
+				out[i] = strings.TrimSuffix(s.String(), " "+symbols[s.Comparison]+" "+formatFloat(s.ThresholdMs)+" "+s.Unit())
+			}
+		}
+	}
+	return strings.Join(out, ", ")
 }
 
 func boundaryText(c *int, none string) string {

@@ -5,14 +5,27 @@ import (
 	"math"
 	"strconv"
 	"strings"
+	"time"
 	"unicode"
 	"unicode/utf8"
 )
 
 // OpenMetrics renders the document as gauges in the text exposition format that both
 // Prometheus (text 0.0.4) and OpenMetrics parsers read, ending with "# EOF". Latencies are
-// in seconds, Prometheus' base unit; trial series carry workload, side and trial labels.
-func OpenMetrics(d *Document) string {
+// in seconds, Prometheus' base unit; trial series carry workload, side and trial labels, and
+// a percentile label ("95") where a gauge is one percentile of a distribution (Prometheus
+// reserves "quantile" for summaries, and promtool check metrics says so).
+func OpenMetrics(d *Document) string { return openMetrics(d, "") }
+
+// OpenMetricsAt is OpenMetrics with every sample stamped at, in OpenMetrics' seconds since the
+// epoch, so an archived result can be backfilled into Prometheus (promtool tsdb
+// create-blocks-from openmetrics) at the time it was measured. Prometheus' own text format
+// reads timestamps in milliseconds: serve the stamped text as OpenMetrics, or backfill it.
+func OpenMetricsAt(d *Document, at time.Time) string {
+	return openMetrics(d, strconv.FormatFloat(float64(at.UnixMilli())/1000, 'f', -1, 64))
+}
+
+func openMetrics(d *Document, stamp string) string {
 	var b strings.Builder
 	family := func(name, help string) {
 		fmt.Fprintf(&b, "# HELP %s %s\n# TYPE %s gauge\n", name, help, name)
@@ -31,6 +44,10 @@ func OpenMetrics(d *Document) string {
 		}
 		b.WriteByte(' ')
 		b.WriteString(promFloat(v))
+		if stamp != "" {
+			b.WriteByte(' ')
+			b.WriteString(stamp)
+		}
 		b.WriteByte('\n')
 	}
 
@@ -53,7 +70,7 @@ func OpenMetrics(d *Document) string {
 		family("llmserve_slo_threshold_seconds", "Threshold of a latency objective every trial is judged by.")
 		for _, s := range timed {
 			sample("llmserve_slo_threshold_seconds", s.ThresholdMs/1000, "metric", s.Metric,
-				"quantile", quantile(s.Percentile), "comparison", s.Comparison)
+				"percentile", formatFloat(s.Percentile), "comparison", s.Comparison)
 		}
 	}
 	if len(untimed) > 0 {
@@ -61,7 +78,7 @@ func OpenMetrics(d *Document) string {
 		for _, s := range untimed {
 			l := []string{"metric", s.Metric, "unit", s.Unit(), "comparison", s.Comparison}
 			if !s.Info().PerTrial {
-				l = append(l, "quantile", quantile(s.Percentile))
+				l = append(l, "percentile", formatFloat(s.Percentile))
 			}
 			sample("llmserve_slo_threshold", s.ThresholdMs, l...)
 		}
@@ -115,9 +132,9 @@ func OpenMetrics(d *Document) string {
 	quantiles := func(name string, p func(Trial) Stats) func(trialRow, []string) {
 		return func(r trialRow, l []string) {
 			ps := p(r.st.Trial)
-			sample(name, ps.P50/1000, append(l, "quantile", "0.5")...)
-			sample(name, ps.P95/1000, append(l, "quantile", "0.95")...)
-			sample(name, ps.P99/1000, append(l, "quantile", "0.99")...)
+			sample(name, ps.P50/1000, append(l, "percentile", "50")...)
+			sample(name, ps.P95/1000, append(l, "percentile", "95")...)
+			sample(name, ps.P99/1000, append(l, "percentile", "99")...)
 		}
 	}
 	scalar := func(name string, v func(Trial) float64) func(trialRow, []string) {
@@ -165,11 +182,6 @@ func OpenMetrics(d *Document) string {
 		scalar("llmserve_trial_output_length_mismatches", func(t Trial) float64 { return t.Correctness.OutputLengthMismatches }))
 	b.WriteString("# EOF\n")
 	return b.String()
-}
-
-// quantile writes a percentile as the quantile label Prometheus uses (95 -> "0.95").
-func quantile(percentile float64) string {
-	return strconv.FormatFloat(percentile/100, 'g', -1, 64)
 }
 
 func promFloat(v float64) string {

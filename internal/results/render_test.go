@@ -71,7 +71,8 @@ func TestCSVShape(t *testing.T) {
 		"request_throughput_rps,benchmark_duration_s,server_prompt_tokens_min,server_prompt_tokens_max," +
 		"server_completion_tokens_min,server_completion_tokens_max,warmup_records,unique_warmup_prompts," +
 		"warmup_profile_prompt_overlap,profiling_records,http_200,unique_prompts,unique_outputs,generated_chunks," +
-		"generated_utf8_bytes,completion_tokens_total,finish_reason_length,errors,cancelled,output_length_mismatches"
+		"generated_utf8_bytes,completion_tokens_total,finish_reason_length,errors,cancelled,output_length_mismatches," +
+		"kind,stopped_early"
 	if got := strings.Join(rows[0], ","); got != header {
 		t.Errorf("header =\n%s\nwant\n%s", got, header)
 	}
@@ -162,8 +163,8 @@ func TestOpenMetricsParses(t *testing.T) {
 		{"2K boundary", "llmserve_maximum_passing_concurrency", map[string]string{"workload": "2K / 512"}, 11},
 		{"8K boundary", "llmserve_maximum_passing_concurrency", map[string]string{"workload": "8K / 1K"}, 7},
 		{"16K first failing", "llmserve_first_failing_concurrency", map[string]string{"workload": "16K / 2K"}, 6},
-		{"threshold in seconds", "llmserve_slo_threshold_seconds", map[string]string{"metric": "time_to_first_token", "quantile": "0.95", "comparison": "strictly_less_than"}, 10},
-		{"ttft p95 in seconds", "llmserve_trial_time_to_first_token_seconds", trial("2K / 512", "passing", "1", "quantile", "0.95"), 7.09503604365},
+		{"threshold in seconds", "llmserve_slo_threshold_seconds", map[string]string{"metric": "time_to_first_token", "percentile": "95", "comparison": "strictly_less_than"}, 10},
+		{"ttft p95 in seconds", "llmserve_trial_time_to_first_token_seconds", trial("2K / 512", "passing", "1", "percentile", "95"), 7.09503604365},
 		{"failing trial concurrency", "llmserve_trial_concurrency", trial("8K / 1K", "failing", "2"), 8},
 		{"failing trial missed", "llmserve_trial_slo_met", trial("8K / 1K", "failing", "2"), 0},
 		{"passing trial met", "llmserve_trial_slo_met", trial("16K / 2K", "passing", "3"), 1},
@@ -356,7 +357,7 @@ func TestRenderingsCallErroredTrialsError(t *testing.T) {
 	if got := rows[2][col]; got != "pass" {
 		t.Errorf("CSV verdict of the next trial = %q, want pass", got)
 	}
-	if md := Markdown(d); !strings.Contains(md, "| passing | 11 | 1 | 4364.5 | 7095.0 | 11215.3 | 33.71 | 255.3 | 34.5 | error |\n") {
+	if md := Markdown(d); !strings.Contains(md, "| passing | 11 | 1 | 4364.5 | 7095.0 | 11215.3 | 33.71 | 255.3 | 34.5 | error: 2 of 64 requests failed |\n") {
 		t.Errorf("Markdown does not call the errored trial error:\n%s", md)
 	}
 	fams := parseOpenMetrics(t, OpenMetrics(d))

@@ -12,7 +12,7 @@ locals {
   trials_csv = provider::llmserve::report_csv(file("${path.module}/results.json"))
 }
 
-# One row per confirmation trial, every number unrounded, for a spreadsheet or a notebook.
+# One row per trial, every number unrounded, for a spreadsheet or a notebook.
 output "trials_csv" {
   value = local.trials_csv
 }

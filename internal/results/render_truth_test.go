@@ -1,0 +1,92 @@
+package results
+
+import (
+	"encoding/csv"
+	"strings"
+	"testing"
+)
+
+// With several objectives the Markdown verdict names the objective that failed, with its
+// value, not whichever objective no column shows; the summary shows bound_by.
+func TestMarkdownNamesTheFailingObjective(t *testing.T) {
+	d := readRecorded(t) // p95 TTFT < 300 ms and p95 ITL < 1000 ms; 5 fails on TTFT
+	md := Markdown(d)
+	for _, want := range []string{
+		"| Workload | ISL / OSL | Maximum passing concurrency | First failing concurrency | Bound by |",
+		"| 64 / 8 | 64 / 8 | 4 | 5 | p95 TTFT |",
+		"Maximum passing concurrency **4**, first failing **5**, bound by p95 TTFT.",
+		"| fail: p95 TTFT ",
+	} {
+		if !strings.Contains(md, want) {
+			t.Errorf("Markdown lacks %q:\n%s", want, md)
+		}
+	}
+	for _, line := range strings.Split(md, "\n") {
+		// The client table's rows (the server-side view's have no verdict).
+		if strings.HasPrefix(line, "| failing |") && !strings.Contains(line, "| – | – |") && (!strings.Contains(line, "fail: p95 TTFT") || strings.Contains(line, "ITL p95")) {
+			t.Errorf("failing trial's verdict does not name TTFT alone: %s", line)
+		}
+	}
+
+	// The case the other way round: ITL missed, TTFT met.
+	objs := []SLO{ttft95, itl95}
+	tr := ht("confirmation", 2, 50, 12)
+	tr.Correctness.ProfilingRecords = 8
+	if got, want := verdictText(objs, tr), "fail: p95 ITL 12.0 ms, not under 10 ms"; got != want {
+		t.Errorf("verdict %q, want %q", got, want)
+	}
+	tr = ht("confirmation", 2, 150, 12)
+	if got, want := verdictText(objs, tr), "fail: p95 TTFT 150.0 ms, not under 100 ms; p95 ITL 12.0 ms, not under 10 ms"; got != want {
+		t.Errorf("verdict %q, want %q", got, want)
+	}
+	if got, want := verdictText(objs, ht("confirmation", 1, 50, 5)), "pass (ITL p95 5.0 ms)"; got != strings.Replace(want, "ITL p95", "p95 ITL", 1) {
+		t.Errorf("verdict %q, want %q", got, want)
+	}
+}
+
+// A capacity the search did not bound prints as "≥ N"; one below the lowest level tried
+// says so.
+func TestMarkdownBoundedCapacity(t *testing.T) {
+	objs := []SLO{ttft95, itl95}
+	ceiling := Workload{Label: "c", MaximumPassingConcurrency: intp(16), AllTrials: []Trial{ht("confirmation", 16, 10, 1)}}
+	floor := Workload{Label: "f", FirstFailingConcurrency: intp(8), BoundBy: []string{"p95 time_to_first_token"}, AllTrials: []Trial{ht("confirmation", 8, 200, 1)}}
+	md := Markdown(&Document{SLOs: objs, Workloads: []Workload{ceiling, floor}})
+	for _, want := range []string{
+		"| c | 0 / 0 | ≥ 16 | none within the bounds | – |",
+		"| f | 0 / 0 | none (even the lowest failed), below 8 | 8 | p95 TTFT |",
+		"Maximum passing concurrency **≥ 16**, first failing **none**.",
+	} {
+		if !strings.Contains(md, want) {
+			t.Errorf("Markdown lacks %q:\n%s", want, md)
+		}
+	}
+}
+
+// CSV has one row per trial, every trial: the recorded run's 11 (probes, one stopped early,
+// and confirmation trials at every level), not the 4 at its boundary.
+func TestCSVEveryTrial(t *testing.T) {
+	d := readRecorded(t)
+	rows, err := csv.NewReader(strings.NewReader(CSV(d))).ReadAll()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(rows) != 1+11 {
+		t.Fatalf("%d rows, want a header and 11 trials", len(rows))
+	}
+	col := map[string]int{}
+	for i, h := range rows[0] {
+		col[h] = i
+	}
+	kinds, sides := map[string]int{}, map[string]int{}
+	for _, r := range rows[1:] {
+		kinds[r[col["kind"]]]++
+		sides[r[col["side"]]]++
+	}
+	// 2 probes (4 and 8), 9 confirmations; 2 at each boundary side, 5 elsewhere.
+	if kinds["probe"] != 2 || kinds["confirmation"] != 9 || sides["passing"] != 2 || sides["failing"] != 2 || sides[""] != 7 {
+		t.Errorf("kinds %v, sides %v", kinds, sides)
+	}
+	if r := rows[4]; r[col["kind"]] != "probe" || r[col["concurrency"]] != "8" || r[col["stopped_early"]] != "true" || r[col["verdict"]] != "fail" {
+		t.Errorf("row 4 = %v", r)
+	}
+}
