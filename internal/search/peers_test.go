@@ -784,3 +784,28 @@ func TestSideBySide(t *testing.T) {
 		}
 	}
 }
+
+// TestPeerFits checks the smooth-isotonic planner's curve against values worked by hand:
+// PAVA pools the violating pair of [-2, -0.9, -1.1, 1, 2] into -1, -1; PCHIP through (0, 0),
+// (1, 1), (2, 4) has slopes 0 (the end formula, ((2+1)*1 - 3)/2), 1.5 (the weighted harmonic
+// mean of the secants 1 and 3) and 4 (the end formula, ((2+1)*3 - 1)/2), so at 0.5
+// it is 0.5 - 0.125*1.5 = 0.3125, and the curve through margins -1, 0, 3 crosses zero at 1.
+func TestPeerFits(t *testing.T) {
+	if got, want := pava([]float64{-2, -0.9, -1.1, 1, 2}), []float64{-2, -1, -1, 1, 2}; !slices.EqualFunc(got, want, func(a, b float64) bool { return math.Abs(a-b) < 1e-12 }) {
+		t.Errorf("pava = %v, want %v", got, want)
+	}
+	p := smoothIsotonicFit([]int{0, 1, 2}, []float64{0, 1, 4})
+	if !slices.EqualFunc(p.d, []float64{0, 1.5, 4}, func(a, b float64) bool { return math.Abs(a-b) < 1e-6 }) {
+		t.Errorf("slopes = %v, want 0, 1.5, 4", p.d)
+	}
+	if got := p.at(0.5); math.Abs(got-0.3125) > 1e-6 {
+		t.Errorf("curve at 0.5 = %v, want 0.3125", got)
+	}
+	q := smoothIsotonicFit([]int{0, 1, 2}, []float64{-1, 0, 3})
+	if x, ok := q.root(0, 2); !ok || math.Abs(x-1) > 1e-6 {
+		t.Errorf("root = %v, %v; want 1", x, ok)
+	}
+	if _, ok := q.root(1.5, 2); ok {
+		t.Error("root found where the curve stays above zero")
+	}
+}
