@@ -251,20 +251,13 @@ func TestRunGuardBand(t *testing.T) {
 	if *res.MaximumPassing != 17 || *res.FirstFailing != 18 {
 		t.Fatalf("with guard: boundary = (%d, %d), want (17, 18)", *res.MaximumPassing, *res.FirstFailing)
 	}
-	if !slices.Contains(res.NonMonotone, NonMonotone{Passed: 19, Failed: 18}) {
-		t.Errorf("non-monotone = %v, want 19 passing above 18", res.NonMonotone)
-	}
-	// The guard walks down first (19 and 18 are in the band, 17 is not) and then gives the
-	// levels in the band their other trials from the lowest up: 18's failure spares 19 its
-	// second and third trials.
-	var at19 []int
+	// The walk up reaches 18 at 180, within the band, and gives it its other trials before
+	// going on: the third fails, so 19 is never run, where a walk on first trials alone would
+	// have climbed past 18 and needed the guard to come back down.
 	for _, q := range r.ran {
-		if q.Kind == Confirmation && q.Concurrency == 19 {
-			at19 = append(at19, q.Index)
+		if q.Concurrency == 19 {
+			t.Errorf("ran %+v above the first failing level", q)
 		}
-	}
-	if !slices.Equal(at19, []int{1}) {
-		t.Errorf("trials at 19: %v, want only the first", at19)
 	}
 	// 17's trials are at 170, outside the band: 16 needs no confirmation.
 	for _, q := range r.ran {
