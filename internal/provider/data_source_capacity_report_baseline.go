@@ -41,7 +41,7 @@ func addBaselineAttributes(attrs map[string]schema.Attribute) {
 	attrs["baseline_records_directory"] = schema.StringAttribute{
 		Optional:            true,
 		MarkdownDescription: "The `records_directory` of the baseline's benchmark; see `records_directory`.",
-		Validators:          []validator.String{nonEmptyString{}, stringvalidator.AlsoRequires(path.MatchRoot("baseline"))},
+		Validators:          []validator.String{nonEmptyString{}, printableValidator{}, stringvalidator.AlsoRequires(path.MatchRoot("baseline"))},
 	}
 	attrs["comparison"] = schema.ObjectAttribute{
 		Computed:       true,
