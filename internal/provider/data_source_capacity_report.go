@@ -36,6 +36,7 @@ type capacityReportModel struct {
 	MaximumPassingConcurrency types.Map     `tfsdk:"maximum_passing_concurrency"`
 	FirstFailingConcurrency   types.Map     `tfsdk:"first_failing_concurrency"`
 	CapacityBoundedBySearch   types.Map     `tfsdk:"capacity_bounded_by_search"`
+	MaximumPassingRequestRate types.Map     `tfsdk:"maximum_passing_request_rate"`
 	WorkloadResults           types.List    `tfsdk:"workload_results"`
 	SLOs                      types.List    `tfsdk:"slos"`
 	Baseline                  types.String  `tfsdk:"baseline"`
@@ -114,6 +115,11 @@ func (d *capacityReportDataSource) Schema(_ context.Context, _ datasource.Schema
 				ElementType:         types.BoolType,
 				MarkdownDescription: "Per workload label, " + descBoundedBySearch + " Read from the boundary alone, so it holds for any schema v1 document.",
 			},
+			"maximum_passing_request_rate": schema.MapAttribute{
+				Computed:            true,
+				ElementType:         types.Float64Type,
+				MarkdownDescription: "Per workload label, " + descMaximumPassingRate,
+			},
 			"workload_results": schema.ListNestedAttribute{
 				Computed: true,
 				MarkdownDescription: "Per workload, in document order: configured lengths, the boundary, and the full " +
@@ -179,6 +185,8 @@ func (d *capacityReportDataSource) Read(ctx context.Context, req datasource.Read
 
 	var diags diag.Diagnostics
 	m.MaximumPassingConcurrency, m.FirstFailingConcurrency, m.CapacityBoundedBySearch, diags = boundaryMaps(doc)
+	resp.Diagnostics.Append(diags...)
+	m.MaximumPassingRequestRate, diags = rateMap(doc)
 	resp.Diagnostics.Append(diags...)
 	m.WorkloadResults, diags = workloadResultsValue(ctx, doc)
 	resp.Diagnostics.Append(diags...)

@@ -63,6 +63,9 @@ func TestEveryConfigurableStringRefusesControlCharacters(t *testing.T) {
 				"trial":    map[string]any{"cache_flush": "auto", "stall_timeout": "90s", "request_timeout": "30m"},
 				"triggers": map[string]any{"server": "x"}, "progress_file": "p.jsonl", "records_directory": "records",
 				"timeouts": map[string]any{"create": "1h"}, "experiment": experimentBase()},
+			{"endpoint": "http://127.0.0.1:9", "model": "m", "workloads": workloads,
+				"slos":    []any{map[string]any{"metric": "time_to_first_token", "percentile": 95.0, "threshold_ms": 100.0}},
+				"arrival": map[string]any{"pattern": "poisson"}, "search": map[string]any{"rate": map[string]any{"min": 1.0, "max": 4.0}}},
 		},
 	}
 	for typeName, configs := range bases {

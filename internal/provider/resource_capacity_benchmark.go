@@ -45,6 +45,7 @@ type capacityBenchmarkModel struct {
 	Workloads    types.List     `tfsdk:"workloads"`
 	SLOs         types.List     `tfsdk:"slos"`
 	Search       types.Object   `tfsdk:"search"`
+	Arrival      types.Object   `tfsdk:"arrival"`
 	Trial        types.Object   `tfsdk:"trial"`
 	Triggers     types.Map      `tfsdk:"triggers"`
 	Experiment   types.Object   `tfsdk:"experiment"`
@@ -55,6 +56,7 @@ type capacityBenchmarkModel struct {
 	Timeouts     timeouts.Value `tfsdk:"timeouts"`
 
 	MaximumPassingConcurrency types.Map    `tfsdk:"maximum_passing_concurrency"`
+	MaximumPassingRequestRate types.Map    `tfsdk:"maximum_passing_request_rate"`
 	FirstFailingConcurrency   types.Map    `tfsdk:"first_failing_concurrency"`
 	CapacityBoundedBySearch   types.Map    `tfsdk:"capacity_bounded_by_search"`
 	WorkloadResults           types.List   `tfsdk:"workload_results"`

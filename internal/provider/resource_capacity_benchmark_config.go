@@ -33,6 +33,9 @@ func (r *capacityBenchmarkResource) ValidateConfig(ctx context.Context, req reso
 	resp.Diagnostics.Append(diags...)
 	resp.Diagnostics.Append(problemDiagnostics(cfg.Validate(), unknown, true)...)
 
+	if msg, bad := arrivalWithoutRate(m.Arrival, m.Search); bad {
+		resp.Diagnostics.AddAttributeError(path.Root("arrival"), "Arrival without a rate search", msg)
+	}
 	// Whether an attribute was written at all is Terraform's to know, not the domain's: the
 	// planned bounds always hold their defaults.
 	if !m.Search.IsNull() && !m.Search.IsUnknown() {
@@ -128,6 +131,8 @@ func (m capacityBenchmarkModel) capacityConfig(ctx context.Context) (capacity.Co
 			cfg.ConcurrencyLevels = append(cfg.ConcurrencyLevels, r.int(at.At("concurrency_levels").Index(i), l, 0))
 		}
 	}
+
+	cfg.OpenLoop = r.openLoopConfig(m.Arrival, m.Search)
 
 	at = attrpath.Root("trial")
 	f = r.fields(at, m.Trial)

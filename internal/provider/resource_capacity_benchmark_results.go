@@ -48,7 +48,7 @@ func (r *capacityBenchmarkResource) ModifyPlan(ctx context.Context, req resource
 		}
 		labels = append(labels, label.ValueString())
 	}
-	for _, name := range []string{"maximum_passing_concurrency", "first_failing_concurrency", "capacity_bounded_by_search"} {
+	for _, name := range []string{"maximum_passing_concurrency", "first_failing_concurrency", "capacity_bounded_by_search", "maximum_passing_request_rate"} {
 		// The element type is the schema's; an unknown of it is what the map holds per label.
 		elem := req.Plan.Schema.GetAttributes()[name].GetType().(attr.TypeWithElementType).ElementType()
 		unknown, err := elem.ValueFromTerraform(ctx, tftypes.NewValue(elem.TerraformType(ctx), tftypes.UnknownValue))
@@ -80,6 +80,8 @@ func (m *capacityBenchmarkModel) setResults(ctx context.Context, doc *results.Do
 	m.ResultsJSON = types.StringValue(string(raw))
 	var d diag.Diagnostics
 	m.MaximumPassingConcurrency, m.FirstFailingConcurrency, m.CapacityBoundedBySearch, d = boundaryMaps(doc)
+	diags.Append(d...)
+	m.MaximumPassingRequestRate, d = rateMap(doc)
 	diags.Append(d...)
 	m.WorkloadResults, d = workloadResultsValue(ctx, doc)
 	diags.Append(d...)

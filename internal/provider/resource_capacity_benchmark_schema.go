@@ -185,6 +185,8 @@ func (r *capacityBenchmarkResource) Schema(ctx context.Context, _ resource.Schem
 				CreateDescription: "How long the whole benchmark may run, as a Go duration (`\"90m\"`, `\"36h\"`). Default `24h`; must be positive.",
 			}),
 
+			"arrival":                      arrivalAttribute(),
+			"maximum_passing_request_rate": maximumPassingRateAttribute(),
 			"maximum_passing_concurrency": schema.MapAttribute{
 				Computed:            true,
 				ElementType:         types.Int64Type,
@@ -240,6 +242,7 @@ func benchmarkSearchAttributes(def capacity.Config) map[string]schema.Attribute 
 				"published table. Replaces `min_concurrency`/`max_concurrency`, which must then be left unset. " +
 				fmt.Sprintf("Each level 1 to %d, each listed once.", capacity.MaxConcurrency),
 		},
+		"rate": rateSearchAttribute(),
 	}
 }
 

@@ -1,0 +1,152 @@
+package provider
+
+// llmserve_capacity_benchmark's open-loop axis: `arrival`, `search.rate` and the computed
+// `maximum_passing_request_rate`. The rules are the domain's (capacity.OpenLoop); this file
+// declares the attributes and reads them.
+
+import (
+	"fmt"
+	"strings"
+
+	"github.com/hashicorp/terraform-plugin-framework-validators/stringvalidator"
+	"github.com/hashicorp/terraform-plugin-framework/attr"
+	"github.com/hashicorp/terraform-plugin-framework/diag"
+	"github.com/hashicorp/terraform-plugin-framework/resource/schema"
+	"github.com/hashicorp/terraform-plugin-framework/resource/schema/mapplanmodifier"
+	"github.com/hashicorp/terraform-plugin-framework/resource/schema/objectplanmodifier"
+	"github.com/hashicorp/terraform-plugin-framework/resource/schema/planmodifier"
+	"github.com/hashicorp/terraform-plugin-framework/schema/validator"
+	"github.com/hashicorp/terraform-plugin-framework/types"
+
+	"github.com/llmserve/terraform-provider-llmserve/internal/attrpath"
+	"github.com/llmserve/terraform-provider-llmserve/internal/capacity"
+	"github.com/llmserve/terraform-provider-llmserve/internal/load"
+	"github.com/llmserve/terraform-provider-llmserve/internal/results"
+)
+
+// descOpenLoopRule is the pass rule of a trial at a rate, for the docs.
+const descOpenLoopRule = "A trial at a rate passes only if every objective holds **and** the server kept up: " +
+	"its completion rate (successful responses per second, first to last) is at least 95 % of the offered rate " +
+	"(ε = 5 %), and its backlog did not grow (the in-flight count, sampled at each measured send from the first " +
+	"response on and fitted against time, rises over the trial by no more than the largest of 2 requests, 25 % of " +
+	"its mean and twice its scatter about the fitted line). A rate above capacity therefore fails even when the " +
+	"trial is too short for its latencies to blow up. A probe stops as soon as an objective or the completion rate " +
+	"is certain to fail. A trial whose load generator missed its schedule (send lateness p99 over 10 ms or a " +
+	"quarter of the mean gap, whichever is larger) stops the run as the client's fault, never as the server's result."
+
+func arrivalAttribute() schema.SingleNestedAttribute {
+	return schema.SingleNestedAttribute{
+		Optional: true,
+		MarkdownDescription: "How an open-loop run (`search.rate`) spaces its requests: each is sent at its time on a " +
+			"seeded schedule whatever is still in flight, warmups first on the same schedule. Default with `search.rate`: " +
+			"`{ pattern = \"poisson\" }`. Needs `search.rate`.",
+		PlanModifiers: []planmodifier.Object{objectplanmodifier.RequiresReplace()},
+		Attributes: map[string]schema.Attribute{
+			"pattern": schema.StringAttribute{
+				Required: true,
+				MarkdownDescription: "`constant` (one request every 1/rate s), `poisson` (exponential gaps of mean 1/rate) or " +
+					"`gamma` (gaps of shape `burstiness` and scale 1/(rate × burstiness), as vLLM's `--burstiness`).",
+				Validators: []validator.String{stringvalidator.OneOf(load.ArrivalPatterns...)},
+			},
+			"burstiness": schema.Float64Attribute{
+				Optional: true,
+				MarkdownDescription: "The gamma shape (`pattern = \"gamma\"` only): below 1 burstier than Poisson, above 1 more " +
+					"regular; 1 is Poisson. Required with `gamma`.",
+			},
+			"max_in_flight": schema.Int64Attribute{
+				Optional: true,
+				MarkdownDescription: "Cap on the requests on the wire: a request due while the cap is reached waits for one to " +
+					"finish. Each trial records how often it bound (`open_loop.cap_bound` in `results_json`); the waits " +
+					"lower the completion rate, so a server that needs the cap fails the rate. Default: no cap.",
+			},
+		},
+	}
+}
+
+func rateSearchAttribute() schema.SingleNestedAttribute {
+	return schema.SingleNestedAttribute{
+		Optional: true,
+		MarkdownDescription: "Search the request rate instead of the concurrency (open loop): the highest rate, in requests " +
+			"per second, at which every confirmation trial passes, found to `tolerance` over the rates `min`, " +
+			"`min × (1 + tolerance)`, … up to `max`. " + descOpenLoopRule + " The answer is " +
+			"`maximum_passing_request_rate`. Replaces the concurrency search (leave `concurrency_levels` unset).",
+		Attributes: map[string]schema.Attribute{
+			"min": schema.Float64Attribute{Required: true, MarkdownDescription: "Lowest rate tried, requests per second."},
+			"max": schema.Float64Attribute{Required: true, MarkdownDescription: "Highest rate tried, requests per second."},
+			"tolerance": schema.Float64Attribute{
+				Optional: true,
+				MarkdownDescription: fmt.Sprintf("Relative step between neighbouring rates tried, so the boundary is found to it; "+
+					"in (0, 1), default %g.", capacity.DefaultRateTolerance),
+			},
+		},
+	}
+}
+
+const descMaximumPassingRate = "the highest request rate (requests per second) at which every confirmation trial met " +
+	"the SLO and kept up with the rate, for a benchmark with `search.rate`; null when no rate tried passed, or when " +
+	"the benchmark searched concurrency."
+
+func maximumPassingRateAttribute() schema.MapAttribute {
+	return schema.MapAttribute{
+		Computed:            true,
+		ElementType:         types.Float64Type,
+		MarkdownDescription: "Per workload label, " + descMaximumPassingRate + labelKeyedPlan,
+		PlanModifiers:       []planmodifier.Map{mapplanmodifier.UseStateForUnknown()},
+	}
+}
+
+// rateMap is maximum_passing_request_rate by workload label.
+func rateMap(doc *results.Document) (types.Map, diag.Diagnostics) {
+	values := map[string]attr.Value{}
+	for _, w := range doc.Workloads {
+		if w.MaximumPassingRequestRate == nil {
+			values[w.Label] = types.Float64Null()
+		} else {
+			values[w.Label] = types.Float64Value(*w.MaximumPassingRequestRate)
+		}
+	}
+	return types.MapValue(types.Float64Type, values)
+}
+
+// openLoopConfig reads `arrival` and `search.rate` into cfg.OpenLoop: nil without
+// search.rate. An arrival without search.rate is a problem of its own (openLoopProblems).
+func (r *valueReader) openLoopConfig(arrival, search attr.Value) *capacity.OpenLoop {
+	sp := attrpath.Root("search")
+	rate := r.fields(sp.At("rate"), r.fields(sp, search)["rate"])
+	if rate == nil {
+		return nil
+	}
+	p := sp.At("rate")
+	o := &capacity.OpenLoop{
+		MinRate:   r.float(p.At("min"), rate["min"]),
+		MaxRate:   r.float(p.At("max"), rate["max"]),
+		Tolerance: r.float(p.At("tolerance"), rate["tolerance"]),
+		Arrival:   load.Arrival{Pattern: load.ArrivalPoisson},
+	}
+	ap := attrpath.Root("arrival")
+	if a := r.fields(ap, arrival); a != nil {
+		o.Arrival = load.Arrival{
+			Pattern:    r.str(ap.At("pattern"), a["pattern"], load.ArrivalPoisson),
+			Burstiness: r.float(ap.At("burstiness"), a["burstiness"]),
+		}
+		o.MaxInFlight = r.int(ap.At("max_in_flight"), a["max_in_flight"], 0)
+		if v, ok := a["max_in_flight"]; ok && !v.IsNull() && !v.IsUnknown() && o.MaxInFlight < 1 {
+			o.MaxInFlight = -1 // set to 0 or below: Validate says so
+		}
+	}
+	return o
+}
+
+// arrivalWithoutRate is the error of an `arrival` that nothing uses.
+func arrivalWithoutRate(arrival, search types.Object) (string, bool) {
+	if arrival.IsNull() || arrival.IsUnknown() || search.IsUnknown() {
+		return "", false
+	}
+	if !search.IsNull() {
+		if rate, ok := search.Attributes()["rate"]; ok && !rate.IsNull() {
+			return "", false
+		}
+	}
+	return strings.Join([]string{"arrival spaces the requests of an open-loop run, which searches the request rate:",
+		"add search = { rate = { min = …, max = … } }, or remove arrival to search concurrency."}, " "), true
+}
