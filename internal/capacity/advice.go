@@ -114,3 +114,26 @@ func objectiveName(o results.SLO) string {
 	}
 	return name
 }
+
+// BoundNote says, in the words of the configuration, when a workload's numbers are the edge
+// of the search rather than its capacity, and what to change; "" when the boundary was found.
+// A reader would otherwise take max_concurrency for the capacity. grid says the levels came
+// from search.concurrency_levels, whose fix is another level rather than another bound.
+func BoundNote(w results.Workload, grid bool) string {
+	raise, lower := "raise search.max_concurrency", "lower search.min_concurrency"
+	if grid {
+		raise, lower = "add a higher level to search.concurrency_levels", "add a lower level to search.concurrency_levels"
+	}
+	switch w.SearchBound() {
+	case results.BoundCeiling:
+		c := *w.MaximumPassingConcurrency
+		return fmt.Sprintf("every concurrency tried passed, up to %d: capacity is at least %d; %s to find the boundary", c, c, raise)
+	case results.BoundFloor:
+		c := *w.FirstFailingConcurrency
+		return fmt.Sprintf("even the lowest concurrency tried, %d, failed: capacity is below %d; %s to find the boundary", c, c, lower)
+	}
+	if w.MaximumPassingConcurrency == nil && w.FirstFailingConcurrency != nil {
+		return "even 1 concurrent request missed the SLO: capacity is 0"
+	}
+	return ""
+}
