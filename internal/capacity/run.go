@@ -329,7 +329,6 @@ func (s *session) measure(ctx context.Context, w Workload, history []search.Outc
 	return out, nil
 }
 
-
 // everyTrial is every trial the search used, in order, each saying its kind and whether it
 // was stopped early. Resumed trials of an older journal without metrics are left out.
 func everyTrial(outcomes []search.Outcome) []results.Trial {
