@@ -32,7 +32,7 @@ var errNoSignal = errors.New("no idle signal")
 func (c *Client) WaitIdle(ctx context.Context, engine Name) error {
 	signals := c.idleSignals(engine)
 	deadline := time.Now().Add(c.idleWait)
-	wait := 50 * time.Millisecond
+	wait := 50 * time.Millisecond // then doubling up to idlePollMax
 	for {
 		busy, what, err := c.busy(ctx, signals)
 		if err != nil || !busy {
@@ -48,7 +48,9 @@ func (c *Client) WaitIdle(ctx context.Context, engine Name) error {
 			return fmt.Errorf("waiting for %s to become idle (%s): %w", c.redacted, what, ctx.Err())
 		case <-t.C:
 		}
-		wait = min(2*wait, time.Second)
+		// Every poll is one small GET; a trial that waits for a stopped probe's requests to
+		// drain should start within a quarter second of the server going idle, not a second.
+		wait = min(2*wait, idlePollMax)
 	}
 }
 
@@ -214,3 +216,6 @@ func (c *Client) llamaCppSlots(ctx context.Context) (bool, string, error) {
 	}
 	return n > 0, fmt.Sprintf("%d processing slots (/slots)", n), nil
 }
+
+// idlePollMax is the longest pause between two idle checks.
+const idlePollMax = 250 * time.Millisecond
