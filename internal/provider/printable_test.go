@@ -2,8 +2,14 @@ package provider
 
 import (
 	"context"
+	"crypto/ed25519"
+	"crypto/rand"
+	"crypto/x509"
+	"encoding/pem"
 	"fmt"
 	"maps"
+	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -11,6 +17,8 @@ import (
 	"github.com/hashicorp/terraform-plugin-framework/providerserver"
 	"github.com/hashicorp/terraform-plugin-go/tfprotov6"
 	"github.com/hashicorp/terraform-plugin-go/tftypes"
+
+	"github.com/llmserve/terraform-provider-llmserve/internal/deploy/enginetest"
 )
 
 // escape is a terminal escape sequence (clear screen) plus a C1 control: a string holding it
@@ -95,6 +103,83 @@ func TestEveryConfigurableStringRefusesControlCharacters(t *testing.T) {
 			if !covered[leaf.String()] {
 				t.Errorf("%s: %s is a configurable string no base configuration sets; give it a value above", typeName, leaf)
 			}
+		}
+	}
+}
+
+// The provider block's strings too: paths, hosts and the token reach headers and error
+// messages; PEM text keeps its line breaks and refuses every other control character.
+func TestEveryProviderStringRefusesControlCharacters(t *testing.T) {
+	ctx := context.Background()
+	srv, err := providerserver.NewProtocol6WithError(New("test")())()
+	if err != nil {
+		t.Fatal(err)
+	}
+	schemas, err := srv.GetProviderSchema(ctx, &tfprotov6.GetProviderSchemaRequest{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	tlsm, err := enginetest.NewTLSMaterial()
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, edKey, _ := ed25519.GenerateKey(rand.Reader)
+	der, _ := x509.MarshalPKCS8PrivateKey(edKey)
+	sshKey := string(pem.EncodeToMemory(&pem.Block{Type: "PRIVATE KEY", Bytes: der}))
+	certDir := t.TempDir()
+	for name, b := range map[string][]byte{"ca.pem": tlsm.CAPEM, "cert.pem": tlsm.ClientCertPEM, "key.pem": tlsm.ClientKeyPEM} {
+		if err := os.WriteFile(filepath.Join(certDir, name), b, 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	bases := []map[string]any{
+		{"docker_host": "tcp://gpu-host.example.com:2376", "ca_pem": string(tlsm.CAPEM), "cert_pem": string(tlsm.ClientCertPEM), "key_pem": string(tlsm.ClientKeyPEM),
+			"kubernetes": map[string]any{"host": "https://203.0.113.10:6443", "token": "t", "client_certificate": string(tlsm.ClientCertPEM),
+				"client_key": string(tlsm.ClientKeyPEM), "cluster_ca_certificate": string(tlsm.CAPEM)}},
+		{"docker_host": "tcp://gpu-host.example.com:2376", "cert_path": certDir, "kubernetes": map[string]any{"config_path": "~/.kube/config", "config_context": "prod"}},
+		{"docker_host": "ssh://deploy@gpu-host.example.com", "ssh_private_key": sshKey, "ssh_known_hosts_file": "/root/.ssh/known_hosts", "ssh_socket_path": "/run/docker.sock"},
+	}
+	attrs := slices.Clone(schemas.Provider.Block.Attributes)
+	for _, b := range schemas.Provider.Block.BlockTypes {
+		attrs = append(attrs, &tfprotov6.SchemaAttribute{Name: b.TypeName, Optional: true,
+			NestedType: &tfprotov6.SchemaObject{Nesting: tfprotov6.SchemaObjectNestingModeSingle, Attributes: b.Block.Attributes}})
+	}
+	validate := func(t *testing.T, config map[string]any) []*tfprotov6.Diagnostic {
+		val, err := protocolValue(schemas.Provider.ValueType(), config)
+		if err != nil {
+			t.Fatal(err)
+		}
+		dv, err := tfprotov6.NewDynamicValue(schemas.Provider.ValueType(), val)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp, err := srv.ValidateProviderConfig(ctx, &tfprotov6.ValidateProviderConfigRequest{Config: &dv})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return resp.Diagnostics
+	}
+	covered := map[string]bool{}
+	for bi, base := range bases {
+		if ds := validate(t, base); hasError(ds) {
+			t.Fatalf("provider base %d is not valid: %q", bi, diagSummaries(ds))
+		}
+		for _, leaf := range stringLeaves(attrs, nil) {
+			cfg, ok := withEscape(base, leaf)
+			if !ok {
+				continue
+			}
+			covered[leaf.String()] = true
+			t.Run(fmt.Sprintf("%d/%s", bi, leaf), func(t *testing.T) {
+				if ds := validate(t, cfg.(map[string]any)); !hasError(ds) {
+					t.Errorf("%s = …%q planned without an error (diagnostics %q)", leaf, escape, diagSummaries(ds))
+				}
+			})
+		}
+	}
+	for _, leaf := range stringLeaves(attrs, nil) {
+		if !covered[leaf.String()] {
+			t.Errorf("provider: %s is a configurable string no base configuration sets; give it a value above", leaf)
 		}
 	}
 }

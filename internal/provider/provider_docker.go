@@ -7,6 +7,7 @@ import (
 	"github.com/hashicorp/terraform-plugin-framework/path"
 	"github.com/hashicorp/terraform-plugin-framework/provider"
 	"github.com/hashicorp/terraform-plugin-framework/provider/schema"
+	"github.com/hashicorp/terraform-plugin-framework/schema/validator"
 	"github.com/hashicorp/terraform-plugin-framework/tfsdk"
 	"github.com/hashicorp/terraform-plugin-framework/types"
 
@@ -19,36 +20,44 @@ func dockerProviderAttributes() map[string]schema.Attribute {
 	return map[string]schema.Attribute{
 		"docker_host": schema.StringAttribute{
 			Optional:            true,
+			Validators:          []validator.String{printableValidator{}},
 			MarkdownDescription: "Docker Engine that runs `llmserve_inference_server` containers: `unix:///var/run/docker.sock` (default), `tcp://host:2376` (TLS, always verified) or `ssh://user@host[:port]`. Falls back to `DOCKER_HOST`. The engine is contacted only when a resource needs it.",
 		},
 		"ca_pem": schema.StringAttribute{
 			Optional:            true,
+			Validators:          []validator.String{pemTextValidator{}},
 			MarkdownDescription: "PEM certificate of the CA that signed the engine's TLS certificate (`tcp://`). With `cert_pem`/`key_pem` it replaces `cert_path`.",
 		},
 		"cert_pem": schema.StringAttribute{
 			Optional:            true,
+			Validators:          []validator.String{pemTextValidator{}},
 			MarkdownDescription: "PEM client certificate for a `tcp://` engine running with `--tlsverify`.",
 		},
 		"key_pem": schema.StringAttribute{
 			Optional:            true,
+			Validators:          []validator.String{pemTextValidator{}},
 			Sensitive:           true,
 			MarkdownDescription: "PEM private key of `cert_pem`.",
 		},
 		"cert_path": schema.StringAttribute{
 			Optional:            true,
+			Validators:          []validator.String{printableValidator{}},
 			MarkdownDescription: "Directory holding `ca.pem`, `cert.pem` and `key.pem`. Falls back to `DOCKER_CERT_PATH`. `DOCKER_TLS_VERIFY=1` makes TLS mandatory for `tcp://`.",
 		},
 		"ssh_private_key": schema.StringAttribute{
 			Optional:            true,
+			Validators:          []validator.String{pemTextValidator{}},
 			Sensitive:           true,
 			MarkdownDescription: "Unencrypted private key (PEM or OpenSSH format) for an `ssh://` engine. The connection forwards to the engine's socket; the remote host needs sshd, not the docker CLI.",
 		},
 		"ssh_known_hosts_file": schema.StringAttribute{
 			Optional:            true,
+			Validators:          []validator.String{printableValidator{}},
 			MarkdownDescription: "known_hosts file that must hold the `ssh://` host's key (default `~/.ssh/known_hosts`). Host keys are always checked.",
 		},
 		"ssh_socket_path": schema.StringAttribute{
 			Optional:            true,
+			Validators:          []validator.String{printableValidator{}},
 			MarkdownDescription: "Path of the engine's socket on the `ssh://` host (default `/var/run/docker.sock`).",
 		},
 	}

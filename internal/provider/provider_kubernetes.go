@@ -7,6 +7,7 @@ import (
 	"github.com/hashicorp/terraform-plugin-framework/path"
 	"github.com/hashicorp/terraform-plugin-framework/provider"
 	"github.com/hashicorp/terraform-plugin-framework/provider/schema"
+	"github.com/hashicorp/terraform-plugin-framework/schema/validator"
 	"github.com/hashicorp/terraform-plugin-framework/types"
 
 	"github.com/llmserve/terraform-provider-llmserve/internal/deploy/kubernetes"
@@ -15,20 +16,21 @@ import (
 // kubernetesProviderBlock is the cluster llmserve_inference_deployment runs on, in the
 // Kubernetes provider's conventions. Nothing is read or contacted until a resource needs it.
 func kubernetesProviderBlock() schema.Block {
+	printable, pem := []validator.String{printableValidator{}}, []validator.String{pemTextValidator{}}
 	return schema.SingleNestedBlock{
 		MarkdownDescription: "Kubernetes cluster for `llmserve_inference_deployment`, in the conventions of the Kubernetes provider: " +
 			"a kubeconfig (`config_path`, else `KUBECONFIG`, else `~/.kube/config`; `config_context` picks a context) or `host` with `token` or " +
 			"`client_certificate`/`client_key` and `cluster_ca_certificate`. The kubeconfig is read and the API server contacted only when a resource needs them.",
 		Attributes: map[string]schema.Attribute{
-			"config_path":    schema.StringAttribute{Optional: true, MarkdownDescription: "Path of a kubeconfig file (`~` expands). Falls back to `KUBECONFIG`, then `~/.kube/config`. Ignored when `host` is set."},
-			"config_context": schema.StringAttribute{Optional: true, MarkdownDescription: "Context of the kubeconfig to use; its current context when omitted."},
-			"host":           schema.StringAttribute{Optional: true, MarkdownDescription: "API server URL, e.g. `https://203.0.113.10:6443`. When set, no kubeconfig is read."},
-			"token":          schema.StringAttribute{Optional: true, Sensitive: true, MarkdownDescription: "Bearer token for `host`."},
-			"client_certificate": schema.StringAttribute{Optional: true,
+			"config_path":    schema.StringAttribute{Optional: true, Validators: printable, MarkdownDescription: "Path of a kubeconfig file (`~` expands). Falls back to `KUBECONFIG`, then `~/.kube/config`. Ignored when `host` is set."},
+			"config_context": schema.StringAttribute{Optional: true, Validators: printable, MarkdownDescription: "Context of the kubeconfig to use; its current context when omitted."},
+			"host":           schema.StringAttribute{Optional: true, Validators: printable, MarkdownDescription: "API server URL, e.g. `https://203.0.113.10:6443`. When set, no kubeconfig is read."},
+			"token":          schema.StringAttribute{Optional: true, Validators: printable, Sensitive: true, MarkdownDescription: "Bearer token for `host`."},
+			"client_certificate": schema.StringAttribute{Optional: true, Validators: pem,
 				MarkdownDescription: "PEM client certificate for `host`, with `client_key`."},
-			"client_key": schema.StringAttribute{Optional: true, Sensitive: true,
+			"client_key": schema.StringAttribute{Optional: true, Validators: pem, Sensitive: true,
 				MarkdownDescription: "PEM private key of `client_certificate`."},
-			"cluster_ca_certificate": schema.StringAttribute{Optional: true,
+			"cluster_ca_certificate": schema.StringAttribute{Optional: true, Validators: pem,
 				MarkdownDescription: "PEM CA certificate that signed the API server's certificate."},
 			"insecure": schema.BoolAttribute{Optional: true,
 				MarkdownDescription: "Skip verifying the API server's certificate. For throwaway test clusters only."},

@@ -81,7 +81,28 @@ func (printableRule) description() string { return "must not contain control cha
 func (printableRule) check(p path.Path, s string) (string, string) {
 	if i := strings.IndexFunc(s, unicode.IsControl); i >= 0 {
 		r, _ := utf8.DecodeRuneInString(s[i:])
-		return "Control character in value", fmt.Sprintf("%s contains the control character %U at byte %d; control characters reach containers and terminals (an escape sequence can rewrite what a terminal shows). Remove it.", p, r, i)
+		fix := "Remove it."
+		if t := strings.TrimRight(s, "\r\n"); t != s && !strings.ContainsFunc(t, unicode.IsControl) {
+			fix = "It is a trailing line break, as file() reads one: use trimspace(file(...))."
+		}
+		return "Control character in value", fmt.Sprintf("%s contains the control character %U at byte %d; control characters reach containers and terminals (an escape sequence can rewrite what a terminal shows). %s", p, r, i, fix)
+	}
+	return "", ""
+}
+
+// pemTextValidator is printableValidator for PEM and other multi-line text (certificates,
+// private keys): line breaks and tabs are part of it, every other control character is
+// refused.
+type pemTextValidator = stringRule[pemTextRule]
+type pemTextRule struct{}
+
+func (pemTextRule) description() string {
+	return "must not contain control characters other than line breaks and tabs"
+}
+func (pemTextRule) check(p path.Path, s string) (string, string) {
+	if i := strings.IndexFunc(s, func(r rune) bool { return unicode.IsControl(r) && r != '\n' && r != '\r' && r != '\t' }); i >= 0 {
+		r, _ := utf8.DecodeRuneInString(s[i:])
+		return "Control character in value", fmt.Sprintf("%s contains the control character %U at byte %d; only line breaks and tabs belong in PEM text. Remove it.", p, r, i)
 	}
 	return "", ""
 }
