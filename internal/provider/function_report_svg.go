@@ -11,10 +11,13 @@ func NewReportSVGFunction() function.Function {
 	return &reportFunction{
 		name:    "report_svg",
 		summary: "Render a capacity result as an SVG chart",
-		description: "Renders a schema v1 results document as a standalone SVG image: per workload, the " +
-			"SLO's metric and percentile (for example p95 TTFT) of every confirmation trial against the " +
-			"concurrency it ran at, the SLO threshold as a dashed line, passing-side trials as green dots " +
-			"and failing-side trials as red crosses, with labelled axes and a legend.",
+		description: "Renders a schema v1 results document as a standalone SVG image: per workload and per " +
+			"objective (one panel each, a row per workload when there are several objectives), the " +
+			"objective's value (for example p95 TTFT) in every trial against the concurrency it ran at, " +
+			"the objective's threshold as a dashed line, trials that met it as green dots and those that " +
+			"missed it as red crosses, probes as rings, and a probe stopped early as a lower bound (an " +
+			"arrow up from its value). Every trial sits at its own concurrency, without horizontal " +
+			"spread; the image is as wide as its longest line of text, so nothing is cut.",
 		render: results.SVG,
 	}
 }

@@ -241,7 +241,7 @@ func TestSVGStructure(t *testing.T) {
 			t.Errorf("%s: %d, want %d", k, c[k], n)
 		}
 	}
-	for _, label := range []string{"Concurrency (users in flight)", "TTFT p95 (s)", "SLO 10 s", "SLO threshold", "2K / 512 (ISL 2048 / OSL 512)", "max. passing 11 · first failing 12"} {
+	for _, label := range []string{"Concurrency (users in flight)", "TTFT p95 (s)", "SLO &lt; 10 s", "SLO threshold", "2K / 512 (ISL 2048 / OSL 512)", "max. passing 11 · first failing 12"} {
 		if !strings.Contains(svg, label) {
 			t.Errorf("SVG lacks the text %q", label)
 		}
@@ -249,8 +249,8 @@ func TestSVGStructure(t *testing.T) {
 }
 
 // With every trial listed, the chart draws every measured level: confirmation trials as
-// filled markers by verdict, probes as rings, a failed probe stopped early no lower than the
-// threshold.
+// filled markers by whether they met the objective, probes as rings, a failed probe stopped
+// early at its value with an arrow up (a lower bound), not moved onto the threshold.
 func TestSVGDrawsEveryTrial(t *testing.T) {
 	doc := parseReference(t)
 	doc.Workloads = doc.Workloads[:1]
@@ -271,10 +271,11 @@ func TestSVGDrawsEveryTrial(t *testing.T) {
 	svg := SVG(doc)
 	c := svgCounts(t, svg)
 	want := map[string]int{
-		"circle.passing":       3 + 1 + 1, // three at 11, one passing trial at 12, the legend
-		"path.failing":         2 + 1,
+		"circle.passing":       3 + 1, // three at 11 and the legend's
+		"path.failing":         3 + 1, // all three at 12 missed 10 s (one states pass: its value says otherwise)
 		"circle.passing probe": 4 + 1,
 		"circle.failing probe": 1 + 1,
+		"path.lower-bound":     1 + 1, // the stopped probe's arrow and the legend's
 		"title":                1 + 11,
 	}
 	for k, n := range want {
@@ -282,8 +283,8 @@ func TestSVGDrawsEveryTrial(t *testing.T) {
 			t.Errorf("%s: %d, want %d", k, c[k], n)
 		}
 	}
-	if !strings.Contains(svg, "probe 1 (stopped early) at concurrency 16: TTFT p95 at least 10000.0 ms") {
-		t.Errorf("the stopped probe is not drawn at the threshold:\n%s", svg)
+	if !strings.Contains(svg, "probe 1 (stopped early) at concurrency 16: TTFT p95 at least 2000.0 ms") {
+		t.Errorf("the stopped probe is not drawn as a lower bound at its value:\n%s", svg)
 	}
 }
 
@@ -330,7 +331,7 @@ func TestRenderingsOnEdgeDocuments(t *testing.T) {
 	if md := Markdown(&evenLowestFailed); !strings.Contains(md, "| x | 0 / 0 | none (even the lowest failed) | 1 |") {
 		t.Errorf("Markdown summary does not say nothing passed:\n%s", md)
 	}
-	if svg := SVG(&itlSLO); !strings.Contains(svg, "ITL p50 (ms)") || !strings.Contains(svg, "SLO 40 ms") {
+	if svg := SVG(&itlSLO); !strings.Contains(svg, "ITL p50 (ms)") || !strings.Contains(svg, "SLO ≤ 40 ms") {
 		t.Errorf("ITL chart is not labelled in ms:\n%s", svg)
 	}
 	if svg := SVG(&oddSLO); strings.Contains(svg, `class="threshold"`) {

@@ -7,14 +7,15 @@ import (
 	"math"
 	"strconv"
 	"strings"
+	"unicode/utf8"
 )
 
 // Chart geometry in SVG user units (px at 100 % zoom). Panels wrap after svgColumns so a
-// document with many workloads stays readable on a page.
+// document with many workloads stays readable on a page; with several objectives each
+// workload is one row, one panel per objective.
 const (
 	svgColumns   = 3
 	svgMargin    = 24.0
-	svgHeaderH   = 96.0
 	svgPanelW    = 380.0
 	svgPanelH    = 300.0
 	svgPanelGap  = 20.0
@@ -22,7 +23,7 @@ const (
 	svgPlotRight = 18.0
 	svgPlotTop   = 44.0 // room for the panel title and the boundary line
 	svgPlotBot   = 50.0 // room for x tick labels and the axis title
-	svgJitter    = 12.0 // horizontal spread of trials run at the same concurrency
+	svgArrow     = 16.0 // length of the arrow of a value that is a lower bound
 
 	colorPassing   = "#1b7f3b"
 	colorFailing   = "#c62828"
@@ -33,132 +34,237 @@ const (
 	colorMuted     = "#666666"
 )
 
-// SVG renders, per workload, every confirmation trial's value of the first objective against
-// the concurrency it ran at, with its threshold, passing and failing sides told apart by
-// colour and by shape (so it reads in greyscale too), labelled axes and a legend.
+// textWidth estimates how wide a line of text is drawn, generously (DejaVu Sans averages
+// about 0.55 em a character, bold a little more), so the chart is sized to hold it.
+func textWidth(s string, size float64, bold bool) float64 {
+	em := 0.62
+	if bold {
+		em = 0.7
+	}
+	return float64(utf8.RuneCountInString(s)) * size * em
+}
+
+// fitText writes a line of text that never runs past maxWidth: when the estimate says it
+// would, textLength squeezes it to fit instead of letting the frame cut it.
+func fitText(x, y float64, s string, maxWidth, size float64, bold bool, attrs string) string {
+	fit := ""
+	if textWidth(s, size, bold) > maxWidth {
+		fit = fmt.Sprintf(` textLength="%s" lengthAdjust="spacingAndGlyphs"`, num(maxWidth))
+	}
+	return fmt.Sprintf(`<text x="%s" y="%s"%s%s>%s</text>`, num(x), num(y), attrs, fit, esc(s))
+}
+
+// chartObjective is one objective as the chart draws it.
+type chartObjective struct {
+	slo          SLO
+	label        string // "TTFT p95"
+	unit         string
+	hasThreshold bool
+	value        func(Trial) (float64, error)
+	// met says whether a trial met this objective; ok false when it cannot be told.
+	met func(Trial) (met, ok bool)
+	// only: the document's one objective, so a trial that failed without saying why (a
+	// probe stopped early) missed this one.
+	only bool
+}
+
+// SVG renders, per workload and per objective, every trial's value of the objective against
+// the concurrency it ran at, with the objective's threshold: met and missed told apart by
+// colour and by shape (so it reads in greyscale too), probes as rings, a value that is only a
+// lower bound (a probe stopped early) with an arrow up, every trial at its own concurrency
+// (no horizontal spread that would suggest fractional concurrency), labelled axes and a
+// legend. The chart is as wide as its longest line of text, so nothing is cut.
 func SVG(d *Document) string {
 	objs := d.Objectives()
-	primary := SLO{Metric: MetricTTFT, Percentile: 95}
-	if len(objs) > 0 {
-		primary = objs[0]
+	var charted []chartObjective
+	var notCharted []string
+	for _, s := range objs {
+		if !chartable(d, s) {
+			notCharted = append(notCharted, s.String())
+			continue
+		}
+		label := s.MetricShort()
+		if !s.Info().PerTrial {
+			label += " p" + formatFloat(s.Percentile)
+		}
+		charted = append(charted, chartObjective{slo: s, label: label, unit: s.Unit(), hasThreshold: true, value: s.Value, met: s.Met, only: len(objs) == 1})
 	}
-	value := primary.Value
-	metric := primary.MetricShort()
-	if !primary.Info().PerTrial {
-		metric += " p" + formatFloat(primary.Percentile)
-	}
-	threshold, hasThreshold, unit := primary.ThresholdMs, len(objs) > 0, primary.Unit()
-	if !chartable(d, primary) {
-		// An objective the recorded trials cannot express: chart what the design asks for
-		// first (p95 TTFT) and draw no threshold rather than a misleading one.
-		value = func(t Trial) (float64, error) { return t.TTFTMs.P95, nil }
-		metric, hasThreshold, unit = "TTFT p95", false, "ms"
+	if len(charted) == 0 {
+		// No objective the recorded trials can express: chart what the design asks for first
+		// (p95 TTFT) and draw no threshold rather than a misleading one.
+		charted = []chartObjective{{label: "TTFT p95", unit: "ms",
+			value: func(t Trial) (float64, error) { return t.TTFTMs.P95, nil },
+			met: func(t Trial) (bool, bool) {
+				v := Verdict(objs, t)
+				return v == VerdictPass, v != VerdictUnknown
+			}}}
 	}
 
 	n := len(d.Workloads)
+	panels := n * len(charted)
 	cols := min(max(n, 1), svgColumns)
-	rows := max((n+svgColumns-1)/svgColumns, 1)
-	width := 2*svgMargin + float64(cols)*svgPanelW + float64(cols-1)*svgPanelGap
-	height := svgHeaderH + float64(rows)*svgPanelH + float64(rows-1)*svgPanelGap + svgMargin
+	if len(charted) > 1 {
+		cols = len(charted)
+	}
+	rows := max((panels+cols-1)/cols, 1)
 
-	var b strings.Builder
-	fmt.Fprintf(&b, `<svg xmlns="http://www.w3.org/2000/svg" width="%s" height="%s" viewBox="0 0 %s %s" font-family="DejaVu Sans, Helvetica, Arial, sans-serif" font-size="12" fill="%s">`+"\n",
-		num(width), num(height), num(width), num(height), colorText)
-	title := metric + " against concurrency"
+	title := charted[0].label + " against concurrency"
+	if len(charted) > 1 {
+		title = "Every objective against concurrency"
+	}
 	if d.Experiment.Model != "" {
 		title += " · " + d.Experiment.Model
 	}
-	fmt.Fprintf(&b, "<title>%s</title>\n", esc(title))
-	fmt.Fprintf(&b, `<rect width="100%%" height="100%%" fill="#ffffff"/>`+"\n")
-	fmt.Fprintf(&b, `<text x="%s" y="34" font-size="18" font-weight="bold">%s</text>`+"\n", num(svgMargin), esc(title))
 	parts := make([]string, len(objs))
 	for i, s := range objs {
 		parts[i] = s.String()
 	}
 	sub := "SLO: " + strings.Join(parts, " and ") + " in every confirmation trial"
-	if !hasThreshold {
-		sub += " (not charted: the trials do not record it)"
+	if len(notCharted) > 0 {
+		sub += " (not charted: the trials do not record " + strings.Join(notCharted, ", ") + ")"
 	}
-	fmt.Fprintf(&b, `<text x="%s" y="56" fill="%s">%s</text>`+"\n", num(svgMargin), colorMuted, esc(sub))
-	allTrials := false
+	allTrials, stopped := false, false
 	for _, w := range d.Workloads {
 		allTrials = allTrials || len(w.AllTrials) > 0
+		for _, t := range w.AllTrials {
+			stopped = stopped || t.StoppedEarly
+		}
 	}
-	writeLegend(&b, svgMargin, 80, hasThreshold, allTrials)
+	legend := legendItems(allTrials, stopped, charted[0].hasThreshold)
+
+	gridW := float64(cols)*svgPanelW + float64(cols-1)*svgPanelGap
+	width := 2*svgMargin + max(gridW, textWidth(title, 18, true), textWidth(sub, 12, false))
+	// The legend wraps onto as many lines as the width needs.
+	var legendLines [][]legendItem
+	lineW := 0.0
+	for _, it := range legend {
+		if len(legendLines) == 0 || lineW+it.width > width-2*svgMargin {
+			legendLines = append(legendLines, nil)
+			lineW = 0
+		}
+		legendLines[len(legendLines)-1] = append(legendLines[len(legendLines)-1], it)
+		lineW += it.width
+	}
+	headerH := 74 + 22*float64(len(legendLines))
+	height := headerH + float64(rows)*svgPanelH + float64(rows-1)*svgPanelGap + svgMargin
+
+	var b strings.Builder
+	fmt.Fprintf(&b, `<svg xmlns="http://www.w3.org/2000/svg" width="%s" height="%s" viewBox="0 0 %s %s" font-family="DejaVu Sans, Helvetica, Arial, sans-serif" font-size="12" fill="%s">`+"\n",
+		num(width), num(height), num(width), num(height), colorText)
+	fmt.Fprintf(&b, "<title>%s</title>\n", esc(title))
+	fmt.Fprintf(&b, `<rect width="100%%" height="100%%" fill="#ffffff"/>`+"\n")
+	fmt.Fprintf(&b, `<text x="%s" y="34" font-size="18" font-weight="bold">%s</text>`+"\n", num(svgMargin), esc(title))
+	fmt.Fprintf(&b, `<text x="%s" y="56" fill="%s">%s</text>`+"\n", num(svgMargin), colorMuted, esc(sub))
+	b.WriteString(`<g id="legend">` + "\n")
+	for i, line := range legendLines {
+		x, y := svgMargin, 80+22*float64(i)
+		for _, it := range line {
+			b.WriteString(it.draw(x+6, y))
+			b.WriteString("\n")
+			x += it.width
+		}
+	}
+	b.WriteString("</g>\n")
 
 	if n == 0 {
-		fmt.Fprintf(&b, `<text x="%s" y="%s" fill="%s">No workloads in this document.</text>`+"\n", num(svgMargin), num(svgHeaderH+40), colorMuted)
+		fmt.Fprintf(&b, `<text x="%s" y="%s" fill="%s">No workloads in this document.</text>`+"\n", num(svgMargin), num(headerH+40), colorMuted)
 	}
 	for i, w := range d.Workloads {
-		x := svgMargin + float64(i%svgColumns)*(svgPanelW+svgPanelGap)
-		y := svgHeaderH + float64(i/svgColumns)*(svgPanelH+svgPanelGap)
-		writePanel(&b, i, x, y, w, value, func(t Trial) string { return Verdict(objs, t) }, metric, unit, threshold, hasThreshold)
+		for j, o := range charted {
+			k := i*len(charted) + j
+			x := svgMargin + float64(k%cols)*(svgPanelW+svgPanelGap)
+			y := headerH + float64(k/cols)*(svgPanelH+svgPanelGap)
+			writePanel(&b, i, x, y, w, o, objs)
+		}
 	}
 	b.WriteString("</svg>\n")
 	return b.String()
 }
 
-func writeLegend(b *strings.Builder, x, y float64, withThreshold, allTrials bool) {
-	fmt.Fprintf(b, `<g id="legend" transform="translate(%s %s)">`+"\n", num(x), num(y))
+// legendItem is one entry of the legend: its marker and text, drawn at (x, y).
+type legendItem struct {
+	width float64
+	draw  func(x, y float64) string
+}
+
+func legendItems(allTrials, stopped, withThreshold bool) []legendItem {
+	item := func(text string, markerW float64, marker func(x, y float64) string) legendItem {
+		return legendItem{width: markerW + 8 + textWidth(text, 12, false) + 22, draw: func(x, y float64) string {
+			return marker(x, y) + fmt.Sprintf(`<text x="%s" y="%s">%s</text>`, num(x+markerW), num(y+4), esc(text))
+		}}
+	}
+	met, missed := "objective met", "missed"
+	if !allTrials {
+		met, missed = "confirmation trial met the objective", "missed it"
+	}
+	out := []legendItem{
+		item(met, 12, func(x, y float64) string { return passMarker(x, y, "") }),
+		item(missed, 12, func(x, y float64) string { return failMarker(x, y, "") }),
+	}
 	if allTrials {
-		fmt.Fprintf(b, `%s<text x="12" y="4">confirmation trial met</text>`+"\n", passMarker(0, 0, ""))
-		fmt.Fprintf(b, `%s<text x="172" y="4">missed</text>`+"\n", failMarker(160, 0, ""))
-		fmt.Fprintf(b, `%s%s<text x="272" y="4">probe met / missed</text>`+"\n",
-			probeMarker(240, 0, colorPassing, "passing probe", ""), probeMarker(256, 0, colorFailing, "failing probe", ""))
-	} else {
-		fmt.Fprintf(b, `%s<text x="12" y="4">passing side (max. passing concurrency)</text>`+"\n", passMarker(0, 0, ""))
-		fmt.Fprintf(b, `%s<text x="282" y="4">failing side (first failing concurrency)</text>`+"\n", failMarker(270, 0, ""))
+		out = append(out, item("probe met / missed", 30, func(x, y float64) string {
+			return probeMarker(x, y, colorPassing, "passing probe", "") + probeMarker(x+16, y, colorFailing, "failing probe", "")
+		}))
+	}
+	if stopped {
+		out = append(out, item("stopped early: at least this", 14, func(x, y float64) string {
+			return boundArrow(x, y+6, y-10, colorFailing)
+		}))
 	}
 	if withThreshold {
-		fmt.Fprintf(b, `<line x1="530" y1="0" x2="558" y2="0" stroke="%s" stroke-width="2" stroke-dasharray="6 4"/><text x="566" y="4">SLO threshold</text>`+"\n", colorThreshold)
+		out = append(out, item("SLO threshold", 36, func(x, y float64) string {
+			return fmt.Sprintf(`<line x1="%s" y1="%s" x2="%s" y2="%s" stroke="%s" stroke-width="2" stroke-dasharray="6 4"/>`, num(x-6), num(y), num(x+24), num(y), colorThreshold)
+		}))
 	}
-	b.WriteString("</g>\n")
+	return out
 }
 
 type point struct {
 	c     int
 	v     float64
-	pass  bool
-	label string // for the tooltip: "passing side, trial 2" or "probe"
+	met   bool
+	label string // for the tooltip: "passing side, trial 2" or "probe 1"
 	probe bool
-	bound bool // a failed probe stopped early: the value is at least this
-	dx    float64
+	bound bool // a probe stopped early that missed the objective: the value is at least this
+	// unjudged: a probe stopped early that states nothing of this objective (it stopped on
+	// another); drawn grey, a lower bound too.
+	unjudged bool
 }
 
-// chartPoints are the workload's trials to draw: every trial the search ran when the
-// document lists them (probes hollow), else the confirmation trials of both sides.
-func chartPoints(w Workload, value func(Trial) (float64, error), verdict func(Trial) string, threshold float64, hasThreshold bool) []point {
+// chartPoints are the workload's trials to draw for one objective: every trial the search
+// ran when the document lists them (probes as rings), else the confirmation trials of both
+// sides, each marked by whether it met this objective.
+func chartPoints(w Workload, o chartObjective) []point {
 	var pts []point
 	if len(w.AllTrials) == 0 {
 		for _, st := range w.Trials() {
-			v, err := value(st.Trial)
+			v, err := o.value(st.Trial)
 			if err != nil || st.Concurrency == 0 || math.IsNaN(v) || math.IsInf(v, 0) {
 				continue
 			}
-			pts = append(pts, point{c: st.Concurrency, v: v, pass: st.Side == SidePassing,
-				label: fmt.Sprintf("%s side, trial %d", st.Side, st.Trial.Trial)})
+			met, ok := o.met(st.Trial)
+			if !ok {
+				met = st.Side == SidePassing
+			}
+			pts = append(pts, point{c: st.Concurrency, v: v, met: met, label: fmt.Sprintf("%s side, trial %d", st.Side, st.Trial.Trial)})
 		}
 		return pts
 	}
 	for _, t := range w.AllTrials {
-		v, err := value(t)
+		v, err := o.value(t)
 		if err != nil || t.Concurrency == 0 || math.IsNaN(v) || math.IsInf(v, 0) {
 			continue
 		}
-		p := point{c: t.Concurrency, v: v, probe: t.Kind == "probe", label: fmt.Sprintf("%s %d", t.Kind, t.Trial)}
-		switch t.Verdict {
-		case "pass", "fail":
-			p.pass = t.Verdict == "pass"
-		default:
-			p.pass = verdict(t) == "pass"
+		met, ok := o.met(t)
+		if !ok && (!t.StoppedEarly || o.only) {
+			met, ok = t.Verdict == VerdictPass, true
 		}
-		if t.StoppedEarly && !p.pass {
-			// What finished before the stop understates the metric; the stop proved the
-			// objective missed, so draw it no better than the threshold.
-			p.bound, p.label = true, p.label+" (stopped early)"
-			if hasThreshold {
-				p.v = max(p.v, threshold)
-			}
+		p := point{c: t.Concurrency, v: v, met: met, probe: t.Kind == "probe", label: fmt.Sprintf("%s %d", t.Kind, t.Trial)}
+		if t.StoppedEarly {
+			p.label += " (stopped early)"
+			// What finished before the stop understates a missed objective: its value is a
+			// lower bound, drawn with an arrow up rather than moved anywhere.
+			p.bound, p.unjudged = !met, !ok
 		}
 		pts = append(pts, p)
 	}
@@ -169,7 +275,7 @@ func chartPoints(w Workload, value func(Trial) (float64, error), verdict func(Tr
 // trials that do, or none at all).
 func chartable(d *Document, s SLO) bool {
 	for _, w := range d.Workloads {
-		for _, st := range w.Trials() {
+		for _, st := range append(w.Trials(), everyTrial(w)...) {
 			if _, err := s.Value(st.Trial); err == nil {
 				return true
 			}
@@ -179,32 +285,25 @@ func chartable(d *Document, s SLO) bool {
 	return err == nil
 }
 
-func writePanel(b *strings.Builder, index int, x0, y0 float64, w Workload, value func(Trial) (float64, error), verdict func(Trial) string, metric, valueUnit string, threshold float64, hasThreshold bool) {
-	pts := chartPoints(w, value, verdict, threshold, hasThreshold)
+func writePanel(b *strings.Builder, index int, x0, y0 float64, w Workload, o chartObjective, objs []SLO) {
+	pts := chartPoints(w, o)
+	threshold := o.slo.ThresholdMs
 	maxC, maxV := 1, 0.0
-	groups := map[[2]int][]int{} // (verdict, concurrency) -> indices into pts, for jitter
-	for i, p := range pts {
-		key := [2]int{boolCount(!p.pass), p.c}
-		groups[key] = append(groups[key], i)
+	for _, p := range pts {
 		maxC = max(maxC, p.c)
 		maxV = max(maxV, p.v)
-	}
-	for _, idx := range groups {
-		for k, i := range idx {
-			pts[i].dx = (float64(k) - float64(len(idx)-1)/2) * svgJitter
-		}
 	}
 	for _, c := range []*int{w.MaximumPassingConcurrency, w.FirstFailingConcurrency} {
 		if c != nil {
 			maxC = max(maxC, *c)
 		}
 	}
-	if hasThreshold && !math.IsNaN(threshold) && !math.IsInf(threshold, 0) {
+	if o.hasThreshold && !math.IsNaN(threshold) && !math.IsInf(threshold, 0) {
 		maxV = max(maxV, threshold)
 	}
 
 	// Seconds read better than five-digit milliseconds; ITL SLOs stay in ms.
-	scale, unit := 1.0, valueUnit
+	scale, unit := 1.0, o.unit
 	if unit == "ms" && maxV >= 2000 {
 		scale, unit = 1000, "s"
 	}
@@ -227,14 +326,24 @@ func writePanel(b *strings.Builder, index int, x0, y0 float64, w Workload, value
 	px := func(c float64) float64 { return plotX + c/xMax*plotW }
 	py := func(v float64) float64 { return plotY + plotH - v/scale/yMax*plotH }
 
-	fmt.Fprintf(b, `<g class="workload" id="%s">`+"\n", esc(svgID(index, w.Label)))
+	id := svgID(index, w.Label)
+	if o.slo.Metric != "" {
+		id += "-" + strings.ReplaceAll(strings.ToLower(o.label), " ", "-")
+	}
+	fmt.Fprintf(b, `<g class="workload" id="%s">`+"\n", esc(id))
 	heading := w.Label
 	if w.ConfiguredISL > 0 || w.ConfiguredOSL > 0 {
 		heading += fmt.Sprintf(" (ISL %d / OSL %d)", w.ConfiguredISL, w.ConfiguredOSL)
 	}
-	fmt.Fprintf(b, `<text x="%s" y="%s" font-size="14" font-weight="bold">%s</text>`+"\n", num(plotX), num(y0+16), esc(heading))
-	fmt.Fprintf(b, `<text x="%s" y="%s" fill="%s">max. passing %s · first failing %s</text>`+"\n", num(plotX), num(y0+32), colorMuted,
-		esc(boundaryText(w.MaximumPassingConcurrency, "none")), esc(boundaryText(w.FirstFailingConcurrency, "none")))
+	room := svgPanelW - svgPlotLeft
+	b.WriteString(fitText(plotX, y0+16, heading, room, 14, true, ` font-size="14" font-weight="bold"`))
+	b.WriteString("\n")
+	status := "max. passing " + capacityText(w, "none") + " · first failing " + boundaryText(w.FirstFailingConcurrency, "none")
+	if by := boundByText(objs, w); by != "–" {
+		status += " · bound by " + by
+	}
+	b.WriteString(fitText(plotX, y0+32, status, room, 12, false, fmt.Sprintf(` fill="%s"`, colorMuted)))
+	b.WriteString("\n")
 
 	// Grid and tick labels.
 	for i := 0.0; i <= yTicks; i++ {
@@ -253,15 +362,20 @@ func writePanel(b *strings.Builder, index int, x0, y0 float64, w Workload, value
 	fmt.Fprintf(b, `<text x="%s" y="%s" text-anchor="middle">Concurrency (users in flight)</text>`+"\n", num(plotX+plotW/2), num(plotY+plotH+38))
 	ly := plotY + plotH/2
 	fmt.Fprintf(b, `<text x="%s" y="%s" text-anchor="middle" transform="rotate(-90 %s %s)">%s (%s)</text>`+"\n",
-		num(x0+16), num(ly), num(x0+16), num(ly), esc(metric), unit)
+		num(x0+16), num(ly), num(x0+16), num(ly), esc(o.label), unit)
 
-	if hasThreshold {
+	if o.hasThreshold {
 		y := py(threshold)
-		fmt.Fprintf(b, `<rect x="%s" y="%s" width="%s" height="%s" fill="%s" fill-opacity="0.06"/>`+"\n", num(plotX), num(plotY), num(plotW), num(y-plotY), colorThreshold)
+		// Shade the side of the threshold that misses it.
+		if o.slo.Info().HigherIsBetter {
+			fmt.Fprintf(b, `<rect x="%s" y="%s" width="%s" height="%s" fill="%s" fill-opacity="0.06"/>`+"\n", num(plotX), num(y), num(plotW), num(plotY+plotH-y), colorThreshold)
+		} else {
+			fmt.Fprintf(b, `<rect x="%s" y="%s" width="%s" height="%s" fill="%s" fill-opacity="0.06"/>`+"\n", num(plotX), num(plotY), num(plotW), num(y-plotY), colorThreshold)
+		}
 		fmt.Fprintf(b, `<line class="threshold" x1="%s" y1="%s" x2="%s" y2="%s" stroke="%s" stroke-width="2" stroke-dasharray="6 4"/>`+"\n",
 			num(plotX), num(y), num(plotX+plotW), num(y), colorThreshold)
-		fmt.Fprintf(b, `<text x="%s" y="%s" text-anchor="start" fill="%s">SLO %s %s</text>`+"\n",
-			num(plotX+6), num(y-6), colorThreshold, formatFloat(threshold/scale), unit)
+		fmt.Fprintf(b, `<text x="%s" y="%s" text-anchor="start" fill="%s">SLO %s %s %s</text>`+"\n",
+			num(plotX+6), num(y-6), colorThreshold, esc(symbols[o.slo.Comparison]), formatFloat(threshold/scale), unit)
 	}
 
 	for _, p := range pts {
@@ -269,14 +383,23 @@ func writePanel(b *strings.Builder, index int, x0, y0 float64, w Workload, value
 		if p.bound {
 			at = "at least "
 		}
-		tip := fmt.Sprintf("%s at concurrency %d: %s %s%s %s", p.label, p.c, metric, at, fixed(p.v, 1), valueUnit)
-		x, y := px(float64(p.c))+p.dx, py(p.v)
+		tip := fmt.Sprintf("%s at concurrency %d: %s %s%s %s", p.label, p.c, o.label, at, fixed(p.v, 1), o.unit)
+		x, y := px(float64(p.c)), py(p.v)
+		color := colorFailing
+		if p.unjudged {
+			color, tip = colorMuted, tip+", not judged on this objective"
+		}
+		if p.bound {
+			b.WriteString(boundArrow(x, y, max(plotY, y-svgArrow-6), color))
+		}
 		switch {
-		case p.probe && p.pass:
+		case p.unjudged:
+			b.WriteString(probeMarker(x, y, colorMuted, "unjudged probe", tip))
+		case p.probe && p.met:
 			b.WriteString(probeMarker(x, y, colorPassing, "passing probe", tip))
 		case p.probe:
 			b.WriteString(probeMarker(x, y, colorFailing, "failing probe", tip))
-		case p.pass:
+		case p.met:
 			b.WriteString(passMarker(x, y, tip))
 		default:
 			b.WriteString(failMarker(x, y, tip))
@@ -284,6 +407,13 @@ func writePanel(b *strings.Builder, index int, x0, y0 float64, w Workload, value
 		b.WriteString("\n")
 	}
 	b.WriteString("</g>\n")
+}
+
+// boundArrow is an arrow from a marker at (x, from) up to (x, to): the value is at least
+// where the marker sits.
+func boundArrow(x, from, to float64, color string) string {
+	return fmt.Sprintf(`<path class="lower-bound" d="M%s %sL%s %sM%s %sL%s %sL%s %s" fill="none" stroke="%s" stroke-width="1.5" stroke-linejoin="round"/>`,
+		num(x), num(from-5), num(x), num(to), num(x-4), num(to+5), num(x), num(to), num(x+4), num(to+5), color)
 }
 
 // probeMarker is a hollow ring: a single probe trial, told apart from confirmation trials.
