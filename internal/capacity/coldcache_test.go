@@ -1,11 +1,19 @@
 package capacity
 
 import (
+	"context"
+	"errors"
+	"io"
+	"net/http"
+	"net/http/httptest"
 	"strings"
 	"testing"
+	"time"
 
+	"github.com/llmserve/terraform-provider-llmserve/internal/engine"
 	"github.com/llmserve/terraform-provider-llmserve/internal/load"
 	"github.com/llmserve/terraform-provider-llmserve/internal/results"
+	"github.com/llmserve/terraform-provider-llmserve/internal/simengine"
 )
 
 func TestCheckCache(t *testing.T) {
@@ -83,5 +91,35 @@ func TestCheckCache(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// With cache_flush = "none" a trial still waits for the server to finish earlier work: here
+// a request that is not the benchmark's decodes with nothing waiting, which current SGLang's
+// /v1/loads reports only as num_running_reqs. The run must not start a trial beside it.
+func TestRunWaitsForDecodingWithoutFlush(t *testing.T) {
+	eng := twoSlotEngine(t, simengine.Options{Protocol: simengine.SGLang, NoMetrics: true})
+	srv := httptest.NewServer(eng)
+	defer srv.Close()
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	req, _ := http.NewRequestWithContext(ctx, http.MethodPost, srv.URL+"/v1/completions",
+		strings.NewReader(`{"model":"sim","prompt":"an earlier trial's request","max_tokens":30000,"ignore_eos":true,"stream":true}`))
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	go func() { _, _ = io.Copy(io.Discard, resp.Body) }()
+	for deadline := time.Now().Add(5 * time.Second); eng.Stats().InFlight == 0; time.Sleep(time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatal("the earlier request was never admitted")
+		}
+	}
+	cfg := testConfig(srv.URL)
+	cfg.CacheFlush, cfg.IdleTimeout = "none", 300*time.Millisecond
+	_, err = Run(context.Background(), cfg)
+	if !errors.Is(err, engine.ErrBusy) || !strings.Contains(err.Error(), "1 running and 0 waiting requests (/v1/loads)") {
+		t.Fatalf("err = %v, want ErrBusy from /v1/loads with the decoding request", err)
 	}
 }
