@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/llmserve/terraform-provider-llmserve/internal/load"
+	"github.com/llmserve/terraform-provider-llmserve/internal/records"
 	"github.com/llmserve/terraform-provider-llmserve/internal/results"
 	"github.com/llmserve/terraform-provider-llmserve/internal/simengine"
 )
@@ -21,6 +22,7 @@ func TestRunOpenLoopFindsRate(t *testing.T) {
 	cfg := testConfig(srv.URL)
 	cfg.WarmupRequests, cfg.MeasuredRequests, cfg.ConfirmationTrials = 2, 16, 1
 	cfg.OpenLoop = &OpenLoop{Arrival: load.Arrival{Pattern: load.ArrivalConstant}, MinRate: 3, MaxRate: 12, Tolerance: 0.25}
+	cfg.RecordsDirectory = t.TempDir()
 	var journal []JournalEntry
 	cfg.Progress = func(e JournalEntry) { journal = append(journal, e) }
 	doc, err := Run(context.Background(), cfg)
@@ -69,6 +71,20 @@ func TestRunOpenLoopFindsRate(t *testing.T) {
 	again, _ := results.Marshal(back)
 	if string(again) != string(raw) {
 		t.Errorf("the document does not round-trip byte for byte")
+	}
+
+	// Every trial recomputes from its records file, schedule and guards included.
+	recomputed, err := records.Recompute(doc, cfg.RecordsDirectory)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(recomputed) != len(w.AllTrials) {
+		t.Fatalf("%d trials recomputed of %d", len(recomputed), len(w.AllTrials))
+	}
+	for _, r := range recomputed {
+		if len(r.Differences) > 0 || r.Recomputed.OpenLoop == nil {
+			t.Errorf("%s: recomputed open_loop %+v, differences %q", r.File, r.Recomputed.OpenLoop, r.Differences)
+		}
 	}
 
 	// Resumed from its journal, the search runs nothing again and finds the same boundary.

@@ -94,6 +94,9 @@ func recomputeTrial(slos []results.SLO, osl int, reported results.Trial, lines [
 		t.TTSTMs = reported.TTSTMs
 	}
 	t.ConnectionSetupMs = nil // NotDerivable
+	if reported.OpenLoop != nil {
+		t.RequestRate, t.OpenLoop = reported.RequestRate, recomputeOpenLoop(*reported.OpenLoop, recs)
+	}
 	t.SLOs, t.GoodputPercent = reported.SLOs, reported.GoodputPercent
 	if len(reported.SLOs) > 0 && !reported.StoppedEarly {
 		v, err := metrics.Evaluate(slos, recs)
@@ -149,6 +152,9 @@ func Diff(a, b results.Trial) []string {
 	}
 	if fmt.Sprint(a.ErrorSummary) != fmt.Sprint(b.ErrorSummary) {
 		out = append(out, fmt.Sprintf("error_summary: %+v vs %+v", a.ErrorSummary, b.ErrorSummary))
+	}
+	if (a.OpenLoop == nil) != (b.OpenLoop == nil) || a.OpenLoop != nil && fmt.Sprint(*a.OpenLoop) != fmt.Sprint(*b.OpenLoop) {
+		out = append(out, fmt.Sprintf("open_loop: %+v vs %+v", a.OpenLoop, b.OpenLoop))
 	}
 	if fmt.Sprint(a.SLOs) != fmt.Sprint(b.SLOs) {
 		out = append(out, fmt.Sprintf("slos: %+v vs %+v", a.SLOs, b.SLOs))

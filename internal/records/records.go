@@ -54,6 +54,14 @@ type Line struct {
 	// is "not recorded", an empty slice "recorded, none arrived". A Duration is nanoseconds
 	// and encodes as a JSON integer, so the client's slice is written as it is, not copied.
 	ChunkOffsetsNs []time.Duration `json:"chunk_offsets_ns,omitzero"`
+
+	// An open-loop trial's schedule, absent from closed-loop ones: when the request was due,
+	// when the runner dispatched it, how long it waited for max_in_flight, and when its
+	// response ended (the backlog guard counts it in flight until then).
+	DueNs        *int64        `json:"due_ns,omitempty"`
+	DispatchedNs *int64        `json:"dispatched_ns,omitempty"`
+	CapWaitNs    time.Duration `json:"cap_wait_ns,omitempty"`
+	DoneNs       *int64        `json:"done_ns,omitempty"`
 }
 
 // Kinds of Line.
@@ -103,6 +111,9 @@ func FromLoad(t Trial, recs []load.RequestResult) []Line {
 		}
 		if r.Warmup {
 			l.Kind = KindWarmup
+		}
+		if !r.Due.IsZero() {
+			l.DueNs, l.DispatchedNs, l.CapWaitNs, l.DoneNs = at(r.Due), at(r.Dispatched), r.CapWait, at(r.Done)
 		}
 		if r.UsageReported {
 			l.PromptTokens, l.CompletionTokens = ptr(r.PromptTokens), ptr(r.CompletionTokens)
@@ -155,6 +166,7 @@ func (l Line) RequestResult() load.RequestResult {
 		r.UsageReported, r.PromptTokens, r.CompletionTokens = true, *l.PromptTokens, *l.CompletionTokens
 	}
 	r.CachedTokens = l.CachedTokens
+	r.Due, r.Dispatched, r.CapWait, r.Done = at(l.DueNs), at(l.DispatchedNs), l.CapWaitNs, at(l.DoneNs)
 	if len(l.ChunkOffsetsNs) > 0 {
 		r.ChunkOffsets = l.ChunkOffsetsNs
 		if len(l.ChunkOffsetsNs) > 1 && !r.Sent.IsZero() {
@@ -286,6 +298,15 @@ func (l Line) appendJSON(b []byte) []byte {
 			b = strconv.AppendInt(b, int64(v), 10)
 		}
 		b = append(b, ']')
+	}
+	if l.DueNs != nil { // an open-loop trial's schedule; absent from closed-loop lines
+		b = optInt(b, `,"due_ns":`, l.DueNs)
+		b = optInt(b, `,"dispatched_ns":`, l.DispatchedNs)
+		if l.CapWaitNs != 0 {
+			b = append(b, `,"cap_wait_ns":`...)
+			b = strconv.AppendInt(b, int64(l.CapWaitNs), 10)
+		}
+		b = optInt(b, `,"done_ns":`, l.DoneNs)
 	}
 	return append(b, "}\n"...)
 }
