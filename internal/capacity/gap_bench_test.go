@@ -29,7 +29,10 @@ import (
 //	go test ./internal/capacity -run '^$' -bench TrialGap -benchtime 1x -v
 //
 // With LLMSERVE_BENCH_ENDPOINT and LLMSERVE_BENCH_MODEL set (a llama.cpp server, say) the
-// same run goes to that server instead, through a recording proxy.
+// same run goes to that server instead, through a recording proxy:
+//
+//	LLMSERVE_BENCH_ENDPOINT=http://127.0.0.1:18181 LLMSERVE_BENCH_MODEL=tiny LLMSERVE_BENCH_SHAPE=512,4,16 \
+//	  go test ./internal/capacity -run '^$' -bench TrialGap -benchtime 1x -v
 func BenchmarkTrialGap(b *testing.B) {
 	target := os.Getenv("LLMSERVE_BENCH_ENDPOINT")
 	model := os.Getenv("LLMSERVE_BENCH_MODEL")
@@ -81,6 +84,16 @@ func measureGaps(b *testing.B, upstream http.Handler, model string) ([]float64, 
 	cfg := Defaults()
 	cfg.Endpoint, cfg.Model, cfg.Seed = srv.URL, model, 1
 	cfg.Workloads = []Workload{{Label: "2K / 16", InputTokens: 2048, OutputTokens: 16}}
+	// A CPU llama.cpp server takes minutes for the default shape: LLMSERVE_BENCH_SHAPE
+	// ("input,warmups,measured") makes the trials smaller; the gap does not depend on it much.
+	if shape := os.Getenv("LLMSERVE_BENCH_SHAPE"); shape != "" {
+		var in, wu, ms int
+		if _, err := fmt.Sscanf(shape, "%d,%d,%d", &in, &wu, &ms); err != nil {
+			b.Fatalf("LLMSERVE_BENCH_SHAPE %q: want input,warmups,measured", shape)
+		}
+		cfg.Workloads[0].InputTokens, cfg.Workloads[0].Label = in, fmt.Sprintf("%d / 16", in)
+		cfg.WarmupRequests, cfg.MeasuredRequests = wu, ms
+	}
 	cfg.SLOs = []results.SLO{{Metric: results.MetricTTFT, Percentile: 95, ThresholdMs: 60_000}}
 	cfg.ConcurrencyLevels, cfg.ConfirmationTrials = []int{4, 8}, 2
 	if ms, err := strconv.ParseFloat(os.Getenv("LLMSERVE_BENCH_SEARCH_TTFT_MS"), 64); err == nil {

@@ -105,11 +105,12 @@ func (s *session) measureRate(ctx context.Context, w Workload, history []search.
 		Threshold:          1,
 		GuardBand:          guardBand,
 		Progress: func(o search.RateOutcome) {
+			e := runner.entry(o.Outcome)
+			e.Concurrency, e.Rate = 0, o.Rate
 			if !o.Resumed && s.cfg.Progress != nil {
-				e := runner.entry(o.Outcome)
-				e.Concurrency, e.Rate = 0, o.Rate
 				s.cfg.Progress(e)
 			}
+			s.watch.finishedRate(w.Label, o, e)
 		},
 	}, runner.runRate)
 	if err != nil {

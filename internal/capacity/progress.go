@@ -78,11 +78,22 @@ func (w *runWatch) where() string {
 
 // finished records one outcome the search used, measured now or reused from the journal.
 func (w *runWatch) finished(workload string, o search.Outcome, e JournalEntry) {
+	w.finishedAt(workload, fmt.Sprintf("c=%d", o.Concurrency), o, e)
+}
+
+// finishedRate records one outcome of a rate search.
+func (w *runWatch) finishedRate(workload string, o search.RateOutcome, e JournalEntry) {
+	w.finishedAt(workload, fmt.Sprintf("rate=%s/s", trimFloat(math.Round(o.Rate*1000)/1000)), o.Outcome, e)
+}
+
+func (w *runWatch) finishedAt(workload, at string, o search.Outcome, e JournalEntry) {
 	if w == nil {
 		return
 	}
 	w.mu.Lock()
-	w.outcomes[workload] = append(w.outcomes[workload], o)
+	if w.cfg.OpenLoop == nil {
+		w.outcomes[workload] = append(w.outcomes[workload], o)
+	}
 	if o.Failed == 0 {
 		w.good++
 	} else if len(e.ErrorSummary) > 0 {
@@ -102,7 +113,7 @@ func (w *runWatch) finished(workload string, o search.Outcome, e JournalEntry) {
 	w.current, w.step = "", ""
 	line := ""
 	if !o.Resumed {
-		line = w.line(workload, o, e)
+		line = w.line(workload, at, o, e)
 	}
 	w.mu.Unlock()
 	if line != "" {
@@ -117,9 +128,9 @@ func (w *runWatch) sayf(format string, args ...any) {
 }
 
 // line is the human line of one finished trial, with the run's standing after it.
-func (w *runWatch) line(workload string, o search.Outcome, e JournalEntry) string {
+func (w *runWatch) line(workload, at string, o search.Outcome, e JournalEntry) string {
 	var b strings.Builder
-	fmt.Fprintf(&b, "%s  %q c=%d %s  %s", time.Now().UTC().Format("15:04:05"), workload, o.Concurrency,
+	fmt.Fprintf(&b, "%s  %q %s %s  %s", time.Now().UTC().Format("15:04:05"), workload, at,
 		trialName(o.Kind, o.Index, w.cfg.ConfirmationTrials), strings.ToUpper(e.verdict()))
 	if o.DecidedEarly {
 		b.WriteString(" (stopped early)")
@@ -138,7 +149,10 @@ func (w *runWatch) line(workload string, o search.Outcome, e JournalEntry) strin
 	if w.reused > 0 {
 		fmt.Fprintf(&b, " (%d resumed)", w.reused)
 	}
-	fmt.Fprintf(&b, ", %s elapsed, %s", round(time.Since(w.start).Seconds()), w.left(workload))
+	fmt.Fprintf(&b, ", %s elapsed", round(time.Since(w.start).Seconds()))
+	if w.cfg.OpenLoop == nil { // the estimate plays out the concurrency search only
+		b.WriteString(", " + w.left(workload))
+	}
 	return b.String()
 }
 
