@@ -195,7 +195,7 @@ func compareWorkload(bd, cd *results.Document, bw, cw results.Workload, refused 
 	worse, better := []string{}, []string{}
 	common := false
 	for _, slo := range objectives {
-		ob := compareObjective(slo, bw, cw, len(objectives), o)
+		ob := compareObjective(baselineSLO(bd, slo), slo, bw, cw, len(objectives), o)
 		if len(ob.Levels) > 0 {
 			common = true
 		}
@@ -337,9 +337,20 @@ func transform(v float64, higher bool) (float64, bool) {
 	return math.Log(v), true
 }
 
-func compareObjective(slo results.SLO, bw, cw results.Workload, nObjectives int, o Options) Objective {
+// baselineSLO is the baseline's objective on the same metric and percentile as slo: its own
+// threshold says whether the baseline's trials met it.
+func baselineSLO(bd *results.Document, slo results.SLO) results.SLO {
+	for _, b := range bd.Objectives() {
+		if b.Key() == slo.Key() {
+			return b
+		}
+	}
+	return slo
+}
+
+func compareObjective(bslo, slo results.SLO, bw, cw results.Workload, nObjectives int, o Options) Objective {
 	ob := Objective{Key: slo.Key(), Unit: slo.Unit(), Change: math.NaN(), Noise: math.NaN(), T: math.NaN(), Verdict: Unchanged}
-	bo := observations(slo, bw, o.Baseline, o.Resamples)
+	bo := observations(bslo, bw, o.Baseline, o.Resamples)
 	co := observations(slo, cw, o.Current, o.Resamples)
 
 	// Pooled within-level spread of both runs, and the mean bootstrap variance.

@@ -171,6 +171,14 @@ func TestCompareFlagsSetupDifferences(t *testing.T) {
 	if !strings.Contains(r.Flagged[0], "p95 TTFT < 1000 ms") || !strings.Contains(r.Flagged[1], "confirmation trials per boundary side: baseline 3, current 5") {
 		t.Errorf("flagged %q", r.Flagged)
 	}
+	// Each side is judged by its own threshold: 900 ms misses neither 1000 nor 2000 ms, but
+	// 1500 ms misses the baseline's 1000 ms and meets the current's 2000 ms.
+	base.Workloads[0].AllTrials = append(base.Workloads[0].AllTrials, trials(6, 1500, 1500, 1500)...)
+	cur.Workloads[0].AllTrials = append(cur.Workloads[0].AllTrials, trials(6, 1500, 1500, 1500)...)
+	levels := Compare(base, cur, Options{}).Workloads[0].Objectives[0].Levels
+	if l := levels[len(levels)-1]; l.Concurrency != 6 || l.BaselinePass || !l.CurrentPass {
+		t.Errorf("level %+v: the baseline missed its 1000 ms, the current met its 2000 ms", l)
+	}
 }
 
 func TestCompareWorkloads(t *testing.T) {
