@@ -130,11 +130,16 @@ func TestJournalSaysWhatItIgnored(t *testing.T) {
 	}
 	j.Close()
 	write(cfg, trial(1), trial(2), trial(3))
-	f, _ := os.OpenFile(path, os.O_APPEND|os.O_WRONLY, 0)
-	f.WriteString(`{"format":"llmserve-progress/v1","time":"cut sho` + "\n")
+	f, err := os.OpenFile(path, os.O_APPEND|os.O_WRONLY, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.WriteString(`{"format":"llmserve-progress/v1","time":"cut sho` + "\n"); err != nil {
+		t.Fatal(err)
+	}
 	f.Close()
 
-	j, err := OpenJournal(path, cfg)
+	j, err = OpenJournal(path, cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
