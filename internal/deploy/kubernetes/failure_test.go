@@ -9,6 +9,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -161,5 +162,45 @@ func TestClusterFailuresSayWhatFailed(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// An API server that answers is not a cluster failure: absent objects are absent (create may
+// go ahead, read finds nothing, delete is done), and an object of the name that llmserve did
+// not create is a name taken, not a connection problem.
+func TestClusterAnswersAreNotFailures(t *testing.T) {
+	var foreign atomic.Bool
+	srv := httptest.NewTLSServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		switch {
+		case strings.HasSuffix(r.URL.Path, "/pods"):
+			_, _ = w.Write([]byte(`{"kind":"PodList","apiVersion":"v1","metadata":{},"items":[]}`))
+		case foreign.Load() && strings.HasSuffix(r.URL.Path, "/deployments/qwen"):
+			_, _ = w.Write([]byte(`{"kind":"Deployment","apiVersion":"apps/v1","metadata":{"name":"qwen","namespace":"default","labels":{"app.kubernetes.io/managed-by":"helm"}}}`))
+		default:
+			w.WriteHeader(http.StatusNotFound)
+			_, _ = w.Write([]byte(`{"kind":"Status","apiVersion":"v1","metadata":{},"status":"Failure","message":"not found","reason":"NotFound","code":404}`))
+		}
+	}))
+	defer srv.Close()
+	c := faultCluster(t, srv.URL)
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	d := Deployment{Namespace: "default", Name: "qwen"}
+	if err := c.CheckOwnership(ctx, d); err != nil {
+		t.Errorf("CheckOwnership with nothing there: %v", err)
+	}
+	if _, err := c.Read(ctx, "default", "qwen"); !errors.Is(err, ErrNotFound) {
+		t.Errorf("Read with nothing there: %v, want ErrNotFound", err)
+	}
+	if err := c.Delete(ctx, d); err != nil {
+		t.Errorf("Delete with nothing there: %v", err)
+	}
+	foreign.Store(true)
+	var taken *NameTakenError
+	var ce *ClusterError
+	if err := c.CheckOwnership(ctx, d); !errors.As(err, &taken) || errors.As(err, &ce) ||
+		err.Error() != "Deployment default/qwen already exists and was not created by llmserve for this deployment; choose another name or namespace, or remove it" {
+		t.Errorf("CheckOwnership with a foreign Deployment: %v (%T)", err, err)
 	}
 }
