@@ -21,6 +21,12 @@ variable "peak_users" {
   default     = 40
 }
 
+variable "cost_per_hour" {
+  description = "What one replica costs per hour (here its 4 GPUs)."
+  type        = number
+  default     = 18
+}
+
 variable "headroom" {
   description = "Fraction of each replica's measured capacity kept free (bursts, a replica restarting)."
   type        = number
@@ -31,7 +37,8 @@ variable "headroom" {
 # (results.json here: 7 users at 8K / 1K). The data source reads it at plan, so it can size
 # the deployment in the same plan.
 data "llmserve_capacity_report" "one_replica" {
-  path = "${path.module}/results.json"
+  path          = "${path.module}/results.json"
+  cost_per_hour = var.cost_per_hour # what the measured replica costs: gives cost per workload
 }
 
 locals {
@@ -60,4 +67,14 @@ resource "llmserve_inference_deployment" "qwen" {
 
 output "replicas" {
   value = local.replicas
+}
+
+# What the capacity costs: per concurrent user-hour and per million output tokens at the
+# boundary of one replica, and the deployment per month (730 hours).
+output "cost" {
+  value = {
+    per_user_hour          = data.llmserve_capacity_report.one_replica.cost["8K / 1K"].cost_per_concurrent_user_hour
+    per_million_out_tokens = data.llmserve_capacity_report.one_replica.cost["8K / 1K"].cost_per_million_output_tokens
+    per_month              = local.replicas * var.cost_per_hour * 730
+  }
 }
