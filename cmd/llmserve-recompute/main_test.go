@@ -165,7 +165,7 @@ func forgedHeadline(t *testing.T, doc *results.Document, raw []byte, resultsPath
 	}
 
 	// Consistent forgery: the first failing level's confirmation trials now pass.
-	var tampered results.Document = *doc
+	tampered := *doc
 	tampered.Workloads = slices.Clone(doc.Workloads)
 	tw := &tampered.Workloads[0]
 	tw.AllTrials = slices.Clone(w.AllTrials)
