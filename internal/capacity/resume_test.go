@@ -77,7 +77,7 @@ func TestJournalRoundTripsEveryField(t *testing.T) {
 	}
 	var e JournalEntry
 	fill(t, reflect.ValueOf(&e).Elem(), 0)
-	e.Kind, e.Concurrency, e.Index = "confirmation", 3, 1
+	e.Kind, e.Concurrency, e.Index, e.Rate = "confirmation", 3, 1, 0 // a concurrency trial: no rate
 	if err := j.Append(e); err != nil {
 		t.Fatal(err)
 	}
