@@ -120,6 +120,9 @@ func objectiveName(o results.SLO) string {
 // A reader would otherwise take max_concurrency for the capacity. grid says the levels came
 // from search.concurrency_levels, whose fix is another level rather than another bound.
 func BoundNote(w results.Workload, grid bool) string {
+	if w.MaximumPassingRequestRate != nil || w.FirstFailingRequestRate != nil {
+		return rateBoundNote(w)
+	}
 	raise, lower := "raise search.max_concurrency", "lower search.min_concurrency"
 	if grid {
 		raise, lower = "add a higher level to search.concurrency_levels", "add a lower level to search.concurrency_levels"

@@ -98,6 +98,24 @@ func TestRunOpenLoopFindsRate(t *testing.T) {
 	}
 }
 
+// A rate search's bound is told in rates and the rate search's settings, never by
+// dereferencing the concurrency boundary it does not have.
+func TestBoundNoteOfARateSearch(t *testing.T) {
+	four, two := 4.0, 2.0
+	for _, tc := range []struct {
+		w    results.Workload
+		want string
+	}{
+		{results.Workload{MaximumPassingRequestRate: &four}, "every rate tried passed, up to 4 requests/s: capacity is at least that; raise search.rate.max"},
+		{results.Workload{FirstFailingRequestRate: &two}, "even the lowest rate tried, 2 requests/s, failed: capacity is below it; lower search.rate.min"},
+		{results.Workload{MaximumPassingRequestRate: &two, FirstFailingRequestRate: &four}, ""},
+	} {
+		if got := BoundNote(tc.w, false); !strings.HasPrefix(got, tc.want) || (tc.want == "" && got != "") {
+			t.Errorf("BoundNote = %q, want %q", got, tc.want)
+		}
+	}
+}
+
 func TestOpenLoopValidation(t *testing.T) {
 	cfg := testConfig("http://127.0.0.1:1")
 	cfg.StallTimeout, cfg.RequestTimeout = 1, 1

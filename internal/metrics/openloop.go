@@ -1,7 +1,6 @@
 package metrics
 
 import (
-	"fmt"
 	"math"
 	"slices"
 	"time"
@@ -9,10 +8,10 @@ import (
 	"github.com/llmserve/terraform-provider-llmserve/internal/load"
 )
 
-// An open-loop trial at a rate passes only if every objective holds and the server kept up
-// with the rate. Latency alone cannot tell: a rate just above capacity builds its backlog
-// slowly, and a trial may end before the queue has grown enough to lift a percentile past its
-// threshold. Two guards say whether the server kept up; both must hold.
+// OpenLoopRule says whether the server kept up with an open-loop trial's rate: a trial at a
+// rate passes only if every objective holds and the server kept up. Latency alone cannot
+// tell: a rate just above capacity builds its backlog slowly, and a trial may end before the
+// queue has grown enough to lift a percentile past its threshold. Two guards say whether the server kept up; both must hold.
 //
 // Completion guard: the completion rate, (k − 1) over the span from the first to the last
 // successful measured response (k of them), is at least (1 − ε) times the offered rate,
@@ -79,17 +78,6 @@ type KeepUp struct {
 
 // Pass reports whether both guards held.
 func (k KeepUp) Pass() bool { return len(k.Missed) == 0 }
-
-// Validate reports a rule that cannot be applied.
-func (r OpenLoopRule) Validate() error {
-	if !(r.Epsilon >= 0 && r.Epsilon < 1) {
-		return fmt.Errorf("open-loop rule: ε must be in [0, 1), got %g", r.Epsilon)
-	}
-	if !(r.Backlog >= 0) {
-		return fmt.Errorf("open-loop rule: backlog share must not be negative, got %g", r.Backlog)
-	}
-	return nil
-}
 
 // KeptUp judges an open-loop trial's records (RunOpenTrial's, warmups included) by both guards.
 func (r OpenLoopRule) KeptUp(records []load.RequestResult) KeepUp {

@@ -1,7 +1,6 @@
 package search_test
 
 import (
-	"fmt"
 	"slices"
 	"testing"
 	"time"
@@ -138,6 +137,6 @@ func BenchmarkRateSearchVsGrid(b *testing.B) {
 	b.ReportMetric(100*searchCost/gridCost, "cost_%")
 	b.ReportMetric(100*float64(agree)/float64(n), "agree_%")
 	if searchCost > 0.3*gridCost {
-		b.Error(fmt.Sprintf("the rate search cost %.1f %% of the grid, over 30 %%", 100*searchCost/gridCost))
+		b.Errorf("the rate search cost %.1f %% of the grid, over 30 %%", 100*searchCost/gridCost)
 	}
 }
