@@ -69,7 +69,7 @@ func Markdown(d *Document) string {
 	for _, w := range d.Workloads {
 		fmt.Fprintf(&b, "| %s | %d / %d | %s | %s | %s |\n", mdText(w.Label), w.ConfiguredISL, w.ConfiguredOSL,
 			capacityText(w, "none (even the lowest failed)"),
-			boundaryText(w.FirstFailingConcurrency, "none within the bounds"), mdText(boundByText(objs, w)))
+			firstFailingText(w, "none within the bounds"), mdText(boundByText(objs, w)))
 	}
 	b.WriteString("\n")
 
@@ -168,16 +168,36 @@ func verdictText(objs []SLO, t Trial) string {
 	return verdict
 }
 
-// capacityText is the maximum passing concurrency as a reader should take it: "≥ N" when
-// every level tried passed (the search's ceiling, not the capacity).
+// capacityText is the maximum passing concurrency (or request rate, for a search by rate) as
+// a reader should take it: "≥ N" when every level tried passed (the search's ceiling, not the
+// capacity), "none, below N" when even the lowest failed.
 func capacityText(w Workload, none string) string {
-	if w.SearchBound() == BoundCeiling {
-		return "≥ " + strconv.Itoa(*w.MaximumPassingConcurrency)
+	mp, ff := boundaryText(w.MaximumPassingConcurrency, none), boundaryText(w.FirstFailingConcurrency, none)
+	if w.MaximumPassingRequestRate != nil || w.FirstFailingRequestRate != nil {
+		mp, ff = rateText(w.MaximumPassingRequestRate, none), rateText(w.FirstFailingRequestRate, none)
 	}
-	if w.SearchBound() == BoundFloor {
-		return none + ", below " + strconv.Itoa(*w.FirstFailingConcurrency)
+	switch w.SearchBound() {
+	case BoundCeiling:
+		return "≥ " + mp
+	case BoundFloor:
+		return none + ", below " + ff
 	}
-	return boundaryText(w.MaximumPassingConcurrency, none)
+	return mp
+}
+
+// firstFailingText is the first failing concurrency, or request rate for a search by rate.
+func firstFailingText(w Workload, none string) string {
+	if w.MaximumPassingRequestRate != nil || w.FirstFailingRequestRate != nil {
+		return rateText(w.FirstFailingRequestRate, none)
+	}
+	return boundaryText(w.FirstFailingConcurrency, none)
+}
+
+func rateText(r *float64, none string) string {
+	if r == nil {
+		return none
+	}
+	return formatFloat(*r) + " requests/s"
 }
 
 // boundByText names what failed the first failing level: bound_by, or for documents older

@@ -90,3 +90,27 @@ func TestCSVEveryTrial(t *testing.T) {
 		t.Errorf("row 4 = %v", r)
 	}
 }
+
+// A workload searched by request rate renders its rates, bounded or not, without the
+// concurrency it does not have.
+func TestRenderingsOfARateSearch(t *testing.T) {
+	objs := []SLO{ttft95, itl95}
+	rate := func(r float64) *float64 { return &r }
+	found := Workload{Label: "r", MaximumPassingRequestRate: rate(2.5), FirstFailingRequestRate: rate(3)}
+	ceiling := Workload{Label: "c", MaximumPassingRequestRate: rate(8)}
+	floor := Workload{Label: "f", FirstFailingRequestRate: rate(0.5)}
+	d := &Document{SLOs: objs, Workloads: []Workload{found, ceiling, floor}}
+	md := Markdown(d)
+	for _, want := range []string{
+		"| r | 0 / 0 | 2.5 requests/s | 3 requests/s |",
+		"| c | 0 / 0 | ≥ 8 requests/s | none within the bounds |",
+		"| f | 0 / 0 | none (even the lowest failed), below 0.5 requests/s | 0.5 requests/s |",
+	} {
+		if !strings.Contains(md, want) {
+			t.Errorf("Markdown lacks %q:\n%s", want, md)
+		}
+	}
+	if svg := SVG(d); !strings.Contains(svg, "max. passing ≥ 8 requests/s") {
+		t.Errorf("SVG does not state the rate ceiling:\n%s", svg)
+	}
+}

@@ -338,7 +338,7 @@ func writePanel(b *strings.Builder, index int, x0, y0 float64, w Workload, o cha
 	room := svgPanelW - svgPlotLeft
 	b.WriteString(fitText(plotX, y0+16, heading, room, 14, true, ` font-size="14" font-weight="bold"`))
 	b.WriteString("\n")
-	status := "max. passing " + capacityText(w, "none") + " · first failing " + boundaryText(w.FirstFailingConcurrency, "none")
+	status := "max. passing " + capacityText(w, "none") + " · first failing " + firstFailingText(w, "none")
 	if by := boundByText(objs, w); by != "–" {
 		status += " · bound by " + by
 	}
