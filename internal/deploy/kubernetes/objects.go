@@ -180,8 +180,15 @@ func (d Deployment) DeploymentApply(s engine.Spec, secretKeys []string) (*appsv1
 	c := corev1ac.Container().WithName(engineContainer).WithImage(d.Image).
 		WithCommand(entry...).WithArgs(args...).
 		WithPorts(corev1ac.ContainerPort().WithName("http").WithContainerPort(int32(s.Port)).WithProtocol(corev1.ProtocolTCP))
-	for _, k := range slices.Sorted(maps.Keys(d.Env)) {
-		c.WithEnv(corev1ac.EnvVar().WithName(k).WithValue(d.Env[k]))
+	// The engine's own environment (vLLM's development mode, which serves the cache reset
+	// the benchmark's flush calls) on top of the user's, as the Docker backend does.
+	env := maps.Clone(d.Env)
+	if env == nil {
+		env = map[string]string{}
+	}
+	maps.Copy(env, s.Env())
+	for _, k := range slices.Sorted(maps.Keys(env)) {
+		c.WithEnv(corev1ac.EnvVar().WithName(k).WithValue(env[k]))
 	}
 	for _, k := range secretKeys {
 		c.WithEnv(corev1ac.EnvVar().WithName(k).WithValueFrom(corev1ac.EnvVarSource().

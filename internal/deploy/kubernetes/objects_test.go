@@ -96,6 +96,25 @@ func TestDeploymentApply(t *testing.T) {
 	}
 }
 
+// vLLM serves /reset_prefix_cache only in development mode: the pods get the engine's own
+// environment, as a Docker container does, on top of the user's.
+func TestDeploymentApplyEngineEnv(t *testing.T) {
+	spec := engine.Spec{Engine: engine.VLLM, Model: "Qwen/Qwen3-8B", TensorParallel: 1, Accelerator: engine.CUDA, Port: 8000}
+	d := testDeployment()
+	d.Env["VLLM_SERVER_DEV_MODE"] = "0"
+	da, err := d.DeploymentApply(spec, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, e := range da.Spec.Template.Spec.Containers[0].Env {
+		got = append(got, *e.Name+"="+*e.Value)
+	}
+	if want := []string{"A=1", "B=2", "VLLM_SERVER_DEV_MODE=1"}; !slices.Equal(got, want) {
+		t.Errorf("env %v, want %v", got, want)
+	}
+}
+
 func TestSecretApply(t *testing.T) {
 	tests := []struct {
 		engine engine.Name
