@@ -1,6 +1,9 @@
 // Package capacity runs the SLO capacity search for a set of workloads against one
 // OpenAI-compatible endpoint and assembles the schema v1 results document. It wires the
-// load, prompt, metrics and search packages together and knows nothing of Terraform.
+// load, prompt, metrics and search packages together and imports nothing of Terraform, but
+// the advice and errors it writes for the user speak the user's vocabulary: they name
+// configuration attributes such as search.max_concurrency, so renaming an attribute means
+// updating its texts here too.
 package capacity
 
 import (

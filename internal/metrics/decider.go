@@ -226,16 +226,6 @@ func (d *Decider) byValues() Decision {
 	return Undecided
 }
 
-// reason says in one line why the objective was missed, or how it stands.
-func (d *Decider) reason() string {
-	s := d.slo
-	if d.population() == 0 {
-		return fmt.Sprintf("no measured request has a %s value", s.Metric)
-	}
-	best, _ := d.bestWorst(d.Bounds())
-	return fmt.Sprintf("%s %s %.1f %s, not %s", s.Key(), map[bool]string{false: "at least", true: "at most"}[s.Info().HigherIsBetter], best, s.Unit(), s.String())
-}
-
 // goodputDecider decides a goodput objective: the share of measured requests that are
 // good lies between good/n (every unknown bad) and (n − bad)/n (every unknown good).
 type goodputDecider struct {
@@ -272,10 +262,6 @@ func (g *goodputDecider) byValues(pendingBad int) Decision {
 	return Undecided
 }
 
-func (g *goodputDecider) reason() string {
-	return fmt.Sprintf("goodput at most %.1f %%, not %s", 100*float64(g.n-g.bad)/float64(g.n), g.slo.String())
-}
-
 // objectiveDecider is one objective's part of a TrialDecider.
 type objectiveDecider struct {
 	pct     *Decider
@@ -287,13 +273,6 @@ func (o objectiveDecider) decision() Decision {
 		return o.goodput.byValues(0)
 	}
 	return o.pct.byValues()
-}
-
-func (o objectiveDecider) reason() string {
-	if o.goodput != nil {
-		return o.goodput.reason()
-	}
-	return o.pct.reason()
 }
 
 // TrialDecider decides a trial against every objective as early as it is certain: a fail

@@ -3,18 +3,14 @@ package metrics
 import (
 	"errors"
 	"fmt"
-	"strings"
 
 	"github.com/llmserve/terraform-provider-llmserve/internal/load"
 	"github.com/llmserve/terraform-provider-llmserve/internal/results"
 )
 
-// ErrUndecided is returned by Verdict when cancelled requests leave the verdict open: the
+// ErrUndecided is returned by Evaluate when cancelled requests leave the verdict open: the
 // trial was stopped before its outcome was certain, so it cannot be reported as either.
 var ErrUndecided = errors.New("trial stopped before its SLO verdict was decided")
-
-// BoundByErrors is what Verdict.Missed lists when failed requests failed the trial.
-const BoundByErrors = "errors"
 
 // RequestValue is one successful request's value of a per-request metric of the metric
 // table, in the metric's unit. ok is false when the request has no such value: ITL and
@@ -105,9 +101,6 @@ type Verdict struct {
 	// Closeness is the largest of the objectives' results.SLO.Closeness: how near the trial
 	// came to failing; at least 1 when it missed one.
 	Closeness float64
-	Errors    int      // measured requests that failed (not counting cancelled ones)
-	Missed    []string // keys of the objectives missed, and BoundByErrors when requests failed
-	Reason    string   // one line for logs and diagnostics
 }
 
 // Evaluate judges a trial against every objective. Any failed measured request fails the
@@ -139,8 +132,7 @@ func Evaluate(slos []results.SLO, records []load.RequestResult) (Verdict, error)
 	for _, r := range records {
 		d.Complete(r)
 	}
-	v := Verdict{Errors: d.failed, GoodputPercent: GoodputPercent(slos, records)}
-	var reasons []string
+	v := Verdict{GoodputPercent: GoodputPercent(slos, records)}
 	for i, s := range slos {
 		res := results.SLOResult{Metric: s.Metric, Percentile: s.Percentile}
 		if s.Info().PerTrial {
@@ -148,34 +140,15 @@ func Evaluate(slos []results.SLO, records []load.RequestResult) (Verdict, error)
 		} else if vs := values(s.Metric, records); len(vs) > 0 {
 			res.Value = mustPercentile(vs, s.Percentile)
 		}
-		switch d.objectives[i].decision() {
-		case DecidedPass:
-			res.Met = true
-		case DecidedFail:
-			v.Missed = append(v.Missed, s.Key())
-			reasons = append(reasons, d.objectives[i].reason())
-		}
+		res.Met = d.objectives[i].decision() == DecidedPass
 		v.Closeness = max(v.Closeness, s.Closeness(res.Value))
 		v.Results = append(v.Results, res)
-	}
-	if v.Errors > 0 {
-		v.Missed = append(v.Missed, BoundByErrors)
 	}
 	switch d.Decision() {
 	case Undecided:
 		return v, fmt.Errorf("%d of %d measured requests finished: %w", d.completed, measured, ErrUndecided)
 	case DecidedPass:
 		v.Pass = true
-		parts := make([]string, len(slos))
-		for i, s := range slos {
-			parts[i] = fmt.Sprintf("%s %.1f %s", s.Key(), v.Results[i].Value, s.Unit())
-		}
-		v.Reason = "met: " + strings.Join(parts, ", ")
-	case DecidedFail:
-		if v.Errors > 0 {
-			reasons = append([]string{fmt.Sprintf("%d of %d measured requests failed", v.Errors, measured)}, reasons...)
-		}
-		v.Reason = strings.Join(reasons, "; ")
 	}
 	return v, nil
 }

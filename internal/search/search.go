@@ -52,8 +52,10 @@ type Request struct {
 type Outcome struct {
 	Request
 	Pass bool
-	// Value is the SLO metric's value (for example p95 TTFT in ms). For a probe stopped early it
-	// may be a bound rather than the exact value; the search only reads confirmation values.
+	// Value is how near the trial came to failing, without a unit: capacity passes the
+	// verdict's closeness (the largest value-over-threshold ratio of the objectives, 1 or more
+	// when one was missed). For a probe stopped early it may be a bound rather than the exact
+	// value; the search only reads confirmation values.
 	Value        float64
 	DecidedEarly bool // the runner stopped the trial once its verdict was decided
 	// Failed counts measured requests that failed. A trial with failures fails because the
