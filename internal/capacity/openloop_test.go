@@ -73,6 +73,16 @@ func TestRunOpenLoopFindsRate(t *testing.T) {
 		t.Errorf("the document does not round-trip byte for byte")
 	}
 
+	// Every rendering takes a rate document; the Markdown report states the rate.
+	if md := results.Markdown(doc); !strings.Contains(md, " requests/s") {
+		t.Errorf("the Markdown report does not state the rate %g requests/s:\n%s", mp, md)
+	}
+	for _, r := range []string{results.CSV(doc), results.OpenMetrics(doc), results.SVG(doc)} {
+		if r == "" {
+			t.Error("an empty rendering")
+		}
+	}
+
 	// Every trial recomputes from its records file, schedule and guards included.
 	recomputed, err := records.Recompute(doc, cfg.RecordsDirectory)
 	if err != nil {
