@@ -49,12 +49,17 @@ const (
 // stated miss with a value of 0 is a trial where no request had a value (ITL of one-token
 // outputs), which nothing shows to meet the objective. A trial stopped early has values over
 // the requests that finished, while its decision covered those still running (a request
-// waiting past the threshold): its stated flag is the decision, and a probe cut short that
+// waiting past the threshold): its stated flag is the decision, as it is for a trial with
+// failed requests (each failure counts as a miss); a probe cut short that
 // states no value missed an objective without measuring it, so it cannot say which.
 func (s SLO) Met(t Trial) (met, ok bool) {
 	for _, r := range t.SLOs {
 		if r.Metric == s.Metric && r.Percentile == s.Percentile {
-			if t.StoppedEarly || !r.Met && r.Value == 0 {
+			// With failed requests the decision counted each failure as a miss of the
+			// percentile (a user who got an error did not get the SLO), so a value over the
+			// successful requests alone may be within the threshold while the objective was
+			// missed: the stated flag is the decision.
+			if t.StoppedEarly || !r.Met && r.Value == 0 || t.Correctness.Errors > 0 {
 				return r.Met, true
 			}
 			return s.Meets(r.Value), true
