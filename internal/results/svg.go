@@ -378,6 +378,32 @@ func writePanel(b *strings.Builder, index int, x0, y0 float64, w Workload, o cha
 			num(plotX+6), num(y-6), colorThreshold, esc(symbols[o.slo.Comparison]), formatFloat(threshold/scale), unit)
 	}
 
+	// Trials at one concurrency share one x; where their markers land on top of each other,
+	// a count says how many there are.
+	type stack struct {
+		n             int
+		x, yMin, yMax float64
+	}
+	stacks := map[[2]int]*stack{}
+	var order [][2]int
+	for _, p := range pts {
+		key := [2]int{p.c, boolCount(p.met) + 2*boolCount(p.probe)}
+		y := py(p.v)
+		st := stacks[key]
+		if st == nil {
+			st = &stack{x: px(float64(p.c)), yMin: y, yMax: y}
+			stacks[key] = st
+			order = append(order, key)
+		}
+		st.n++
+		st.yMin, st.yMax = min(st.yMin, y), max(st.yMax, y)
+	}
+	for _, key := range order {
+		if st := stacks[key]; st.n > 1 && st.yMax-st.yMin < 8 {
+			fmt.Fprintf(b, `<text class="stack" x="%s" y="%s" font-size="10" fill="%s">×%d</text>`+"\n", num(st.x+8), num(st.yMin-4), colorMuted, st.n)
+		}
+	}
+
 	for _, p := range pts {
 		at := ""
 		if p.bound {

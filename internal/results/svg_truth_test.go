@@ -126,3 +126,12 @@ func TestSVGEveryObjectiveNoJitter(t *testing.T) {
 		}
 	}
 }
+
+// Markers that land on each other at one concurrency carry a count: the reference's 8K / 1K
+// and 16K / 2K sides are three trials each within a few pixels.
+func TestSVGCountsStackedMarkers(t *testing.T) {
+	svg := SVG(parseReference(t))
+	if n := strings.Count(svg, `>×3</text>`); n != 4 {
+		t.Errorf("%d stacks of three, want 4 (both sides of 8K / 1K and 16K / 2K)", n)
+	}
+}
