@@ -224,9 +224,18 @@ feed:
 	}
 	close(next)
 	wg.Wait()
+	// The first failure cancelled the prompts still being fitted: report it, not the
+	// cancellations it caused.
+	for _, f := range fits {
+		cal.Calls += f.calls
+	}
+	for i, f := range fits {
+		if f.err != nil && !errors.Is(f.err, context.Canceled) {
+			return nil, cal, fmt.Errorf("prompt %d of %q: counting tokens: %w", i, stream, f.err)
+		}
+	}
 	out := make([]string, n)
 	for i, f := range fits {
-		cal.Calls += f.calls
 		if f.err != nil {
 			return nil, cal, fmt.Errorf("prompt %d of %q: counting tokens: %w", i, stream, f.err)
 		}

@@ -7,6 +7,7 @@ import (
 	"strings"
 	"sync/atomic"
 	"testing"
+	"time"
 )
 
 // wordCounter counts like a word-level tokenizer: 1.3 tokens a word (rounded over the whole
@@ -221,5 +222,26 @@ func assertUnique(t *testing.T, prompts []string) {
 				t.Fatalf("prompt %d has %q", i, r)
 			}
 		}
+	}
+}
+
+// TestPromptsReportTheFailureNotItsCancellations: prompts are fitted concurrently and the
+// first failure cancels the rest; the error is that failure, not a cancellation it caused.
+func TestPromptsReportTheFailureNotItsCancellations(t *testing.T) {
+	down := errors.New("connection refused")
+	var calls atomic.Int64
+	g := &Generator{Seed: 1, Counter: counterFunc(func(text string) (int, error) {
+		if calls.Add(1) < 4 {
+			return len(text) / 4, nil // the first prompt learns the rate
+		}
+		if strings.Contains(text, " ") && calls.Load() == 6 {
+			return 0, down
+		}
+		time.Sleep(20 * time.Millisecond) // the others are still counting when it fails
+		return len(text) / 4, nil
+	})}
+	_, _, err := g.Prompts(context.Background(), "s", 16, 200)
+	if !errors.Is(err, down) {
+		t.Fatalf("err = %v, want the counter's failure", err)
 	}
 }
