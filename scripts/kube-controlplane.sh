@@ -121,7 +121,8 @@ fetch_etcd() {
 	dpkg-deb -x "$tmp"/etcd-server_*.deb "$etcd_root.tmp"
 	rm -rf "$tmp" "$etcd_root"
 	mv "$etcd_root.tmp" "$etcd_root"
-	"$etcd_root/usr/bin/etcd" --version | head -1 >&2
+	# sed, not head: head exits after one line and etcd, still writing, dies of SIGPIPE (141 under pipefail)
+	"$etcd_root/usr/bin/etcd" --version | sed -n 1p >&2
 }
 
 build() {
