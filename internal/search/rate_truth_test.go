@@ -40,11 +40,14 @@ func truthRatios(t testing.TB, ss []rateScenario) []float64 {
 // search lands within the 5 % tolerance of the capacity every time.
 func TestRateSearchFindsConstantCapacity(t *testing.T) {
 	ss := rateScenarios(1, 60, load.Arrival{Pattern: load.ArrivalConstant}, 32)
-	for i, r := range truthRatios(t, ss) {
+	ratios := truthRatios(t, ss)
+	for i, r := range ratios {
 		if r < 1/1.05 || r > 1.05 {
 			t.Errorf("scenario %d (%d slots): maximum passing rate is %.3f × the capacity", i, ss[i].engine.Slots, r)
 		}
 	}
+	slices.Sort(ratios)
+	t.Logf("constant: min %.3f, median %.3f, max %.3f × the capacity over %d engines", ratios[0], ratios[len(ratios)/2], ratios[len(ratios)-1], len(ratios))
 }
 
 // Poisson arrivals: the same engines are stable up to the same capacity, but near it a
