@@ -440,3 +440,48 @@ func TestProveGeneratesEveryReplica(t *testing.T) {
 		t.Errorf("replicas %d, completions %d; want 2 and one per replica", n, completions.Load())
 	}
 }
+
+// Apply (server-side, on the field-managed fake) creates the three objects, keeps the
+// secret out of the Deployment, and removes its own Secret once no secret is configured;
+// a Secret of that name someone else made is left and named.
+func TestApplySecretLifecycle(t *testing.T) {
+	d := small()
+	spec := engine.Spec{Engine: engine.SGLang, Model: "Qwen/Qwen3-8B", Port: 30000}
+	cs := fake.NewClientset()
+	c := &Cluster{cs: cs, rest: &rest.Config{Host: "https://api.example:6443"}, callTimeout: 5 * time.Second}
+	ctx := context.Background()
+	if err := c.Apply(ctx, d, spec, engine.Secrets{APIKey: "sk-secret"}); err != nil {
+		t.Fatal(err)
+	}
+	if dep, svc, sec := exists(t, cs, d); !dep || !svc || !sec {
+		t.Fatalf("after apply: Deployment %v, Service %v, Secret %v", dep, svc, sec)
+	}
+	dep, err := cs.AppsV1().Deployments(d.Namespace).Get(ctx, d.Name, metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rec, err := ParseLaunchRecord(dep.Annotations[RecordAnnotation]); err != nil || rec.Deployment.Name != d.Name {
+		t.Errorf("launch record %+v %v", rec, err)
+	}
+	if strings.Contains(dep.String(), "sk-secret") {
+		t.Error("the API key is in the Deployment")
+	}
+
+	if err := c.Apply(ctx, d, spec, engine.Secrets{}); err != nil {
+		t.Fatal(err)
+	}
+	if dep, svc, sec := exists(t, cs, d); !dep || !svc || sec {
+		t.Errorf("after apply without secrets: Deployment %v, Service %v, Secret %v (want it gone)", dep, svc, sec)
+	}
+
+	foreign := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: SecretName(d.Name), Namespace: d.Namespace}}
+	if _, err := cs.CoreV1().Secrets(d.Namespace).Create(ctx, foreign, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Apply(ctx, d, spec, engine.Secrets{}); err == nil || !strings.Contains(err.Error(), "was not created by llmserve") {
+		t.Errorf("foreign Secret: %v", err)
+	}
+	if _, _, sec := exists(t, cs, d); !sec {
+		t.Error("the foreign Secret was deleted")
+	}
+}
