@@ -46,7 +46,7 @@ func (d Decision) String() string {
 // over 64, rank h = 59.85: the fail is certain once 64−⌊h⌋ = 5 values are at or past the
 // threshold, or earlier when the 4th-largest alone lifts the interpolation past it.)
 //
-// A failed request decides a fail at once (see SLO.Verdict). For the same reason a pass is
+// A failed request decides a fail at once (see Evaluate). For the same reason a pass is
 // only certain when every request has completed successfully: any outstanding one could
 // still fail. So early stopping saves time on failing probes, which is where it matters.
 //
