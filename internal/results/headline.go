@@ -215,9 +215,9 @@ func DeriveHeadline(objectives []SLO, w Workload) (Headline, error) {
 				}
 			}
 		}
-		for i, m := range missed {
-			if m {
-				h.BoundBy = append(h.BoundBy, objectives[i].Key())
+		for i, s := range objectives {
+			if missed[i] {
+				h.BoundBy = append(h.BoundBy, s.Key())
 			}
 		}
 		if errs {

@@ -108,9 +108,9 @@ func (h *Headline) deriveRate(objectives []SLO, trials []headlineTrial) {
 			}
 		}
 	}
-	for i, m := range missed {
-		if m {
-			h.BoundBy = append(h.BoundBy, objectives[i].Key())
+	for i, s := range objectives {
+		if missed[i] {
+			h.BoundBy = append(h.BoundBy, s.Key())
 		}
 	}
 	if errs {
