@@ -146,19 +146,33 @@ func DeriveHeadline(objectives []SLO, w Workload) (Headline, error) {
 		h.deriveRate(objectives, trials)
 		return h, nil
 	}
+	h.MaximumPassingConcurrency, h.FirstFailingConcurrency = boundary(trials, func(ht headlineTrial) (int, bool) { return ht.concurrency, ht.concurrency >= 1 })
+	h.Bound = Workload{MaximumPassingConcurrency: h.MaximumPassingConcurrency, FirstFailingConcurrency: h.FirstFailingConcurrency}.SearchBound()
+	if ff := h.FirstFailingConcurrency; ff != nil {
+		h.BoundBy = boundBy(objectives, trials, func(ht headlineTrial) bool { return ht.concurrency == *ff })
+	}
+	return h, nil
+}
+
+// boundary applies the search's rule to the levels the key places trials at (a concurrency
+// or a request rate; ok false: no level): a level fails when any of its confirmation trials
+// does not pass, or by its probe when it has none; the first failing level is the lowest
+// failing one, the maximum passing the highest passing level below it.
+func boundary[K int | float64](trials []headlineTrial, key func(headlineTrial) (K, bool)) (maxPassing, firstFailing *K) {
 	type level struct {
 		conf, confPass int
 		probe, probeOK bool
 	}
-	levels := map[int]*level{}
+	levels := map[K]*level{}
 	for _, ht := range trials {
-		if ht.concurrency < 1 {
+		k, ok := key(ht)
+		if !ok {
 			continue // no level to place it at; Parse refuses such a trial
 		}
-		l := levels[ht.concurrency]
+		l := levels[k]
 		if l == nil {
 			l = &level{}
-			levels[ht.concurrency] = l
+			levels[k] = l
 		}
 		pass := ht.verdict == VerdictPass
 		if ht.probe {
@@ -170,13 +184,13 @@ func DeriveHeadline(objectives []SLO, w Workload) (Headline, error) {
 			l.confPass++
 		}
 	}
-	order := make([]int, 0, len(levels))
-	for c := range levels {
-		order = append(order, c)
+	order := make([]K, 0, len(levels))
+	for k := range levels {
+		order = append(order, k)
 	}
 	slices.Sort(order)
-	belief := func(c int) (pass, ok bool) {
-		switch l := levels[c]; {
+	belief := func(k K) (pass, ok bool) {
+		switch l := levels[k]; {
 		case l.conf > 0:
 			return l.confPass == l.conf, true
 		case l.probeOK:
@@ -184,47 +198,65 @@ func DeriveHeadline(objectives []SLO, w Workload) (Headline, error) {
 		}
 		return false, false
 	}
-	for _, c := range order {
-		if pass, ok := belief(c); ok && !pass {
-			h.FirstFailingConcurrency = ptrInt(c)
+	for _, k := range order {
+		if pass, ok := belief(k); ok && !pass {
+			firstFailing = &k
 			break
 		}
 	}
 	for i := len(order) - 1; i >= 0; i-- {
-		c := order[i]
-		if h.FirstFailingConcurrency != nil && c >= *h.FirstFailingConcurrency {
+		k := order[i]
+		if firstFailing != nil && k >= *firstFailing {
 			continue
 		}
-		if pass, ok := belief(c); ok && pass {
-			h.MaximumPassingConcurrency = ptrInt(c)
+		if pass, ok := belief(k); ok && pass {
+			maxPassing = &k
 			break
 		}
 	}
-	h.Bound = Workload{MaximumPassingConcurrency: h.MaximumPassingConcurrency, FirstFailingConcurrency: h.FirstFailingConcurrency}.SearchBound()
-	if ff := h.FirstFailingConcurrency; ff != nil {
-		missed := make([]bool, len(objectives))
-		errs := false
-		for _, ht := range trials {
-			if ht.concurrency != *ff || ht.probe {
-				continue
+	return maxPassing, firstFailing
+}
+
+// boundBy lists what the first failing level's confirmation trials missed (atLevel picks
+// them): each objective's key in the objectives' order, BoundByErrors when requests failed,
+// then the open-loop guards that failed (completion_rate, backlog).
+func boundBy(objectives []SLO, trials []headlineTrial, atLevel func(headlineTrial) bool) []string {
+	missed := make([]bool, len(objectives))
+	errs := false
+	var guards []string
+	for _, ht := range trials {
+		if ht.probe || !atLevel(ht) {
+			continue
+		}
+		errs = errs || ht.trial.Correctness.Errors > 0
+		for i, s := range objectives {
+			if met, ok := s.Met(ht.trial); ok && !met {
+				missed[i] = true
 			}
-			errs = errs || ht.trial.Correctness.Errors > 0
-			for i, s := range objectives {
-				if met, ok := s.Met(ht.trial); ok && !met {
-					missed[i] = true
+		}
+		if ol := ht.trial.OpenLoop; ol != nil {
+			for _, g := range ol.Missed {
+				if !slices.Contains(guards, g) {
+					guards = append(guards, g)
 				}
 			}
 		}
-		for i, s := range objectives {
-			if missed[i] {
-				h.BoundBy = append(h.BoundBy, s.Key())
-			}
-		}
-		if errs {
-			h.BoundBy = append(h.BoundBy, BoundByErrors)
+	}
+	var out []string
+	for i, s := range objectives {
+		if missed[i] {
+			out = append(out, s.Key())
 		}
 	}
-	return h, nil
+	if errs {
+		out = append(out, BoundByErrors)
+	}
+	for _, g := range []string{"completion_rate", "backlog"} {
+		if slices.Contains(guards, g) {
+			out = append(out, g)
+		}
+	}
+	return out
 }
 
 // Apply writes the headline into w: its boundary, bound_by and its trials' verdicts.
@@ -270,7 +302,6 @@ func unjudged(objectives []SLO, t Trial) string {
 	return strings.Join(out, ", ")
 }
 
-func ptrInt(c int) *int { return &c }
 
 // Contradiction is a value a document states that its own trials contradict.
 type Contradiction struct {

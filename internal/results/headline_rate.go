@@ -1,7 +1,6 @@
 package results
 
 import (
-	"slices"
 	"strconv"
 )
 
@@ -28,102 +27,13 @@ func (w Workload) byRate() bool {
 // highest passing one below it. bound_by adds, after the objectives and errors, each guard
 // the first failing rate's confirmation trials missed.
 func (h *Headline) deriveRate(objectives []SLO, trials []headlineTrial) {
-	type level struct {
-		conf, confPass int
-		probe, probeOK bool
-	}
-	levels := map[float64]*level{}
-	for _, ht := range trials {
-		if !(ht.rate > 0) {
-			continue
-		}
-		l := levels[ht.rate]
-		if l == nil {
-			l = &level{}
-			levels[ht.rate] = l
-		}
-		pass := ht.verdict == VerdictPass
-		if ht.probe {
-			l.probe, l.probeOK = pass, true
-			continue
-		}
-		l.conf++
-		if pass {
-			l.confPass++
-		}
-	}
-	order := make([]float64, 0, len(levels))
-	for r := range levels {
-		order = append(order, r)
-	}
-	slices.Sort(order)
-	belief := func(r float64) (pass, ok bool) {
-		switch l := levels[r]; {
-		case l.conf > 0:
-			return l.confPass == l.conf, true
-		case l.probeOK:
-			return l.probe, true
-		}
-		return false, false
-	}
-	for _, r := range order {
-		if pass, ok := belief(r); ok && !pass {
-			h.FirstFailingRequestRate = ptrFloat(r)
-			break
-		}
-	}
-	for i := len(order) - 1; i >= 0; i-- {
-		r := order[i]
-		if h.FirstFailingRequestRate != nil && r >= *h.FirstFailingRequestRate {
-			continue
-		}
-		if pass, ok := belief(r); ok && pass {
-			h.MaximumPassingRequestRate = ptrFloat(r)
-			break
-		}
-	}
+	h.MaximumPassingRequestRate, h.FirstFailingRequestRate = boundary(trials, func(ht headlineTrial) (float64, bool) { return ht.rate, ht.rate > 0 })
 	h.Bound = Workload{MaximumPassingRequestRate: h.MaximumPassingRequestRate, FirstFailingRequestRate: h.FirstFailingRequestRate}.SearchBound()
-	ff := h.FirstFailingRequestRate
-	if ff == nil {
-		return
-	}
-	missed := make([]bool, len(objectives))
-	errs := false
-	var guards []string
-	for _, ht := range trials {
-		if ht.rate != *ff || ht.probe {
-			continue
-		}
-		errs = errs || ht.trial.Correctness.Errors > 0
-		for i, s := range objectives {
-			if met, ok := s.Met(ht.trial); ok && !met {
-				missed[i] = true
-			}
-		}
-		if ol := ht.trial.OpenLoop; ol != nil {
-			for _, g := range ol.Missed {
-				if !slices.Contains(guards, g) {
-					guards = append(guards, g)
-				}
-			}
-		}
-	}
-	for i, s := range objectives {
-		if missed[i] {
-			h.BoundBy = append(h.BoundBy, s.Key())
-		}
-	}
-	if errs {
-		h.BoundBy = append(h.BoundBy, BoundByErrors)
-	}
-	for _, g := range []string{"completion_rate", "backlog"} {
-		if slices.Contains(guards, g) {
-			h.BoundBy = append(h.BoundBy, g)
-		}
+	if ff := h.FirstFailingRequestRate; ff != nil {
+		h.BoundBy = boundBy(objectives, trials, func(ht headlineTrial) bool { return ht.rate == *ff })
 	}
 }
 
-func ptrFloat(f float64) *float64 { return &f }
 
 func floatOrNull(f *float64) string {
 	if f == nil {
