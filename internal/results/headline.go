@@ -302,7 +302,6 @@ func unjudged(objectives []SLO, t Trial) string {
 	return strings.Join(out, ", ")
 }
 
-
 // Contradiction is a value a document states that its own trials contradict.
 type Contradiction struct {
 	Workload string

@@ -34,7 +34,6 @@ func (h *Headline) deriveRate(objectives []SLO, trials []headlineTrial) {
 	}
 }
 
-
 func floatOrNull(f *float64) string {
 	if f == nil {
 		return "null"
