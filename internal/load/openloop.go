@@ -155,22 +155,10 @@ func RunOpenTrial(ctx context.Context, s Streamer, spec OpenSpec) (OpenResult, e
 		close(allDone)
 	}()
 
-	var tick <-chan time.Time
-	if spec.Tick > 0 && spec.Observe != nil {
-		ticker := time.NewTicker(spec.Tick)
-		defer ticker.Stop()
-		tick = ticker.C
-	}
-	stopped := false
-	observe := func(ev Event) {
-		if stopped || spec.Observe == nil {
-			return
-		}
-		if spec.Observe(ev) {
-			stopped = true
-			cancel()
-		}
-	}
+	obs := &observer{observe: spec.Observe, cancel: cancel}
+	tick, stopTicker := obs.ticks(spec.Tick)
+	defer stopTicker()
+	observe := obs.see
 	for finished := false; !finished; {
 		select {
 		case ev := <-events:
@@ -207,7 +195,7 @@ func RunOpenTrial(ctx context.Context, s Streamer, spec OpenSpec) (OpenResult, e
 		res.Stopped = true
 		return res, fmt.Errorf("run open-loop trial: %w", err)
 	}
-	res.Stopped = stopped && (res.Unsent > 0 || anyCancelled(res.Requests))
+	res.Stopped = obs.stopped && (res.Unsent > 0 || anyCancelled(res.Requests))
 	return res, nil
 }
 

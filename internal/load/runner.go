@@ -172,22 +172,10 @@ func RunTrial(ctx context.Context, s Streamer, spec TrialSpec) (TrialResult, err
 		close(events)
 	}()
 
-	var tick <-chan time.Time
-	if spec.Tick > 0 && spec.Observe != nil {
-		ticker := time.NewTicker(spec.Tick)
-		defer ticker.Stop()
-		tick = ticker.C
-	}
-	stopped := false
-	observe := func(ev Event) {
-		if stopped || spec.Observe == nil {
-			return
-		}
-		if spec.Observe(ev) {
-			stopped = true
-			cancel()
-		}
-	}
+	obs := &observer{observe: spec.Observe, cancel: cancel}
+	tick, stopTicker := obs.ticks(spec.Tick)
+	defer stopTicker()
+	observe := obs.see
 	for events != nil {
 		select {
 		case ev, ok := <-events:
@@ -215,7 +203,7 @@ func RunTrial(ctx context.Context, s Streamer, spec TrialSpec) (TrialResult, err
 		return res, fmt.Errorf("run trial at concurrency %d: %w", spec.Concurrency, err)
 	}
 	// A stop asked for after the last request finished cut nothing short.
-	res.Stopped = stopped && (res.Unsent > 0 || anyCancelled(res.Requests))
+	res.Stopped = obs.stopped && (res.Unsent > 0 || anyCancelled(res.Requests))
 	return res, nil
 }
 
@@ -311,6 +299,33 @@ func lastDone(recs []RequestResult, fallback time.Time) time.Time {
 		return fallback
 	}
 	return last
+}
+
+// observer hands the measured phase's events to TrialSpec.Observe; its first true stops
+// the trial (cancel), after which nothing more is handed on.
+type observer struct {
+	observe func(Event) bool
+	cancel  context.CancelFunc
+	stopped bool
+}
+
+func (o *observer) see(ev Event) {
+	if o.stopped || o.observe == nil {
+		return
+	}
+	if o.observe(ev) {
+		o.stopped = true
+		o.cancel()
+	}
+}
+
+// ticks is every period while someone observes, else a channel that never fires.
+func (o *observer) ticks(period time.Duration) (<-chan time.Time, func()) {
+	if period <= 0 || o.observe == nil {
+		return nil, func() {}
+	}
+	t := time.NewTicker(period)
+	return t.C, t.Stop
 }
 
 // inFlight tracks the measured requests on the wire for tick events. A nil *inFlight
