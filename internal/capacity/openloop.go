@@ -7,6 +7,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"hash/fnv"
 	"math"
 	"path/filepath"
 	"slices"
@@ -179,24 +180,27 @@ func rateBoundNote(w results.Workload) string {
 // runRate runs one open-loop trial at q.Rate.
 func (r *trialRunner) runRate(ctx context.Context, q search.RateRequest) (search.Outcome, error) {
 	s, w, ol := r.s, r.w, r.s.cfg.OpenLoop
-	if s.flush.Engine != "" {
-		if err := s.control.Flush(ctx, s.flush); err != nil {
-			return search.Outcome{}, err
-		}
-	} else if err := s.control.WaitIdle(ctx, s.engine); err != nil {
-		return search.Outcome{}, err
-	}
+	clock := newTrialClock()
+	s.watch.beginRate(w.Label, q)
 	rate := strconv.FormatFloat(q.Rate, 'g', 10, 64)
 	stream := fmt.Sprintf("%s r=%s %s t=%d", w.Label, rate, q.Kind, q.Index)
-	warmups, err := s.workloadPrompts(ctx, w, stream+" warmup", s.cfg.WarmupRequests)
+	// The same steps as a closed-loop trial: prompts fitted while the server settles.
+	prep := s.prepareAsync(ctx, w, stream)
+	idleUnverified, err := r.settle(ctx, &clock.timing)
 	if err != nil {
-		return search.Outcome{}, fmt.Errorf("warmup prompts: %w", err)
+		prep.abandon()
+		return search.Outcome{}, err
 	}
-	measured, err := s.workloadPrompts(ctx, w, stream+" measured", s.cfg.MeasuredRequests)
+	s.watch.enter("while its prompts were prepared")
+	prompts, err := prep.wait(&clock.timing)
 	if err != nil {
-		return search.Outcome{}, fmt.Errorf("measured prompts: %w", err)
+		return search.Outcome{}, err
 	}
-	seed := splitmix.Mix(uint64(s.cfg.Seed) ^ splitmix.Mix(hashString(stream)))
+	s.watch.enter("while its requests ran")
+	warmups, measured := prompts.warmup, prompts.measured
+	h := fnv.New64a()
+	h.Write([]byte(stream))
+	seed := splitmix.Mix(uint64(s.cfg.Seed) ^ splitmix.Mix(h.Sum64()))
 	schedule, err := ol.Arrival.Schedule(q.Rate, len(warmups.texts)+len(measured.texts), seed)
 	if err != nil {
 		return search.Outcome{}, err
@@ -240,12 +244,23 @@ func (r *trialRunner) runRate(ctx context.Context, q search.RateRequest) (search
 			return d != metrics.Undecided
 		}
 	}
+	t0 := time.Now()
 	watch := watchServer(ctx, s.control, s.engine)
+	loadStart := time.Now()
 	res, err := load.RunOpenTrial(ctx, s.client, spec)
+	loadEnd := time.Now()
 	view := watch.finish(ctx)
+	clock.timing.ServerScrapeS = seconds(loadStart.Sub(t0) + time.Since(loadEnd))
+	if !res.MeasuredStart.IsZero() {
+		clock.timing.WarmupS = seconds(res.MeasuredStart.Sub(loadStart))
+		clock.timing.MeasuredS = seconds(loadEnd.Sub(res.MeasuredStart))
+	} else {
+		clock.timing.WarmupS = seconds(loadEnd.Sub(loadStart))
+	}
 	if err != nil {
 		return search.Outcome{}, err
 	}
+	summaryStart := time.Now()
 	fid := res.Fidelity()
 	if err := fid.ClientFault(q.Rate); err != nil && !res.Stopped {
 		return search.Outcome{}, err
@@ -302,11 +317,22 @@ func (r *trialRunner) runRate(ctx context.Context, q search.RateRequest) (search
 		trial.GoodputPercent = &goodput
 	}
 	trial.Server = view
+	if idleUnverified {
+		trial.Notes = append(trial.Notes, idleUnverifiedNote)
+	}
+	// Warmups are the schedule's first arrivals, with no pause before the measured ones, so
+	// the engine's prefix-cache counter cannot be read over the measured requests alone.
+	s.sawCacheReports(res.Requests)
 	checkCache(&trial, done, coldCache{
-		ownTokens:    w.InputTokens - w.SharedPrefixTokens,
-		sharedTokens: int(math.Ceil(measured.calibration.TemplateOverheadTokens)) + w.SharedPrefixTokens,
-		flushed:      s.flush.Engine != "",
+		ownTokens:     w.InputTokens - w.SharedPrefixTokens,
+		sharedTokens:  int(math.Ceil(measured.calibration.TemplateOverheadTokens)) + w.SharedPrefixTokens,
+		flushed:       s.flush.Engine != "",
+		omittedAsZero: s.cacheReport.known(),
 	})
+	clock.timing.SummaryS = seconds(time.Since(summaryStart))
+	clock.timing.TotalS = seconds(time.Since(clock.start))
+	timing := clock.timing
+	trial.Timing = &timing
 	out.Detail = &trial
 	return out, nil
 }
@@ -320,13 +346,3 @@ func scheduledRate(schedule []time.Duration) float64 {
 }
 
 func msOf(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
-
-// hashString is FNV-1a of s, to seed a trial's schedule from its identity.
-func hashString(s string) uint64 {
-	h := uint64(14695981039346656037)
-	for i := 0; i < len(s); i++ {
-		h ^= uint64(s[i])
-		h *= 1099511628211
-	}
-	return h
-}

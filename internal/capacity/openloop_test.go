@@ -48,6 +48,10 @@ func TestRunOpenLoopFindsRate(t *testing.T) {
 		if tr.OpenLoop == nil || tr.RequestRate == 0 || tr.Concurrency != 0 {
 			t.Fatalf("trial without its rate: %+v", tr)
 		}
+		// A rate trial is timed step by step like a closed-loop one.
+		if tm := tr.Timing; tm == nil || tm.TotalS <= 0 || tm.MeasuredS <= 0 || tm.TotalS < tm.WarmupS+tm.MeasuredS {
+			t.Errorf("rate trial timing %+v", tm)
+		}
 	}
 	if tr := w.PassingTrials[0]; !tr.OpenLoop.KeptUp || tr.RequestRate != mp || tr.OpenLoop.OfferedRate < 0.99*mp || tr.OpenLoop.OfferedRate > 1.01*mp {
 		t.Errorf("passing trial %+v", tr.OpenLoop)

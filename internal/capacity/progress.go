@@ -44,12 +44,21 @@ func newRunWatch(cfg Config, slos []results.SLO, say func(string)) *runWatch {
 
 // begin marks the trial that runs now.
 func (w *runWatch) begin(workload string, req search.Request) {
+	w.beginAt(workload, fmt.Sprintf("concurrency %d", req.Concurrency), req.Kind, req.Index)
+}
+
+// beginRate marks the rate trial that runs now.
+func (w *runWatch) beginRate(workload string, q search.RateRequest) {
+	w.beginAt(workload, fmt.Sprintf("%s requests/s", trimFloat(math.Round(q.Rate*1000)/1000)), q.Kind, q.Index)
+}
+
+func (w *runWatch) beginAt(workload, at string, kind search.Kind, index int) {
 	if w == nil {
 		return
 	}
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	w.current = fmt.Sprintf("%s at concurrency %d of workload %q", trialName(req.Kind, req.Index, w.cfg.ConfirmationTrials), req.Concurrency, workload)
+	w.current = fmt.Sprintf("%s at %s of workload %q", trialName(kind, index, w.cfg.ConfirmationTrials), at, workload)
 	w.step = ""
 }
 

@@ -118,6 +118,10 @@ func (r *trialRunner) settle(ctx context.Context, timing *results.TrialTiming) (
 	return unverified, err
 }
 
+// idleUnverifiedNote is a trial's note when the server offered no idle signal before it.
+const idleUnverifiedNote = "the server offered no idle signal (no load endpoint and no running or waiting gauges: SGLang 0.4.x without --enable-metrics), " +
+	"so this trial may have started while earlier requests still ran, and a flush sent then may have done nothing"
+
 // trialLoad is what the load step produced.
 type trialLoad struct {
 	res            load.TrialResult
@@ -232,8 +236,7 @@ func (r *trialRunner) judge(req search.Request, prompts trialPhases, run trialLo
 	}
 	trial.Server = run.view
 	if run.idleUnverified {
-		trial.Notes = append(trial.Notes, "the server offered no idle signal (no load endpoint and no running or waiting gauges: SGLang 0.4.x without --enable-metrics), "+
-			"so this trial may have started while earlier requests still ran, and a flush sent then may have done nothing")
+		trial.Notes = append(trial.Notes, idleUnverifiedNote)
 	}
 	// A shared prefix is served from the cache after the first request: expected, not flagged.
 	s.sawCacheReports(res.Requests)
