@@ -1,6 +1,7 @@
 package capacity
 
 import (
+	"cmp"
 	"fmt"
 	"math"
 	"strings"
@@ -108,7 +109,7 @@ func missedText(slos []results.SLO, failing []results.Trial) string {
 // objectiveName reads "p95 TTFT" or "Goodput".
 func objectiveName(o results.SLO) string {
 	m := o.Info()
-	name := cmpOr(m.Short, o.Metric)
+	name := cmp.Or(m.Short, o.Metric)
 	if !m.PerTrial && o.Percentile != 0 {
 		name = "p" + trimFloat(o.Percentile) + " " + name
 	}

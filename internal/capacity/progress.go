@@ -200,13 +200,6 @@ func comparisonSymbol(c string) string {
 	return c
 }
 
-func cmpOr(a, b string) string {
-	if a != "" {
-		return a
-	}
-	return b
-}
-
 func trimFloat(v float64) string { return strings.TrimSuffix(fmt.Sprintf("%g", v), ".0") }
 
 // trialName reads "probe" or "confirmation 2/3".

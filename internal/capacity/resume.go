@@ -6,6 +6,7 @@ package capacity
 // says what it reused, what it ignored, and, when the run stops, where it stopped.
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -147,6 +148,17 @@ func (e *StoppedError) Error() string {
 
 func (e *StoppedError) Unwrap() error { return e.Cause }
 
+// Summary is the one-line title of the diagnostic.
+func (e *StoppedError) Summary() string {
+	switch e.Why {
+	case StopTimedOut:
+		return "Capacity benchmark timed out"
+	case StopServerGone:
+		return "Inference server stopped answering"
+	}
+	return "Capacity benchmark interrupted"
+}
+
 // Resume runs cfg with its files (see Files). cfg.History, Progress and ProgressLine are
 // set here. The run's error is a *FileError when a file cannot be used, a *StoppedError when
 // the run stopped part-way, or what Run returns otherwise.
@@ -259,7 +271,7 @@ func (w *runWatch) explain(ctx context.Context, err error) error {
 	case errors.As(err, &unreachable):
 		lastErr = unreachable.Call + " failed: " + unreachable.Cause
 	case errors.Is(err, ErrServerFailing):
-		lastErr = cmpOr(lastErr, err.Error())
+		lastErr = cmp.Or(lastErr, err.Error())
 	default:
 		return err
 	}

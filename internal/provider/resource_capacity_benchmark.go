@@ -130,8 +130,7 @@ func (r *capacityBenchmarkResource) Create(ctx context.Context, req resource.Cre
 		summary := "Capacity benchmark failed"
 		var stopped *capacity.StoppedError
 		if errors.As(err, &stopped) {
-			summary = map[capacity.StopReason]string{capacity.StopInterrupted: "Capacity benchmark interrupted",
-				capacity.StopTimedOut: "Capacity benchmark timed out", capacity.StopServerGone: "Inference server stopped answering"}[stopped.Why]
+			summary = stopped.Summary()
 		}
 		resp.Diagnostics.AddError(summary, err.Error())
 		return
