@@ -280,11 +280,40 @@ func journalTrials(t *testing.T, path string) []capacity.JournalEntry {
 	sc.Buffer(make([]byte, 1<<20), 8<<20)
 	for sc.Scan() {
 		var e capacity.JournalEntry
-		if json.Unmarshal(sc.Bytes(), &e) == nil && e.Kind != "run_completed" {
-			out = append(out, e)
+		if json.Unmarshal(sc.Bytes(), &e) != nil || e.Kind == "run_completed" {
+			continue
 		}
+		if len(out) > 0 && e.Fingerprint != out[0].Fingerprint {
+			continue // another configuration's line (a hand edit)
+		}
+		out = append(out, e)
 	}
 	return out
+}
+
+// forgeJournal appends what a hand edit leaves: a line cut short, and the first trial again
+// under another configuration's fingerprint.
+func forgeJournal(t *testing.T, path string) {
+	t.Helper()
+	data, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	first, _, _ := strings.Cut(string(data), "\n")
+	var e capacity.JournalEntry
+	if err := json.Unmarshal([]byte(first), &e); err != nil {
+		t.Fatal(err)
+	}
+	// Rewritten in place, keys in their order: the line still starts as the journal's own.
+	foreign := strings.Replace(first, `"fingerprint":"`+e.Fingerprint+`"`, `"fingerprint":"0123456789abcdef"`, 1)
+	f, err := os.OpenFile(path, os.O_APPEND|os.O_WRONLY, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	if _, err := fmt.Fprintf(f, "%s\n{\"format\":\"llmserve-progress/v1\",\"time\":\"2026-12-03T17:\n", foreign); err != nil {
+		t.Fatal(err)
+	}
 }
 
 // identities are the identity sentences of every prompt of a trial.
@@ -352,7 +381,10 @@ func TestAccCapacityBenchmark_interruptAndResume(t *testing.T) {
 		arm func(progress string, sigint func())
 		// serverDies: the first apply ends because the server went away, not by SIGINT.
 		serverDies bool
-		wantText   string // in the first apply's error
+		// forge: before the re-apply, the journal is hand-edited: a line cut short and a
+		// trial of another configuration are appended, which the re-apply must say it ignored.
+		forge    bool
+		wantText string // in the first apply's error
 	}{
 		{name: "after 1 finished trial", arm: func(progress string, sigint func()) {
 			go func() {
@@ -367,7 +399,7 @@ func TestAccCapacityBenchmark_interruptAndResume(t *testing.T) {
 					sigint()
 				}
 			}()
-		}, wantText: "interrupted during"},
+		}, forge: true, wantText: "interrupted during"},
 		{name: "in the middle of a trial", arm: func(progress string, sigint func()) {
 			// Request 1 is the preflight; the first trial sends 1 + 8; this is the
 			// second trial's fifth request.
@@ -448,11 +480,17 @@ func TestAccCapacityBenchmark_interruptAndResume(t *testing.T) {
 				t.Errorf("the stopped apply does not count the %d good trials:\n%s", len(kept), out)
 			}
 
+			if tc.forge {
+				forgeJournal(t, progress)
+			}
 			out, err = c.apply(t, dir, nil)
 			if err != nil {
 				t.Fatalf("re-apply: %v\n%s", err, out)
 			}
 			flat = strings.Join(strings.Fields(out), " ")
+			if tc.forge && (!strings.Contains(flat, "1 trial of another configuration") || !strings.Contains(flat, "1 damaged line")) {
+				t.Errorf("the re-apply does not say which hand-edited lines it ignored:\n%s", out)
+			}
 			if want := fmt.Sprintf("Resumed %d finished %s", len(kept), map[bool]string{true: "trial", false: "trials"}[len(kept) == 1]); !strings.Contains(flat, want) {
 				t.Errorf("the re-apply does not say %q:\n%s", want, out)
 			}
