@@ -4,11 +4,13 @@ import (
 	"cmp"
 	"context"
 	"fmt"
+	"math"
 	"net/http"
 	"net/http/httptest"
 	"net/http/httputil"
 	"net/url"
 	"os"
+	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
@@ -16,6 +18,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/llmserve/terraform-provider-llmserve/internal/records"
 	"github.com/llmserve/terraform-provider-llmserve/internal/results"
 	"github.com/llmserve/terraform-provider-llmserve/internal/simengine"
 )
@@ -67,6 +70,7 @@ func measureGaps(b *testing.B, upstream http.Handler, model string) ([]float64, 
 	type span struct{ start, end time.Time }
 	var spans []span
 	var marks []time.Time
+	var durations []float64 // each trial's own duration_s, in the order they finished
 	rec := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if !strings.HasSuffix(r.URL.Path, "/completions") {
 			upstream.ServeHTTP(w, r)
@@ -100,23 +104,30 @@ func measureGaps(b *testing.B, upstream http.Handler, model string) ([]float64, 
 		// The search instead of the grid, probes (stopped early) included.
 		cfg.SLOs[0].ThresholdMs, cfg.ConcurrencyLevels, cfg.MaxConcurrency = ms, nil, 16
 	}
-	cfg.Progress = func(JournalEntry) {
+	cfg.Progress = func(e JournalEntry) {
 		mu.Lock()
 		marks = append(marks, time.Now())
+		durations = append(durations, e.DurationS)
 		mu.Unlock()
 	}
+	cfg.RecordsDirectory = b.TempDir()
 	doc, err := Run(context.Background(), cfg)
 	if err != nil {
 		b.Fatal(err)
 	}
+	clientGaps(b, cfg.RecordsDirectory, doc)
 	mu.Lock()
 	defer mu.Unlock()
 	var gaps []float64
 	for _, m := range marks[:len(marks)-1] {
 		var lastEnd, nextStart time.Time
 		for _, sp := range spans {
-			if sp.end.Before(m) && sp.end.After(lastEnd) {
-				lastEnd = sp.end
+			// A request that started before the mark belongs to the finished trial; its
+			// handler may return after the client already read [DONE] and moved on (a
+			// reverse proxy closing the upstream connection), so its end counts at most
+			// up to the mark.
+			if end := minTime(sp.end, m); sp.start.Before(m) && end.After(lastEnd) {
+				lastEnd = end
 			}
 			if sp.start.After(m) && (nextStart.IsZero() || sp.start.Before(nextStart)) {
 				nextStart = sp.start
@@ -124,7 +135,42 @@ func measureGaps(b *testing.B, upstream http.Handler, model string) ([]float64, 
 		}
 		gaps = append(gaps, nextStart.Sub(lastEnd).Seconds())
 	}
+	// Time between trials that no trial's timing covers: from one trial's end (its journal
+	// entry) to the start of the next (the next entry less its duration).
+	for i := range len(marks) - 1 {
+		outside := marks[i+1].Sub(marks[i]).Seconds() - durations[i+1]
+		b.Logf("between trials %d and %d, outside both: %.3f s", i+1, i+2, outside)
+	}
 	return gaps, doc
+}
+
+// clientGaps prints, from the records files, the client's view of each gap: the last
+// request of one trial ending (last token) to the first request of the next being sent.
+func clientGaps(b *testing.B, dir string, doc *results.Document) {
+	type span struct{ first, last int64 }
+	var spans []span
+	for _, t := range doc.Workloads[0].AllTrials {
+		lines, _, err := records.Read(filepath.Join(dir, filepath.FromSlash(t.RecordsFile)))
+		if err != nil {
+			b.Fatal(err)
+		}
+		sp := span{first: math.MaxInt64}
+		for _, l := range lines {
+			if l.SentNs != nil {
+				sp.first = min(sp.first, *l.SentNs)
+			}
+			if l.LastTokenNs != nil {
+				sp.last = max(sp.last, *l.LastTokenNs)
+			}
+		}
+		spans = append(spans, sp)
+	}
+	slices.SortFunc(spans, func(a, b span) int { return cmp.Compare(a.first, b.first) })
+	var gaps []float64
+	for i := range len(spans) - 1 {
+		gaps = append(gaps, float64(spans[i+1].first-spans[i].last)/1e9)
+	}
+	b.Logf("client-side gaps (s): %.3f", gaps)
 }
 
 func printTimings(b *testing.B, gaps []float64, doc *results.Document) {
@@ -140,8 +186,21 @@ func printTimings(b *testing.B, gaps []float64, doc *results.Document) {
 		lines = append(lines, fmt.Sprintf("c=%-2d %-12s %2d  %9.3f  %5.3f  %7.3f  %11.3f  %6.3f  %6.3f  %8.3f  %7.3f  %5.3f  %4.3f",
 			t.Concurrency, t.Kind, t.Trial, tm.IdleWaitS, tm.CacheFlushS, tm.PromptPreparationS, tm.PreparationWaitS,
 			tm.ServerScrapeS, tm.WarmupS, tm.MeasuredS, tm.SummaryS, tm.TotalS, tm.Idle())+" "+t.Verdict)
+		if cs := t.ConnectionSetupMs; cs != nil && cs.Max > 100 {
+			lines = append(lines, fmt.Sprintf("    connection set-up up to %.0f ms", cs.Max))
+		}
+		for _, e := range t.ErrorSummary {
+			lines = append(lines, fmt.Sprintf("    %d × %s: %s", e.Count, e.Kind, e.Example))
+		}
 	}
 	b.Log("\n" + strings.Join(lines, "\n"))
+}
+
+func minTime(a, b time.Time) time.Time {
+	if a.Before(b) {
+		return a
+	}
+	return b
 }
 
 func mean(xs []float64) float64 {
@@ -161,5 +220,8 @@ func reverseProxy(b *testing.B, target string) http.Handler {
 	}
 	p := httputil.NewSingleHostReverseProxy(u)
 	p.FlushInterval = -1 // stream every chunk as it comes
+	// A fresh connection per request: llama-server drops idle keep-alive connections, and a
+	// proxy reusing one answers 502 (EOF) for a request the server never saw.
+	p.Transport = &http.Transport{DisableKeepAlives: true}
 	return p
 }
