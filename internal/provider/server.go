@@ -234,3 +234,22 @@ func attributePathString(p *tftypes.AttributePath) string {
 	}
 	return b.String()
 }
+
+// CallFunction gives the framework a null it can decode. OpenTofu (1.12) sends a null
+// function argument as a DynamicValue with neither msgpack nor JSON bytes, which the
+// framework refuses with "This is always an issue in terraform-plugin-framework" before the
+// function runs, so replicas_for(users, null, …) could not say why null is not a capacity.
+// A msgpack nil decodes as the null of any type.
+func (s *readableServer) CallFunction(ctx context.Context, req *tfprotov6.CallFunctionRequest) (*tfprotov6.CallFunctionResponse, error) {
+	if req != nil {
+		for i, arg := range req.Arguments {
+			if arg == nil || (len(arg.MsgPack) == 0 && len(arg.JSON) == 0) {
+				req.Arguments[i] = &tfprotov6.DynamicValue{MsgPack: []byte{msgpackNil}}
+			}
+		}
+	}
+	return s.ProviderServer.CallFunction(ctx, req)
+}
+
+// msgpackNil is MessagePack's encoding of nil.
+const msgpackNil = 0xc0

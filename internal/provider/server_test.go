@@ -1,6 +1,7 @@
 package provider
 
 import (
+	"strings"
 	"testing"
 
 	"github.com/hashicorp/terraform-plugin-framework/path"
@@ -55,6 +56,41 @@ func TestAttributePath(t *testing.T) {
 	for _, tt := range tests {
 		if got := attributePath(tt.in); !got.Equal(tt.want) {
 			t.Errorf("attributePath(%s) = %s, want %s", tt.in, got, tt.want)
+		}
+	}
+}
+
+// OpenTofu sends a null function argument as an empty DynamicValue; the function must still
+// run and give its own message about the null, not the framework's "report this" error.
+func TestCallFunctionEmptyArgumentIsNull(t *testing.T) {
+	server, err := ProtocolServer("test")()
+	if err != nil {
+		t.Fatal(err)
+	}
+	encode := func(v tftypes.Value) *tfprotov6.DynamicValue {
+		dv, err := tfprotov6.NewDynamicValue(v.Type(), v)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return &dv
+	}
+	for name, capacity := range map[string]*tfprotov6.DynamicValue{
+		"empty (OpenTofu)":    {},
+		"msgpack (Terraform)": encode(tftypes.NewValue(tftypes.Number, nil)),
+	} {
+		resp, err := server.CallFunction(t.Context(), &tfprotov6.CallFunctionRequest{
+			Name: "replicas_for",
+			Arguments: []*tfprotov6.DynamicValue{
+				encode(tftypes.NewValue(tftypes.Number, 10)),
+				capacity,
+				encode(tftypes.NewValue(tftypes.Number, 0.2)),
+			},
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if resp.Error == nil || !strings.Contains(resp.Error.Text, "capacity is null: no concurrency tried passed") {
+			t.Errorf("%s: got %+v, want the function's own message about a null capacity", name, resp.Error)
 		}
 	}
 }
