@@ -261,6 +261,9 @@ func (r *reader) trial(o *object) Trial {
 			t.OpenLoop = &x
 		}
 	}
+	if v, p := o.optional("accelerators"); v != nil {
+		t.Accelerators = r.accelerators(r.asObject(p, v))
+	}
 	if v, p := o.optional("timing"); v != nil {
 		if to := r.asObject(p, v); to != nil {
 			timing := plainBlock[TrialTiming](to)
@@ -390,4 +393,56 @@ func (r *reader) engineView(o *object, t *Trial) {
 		}
 	}
 	t.Notes = o.optionalStrings("notes")
+}
+
+// accelerators reads a trial's additive accelerator telemetry.
+func (r *reader) accelerators(o *object) *AcceleratorTelemetry {
+	if o == nil {
+		return nil
+	}
+	a := &AcceleratorTelemetry{WindowS: o.num("window_s"), Scrapes: o.integer("scrapes"), OutputTokens: o.integer("output_tokens")}
+	a.Total = r.acceleratorFigures(o.child("total"))
+	if items, p := o.array("devices"); p != "" {
+		a.Devices = []AcceleratorDevice{}
+		for i, it := range items {
+			do := r.asObject(joinIndex(p, i), it)
+			if do == nil {
+				continue
+			}
+			d := AcceleratorDevice{Endpoint: do.integer("endpoint"), Exporter: do.str("exporter"), Device: do.str("device")}
+			d.AcceleratorFigures = r.acceleratorFigures(do)
+			a.Devices = append(a.Devices, d)
+		}
+	}
+	a.Warnings = o.optionalStrings("warnings")
+	o.finish()
+	return a
+}
+
+// acceleratorFigures reads the figures of a device or of the total; null is unknown. It
+// finishes o.
+func (r *reader) acceleratorFigures(o *object) AcceleratorFigures {
+	var f AcceleratorFigures
+	if o == nil {
+		return f
+	}
+	for _, x := range []struct {
+		key string
+		dst **float64
+	}{{"mean_power_w", &f.MeanPowerW}, {"peak_power_w", &f.PeakPowerW}, {"mean_utilization_percent", &f.MeanUtilizationPercent},
+		{"peak_memory_used_bytes", &f.PeakMemoryUsedBytes}, {"energy_j", &f.EnergyJ}, {"joules_per_output_token", &f.JoulesPerOutputToken}} {
+		if v, p := o.optional(x.key); v != nil {
+			n := r.num(p, v)
+			*x.dst = &n
+		}
+	}
+	if v, p := o.optional("energy_source"); v != nil {
+		switch f.EnergySource = r.str(p, v); f.EnergySource {
+		case EnergyFromCounter, EnergyFromPower, EnergyMixed:
+		default:
+			r.fail(p, "%q is not one of %s, %s, %s", f.EnergySource, EnergyFromCounter, EnergyFromPower, EnergyMixed)
+		}
+	}
+	o.finish()
+	return f
 }

@@ -158,7 +158,60 @@ type Trial struct {
 	// from closed-loop trials. Additive.
 	RequestRate float64        `json:"request_rate,omitempty"`
 	OpenLoop    *OpenLoopTrial `json:"open_loop,omitempty"`
+	// Accelerators is what the accelerators' exporters (the benchmark's telemetry_endpoints)
+	// said over the trial's measured requests: power, utilisation, memory and energy, per
+	// device and summed. Absent without telemetry_endpoints. Additive.
+	Accelerators *AcceleratorTelemetry `json:"accelerators,omitempty"`
 }
+
+// AcceleratorTelemetry is the accelerators' view of one trial, from their Prometheus
+// exporters (NVIDIA DCGM exporter, Intel XPU Manager exporter), scraped at a steady interval
+// beside the load. Its figures cover the window from the scrape as the measured requests
+// began to the scrape after the last one ended.
+type AcceleratorTelemetry struct {
+	WindowS float64 `json:"window_s"`
+	// Scrapes is how many rounds of scrapes fell in the window (every endpoint once a round).
+	Scrapes int `json:"scrapes"`
+	// OutputTokens is the output tokens the server reported for the measured requests, the
+	// divisor of joules_per_output_token.
+	OutputTokens int                 `json:"output_tokens"`
+	Total        AcceleratorFigures  `json:"total"`
+	Devices      []AcceleratorDevice `json:"devices"`
+	// Warnings say what was not measured and why (a scrape that failed, an exporter without
+	// a series); nothing they describe is reported as 0.
+	Warnings []string `json:"warnings,omitempty"`
+}
+
+// AcceleratorFigures are one device's figures, or in Total all devices': power and energy
+// summed, utilisation averaged over the devices, memory the peak of the summed use. A figure
+// the exporters did not give is null, never 0.
+type AcceleratorFigures struct {
+	MeanPowerW             *float64 `json:"mean_power_w"`
+	PeakPowerW             *float64 `json:"peak_power_w"`
+	MeanUtilizationPercent *float64 `json:"mean_utilization_percent"`
+	PeakMemoryUsedBytes    *float64 `json:"peak_memory_used_bytes"`
+	EnergyJ                *float64 `json:"energy_j"`
+	JoulesPerOutputToken   *float64 `json:"joules_per_output_token"`
+	// EnergySource says how EnergyJ was found: energy_counter (the exporter's energy counter,
+	// its difference over the window), power_samples (power integrated over the scrapes by
+	// trapezoids), or in Total mixed; absent when the energy is unknown.
+	EnergySource string `json:"energy_source,omitempty"`
+}
+
+// AcceleratorDevice is one accelerator as an exporter named it.
+type AcceleratorDevice struct {
+	Endpoint int    `json:"endpoint"` // 0-based index in telemetry_endpoints
+	Exporter string `json:"exporter"` // dcgm | xpumanager
+	Device   string `json:"device"`   // the exporter's id: UUID (DCGM), uuid or pci_bdf (XPU Manager)
+	AcceleratorFigures
+}
+
+// The energy sources of AcceleratorFigures.EnergySource.
+const (
+	EnergyFromCounter = "energy_counter"
+	EnergyFromPower   = "power_samples"
+	EnergyMixed       = "mixed"
+)
 
 // OpenLoopTrial is what an open-loop trial adds: the schedule's fidelity and the two guards
 // that say whether the server kept up with the rate (see the provider's docs for the rule).

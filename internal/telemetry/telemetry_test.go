@@ -1,0 +1,215 @@
+package telemetry
+
+import (
+	"context"
+	"encoding/json"
+	"math"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/llmserve/terraform-provider-llmserve/internal/results"
+)
+
+func TestParseDCGM(t *testing.T) {
+	d := &dcgmDouble{energyStepMJ: 1000}
+	rec := httptest.NewRecorder()
+	d.ServeHTTP(rec, nil)
+	rs, err := Parse(rec.Body.Bytes())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(rs) != 2 {
+		t.Fatalf("want 2 GPUs, got %+v", rs)
+	}
+	g0, g1 := rs[0], rs[1]
+	if g0.Device != "GPU-604ac76c-d9cf-fef3-62e9-d92044ab6e52" || g0.Exporter != ExporterDCGM {
+		t.Fatalf("device 0: %+v", g0)
+	}
+	if *g0.PowerW != 300.5 || *g0.UtilPercent != 80 || *g0.MemoryBytes != 70001*(1<<20) || *g0.EnergyJ != 123456790 {
+		t.Fatalf("GPU 0 values: power %v util %v mem %v energy %v", *g0.PowerW, *g0.UtilPercent, *g0.MemoryBytes, *g0.EnergyJ)
+	}
+	if g1.EnergyJ != nil {
+		t.Fatalf("DCGM's blank energy must be unknown, got %v", *g1.EnergyJ)
+	}
+	if *g1.PowerW != 100 || *g1.MemoryBytes != 1024*(1<<20) {
+		t.Fatalf("GPU 1: %+v", g1)
+	}
+}
+
+func TestParseXPUM(t *testing.T) {
+	rs, err := Parse([]byte(xpumText(5000)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(rs) != 2 {
+		t.Fatalf("want 2 devices (the card series skipped), got %+v", rs)
+	}
+	d0, d1 := rs[0], rs[1]
+	if d0.Device != "01000000-0000-0000-0000-000000290000" || d0.Exporter != ExporterXPUM {
+		t.Fatalf("device 0: %+v", d0)
+	}
+	// Power: the device series, not the card's 800 W. Utilisation: the device's own average
+	// (0.5, a ratio) in percent. Memory: the tiles summed. Energy: joules as exported.
+	if *d0.PowerW != 410 || *d0.UtilPercent != 50 || *d0.MemoryBytes != 5e10 || *d0.EnergyJ != 5000 {
+		t.Fatalf("device 0 values: %v %v %v %v", *d0.PowerW, *d0.UtilPercent, *d0.MemoryBytes, *d0.EnergyJ)
+	}
+	if *d1.PowerW != 390 || *d1.UtilPercent != 25 || *d1.MemoryBytes != 1e10 || *d1.EnergyJ != 10000 {
+		t.Fatalf("device 1 values: %v %v %v %v", *d1.PowerW, *d1.UtilPercent, *d1.MemoryBytes, *d1.EnergyJ)
+	}
+}
+
+// A trial against a DCGM double: GPU 0's energy is its counter's rise over the window
+// exactly, GPU 1's is its constant 100 W integrated over the same window, the total adds them
+// and says the sources are mixed, and every figure is per output token as well.
+func TestWatchDCGM(t *testing.T) {
+	d := &dcgmDouble{energyStepMJ: 2000}
+	u := serve(t, d)
+	w := Start(context.Background(), []Endpoint{{Name: "telemetry_endpoints[0] (" + u.Host + ")", Source: NewHTTPSource(u, nil)}}, 20*time.Millisecond)
+	time.Sleep(60 * time.Millisecond) // warmups
+	w.MarkMeasured()
+	time.Sleep(200 * time.Millisecond) // measured requests
+	got := w.Finish(context.Background()).Summary(1000)
+
+	if got.Scrapes < 3 || got.WindowS <= 0 {
+		t.Fatalf("window: %d scrapes over %v s", got.Scrapes, got.WindowS)
+	}
+	if len(got.Devices) != 2 || len(got.Warnings) != 0 {
+		t.Fatalf("devices %+v warnings %v", got.Devices, got.Warnings)
+	}
+	g0, g1 := got.Devices[0], got.Devices[1]
+	if g0.EnergySource != results.EnergyFromCounter || *g0.EnergyJ != 2*float64(got.Scrapes-1) {
+		t.Fatalf("GPU 0 energy %v from %s, want %d J from the counter", *g0.EnergyJ, g0.EnergySource, 2*(got.Scrapes-1))
+	}
+	if g1.EnergySource != results.EnergyFromPower || math.Abs(*g1.EnergyJ-100*got.WindowS) > 1e-9 {
+		t.Fatalf("GPU 1 energy %v from %s, want 100 W × %v s", *g1.EnergyJ, g1.EnergySource, got.WindowS)
+	}
+	if !near(*g0.MeanPowerW, 300.5) || *g0.PeakPowerW != 300.5 || *g0.MeanUtilizationPercent != 80 {
+		t.Fatalf("GPU 0: %+v", g0.AcceleratorFigures)
+	}
+	if *g0.JoulesPerOutputToken != *g0.EnergyJ/1000 {
+		t.Fatalf("GPU 0 J/token %v", *g0.JoulesPerOutputToken)
+	}
+	tot := got.Total
+	if !near(*tot.MeanPowerW, 400.5) || *tot.PeakPowerW != 400.5 || *tot.MeanUtilizationPercent != 60 || tot.EnergySource != results.EnergyMixed {
+		t.Fatalf("total: %+v", tot)
+	}
+	if math.Abs(*tot.EnergyJ-(*g0.EnergyJ+*g1.EnergyJ)) > 1e-9 || *tot.JoulesPerOutputToken != *tot.EnergyJ/1000 {
+		t.Fatalf("total energy %v J, %v J/token", *tot.EnergyJ, *tot.JoulesPerOutputToken)
+	}
+	// The peak of the summed memory: GPU 0's rises by 1 MiB a scrape, so it is the last round's.
+	if *tot.PeakMemoryUsedBytes != *g0.PeakMemoryUsedBytes+1024*(1<<20) {
+		t.Fatalf("total memory %v", *tot.PeakMemoryUsedBytes)
+	}
+}
+
+// Two exporters of different kinds on two endpoints are one trial's devices.
+func TestWatchTwoEndpoints(t *testing.T) {
+	var xn float64
+	xh := http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		xn++
+		_, _ = w.Write([]byte(xpumText(1000 + 10*xn)))
+	})
+	u0, u1 := serve(t, &dcgmDouble{energyStepMJ: 1000}), serve(t, xh)
+	w := Start(context.Background(), []Endpoint{{"a", NewHTTPSource(u0, nil)}, {"b", NewHTTPSource(u1, nil)}}, 20*time.Millisecond)
+	w.MarkMeasured()
+	time.Sleep(120 * time.Millisecond)
+	got := w.Finish(context.Background()).Summary(0)
+	if len(got.Devices) != 4 || got.Devices[2].Endpoint != 1 || got.Devices[2].Exporter != ExporterXPUM {
+		t.Fatalf("devices: %+v", got.Devices)
+	}
+	if !near(*got.Total.MeanPowerW, 300.5+100+410+390) {
+		t.Fatalf("total power %v", *got.Total.MeanPowerW)
+	}
+	if got.Total.JoulesPerOutputToken != nil || got.Devices[0].JoulesPerOutputToken != nil {
+		t.Fatal("no output tokens: joules per output token is unknown, not a number")
+	}
+}
+
+// A scrape failing mid-trial is a warning; the trial keeps its figures from the others.
+func TestWatchScrapeFailures(t *testing.T) {
+	d := &dcgmDouble{energyStepMJ: 1000, failEvery: 2}
+	u := serve(t, d)
+	w := Start(context.Background(), []Endpoint{{"telemetry_endpoints[0] (" + u.Host + "/metrics)", NewHTTPSource(u, nil)}}, 15*time.Millisecond)
+	w.MarkMeasured()
+	time.Sleep(150 * time.Millisecond)
+	got := w.Finish(context.Background()).Summary(10)
+	if len(got.Warnings) == 0 || !strings.Contains(got.Warnings[0], "scrapes failed during the trial (first: GET "+u.Host+"/metrics: HTTP 503)") {
+		t.Fatalf("warnings: %v", got.Warnings)
+	}
+	if len(got.Devices) != 2 || got.Devices[0].MeanPowerW == nil || got.Total.MeanPowerW == nil {
+		t.Fatalf("figures lost: %+v", got)
+	}
+}
+
+// An endpoint that is down: every figure is null in the JSON, never 0.
+func TestWatchDownEndpointIsNull(t *testing.T) {
+	u := serve(t, http.NotFoundHandler())
+	w := Start(context.Background(), []Endpoint{{"x", NewHTTPSource(u, nil)}}, 10*time.Millisecond)
+	w.MarkMeasured()
+	time.Sleep(40 * time.Millisecond)
+	got := w.Finish(context.Background()).Summary(10)
+	raw, err := json.Marshal(got.Total)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := `{"mean_power_w":null,"peak_power_w":null,"mean_utilization_percent":null,"peak_memory_used_bytes":null,"energy_j":null,"joules_per_output_token":null}`
+	if string(raw) != want || len(got.Devices) != 0 || len(got.Warnings) == 0 {
+		t.Fatalf("total %s, devices %v, warnings %v", raw, got.Devices, got.Warnings)
+	}
+}
+
+// An exporter of another kind answers, but with nothing this package knows.
+func TestWatchUnknownExporter(t *testing.T) {
+	u := serve(t, http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		_, _ = w.Write([]byte("# TYPE node_load1 gauge\nnode_load1 0.5\n"))
+	}))
+	w := Start(context.Background(), []Endpoint{{"telemetry_endpoints[0]", NewHTTPSource(u, nil)}}, 10*time.Millisecond)
+	w.MarkMeasured()
+	got := w.Finish(context.Background()).Summary(10)
+	if len(got.Warnings) != 1 || !strings.Contains(got.Warnings[0], "telemetry_endpoints[0]: no series of a known exporter") {
+		t.Fatalf("warnings: %v", got.Warnings)
+	}
+}
+
+func TestNilWatch(t *testing.T) {
+	w := Start(context.Background(), nil, 0)
+	w.MarkMeasured()
+	if w.Finish(context.Background()).Summary(1) != nil {
+		t.Fatal("no endpoints: no telemetry")
+	}
+}
+
+func TestParseEndpoint(t *testing.T) {
+	for _, tt := range []struct{ in, want string }{
+		{"http://gpu-node:9400/metrics", ""},
+		{"https://gpu-node/xpum/metrics", ""},
+		{"", "must not be empty"},
+		{"gpu-node:9400/metrics", "not an http:// or https:// URL"},
+		{"http://admin:hunter2@gpu-node:9400/metrics", "carries credentials"},
+		{"http://gpu-node:9400/metrics?token=abc", "has a query string"},
+		{"http://gpu-node:9400", "has no path"},
+		{"http://gpu-node:99999/metrics", "port 99999"},
+		{"http://gpu-node/metrics#x", "has a fragment"},
+		{"http://gpu node/metrics", "spaces or control characters"},
+	} {
+		_, err := ParseEndpoint(tt.in)
+		switch {
+		case tt.want == "" && err != nil:
+			t.Errorf("%q: %v", tt.in, err)
+		case tt.want != "" && (err == nil || !strings.Contains(err.Error(), tt.want)):
+			t.Errorf("%q: %v, want %q", tt.in, err, tt.want)
+		case err != nil && strings.Contains(err.Error(), "hunter2"):
+			t.Errorf("%q: the message repeats the password: %v", tt.in, err)
+		}
+	}
+	a, _ := ParseEndpoint("HTTP://GPU-node:80/metrics/")
+	b, _ := ParseEndpoint("http://gpu-node/metrics")
+	if Key(a) != Key(b) {
+		t.Fatalf("%s != %s", Key(a), Key(b))
+	}
+}
+
+func near(a, b float64) bool { return math.Abs(a-b) <= 1e-9*math.Max(1, math.Abs(b)) }
