@@ -53,6 +53,13 @@ type Config struct {
 	RecordsDirectory string
 	RecordChunkTimes bool
 
+	// TelemetryEndpoints are the accelerators' Prometheus exporters (DCGM exporter, XPU
+	// Manager), scraped over every trial (internal/telemetry); TelemetryInterval is how often
+	// while it runs, 0 meaning telemetry.DefaultInterval. Neither is in the fingerprint: like
+	// the records, they observe the run without changing what it measures.
+	TelemetryEndpoints []string
+	TelemetryInterval  time.Duration
+
 	Seed       int64               // prompt text seed; fixed per resource so re-runs are comparable
 	Experiment *results.Experiment // what was measured, copied into the document as given
 	// ToolVersion is this tool's version, recorded as the load generator's in the document.

@@ -21,6 +21,7 @@ import (
 	"github.com/llmserve/terraform-provider-llmserve/internal/results"
 	"github.com/llmserve/terraform-provider-llmserve/internal/search"
 	"github.com/llmserve/terraform-provider-llmserve/internal/splitmix"
+	"github.com/llmserve/terraform-provider-llmserve/internal/telemetry"
 )
 
 // OpenLoop drives every workload open-loop and searches the request rate instead of the
@@ -245,11 +246,15 @@ func (r *trialRunner) runRate(ctx context.Context, q search.RateRequest) (search
 		}
 	}
 	t0 := time.Now()
+	// Warmups run into the measured arrivals without a pause: the accelerators' figures
+	// cover the whole trial.
+	accel := telemetry.Start(ctx, s.telemetry, s.cfg.TelemetryInterval)
 	watch := watchServer(ctx, s.control, s.engine)
 	loadStart := time.Now()
 	res, err := load.RunOpenTrial(ctx, s.client, spec)
 	loadEnd := time.Now()
 	view := watch.finish(ctx)
+	accelerators := accel.Finish(ctx)
 	clock.timing.ServerScrapeS = seconds(loadStart.Sub(t0) + time.Since(loadEnd))
 	if !res.MeasuredStart.IsZero() {
 		clock.timing.WarmupS = seconds(res.MeasuredStart.Sub(loadStart))
@@ -317,6 +322,7 @@ func (r *trialRunner) runRate(ctx context.Context, q search.RateRequest) (search
 		trial.GoodputPercent = &goodput
 	}
 	trial.Server = view
+	trial.Accelerators = accelerators.Summary(outputTokens(res.Requests)) // warmups included, as the window is
 	if idleUnverified {
 		trial.Notes = append(trial.Notes, idleUnverifiedNote)
 	}

@@ -15,6 +15,7 @@ import (
 	"github.com/llmserve/terraform-provider-llmserve/internal/prompt"
 	"github.com/llmserve/terraform-provider-llmserve/internal/results"
 	"github.com/llmserve/terraform-provider-llmserve/internal/search"
+	"github.com/llmserve/terraform-provider-llmserve/internal/telemetry"
 )
 
 // guardBand makes the search confirm the level below the boundary too when the boundary's
@@ -124,6 +125,9 @@ type session struct {
 	// cacheReport: whether a response without a cached-token field means 0 (coldcache.go).
 	cacheReport cacheReporting
 	watch       *runWatch // nil-safe: counts trials, names the running one, writes human lines
+	// telemetry are the accelerators' exporters, scraped over every trial; none without
+	// telemetry_endpoints.
+	telemetry []telemetry.Endpoint
 }
 
 // connect checks that the endpoint is usable before any load is sent: reachable, the model
@@ -161,6 +165,13 @@ func connect(ctx context.Context, cfg Config) (*session, error) {
 		return nil, err
 	}
 	s.learnCacheReporting(ctx)
+	for i, raw := range cfg.TelemetryEndpoints {
+		u, err := telemetry.ParseEndpoint(raw)
+		if err != nil {
+			return nil, fmt.Errorf("telemetry_endpoints[%d]: %w", i, err)
+		}
+		s.telemetry = append(s.telemetry, telemetry.Endpoint{Name: fmt.Sprintf("telemetry_endpoints[%d] (%s%s)", i, u.Host, u.EscapedPath()), Source: telemetry.NewHTTPSource(u, nil)})
+	}
 
 	s.prompts = &prompt.Generator{Seed: cfg.Seed}
 	if _, err := control.CountTokens(ctx, "hello world"); err == nil {

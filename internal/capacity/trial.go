@@ -15,6 +15,7 @@ import (
 	"github.com/llmserve/terraform-provider-llmserve/internal/records"
 	"github.com/llmserve/terraform-provider-llmserve/internal/results"
 	"github.com/llmserve/terraform-provider-llmserve/internal/search"
+	"github.com/llmserve/terraform-provider-llmserve/internal/telemetry"
 )
 
 // trialRunner runs the search's trials for one workload against the server.
@@ -126,9 +127,10 @@ const idleUnverifiedNote = "the server offered no idle signal (no load endpoint 
 type trialLoad struct {
 	res            load.TrialResult
 	view           *results.ServerView
-	measuredHits   *float64 // the engine's prefix-cache hits over the measured requests alone
-	waitedOut      bool     // a probe decided by requests still waiting: no verdict from finished ones
-	idleUnverified bool     // the server offered no idle signal before the trial
+	measuredHits   *float64             // the engine's prefix-cache hits over the measured requests alone
+	waitedOut      bool                 // a probe decided by requests still waiting: no verdict from finished ones
+	idleUnverified bool                 // the server offered no idle signal before the trial
+	accelerators   *telemetry.Recording // the accelerators' exporters over the trial; nil without them
 }
 
 // load runs the warmups and measured requests, with the engine's own metrics scraped before,
@@ -164,13 +166,20 @@ func (r *trialRunner) load(ctx context.Context, req search.Request, prompts tria
 		}
 	}
 	t0 := time.Now()
+	// The accelerators' exporters are scraped in their own goroutine from here to after the
+	// load; marking the measured requests' start only asks for a scrape, it never waits.
+	accel := telemetry.Start(ctx, s.telemetry, s.cfg.TelemetryInterval)
 	watch := watchServer(ctx, s.control, s.engine)
-	spec.BeforeMeasured = func() { watch.markMeasured(ctx) }
+	spec.BeforeMeasured = func() {
+		accel.MarkMeasured()
+		watch.markMeasured(ctx)
+	}
 	loadStart := time.Now()
 	res, err := load.RunTrial(ctx, s.client, spec)
 	loadEnd := time.Now()
 	out.view = watch.finish(ctx)
 	out.measuredHits = watch.measuredHits()
+	out.accelerators = accel.Finish(ctx)
 	clock.timing.ServerScrapeS = seconds(loadStart.Sub(t0) + time.Since(loadEnd))
 	if !res.MeasuredStart.IsZero() {
 		clock.timing.WarmupS = seconds(res.MeasuredStart.Sub(loadStart))
@@ -235,6 +244,7 @@ func (r *trialRunner) judge(req search.Request, prompts trialPhases, run trialLo
 		trial.GoodputPercent = &goodput
 	}
 	trial.Server = run.view
+	trial.Accelerators = run.accelerators.Summary(outputTokens(done))
 	if run.idleUnverified {
 		trial.Notes = append(trial.Notes, idleUnverifiedNote)
 	}
@@ -265,6 +275,17 @@ func (r *trialRunner) keepRecords(req search.Request, trial *results.Trial, requ
 	}
 	trial.RecordsFile, trial.RecordsSHA256 = filepath.ToSlash(rel), sum
 	return nil
+}
+
+// outputTokens is the output tokens the server reported for the measured requests, the
+// divisor of the accelerators' joules per output token: a failed request's tokens cost
+// energy too.
+func outputTokens(measured []load.RequestResult) int {
+	n := 0
+	for _, r := range measured {
+		n += r.CompletionTokens
+	}
+	return n
 }
 
 // requestedOSL is the output length the metrics judge mismatches against: the workload's,

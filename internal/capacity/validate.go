@@ -13,6 +13,7 @@ import (
 	"github.com/llmserve/terraform-provider-llmserve/internal/attrpath"
 	"github.com/llmserve/terraform-provider-llmserve/internal/endpoint"
 	"github.com/llmserve/terraform-provider-llmserve/internal/results"
+	"github.com/llmserve/terraform-provider-llmserve/internal/telemetry"
 )
 
 // Problem is one thing wrong with a configuration, or, as a warning, one valid value that
@@ -62,6 +63,7 @@ func (c Config) Validate() []Problem {
 			v.fail(trial.At(d.name), "Invalid duration", "must be a positive Go duration such as \"90s\" or \"30m\", got %q", d.got)
 		}
 	}
+	v.telemetry(c.TelemetryEndpoints)
 	if c.RecordChunkTimes && c.RecordsDirectory == "" {
 		v.add(Problem{Path: attrpath.Root("record_chunk_times"), Summary: "Chunk times without records", Reads: []attrpath.Path{attrpath.Root("records_directory")},
 			Detail: "record_chunk_times adds chunk arrival times to the per-request records, which are only written with records_directory; set records_directory or remove record_chunk_times."})
@@ -364,4 +366,26 @@ func controlChar(s string) (rune, int, bool) {
 	}
 	r, _ := utf8.DecodeRuneInString(s[i:])
 	return r, i, true
+}
+
+// telemetry checks each exporter URL and refuses the same exporter twice, whose devices
+// would be counted twice in every total.
+func (v *validation) telemetry(urls []string) {
+	at := attrpath.Root("telemetry_endpoints")
+	seen := map[string]int{}
+	for i, raw := range urls {
+		p := at.Index(i)
+		u, err := telemetry.ParseEndpoint(raw)
+		if err != nil {
+			v.fail(p, "Invalid telemetry endpoint", "%v", err)
+			continue
+		}
+		k := telemetry.Key(u)
+		if j, dup := seen[k]; dup {
+			v.add(Problem{Path: p, Summary: "Repeated telemetry endpoint", Reads: []attrpath.Path{at.Index(j)},
+				Detail: fmt.Sprintf("%s is the same exporter as %s (%s); its devices would be counted twice in every total. Remove one.", p, at.Index(j), u.Redacted())})
+			continue
+		}
+		seen[k] = i
+	}
 }

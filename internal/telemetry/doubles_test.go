@@ -6,56 +6,8 @@ import (
 	"net/http/httptest"
 	"net/url"
 	"strings"
-	"sync"
 	"testing"
 )
-
-// dcgmDouble serves what dcgm-exporter serves with its default counters (the series names,
-// types, help texts and the gpu/UUID labels of github.com/NVIDIA/dcgm-exporter
-// etc/default-counters.csv and README): two GPUs, GPU 0 with an energy counter that rises by
-// energyStepMJ per scrape, GPU 1 (an older board) with DCGM's blank value for it, so its
-// energy must come from its power.
-type dcgmDouble struct {
-	mu           sync.Mutex
-	scrapes      int
-	energyStepMJ int64
-	failEvery    int // every failEvery-th scrape answers 503; 0 never
-}
-
-func (d *dcgmDouble) ServeHTTP(w http.ResponseWriter, _ *http.Request) {
-	d.mu.Lock()
-	d.scrapes++
-	n := int64(d.scrapes)
-	fail := d.failEvery > 0 && d.scrapes%d.failEvery == 0
-	d.mu.Unlock()
-	if fail {
-		http.Error(w, "DCGM not ready", http.StatusServiceUnavailable)
-		return
-	}
-	const gpu0 = `gpu="0",UUID="GPU-604ac76c-d9cf-fef3-62e9-d92044ab6e52",device="nvidia0",modelName="NVIDIA H100 80GB HBM3",Hostname="gpu-node"`
-	const gpu1 = `gpu="1",UUID="GPU-8f1c2a7e-11b2-4c3d-9e5f-0a1b2c3d4e5f",device="nvidia1",modelName="NVIDIA H100 80GB HBM3",Hostname="gpu-node"`
-	fmt.Fprintf(w, `# HELP DCGM_FI_DEV_SM_CLOCK SM clock frequency (in MHz).
-# TYPE DCGM_FI_DEV_SM_CLOCK gauge
-DCGM_FI_DEV_SM_CLOCK{%[1]s} 1980
-DCGM_FI_DEV_SM_CLOCK{%[2]s} 1980
-# HELP DCGM_FI_DEV_POWER_USAGE Power draw (in W).
-# TYPE DCGM_FI_DEV_POWER_USAGE gauge
-DCGM_FI_DEV_POWER_USAGE{%[1]s} 300.5
-DCGM_FI_DEV_POWER_USAGE{%[2]s} 100
-# HELP DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION Total energy consumption since boot (in mJ).
-# TYPE DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION counter
-DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION{%[1]s} %[3]d
-DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION{%[2]s} 9223372036854775792
-# HELP DCGM_FI_DEV_GPU_UTIL GPU utilization (in %%).
-# TYPE DCGM_FI_DEV_GPU_UTIL gauge
-DCGM_FI_DEV_GPU_UTIL{%[1]s} 80
-DCGM_FI_DEV_GPU_UTIL{%[2]s} 40
-# HELP DCGM_FI_DEV_FB_USED Framebuffer memory used (in MiB).
-# TYPE DCGM_FI_DEV_FB_USED gauge
-DCGM_FI_DEV_FB_USED{%[1]s} %[4]d
-DCGM_FI_DEV_FB_USED{%[2]s} 1024
-`, gpu0, gpu1, 123456789000+n*d.energyStepMJ, 70000+n)
-}
 
 // xpumText is what XPU Manager's exporter serves (rest/prometheus_exporter of
 // github.com/intel/xpumanager): prometheus_client's text format, so the energy counter is
