@@ -69,7 +69,7 @@ func TestEveryConfigurableStringRefusesControlCharacters(t *testing.T) {
 			{"endpoint": "http://127.0.0.1:9", "model": "m", "api": "chat", "api_key": "k", "admin_api_key": "a",
 				"workloads": workloads, "slos": []any{map[string]any{"metric": "time_to_first_token", "percentile": 95.0, "threshold_ms": 100.0, "comparison": "strictly_less_than"}},
 				"trial":    map[string]any{"cache_flush": "auto", "stall_timeout": "90s", "request_timeout": "30m"},
-				"triggers": map[string]any{"server": "x"}, "progress_file": "p.jsonl", "progress_log": "p.log", "records_directory": "records",
+				"triggers": map[string]any{"server": "x"}, "progress_file": "p.jsonl", "progress_log": "p.log", "records_directory": "records", "telemetry_endpoints": []any{"http://gpu-node:9400/metrics"},
 				"timeouts": map[string]any{"create": "1h"}, "experiment": experimentBase()},
 			{"endpoint": "http://127.0.0.1:9", "model": "m", "workloads": workloads,
 				"slos":    []any{map[string]any{"metric": "time_to_first_token", "percentile": 95.0, "threshold_ms": 100.0}},

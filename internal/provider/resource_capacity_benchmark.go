@@ -53,6 +53,7 @@ type capacityBenchmarkModel struct {
 	ProgressLog  types.String   `tfsdk:"progress_log"`
 	RecordsDir   types.String   `tfsdk:"records_directory"`
 	ChunkTimes   types.Bool     `tfsdk:"record_chunk_times"`
+	Telemetry    types.List     `tfsdk:"telemetry_endpoints"`
 	Timeouts     timeouts.Value `tfsdk:"timeouts"`
 
 	MaximumPassingConcurrency types.Map    `tfsdk:"maximum_passing_concurrency"`

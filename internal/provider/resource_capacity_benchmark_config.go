@@ -98,6 +98,9 @@ func (m capacityBenchmarkModel) capacityConfig(ctx context.Context) (capacity.Co
 		Seed:             1,
 	}
 
+	for i, e := range r.elements(attrpath.Root("telemetry_endpoints"), m.Telemetry) {
+		cfg.TelemetryEndpoints = append(cfg.TelemetryEndpoints, r.str(attrpath.Root("telemetry_endpoints").Index(i), e, ""))
+	}
 	for i, w := range r.elements(attrpath.Root("workloads"), m.Workloads) {
 		p := attrpath.Root("workloads").Index(i)
 		f := r.fields(p, w)

@@ -7,6 +7,7 @@ import (
 	"fmt"
 
 	"github.com/hashicorp/terraform-plugin-framework-timeouts/resource/timeouts"
+	"github.com/hashicorp/terraform-plugin-framework-validators/listvalidator"
 	"github.com/hashicorp/terraform-plugin-framework-validators/mapvalidator"
 	"github.com/hashicorp/terraform-plugin-framework-validators/stringvalidator"
 	"github.com/hashicorp/terraform-plugin-framework/resource"
@@ -173,6 +174,21 @@ func (r *capacityBenchmarkResource) Schema(ctx context.Context, _ resource.Schem
 					"existing file or a path below one.",
 				Validators:    []validator.String{stringvalidator.LengthAtLeast(1), recordsDirectoryValidator{}, printableValidator{}},
 				PlanModifiers: replace,
+			},
+			"telemetry_endpoints": schema.ListAttribute{
+				Optional:    true,
+				ElementType: types.StringType,
+				MarkdownDescription: "Prometheus metrics URLs of the accelerators' exporters, e.g. NVIDIA's DCGM exporter (`http://gpu-node:9400/metrics`) or Intel's XPU Manager exporter. " +
+					"Each is scraped before every trial, once a second while it runs (in its own goroutine, never on the request path), as its measured requests begin and after it; " +
+					"each trial in `results_json` then carries `accelerators`: per device (`endpoint`, `exporter`, `device`) and summed (`total`), " +
+					"the mean and peak power (W), mean utilisation (%), peak memory used (bytes), energy (J: the exporter's energy counter over the measured requests where it has one, " +
+					"`DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION` or `xpum_energy_joules_total`, else its power integrated over the scrapes; `energy_source` says which) and joules per output token. " +
+					"A figure no exporter gave is `null`, never 0; a scrape that fails is a warning in the trial, never a failed trial. " +
+					"DCGM exporter reads its GPUs every 30 s unless started with a shorter collection interval (`-c 1000` or `DCGM_EXPORTER_INTERVAL=1000`): set it, or the power of a short trial is one reading. " +
+					"URLs with credentials or a query string are refused (they would be stored in state), and so is the same exporter twice. " +
+					"Changing the list re-runs the benchmark; it is not part of the progress journal's configuration, so an interrupted run resumes with it.",
+				Validators:    []validator.List{listvalidator.ValueStringsAre(printableValidator{})},
+				PlanModifiers: []planmodifier.List{listplanmodifier.RequiresReplace()},
 			},
 			"record_chunk_times": schema.BoolAttribute{
 				Optional: true,

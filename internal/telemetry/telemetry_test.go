@@ -130,6 +130,21 @@ func TestWatchTwoEndpoints(t *testing.T) {
 	}
 }
 
+// An endpoint that gave nothing leaves the totals unknown, not a sum over the others.
+func TestWatchOneEndpointDown(t *testing.T) {
+	u0, u1 := serve(t, &telemetrytest.DCGM{EnergyStepMJ: 1000}), serve(t, http.NotFoundHandler())
+	w := Start(context.Background(), []Endpoint{{"a", NewHTTPSource(u0, nil)}, {"b", NewHTTPSource(u1, nil)}}, 20*time.Millisecond)
+	w.MarkMeasured()
+	time.Sleep(60 * time.Millisecond)
+	got := w.Finish(context.Background()).Summary(10)
+	if len(got.Devices) != 2 || got.Devices[0].EnergyJ == nil || got.Total.EnergyJ != nil || got.Total.MeanPowerW != nil {
+		t.Fatalf("devices %+v total %+v", got.Devices, got.Total)
+	}
+	if w := got.Warnings[len(got.Warnings)-1]; w != "the totals are unknown: b gave no device" {
+		t.Fatalf("warnings %q", got.Warnings)
+	}
+}
+
 // A scrape failing mid-trial is a warning; the trial keeps its figures from the others.
 func TestWatchScrapeFailures(t *testing.T) {
 	d := &telemetrytest.DCGM{EnergyStepMJ: 1000, FailEvery: 2}

@@ -244,6 +244,13 @@ func (rec *Recording) Summary(outputTokens int) *results.AcceleratorTelemetry {
 		}
 		out.Devices = append(out.Devices, results.AcceleratorDevice{Endpoint: k.endpoint, Exporter: k.exporter, Device: k.id, AcceleratorFigures: f})
 	}
+	for e, ok := range seen {
+		if !ok && len(out.Devices) > 0 {
+			// Its devices are missing from every sum, which would pass for all of them.
+			out.Warnings = append(out.Warnings, fmt.Sprintf("the totals are unknown: %s gave no device", rec.names[e]))
+			return out
+		}
+	}
 	out.Total = total(out.Devices, window, keys, outputTokens)
 	return out
 }
