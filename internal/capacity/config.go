@@ -11,6 +11,7 @@ import (
 
 	"github.com/llmserve/terraform-provider-llmserve/internal/load"
 	"github.com/llmserve/terraform-provider-llmserve/internal/results"
+	"github.com/llmserve/terraform-provider-llmserve/internal/trace"
 )
 
 // Config is everything one capacity benchmark needs.
@@ -93,6 +94,15 @@ type Workload struct {
 	// SharedPrefixTokens of every prompt are the same text (a common system prompt), so a
 	// prefix cache serves them after the first request of each trial.
 	SharedPrefixTokens int
+
+	// TraceFile, when set, makes the workload a replay of recorded traffic (trace.go): each
+	// request's lengths, shared blocks and arrival come from the file, so InputTokens,
+	// OutputTokens and the spreads stay 0. TraceBlockTokens is the tokens of one hash_ids
+	// block (0: Mooncake's 512). Trace is the parsed file (LoadTraces).
+	TraceFile        string       `json:",omitempty"`
+	TraceBlockTokens int          `json:",omitempty"`
+	Trace            *trace.Trace `json:",omitempty"`
+	traceErr         error        // why LoadTraces could not read TraceFile
 }
 
 // Upper bounds that keep a run's memory and time finite. They are far above any real

@@ -29,9 +29,10 @@ type JournalEntry struct {
 	Time        time.Time `json:"time"`
 	Workload    string    `json:"workload"`
 	Concurrency int       `json:"concurrency"`
-	Rate        float64   `json:"rate,omitempty"` // an open-loop trial's request rate; its concurrency is 0
-	Kind        string    `json:"kind"`           // probe | confirmation | run_completed
-	Index       int       `json:"index"`          // 1-based confirmation trial number; 0 for probes
+	Rate        float64   `json:"rate,omitempty"`    // an open-loop trial's request rate; its concurrency is 0
+	Speedup     float64   `json:"speedup,omitempty"` // a replay trial's speedup; Rate is then the trace's mean rate times it
+	Kind        string    `json:"kind"`              // probe | confirmation | run_completed
+	Index       int       `json:"index"`             // 1-based confirmation trial number; 0 for probes
 	// Verdict is pass, fail (an objective was missed) or error (requests failed); written
 	// for readers, Pass and Errors are what a resumed run reads.
 	Verdict     string  `json:"verdict,omitempty"`
@@ -58,7 +59,6 @@ type JournalEntry struct {
 func (t JournalEntry) LogFields() map[string]any {
 	f := map[string]any{
 		"workload":      t.Workload,
-		"concurrency":   t.Concurrency,
 		"kind":          t.Kind,
 		"index":         t.Index,
 		"verdict":       t.verdict(),
@@ -70,17 +70,38 @@ func (t JournalEntry) LogFields() map[string]any {
 	if t.Errors > 0 {
 		f["error_summary"] = metrics.DescribeErrors(t.ErrorSummary)
 	}
+	// A trial is placed by its concurrency, or, open-loop, by its rate (and a replay's speedup).
+	switch {
+	case t.Rate == 0:
+		f["concurrency"] = t.Concurrency
+	case t.Speedup > 0:
+		f["rate"], f["speedup"] = t.Rate, t.Speedup
+	default:
+		f["rate"] = t.Rate
+	}
 	return f
 }
 
+// level names where the trial ran: "concurrency 4", "rate 2.5 requests/s" or
+// "speedup 1.5 (rate 2.5 requests/s)".
+func (t JournalEntry) level() string {
+	switch {
+	case t.Rate == 0:
+		return fmt.Sprintf("concurrency %d", t.Concurrency)
+	case t.Speedup > 0:
+		return fmt.Sprintf("speedup %.4g (rate %.4g requests/s)", t.Speedup, t.Rate)
+	}
+	return fmt.Sprintf("rate %.4g requests/s", t.Rate)
+}
+
 // FailureLine describes the trial's failed requests in one line naming the workload,
-// concurrency and trial, or is empty when none failed.
+// where it ran (level) and the trial, or is empty when none failed.
 func (t JournalEntry) FailureLine() string {
 	if t.Errors == 0 {
 		return ""
 	}
-	return fmt.Sprintf("workload %q, concurrency %d, %s %d: %d measured requests failed: %s",
-		t.Workload, t.Concurrency, t.Kind, max(t.Index, 1), t.Errors, metrics.DescribeErrors(t.ErrorSummary))
+	return fmt.Sprintf("workload %q, %s, %s %d: %d measured requests failed: %s",
+		t.Workload, t.level(), t.Kind, max(t.Index, 1), t.Errors, metrics.DescribeErrors(t.ErrorSummary))
 }
 
 // sloFields reads like "p95 time_to_first_token=8123.4 (met)" per objective.
@@ -301,6 +322,7 @@ func journalLine(history []JournalEntry, line []byte, fingerprint string, ignore
 	case t.Kind != search.Probe.String() && t.Kind != search.Confirmation.String(),
 		t.Rate == 0 && (t.Concurrency < 1 || t.Concurrency > search.MaxLevel),
 		t.Rate != 0 && (t.Concurrency != 0 || !(t.Rate > 0) || math.IsInf(t.Rate, 0)),
+		t.Speedup != 0 && (t.Rate == 0 || !(t.Speedup > 0) || math.IsInf(t.Speedup, 0)),
 		t.Index < 0, t.Errors < 0:
 		ignored.damaged++
 		return history // not a trial this provider could have run

@@ -36,6 +36,10 @@ type OpenLoop struct {
 	// recorded (the trial's open_loop.cap_bound), and the server that needs it has not kept
 	// up with the schedule, which the completion guard then shows.
 	MaxInFlight int
+	// Speedup makes the search replay every workload's trace (Workload.TraceFile) instead:
+	// MinRate and MaxRate then bound the speedup, the factor the recorded offsets are
+	// divided by, and the answer is the highest speedup that passes (trace.go).
+	Speedup bool `json:",omitempty"`
 }
 
 // DefaultRateTolerance is the relative step between neighbouring rates the search tries.
@@ -52,6 +56,9 @@ func (o OpenLoop) Ladder() search.Ladder {
 
 // pattern is the document's arrival_pattern for an open-loop run.
 func (o OpenLoop) pattern() string {
+	if o.Speedup {
+		return "open-loop trace replay"
+	}
 	if o.Arrival.Pattern == load.ArrivalGamma {
 		return "open-loop gamma, burstiness " + strconv.FormatFloat(o.Arrival.Burstiness, 'g', -1, 64)
 	}
@@ -60,8 +67,13 @@ func (o OpenLoop) pattern() string {
 
 // validateOpenLoop adds the open-loop settings' problems, with the provider's attribute paths.
 func (v *validation) openLoop(c Config) {
+	v.traceWithoutReplay(c)
 	o := c.OpenLoop
 	if o == nil {
+		return
+	}
+	if o.Speedup {
+		v.speedupSearch(c)
 		return
 	}
 	arrival := attrpath.Root("arrival")
@@ -100,15 +112,20 @@ func rateHistory(entries []JournalEntry, label string) []search.RateOutcome {
 // measureRate runs the rate search for one workload.
 func (s *session) measureRate(ctx context.Context, w Workload, history []search.RateOutcome) (results.Workload, error) {
 	runner := &trialRunner{s: s, w: w, index: slices.IndexFunc(s.cfg.Workloads, func(o Workload) bool { return o.Label == w.Label })}
+	replay := s.cfg.OpenLoop.Speedup
 	res, err := search.RunRate(ctx, search.RateConfig{
 		Ladder:             s.cfg.OpenLoop.Ladder(),
 		ConfirmationTrials: s.cfg.ConfirmationTrials,
 		History:            history,
 		Threshold:          1,
 		GuardBand:          guardBand,
+		Speedup:            replay,
 		Progress: func(o search.RateOutcome) {
 			e := runner.entry(o.Outcome)
 			e.Concurrency, e.Rate = 0, o.Rate
+			if replay { // the ladder's values are speedups
+				e.Rate, e.Speedup = traceRate(w, o.Rate), o.Rate
+			}
 			if !o.Resumed && s.cfg.Progress != nil {
 				s.cfg.Progress(e)
 			}
@@ -137,6 +154,10 @@ func (s *session) measureRate(ctx context.Context, w Workload, history []search.
 		PassingTrials:             trialsOf(outcomes(res.PassingTrials)),
 		FailingTrials:             trialsOf(outcomes(res.FailingTrials)),
 	}
+	if replay {
+		out.ConfiguredISL, out.ConfiguredOSL = w.Trace.MeanLengths()
+		out.TraceFile, out.TraceSHA256 = w.TraceFile, w.Trace.SHA256
+	}
 	out.ServerPromptTokens = promptTokenRange(append(append([]results.Trial{}, out.PassingTrials...), out.FailingTrials...))
 	out.AllTrials = everyTrial(outcomes(res.All))
 	for i := range out.AllTrials {
@@ -150,6 +171,10 @@ func (s *session) measureRate(ctx context.Context, w Workload, history []search.
 	h.Apply(&out)
 	ladder := s.cfg.OpenLoop.Ladder()
 	for _, n := range res.NonMonotone {
+		if replay {
+			out.Notes = append(out.Notes, fmt.Sprintf("speedup %.4g passed although speedup %.4g failed", ladder.Rate(n.Passed), ladder.Rate(n.Failed)))
+			continue
+		}
 		out.Notes = append(out.Notes, fmt.Sprintf("%.4g requests/s passed although %.4g requests/s failed", ladder.Rate(n.Passed), ladder.Rate(n.Failed)))
 	}
 	if n := rateBoundNote(out); n != "" {
@@ -157,21 +182,33 @@ func (s *session) measureRate(ctx context.Context, w Workload, history []search.
 	}
 	for _, o := range res.All {
 		if t, ok := o.Detail.(*results.Trial); ok && t != nil && o.Failed > 0 {
-			out.Notes = append(out.Notes, fmt.Sprintf("%s %d at %.4g requests/s: %d measured requests failed: %s",
-				o.Kind, o.Index, o.Rate, o.Failed, metrics.DescribeErrors(t.ErrorSummary)))
+			out.Notes = append(out.Notes, fmt.Sprintf("%s %d at %s: %d measured requests failed: %s",
+				o.Kind, o.Index, rateLevel(t), o.Failed, metrics.DescribeErrors(t.ErrorSummary)))
 		}
 	}
 	return out, nil
 }
 
+// rateLevel names where a rate trial ran: "2.5 requests/s", or "speedup 1.5 (2.5 requests/s)".
+func rateLevel(t *results.Trial) string {
+	if t.Speedup > 0 {
+		return fmt.Sprintf("speedup %.4g (%.4g requests/s)", t.Speedup, t.RequestRate)
+	}
+	return fmt.Sprintf("%.4g requests/s", t.RequestRate)
+}
+
 // rateBoundNote says when a workload's rates are the edge of the search rather than its
 // capacity, and what to change; "" when the boundary was found.
 func rateBoundNote(w results.Workload) string {
-	switch w.SearchBound() {
-	case results.BoundCeiling:
+	switch b := w.SearchBound(); {
+	case b == results.BoundCeiling && w.MaximumPassingSpeedup != nil:
+		return fmt.Sprintf("every speedup tried passed, up to %.4g (%.4g requests/s): the server holds at least that many times the recorded traffic; raise search.speedup.max to find the boundary", *w.MaximumPassingSpeedup, *w.MaximumPassingRequestRate)
+	case b == results.BoundFloor && w.FirstFailingSpeedup != nil:
+		return fmt.Sprintf("even the lowest speedup tried, %.4g (%.4g requests/s), failed: the server holds less than that; lower search.speedup.min to find the boundary", *w.FirstFailingSpeedup, *w.FirstFailingRequestRate)
+	case b == results.BoundCeiling:
 		r := *w.MaximumPassingRequestRate
 		return fmt.Sprintf("every rate tried passed, up to %.4g requests/s: capacity is at least that; raise search.rate.max to find the boundary", r)
-	case results.BoundFloor:
+	case b == results.BoundFloor:
 		r := *w.FirstFailingRequestRate
 		return fmt.Sprintf("even the lowest rate tried, %.4g requests/s, failed: capacity is below it; lower search.rate.min to find the boundary", r)
 	}
@@ -199,14 +236,26 @@ func (r *trialRunner) runRate(ctx context.Context, q search.RateRequest) (search
 	}
 	s.watch.enter("while its requests ran")
 	warmups, measured := prompts.warmup, prompts.measured
-	h := fnv.New64a()
-	h.Write([]byte(stream))
-	seed := splitmix.Mix(uint64(s.cfg.Seed) ^ splitmix.Mix(h.Sum64()))
-	schedule, err := ol.Arrival.Schedule(q.Rate, len(warmups.texts)+len(measured.texts), seed)
+	var schedule []time.Duration
+	rateValue, speedup := q.Rate, 0.0
+	if ol.Speedup {
+		// A replay: the trace's own arrivals, its offsets divided by the speedup.
+		speedup, rateValue = q.Rate, traceRate(w, q.Rate)
+		schedule, err = w.Trace.Schedule(speedup)
+	} else {
+		h := fnv.New64a()
+		h.Write([]byte(stream))
+		seed := splitmix.Mix(uint64(s.cfg.Seed) ^ splitmix.Mix(h.Sum64()))
+		schedule, err = ol.Arrival.Schedule(q.Rate, len(warmups.texts)+len(measured.texts), seed)
+	}
 	if err != nil {
 		return search.Outcome{}, err
 	}
-	spec := load.OpenSpec{Schedule: schedule, Warmup: warmups.texts, Measured: measured.texts, OutputTokens: w.OutputTokens,
+	osl := w.OutputTokens
+	if w.Trace != nil {
+		_, osl = w.Trace.MeanLengths() // each prompt asks for its own; this is only the default
+	}
+	spec := load.OpenSpec{Schedule: schedule, Warmup: warmups.texts, Measured: measured.texts, OutputTokens: osl,
 		WarmupOutputTokens: warmups.maxTokens, MeasuredOutputTokens: measured.maxTokens, MaxInFlight: ol.MaxInFlight}
 	slos := s.slos()
 	rule := metrics.DefaultOpenLoopRule()
@@ -267,7 +316,7 @@ func (r *trialRunner) runRate(ctx context.Context, q search.RateRequest) (search
 	}
 	summaryStart := time.Now()
 	fid := res.Fidelity()
-	if err := fid.ClientFault(q.Rate); err != nil && !res.Stopped {
+	if err := fid.ClientFault(rateValue); err != nil && !res.Stopped {
 		return search.Outcome{}, err
 	}
 	done := res.Measured()
@@ -299,9 +348,13 @@ func (r *trialRunner) runRate(ctx context.Context, q search.RateRequest) (search
 		return search.Outcome{}, err
 	}
 	trial.Trial = q.Index
-	trial.RequestRate = q.Rate
+	trial.RequestRate, trial.Speedup = rateValue, speedup
+	arrival := ol.Arrival.Pattern
+	if ol.Speedup {
+		arrival = "trace"
+	}
 	trial.OpenLoop = &results.OpenLoopTrial{
-		Arrival: ol.Arrival.Pattern, OfferedRate: keep.OfferedRate, AchievedRate: fid.OfferedRate,
+		Arrival: arrival, OfferedRate: keep.OfferedRate, AchievedRate: fid.OfferedRate,
 		CompletionRate: keep.CompletionRate, BacklogGrowth: keep.BacklogGrowth, BacklogAllowance: keep.BacklogAllowance,
 		InFlightMean: keep.InFlightMean, SendLatenessP50Ms: msOf(fid.LatenessP50), SendLatenessP99Ms: msOf(fid.LatenessP99),
 		SendLatenessMaxMs: msOf(fid.LatenessMax), CapBound: fid.CapBound, KeptUp: keep.Pass() && !res.Stopped, Missed: keep.Missed,
@@ -329,9 +382,13 @@ func (r *trialRunner) runRate(ctx context.Context, q search.RateRequest) (search
 	// Warmups are the schedule's first arrivals, with no pause before the measured ones, so
 	// the engine's prefix-cache counter cannot be read over the measured requests alone.
 	s.sawCacheReports(res.Requests)
+	own, shared := w.InputTokens-w.SharedPrefixTokens, w.SharedPrefixTokens
+	if w.Trace != nil {
+		own, shared = 0, sharedBlockTokens(w) // a replayed prompt's blocks may rightly be cached
+	}
 	checkCache(&trial, done, coldCache{
-		ownTokens:     w.InputTokens - w.SharedPrefixTokens,
-		sharedTokens:  int(math.Ceil(measured.calibration.TemplateOverheadTokens)) + w.SharedPrefixTokens,
+		ownTokens:     own,
+		sharedTokens:  int(math.Ceil(measured.calibration.TemplateOverheadTokens)) + shared,
 		flushed:       s.flush.Engine != "",
 		omittedAsZero: s.cacheReport.known(),
 	})

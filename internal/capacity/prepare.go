@@ -62,6 +62,9 @@ func (p *preparation) abandon() {
 
 // trialPrompts fits the warmup and the measured prompts of one trial.
 func (s *session) trialPrompts(ctx context.Context, w Workload, stream string) (trialPhases, error) {
+	if w.Trace != nil {
+		return s.tracePhases(ctx, w, stream)
+	}
 	var out trialPhases
 	var err error
 	if out.warmup, err = s.workloadPrompts(ctx, w, stream+" warmup", s.cfg.WarmupRequests); err != nil {

@@ -49,7 +49,11 @@ func (w *runWatch) begin(workload string, req search.Request) {
 
 // beginRate marks the rate trial that runs now.
 func (w *runWatch) beginRate(workload string, q search.RateRequest) {
-	w.beginAt(workload, fmt.Sprintf("%s requests/s", trimFloat(math.Round(q.Rate*1000)/1000)), q.Kind, q.Index)
+	at := fmt.Sprintf("%s requests/s", trimFloat(math.Round(q.Rate*1000)/1000))
+	if w != nil && w.cfg.OpenLoop != nil && w.cfg.OpenLoop.Speedup {
+		at = "speedup " + trimFloat(math.Round(q.Rate*1000)/1000)
+	}
+	w.beginAt(workload, at, q.Kind, q.Index)
 }
 
 func (w *runWatch) beginAt(workload, at string, kind search.Kind, index int) {
@@ -92,7 +96,11 @@ func (w *runWatch) finished(workload string, o search.Outcome, e JournalEntry) {
 
 // finishedRate records one outcome of a rate search.
 func (w *runWatch) finishedRate(workload string, o search.RateOutcome, e JournalEntry) {
-	w.finishedAt(workload, fmt.Sprintf("rate=%s/s", trimFloat(math.Round(o.Rate*1000)/1000)), o.Outcome, e)
+	at := fmt.Sprintf("rate=%s/s", trimFloat(math.Round(o.Rate*1000)/1000))
+	if e.Speedup > 0 {
+		at = fmt.Sprintf("speedup=%s rate=%s/s", trimFloat(math.Round(e.Speedup*1000)/1000), trimFloat(math.Round(e.Rate*1000)/1000))
+	}
+	w.finishedAt(workload, at, o.Outcome, e)
 }
 
 func (w *runWatch) finishedAt(workload, at string, o search.Outcome, e JournalEntry) {

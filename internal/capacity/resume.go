@@ -164,6 +164,7 @@ func (e *StoppedError) Summary() string {
 // the run stopped part-way, or what Run returns otherwise.
 func Resume(ctx context.Context, cfg Config, files Files) (Report, error) {
 	rep := Report{Resumed: Resumed{File: files.ProgressFile}}
+	cfg.LoadTraces() // the fingerprint names each trace by its contents
 	journal, err := OpenJournal(files.ProgressFile, cfg)
 	if err != nil {
 		return rep, &FileError{Path: attrpath.Root("progress_file"), Err: err}

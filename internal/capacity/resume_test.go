@@ -77,7 +77,7 @@ func TestJournalRoundTripsEveryField(t *testing.T) {
 	}
 	var e JournalEntry
 	fill(t, reflect.ValueOf(&e).Elem(), 0)
-	e.Kind, e.Concurrency, e.Index, e.Rate = "confirmation", 3, 1, 0 // a concurrency trial: no rate
+	e.Kind, e.Concurrency, e.Index, e.Rate, e.Speedup = "confirmation", 3, 1, 0, 0 // a concurrency trial: no rate, no speedup
 	if err := j.Append(e); err != nil {
 		t.Fatal(err)
 	}

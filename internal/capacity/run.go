@@ -53,6 +53,7 @@ func run(ctx context.Context, cfg Config) (*results.Document, runStats, error) {
 		defer watch.mu.Unlock()
 		return runStats{start: watch.start, measured: watch.measured, reused: watch.reused, reusedBy: slices.Clone(watch.reusedBy)}
 	}
+	cfg.LoadTraces()
 	if err := Err(cfg.Validate()); err != nil {
 		return nil, stats(), err
 	}
@@ -78,9 +79,12 @@ func run(ctx context.Context, cfg Config) (*results.Document, runStats, error) {
 	}
 	for _, w := range cfg.Workloads {
 		var wr results.Workload
-		if cfg.OpenLoop != nil {
+		switch {
+		case cfg.OpenLoop != nil && cfg.OpenLoop.Speedup:
+			wr, err = s.measureRate(ctx, w, speedupHistory(cfg.History, w.Label))
+		case cfg.OpenLoop != nil:
 			wr, err = s.measureRate(ctx, w, rateHistory(cfg.History, w.Label))
-		} else {
+		default:
 			wr, err = s.measure(ctx, w, history[w.Label])
 		}
 		if err != nil {
@@ -122,6 +126,7 @@ type session struct {
 	engine  engine.Name // sglang | vllm | llamacpp, or empty when the server did not say
 	info    engine.ServerInfo
 	prompts *prompt.Generator
+	blocks  blockTexts // a replayed trace's hash_ids blocks, fitted once per run
 	// cacheReport: whether a response without a cached-token field means 0 (coldcache.go).
 	cacheReport cacheReporting
 	watch       *runWatch // nil-safe: counts trials, names the running one, writes human lines

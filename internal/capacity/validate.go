@@ -43,6 +43,11 @@ func (c Config) Validate() []Problem {
 		v.fail(attrpath.Root("api"), "Unknown API", "must be %q or %q, got %q", APIChat, APICompletions, c.API)
 	}
 	v.workloads(c.Workloads)
+	for i, w := range c.Workloads {
+		if w.TraceFile != "" {
+			v.traceWorkload(c, i, w)
+		}
+	}
 	v.slos(c.SLOs)
 	v.measurable(c.SLOs, c.Workloads)
 	v.search(c)
@@ -103,8 +108,18 @@ func (v *validation) workloads(ws []Workload) {
 		} else if !dup {
 			seen[w.Label] = i
 		}
-		inOK := v.between(p.At("input_tokens"), w.InputTokens, 1, MaxTokens)
-		outOK := v.between(p.At("output_tokens"), w.OutputTokens, 1, MaxTokens)
+		if w.TraceFile != "" {
+			continue // traceWorkload
+		}
+		length := func(name string, n int) bool {
+			if n == 0 {
+				v.fail(p.At(name), "Value too small", "must be at least 1, got 0. It is required for a workload without trace: give the length in tokens, or replay recorded traffic with trace = { file = \"…\" }")
+				return false
+			}
+			return v.between(p.At(name), n, 1, MaxTokens)
+		}
+		inOK := length("input_tokens", w.InputTokens)
+		outOK := length("output_tokens", w.OutputTokens)
 		for _, sd := range []struct {
 			name string
 			v    float64

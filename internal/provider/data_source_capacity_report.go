@@ -37,6 +37,9 @@ type capacityReportModel struct {
 	FirstFailingConcurrency   types.Map     `tfsdk:"first_failing_concurrency"`
 	CapacityBoundedBySearch   types.Map     `tfsdk:"capacity_bounded_by_search"`
 	MaximumPassingRequestRate types.Map     `tfsdk:"maximum_passing_request_rate"`
+	FirstFailingRequestRate   types.Map     `tfsdk:"first_failing_request_rate"`
+	MaximumPassingSpeedup     types.Map     `tfsdk:"maximum_passing_speedup"`
+	FirstFailingSpeedup       types.Map     `tfsdk:"first_failing_speedup"`
 	WorkloadResults           types.List    `tfsdk:"workload_results"`
 	SLOs                      types.List    `tfsdk:"slos"`
 	Baseline                  types.String  `tfsdk:"baseline"`
@@ -115,11 +118,10 @@ func (d *capacityReportDataSource) Schema(_ context.Context, _ datasource.Schema
 				ElementType:         types.BoolType,
 				MarkdownDescription: "Per workload label, " + descBoundedBySearch + " Read from the boundary alone, so it holds for any schema v1 document.",
 			},
-			"maximum_passing_request_rate": schema.MapAttribute{
-				Computed:            true,
-				ElementType:         types.Float64Type,
-				MarkdownDescription: "Per workload label, " + descMaximumPassingRate,
-			},
+			"maximum_passing_request_rate": reportFloat64Map(descMaximumPassingRate),
+			"first_failing_request_rate":   reportFloat64Map(descFirstFailingRate),
+			"maximum_passing_speedup":      reportFloat64Map(descMaximumPassingSpeedup),
+			"first_failing_speedup":        reportFloat64Map(descFirstFailingSpeedup),
 			"workload_results": schema.ListNestedAttribute{
 				Computed: true,
 				MarkdownDescription: "Per workload, in document order: configured lengths, the boundary, and the full " +
@@ -186,8 +188,10 @@ func (d *capacityReportDataSource) Read(ctx context.Context, req datasource.Read
 	var diags diag.Diagnostics
 	m.MaximumPassingConcurrency, m.FirstFailingConcurrency, m.CapacityBoundedBySearch, diags = boundaryMaps(doc)
 	resp.Diagnostics.Append(diags...)
-	m.MaximumPassingRequestRate, diags = rateMap(doc)
+	open, diags := openLoopMapValues(doc)
 	resp.Diagnostics.Append(diags...)
+	m.MaximumPassingRequestRate, m.FirstFailingRequestRate = open["maximum_passing_request_rate"], open["first_failing_request_rate"]
+	m.MaximumPassingSpeedup, m.FirstFailingSpeedup = open["maximum_passing_speedup"], open["first_failing_speedup"]
 	m.WorkloadResults, diags = workloadResultsValue(ctx, doc)
 	resp.Diagnostics.Append(diags...)
 	slos := make([]reportSLOValue, 0, len(doc.Objectives()))
@@ -287,4 +291,9 @@ func dataSourceAttributes(in map[string]rschema.Attribute) map[string]schema.Att
 		}
 	}
 	return out
+}
+
+// reportFloat64Map is a computed map of numbers by workload label.
+func reportFloat64Map(desc string) schema.MapAttribute {
+	return schema.MapAttribute{Computed: true, ElementType: types.Float64Type, MarkdownDescription: "Per workload label, " + desc}
 }

@@ -74,6 +74,9 @@ func TestEveryConfigurableStringRefusesControlCharacters(t *testing.T) {
 			{"endpoint": "http://127.0.0.1:9", "model": "m", "workloads": workloads,
 				"slos":    []any{map[string]any{"metric": "time_to_first_token", "percentile": 95.0, "threshold_ms": 100.0}},
 				"arrival": map[string]any{"pattern": "poisson"}, "search": map[string]any{"rate": map[string]any{"min": 1.0, "max": 4.0}}},
+			{"endpoint": "http://127.0.0.1:9", "model": "m", "workloads": []any{map[string]any{"label": "t", "trace": map[string]any{"file": writeReplayTrace(t, 20, 100), "block_tokens": 32}}},
+				"slos":   []any{map[string]any{"metric": "time_to_first_token", "percentile": 95.0, "threshold_ms": 100.0}},
+				"search": map[string]any{"speedup": map[string]any{"min": 1.0, "max": 4.0}}},
 		},
 	}
 	for typeName, configs := range bases {

@@ -58,6 +58,9 @@ type capacityBenchmarkModel struct {
 
 	MaximumPassingConcurrency types.Map    `tfsdk:"maximum_passing_concurrency"`
 	MaximumPassingRequestRate types.Map    `tfsdk:"maximum_passing_request_rate"`
+	FirstFailingRequestRate   types.Map    `tfsdk:"first_failing_request_rate"`
+	MaximumPassingSpeedup     types.Map    `tfsdk:"maximum_passing_speedup"`
+	FirstFailingSpeedup       types.Map    `tfsdk:"first_failing_speedup"`
 	FirstFailingConcurrency   types.Map    `tfsdk:"first_failing_concurrency"`
 	CapacityBoundedBySearch   types.Map    `tfsdk:"capacity_bounded_by_search"`
 	WorkloadResults           types.List   `tfsdk:"workload_results"`

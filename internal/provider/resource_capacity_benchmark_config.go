@@ -40,6 +40,10 @@ func (r *capacityBenchmarkResource) ValidateConfig(ctx context.Context, req reso
 	// planned bounds always hold their defaults.
 	if !m.Search.IsNull() && !m.Search.IsUnknown() {
 		f := m.Search.Attributes()
+		if rate, speedup := f["rate"], f["speedup"]; rate != nil && speedup != nil && !rate.IsNull() && !speedup.IsNull() {
+			resp.Diagnostics.AddAttributeError(path.Root("search").AtName("speedup"), "Two searches",
+				"search.speedup replays recorded traces and search.rate drives synthetic prompts at a rate; a benchmark searches one: remove one of them.")
+		}
 		if !f["concurrency_levels"].IsNull() && (!f["min_concurrency"].IsNull() || !f["max_concurrency"].IsNull()) {
 			resp.Diagnostics.AddAttributeError(path.Root("search").AtName("concurrency_levels"), "Grid and search bounds both set",
 				"search.concurrency_levels runs exactly the listed levels, so search.min_concurrency and search.max_concurrency would be ignored; remove them, or remove concurrency_levels to search between them.")
@@ -112,6 +116,14 @@ func (m capacityBenchmarkModel) capacityConfig(ctx context.Context) (capacity.Co
 			OutputTokensStddev: r.float(p.At("output_tokens_stddev"), f["output_tokens_stddev"]),
 			SharedPrefixTokens: r.int(p.At("shared_prefix_tokens"), f["shared_prefix_tokens"], 0),
 		})
+		if tf := r.fields(p.At("trace"), f["trace"]); tf != nil {
+			w := &cfg.Workloads[len(cfg.Workloads)-1]
+			w.TraceFile = r.str(p.At("trace").At("file"), tf["file"], "")
+			w.TraceBlockTokens = r.int(p.At("trace").At("block_tokens"), tf["block_tokens"], 0)
+			if v, ok := tf["block_tokens"]; ok && !v.IsNull() && !v.IsUnknown() && w.TraceBlockTokens == 0 {
+				w.TraceBlockTokens = -1 // set to 0: Validate says so
+			}
+		}
 	}
 	for i, s := range r.elements(attrpath.Root("slos"), m.SLOs) {
 		p := attrpath.Root("slos").Index(i)
@@ -157,6 +169,7 @@ func (m capacityBenchmarkModel) capacityConfig(ctx context.Context) (capacity.Co
 			cfg.Triggers[k] = r.str(attrpath.Root("triggers"), v, "")
 		}
 	}
+	cfg.LoadTraces() // every line checked at plan; Validate reports a file that cannot be replayed
 	return cfg, r.unknown, r.diags
 }
 

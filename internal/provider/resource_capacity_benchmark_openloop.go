@@ -22,6 +22,7 @@ import (
 	"github.com/llmserve/terraform-provider-llmserve/internal/capacity"
 	"github.com/llmserve/terraform-provider-llmserve/internal/load"
 	"github.com/llmserve/terraform-provider-llmserve/internal/results"
+	"github.com/llmserve/terraform-provider-llmserve/internal/trace"
 )
 
 // descOpenLoopRule is the pass rule of a trial at a rate, for the docs.
@@ -83,36 +84,129 @@ func rateSearchAttribute() schema.SingleNestedAttribute {
 }
 
 const descMaximumPassingRate = "the highest request rate (requests per second) at which every confirmation trial met " +
-	"the SLO and kept up with the rate, for a benchmark with `search.rate`; null when no rate tried passed, or when " +
-	"the benchmark searched concurrency."
+	"the SLO and kept up with the rate, for a benchmark with `search.rate` (or, with `search.speedup`, the replayed " +
+	"trace's mean rate at `maximum_passing_speedup`); null when no rate tried passed, or when the benchmark searched concurrency."
 
-func maximumPassingRateAttribute() schema.MapAttribute {
+const descFirstFailingRate = "the lowest request rate (requests per second) at which a confirmation trial failed, the " +
+	"neighbour of `maximum_passing_request_rate` on the ladder of rates tried, so capacity lies between the two; null when " +
+	"every rate tried passed (capacity is above the search's maximum), or when the benchmark searched concurrency."
+
+const descMaximumPassingSpeedup = "for a benchmark with `search.speedup`, the highest speedup of the workload's recorded " +
+	"trace at which every confirmation trial met the SLO and kept up: how many times the recorded traffic the deployment " +
+	"holds; null when no speedup tried passed, or when the benchmark searched something else."
+
+const descFirstFailingSpeedup = "for a benchmark with `search.speedup`, the lowest speedup of the workload's trace at " +
+	"which a confirmation trial failed; null when every speedup tried passed, or when the benchmark searched something else."
+
+// float64MapAttribute is a computed map of numbers by workload label, planned by label.
+func float64MapAttribute(desc string) schema.MapAttribute {
 	return schema.MapAttribute{
 		Computed:            true,
 		ElementType:         types.Float64Type,
-		MarkdownDescription: "Per workload label, " + descMaximumPassingRate + labelKeyedPlan,
+		MarkdownDescription: "Per workload label, " + desc + labelKeyedPlan,
 		PlanModifiers:       []planmodifier.Map{mapplanmodifier.UseStateForUnknown()},
 	}
 }
 
-// rateMap is maximum_passing_request_rate by workload label.
-func rateMap(doc *results.Document) (types.Map, diag.Diagnostics) {
-	values := map[string]attr.Value{}
-	for _, w := range doc.Workloads {
-		if w.MaximumPassingRequestRate == nil {
-			values[w.Label] = types.Float64Null()
-		} else {
-			values[w.Label] = types.Float64Value(*w.MaximumPassingRequestRate)
+// openLoopMaps are the computed open-loop maps and what each reads of a workload.
+var openLoopMaps = []struct {
+	name string
+	desc string
+	get  func(results.Workload) *float64
+}{
+	{"maximum_passing_request_rate", descMaximumPassingRate, func(w results.Workload) *float64 { return w.MaximumPassingRequestRate }},
+	{"first_failing_request_rate", descFirstFailingRate, func(w results.Workload) *float64 { return w.FirstFailingRequestRate }},
+	{"maximum_passing_speedup", descMaximumPassingSpeedup, func(w results.Workload) *float64 { return w.MaximumPassingSpeedup }},
+	{"first_failing_speedup", descFirstFailingSpeedup, func(w results.Workload) *float64 { return w.FirstFailingSpeedup }},
+}
+
+// openLoopMapValues are the open-loop maps of a document, by attribute name.
+func openLoopMapValues(doc *results.Document) (map[string]types.Map, diag.Diagnostics) {
+	var diags diag.Diagnostics
+	out := map[string]types.Map{}
+	for _, m := range openLoopMaps {
+		values := map[string]attr.Value{}
+		for _, w := range doc.Workloads {
+			if v := m.get(w); v == nil {
+				values[w.Label] = types.Float64Null()
+			} else {
+				values[w.Label] = types.Float64Value(*v)
+			}
 		}
+		mv, d := types.MapValue(types.Float64Type, values)
+		diags.Append(d...)
+		out[m.name] = mv
 	}
-	return types.MapValue(types.Float64Type, values)
+	return out, diags
+}
+
+// traceAttribute is a workload's `trace`.
+func traceAttribute() schema.SingleNestedAttribute {
+	return schema.SingleNestedAttribute{
+		Optional: true,
+		MarkdownDescription: "Replay recorded traffic instead of synthetic prompts: a trace file in the Mooncake JSONL shape " +
+			"(FAST'25; what AIPerf reads with `--custom-dataset-type mooncake_trace`), one request per line: `timestamp` (ms), " +
+			"`input_length` and `output_length` (tokens) and optional `hash_ids`, the ids of the prompt's blocks of " +
+			"`block_tokens` tokens. Requests are sent at their recorded offsets from the first, divided by the speedup " +
+			"`search.speedup` tries, each with its lengths; prompts are generated to those lengths, and a `hash_ids` block " +
+			"is the same text wherever it appears, so requests whose `hash_ids` begin alike share that prefix. The trace's " +
+			"first `trial.warmup_requests` requests are the warmups, the rest are measured (`trial.measured_requests` does " +
+			"not apply). Timestamps must not go back in time (the file is refused, not sorted, naming the line). Needs " +
+			"`search.speedup`; leave `input_tokens`, `output_tokens`, the spreads and `shared_prefix_tokens` unset.",
+		Attributes: map[string]schema.Attribute{
+			"file": schema.StringAttribute{
+				Required:   true,
+				Validators: []validator.String{stringvalidator.LengthAtLeast(1), printableValidator{}},
+				MarkdownDescription: "Path of the trace file, read at plan (every line checked) and again at apply; relative to " +
+					"the directory Terraform runs in, so write `${path.module}/trace.jsonl` in quotes. Its SHA-256 is kept in " +
+					"`results_json` (`trace_sha256`), and a changed file is a new measurement for `progress_file`.",
+			},
+			"block_tokens": schema.Int64Attribute{
+				Optional:            true,
+				MarkdownDescription: fmt.Sprintf("Tokens of one `hash_ids` block. Default %d, Mooncake's.", trace.MooncakeBlockTokens),
+			},
+		},
+	}
+}
+
+func speedupSearchAttribute() schema.SingleNestedAttribute {
+	return schema.SingleNestedAttribute{
+		Optional: true,
+		MarkdownDescription: "Search the speedup of every workload's recorded `trace`: the highest factor by which its " +
+			"arrival offsets can be divided while every confirmation trial passes, found to `tolerance` over `min`, " +
+			"`min × (1 + tolerance)`, … up to `max`. It answers how many times today's recorded traffic the deployment holds. " +
+			"A trial at a speedup is judged as a trial at a rate (`search.rate`): " + descOpenLoopRule + " The answer is " +
+			"`maximum_passing_speedup`; `maximum_passing_request_rate` is the trace's mean rate at it. `min = max = 1` replays " +
+			"the trace once as recorded, with its confirmation trials. Every workload needs a `trace`; leave `arrival`, " +
+			"`search.rate` and `concurrency_levels` unset.",
+		Attributes: map[string]schema.Attribute{
+			"min": schema.Float64Attribute{Required: true, MarkdownDescription: "Lowest speedup tried (1 is the trace as recorded, 0.5 half as fast)."},
+			"max": schema.Float64Attribute{Required: true, MarkdownDescription: "Highest speedup tried."},
+			"tolerance": schema.Float64Attribute{
+				Optional: true,
+				MarkdownDescription: fmt.Sprintf("Relative step between neighbouring speedups tried, so the boundary is found to it; "+
+					"in (0, 1), default %g.", capacity.DefaultRateTolerance),
+			},
+		},
+	}
 }
 
 // openLoopConfig reads `arrival` and `search.rate` into cfg.OpenLoop: nil without
 // search.rate. An arrival without search.rate is a problem of its own (openLoopProblems).
 func (r *valueReader) openLoopConfig(arrival, search attr.Value) *capacity.OpenLoop {
 	sp := attrpath.Root("search")
-	rate := r.fields(sp.At("rate"), r.fields(sp, search)["rate"])
+	fields := r.fields(sp, search)
+	if speedup := r.fields(sp.At("speedup"), fields["speedup"]); speedup != nil {
+		p := sp.At("speedup")
+		o := &capacity.OpenLoop{
+			Speedup:   true,
+			MinRate:   r.float(p.At("min"), speedup["min"]),
+			MaxRate:   r.float(p.At("max"), speedup["max"]),
+			Tolerance: r.float(p.At("tolerance"), speedup["tolerance"]),
+		}
+		return o // search.rate beside it: ValidateConfig refuses both
+	}
+	rate := r.fields(sp.At("rate"), fields["rate"])
 	if rate == nil {
 		return nil
 	}
@@ -143,6 +237,9 @@ func arrivalWithoutRate(arrival, search types.Object) (string, bool) {
 		return "", false
 	}
 	if !search.IsNull() {
+		if speedup, ok := search.Attributes()["speedup"]; ok && !speedup.IsNull() {
+			return "search.speedup replays each trace's own arrivals: remove arrival.", true
+		}
 		if rate, ok := search.Attributes()["rate"]; ok && !rate.IsNull() {
 			return "", false
 		}

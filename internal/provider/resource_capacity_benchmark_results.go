@@ -48,7 +48,8 @@ func (r *capacityBenchmarkResource) ModifyPlan(ctx context.Context, req resource
 		}
 		labels = append(labels, label.ValueString())
 	}
-	for _, name := range []string{"maximum_passing_concurrency", "first_failing_concurrency", "capacity_bounded_by_search", "maximum_passing_request_rate"} {
+	for _, name := range []string{"maximum_passing_concurrency", "first_failing_concurrency", "capacity_bounded_by_search",
+		"maximum_passing_request_rate", "first_failing_request_rate", "maximum_passing_speedup", "first_failing_speedup"} {
 		// The element type is the schema's; an unknown of it is what the map holds per label.
 		elem := req.Plan.Schema.GetAttributes()[name].GetType().(attr.TypeWithElementType).ElementType()
 		unknown, err := elem.ValueFromTerraform(ctx, tftypes.NewValue(elem.TerraformType(ctx), tftypes.UnknownValue))
@@ -81,8 +82,10 @@ func (m *capacityBenchmarkModel) setResults(ctx context.Context, doc *results.Do
 	var d diag.Diagnostics
 	m.MaximumPassingConcurrency, m.FirstFailingConcurrency, m.CapacityBoundedBySearch, d = boundaryMaps(doc)
 	diags.Append(d...)
-	m.MaximumPassingRequestRate, d = rateMap(doc)
+	open, d := openLoopMapValues(doc)
 	diags.Append(d...)
+	m.MaximumPassingRequestRate, m.FirstFailingRequestRate = open["maximum_passing_request_rate"], open["first_failing_request_rate"]
+	m.MaximumPassingSpeedup, m.FirstFailingSpeedup = open["maximum_passing_speedup"], open["first_failing_speedup"]
 	m.WorkloadResults, d = workloadResultsValue(ctx, doc)
 	diags.Append(d...)
 	return diags

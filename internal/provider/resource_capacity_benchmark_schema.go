@@ -86,13 +86,14 @@ func (r *capacityBenchmarkResource) Schema(ctx context.Context, _ resource.Schem
 						MarkdownDescription: "Unique name of the workload, e.g. `8K / 1K`.",
 					},
 					"input_tokens": schema.Int64Attribute{
-						Required:            true,
-						MarkdownDescription: fmt.Sprintf("Prompt length in tokens, not counting the server's chat template; 1 to %d (1 Mi).", capacity.MaxTokens),
+						Optional:            true,
+						MarkdownDescription: fmt.Sprintf("Prompt length in tokens, not counting the server's chat template; 1 to %d (1 Mi). Required unless the workload replays a `trace`.", capacity.MaxTokens),
 					},
 					"output_tokens": schema.Int64Attribute{
-						Required:            true,
-						MarkdownDescription: fmt.Sprintf("Tokens generated per request (`max_tokens` with `ignore_eos`); 1 to %d (1 Mi).", capacity.MaxTokens),
+						Optional:            true,
+						MarkdownDescription: fmt.Sprintf("Tokens generated per request (`max_tokens` with `ignore_eos`); 1 to %d (1 Mi). Required unless the workload replays a `trace`.", capacity.MaxTokens),
 					},
+					"trace": traceAttribute(),
 					"input_tokens_stddev": schema.Float64Attribute{
 						Optional: true,
 						MarkdownDescription: "Spread of the prompt length: each request's `input_tokens` is drawn from a normal distribution " +
@@ -202,7 +203,10 @@ func (r *capacityBenchmarkResource) Schema(ctx context.Context, _ resource.Schem
 			}),
 
 			"arrival":                      arrivalAttribute(),
-			"maximum_passing_request_rate": maximumPassingRateAttribute(),
+			"maximum_passing_request_rate": float64MapAttribute(descMaximumPassingRate),
+			"first_failing_request_rate":   float64MapAttribute(descFirstFailingRate),
+			"maximum_passing_speedup":      float64MapAttribute(descMaximumPassingSpeedup),
+			"first_failing_speedup":        float64MapAttribute(descFirstFailingSpeedup),
 			"maximum_passing_concurrency": schema.MapAttribute{
 				Computed:            true,
 				ElementType:         types.Int64Type,
@@ -258,7 +262,8 @@ func benchmarkSearchAttributes(def capacity.Config) map[string]schema.Attribute 
 				"published table. Replaces `min_concurrency`/`max_concurrency`, which must then be left unset. " +
 				fmt.Sprintf("Each level 1 to %d, each listed once.", capacity.MaxConcurrency),
 		},
-		"rate": rateSearchAttribute(),
+		"rate":    rateSearchAttribute(),
+		"speedup": speedupSearchAttribute(),
 	}
 }
 

@@ -42,30 +42,42 @@ func Recompute(doc *results.Document, dir string) ([]Recomputed, error) {
 				continue
 			}
 			if !filepath.IsLocal(filepath.FromSlash(t.RecordsFile)) {
-				return out, fmt.Errorf("workload %q %s trial %d at concurrency %d: records_file %q is not a relative path inside the records directory", w.Label, t.Kind, t.Trial, t.Concurrency, t.RecordsFile)
+				return out, fmt.Errorf("workload %q %s trial %d at %s: records_file %q is not a relative path inside the records directory", w.Label, t.Kind, t.Trial, level(t), t.RecordsFile)
 			}
 			path := filepath.Join(dir, filepath.FromSlash(t.RecordsFile))
 			lines, sum, err := Read(path)
 			if err != nil {
-				return out, fmt.Errorf("workload %q %s trial %d at concurrency %d: %w", w.Label, t.Kind, t.Trial, t.Concurrency, err)
+				return out, fmt.Errorf("workload %q %s trial %d at %s: %w", w.Label, t.Kind, t.Trial, level(t), err)
 			}
 			if t.RecordsSHA256 != "" && sum != t.RecordsSHA256 {
-				return out, fmt.Errorf("workload %q %s trial %d at concurrency %d: %s has SHA-256 %s, the document says %s: the file was changed or is not this run's",
-					w.Label, t.Kind, t.Trial, t.Concurrency, path, sum, t.RecordsSHA256)
+				return out, fmt.Errorf("workload %q %s trial %d at %s: %s has SHA-256 %s, the document says %s: the file was changed or is not this run's",
+					w.Label, t.Kind, t.Trial, level(t), path, sum, t.RecordsSHA256)
 			}
 			got, err := recomputeTrial(doc.Objectives(), w.ConfiguredOSL, t, lines)
-			if w.OutputTokensStddev > 0 {
-				// Each request asked for its own max_tokens, which records do not hold:
-				// mismatches against it come from the document.
+			if w.OutputTokensStddev > 0 || w.TraceFile != "" {
+				// Each request asked for its own max_tokens (spread, or a trace's), which
+				// records do not hold: mismatches against it come from the document.
 				got.Correctness.OutputLengthMismatches, got.ErrorSummary = t.Correctness.OutputLengthMismatches, t.ErrorSummary
 			}
 			if err != nil {
-				return out, fmt.Errorf("workload %q %s trial %d at concurrency %d: %w", w.Label, t.Kind, t.Trial, t.Concurrency, err)
+				return out, fmt.Errorf("workload %q %s trial %d at %s: %w", w.Label, t.Kind, t.Trial, level(t), err)
 			}
 			out = append(out, Recomputed{Workload: w.Label, File: t.RecordsFile, Reported: t, Recomputed: got, Differences: Diff(t, got)})
 		}
 	}
 	return out, nil
+}
+
+// level names where a trial ran, for messages: "concurrency 4", "2.5 requests/s" or
+// "speedup 1.5 (2.5 requests/s)".
+func level(t results.Trial) string {
+	switch {
+	case t.Speedup > 0:
+		return fmt.Sprintf("speedup %.4g (%.4g requests/s)", t.Speedup, t.RequestRate)
+	case t.RequestRate > 0:
+		return fmt.Sprintf("%.4g requests/s", t.RequestRate)
+	}
+	return fmt.Sprintf("concurrency %d", t.Concurrency)
 }
 
 func recomputeTrial(slos []results.SLO, osl int, reported results.Trial, lines []Line) (results.Trial, error) {
@@ -95,7 +107,7 @@ func recomputeTrial(slos []results.SLO, osl int, reported results.Trial, lines [
 	}
 	t.ConnectionSetupMs = nil // NotDerivable
 	if reported.OpenLoop != nil {
-		t.RequestRate, t.OpenLoop = reported.RequestRate, recomputeOpenLoop(*reported.OpenLoop, recs)
+		t.RequestRate, t.Speedup, t.OpenLoop = reported.RequestRate, reported.Speedup, recomputeOpenLoop(*reported.OpenLoop, recs)
 	}
 	t.SLOs, t.GoodputPercent = reported.SLOs, reported.GoodputPercent
 	if len(reported.SLOs) > 0 && !reported.StoppedEarly {

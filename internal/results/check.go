@@ -36,6 +36,9 @@ func (r *reader) check(d *Document, root *node) {
 		if mp, ff := w.MaximumPassingRequestRate, w.FirstFailingRequestRate; mp != nil && ff != nil && *mp >= *ff {
 			r.fail(joinKey(p, "first_failing_request_rate"), "%g is not above maximum_passing_request_rate %g", *ff, *mp)
 		}
+		if mp, ff := w.MaximumPassingSpeedup, w.FirstFailingSpeedup; mp != nil && ff != nil && *mp >= *ff {
+			r.fail(joinKey(p, "first_failing_speedup"), "%g is not above maximum_passing_speedup %g", *ff, *mp)
+		}
 		for _, side := range []struct {
 			key    string
 			trials []Trial

@@ -157,12 +157,15 @@ func (r *reader) workload(o *object) Workload {
 	for _, rate := range []struct {
 		key string
 		dst **float64
-	}{{"maximum_passing_request_rate", &w.MaximumPassingRequestRate}, {"first_failing_request_rate", &w.FirstFailingRequestRate}} {
+	}{{"maximum_passing_request_rate", &w.MaximumPassingRequestRate}, {"first_failing_request_rate", &w.FirstFailingRequestRate},
+		{"maximum_passing_speedup", &w.MaximumPassingSpeedup}, {"first_failing_speedup", &w.FirstFailingSpeedup}} {
 		if v, p := o.optional(rate.key); v != nil && v.kind != kindNull {
 			f := r.num(p, v)
 			*rate.dst = &f
 		}
 	}
+	o.optionalValue("trace_file", &w.TraceFile)
+	o.optionalValue("trace_sha256", &w.TraceSHA256)
 	w.PassingTrials = r.trials(o, "passing_trials")
 	w.FailingTrials = r.trials(o, "failing_trials")
 	if v, _ := o.optional("trials"); v != nil {
@@ -251,6 +254,7 @@ func (r *reader) trial(o *object) Trial {
 	}
 	r.engineView(o, &t)
 	o.optionalValue("request_rate", &t.RequestRate)
+	o.optionalValue("speedup", &t.Speedup)
 	if v, p := o.optional("open_loop"); v != nil {
 		ol := r.asObject(p, v)
 		if ol != nil {

@@ -19,6 +19,10 @@ type Headline struct {
 	// request rate (headline_rate.go); nil for a concurrency search.
 	MaximumPassingRequestRate *float64
 	FirstFailingRequestRate   *float64
+	// MaximumPassingSpeedup and FirstFailingSpeedup are the boundary of a replay searched
+	// by speedup (headline_rate.go); nil otherwise.
+	MaximumPassingSpeedup *float64
+	FirstFailingSpeedup   *float64
 	// Bound is whether the capacity lies outside what the search tried
 	// (capacity_bounded_by_search is Bound != BoundNone).
 	Bound Bound
@@ -117,6 +121,7 @@ type headlineTrial struct {
 	path        string // JSON path under the workload, e.g. trials[3]
 	concurrency int
 	rate        float64 // an open-loop trial's request rate
+	speedup     float64 // a replay trial's speedup
 	probe       bool
 	trial       Trial
 	verdict     string
@@ -263,6 +268,7 @@ func boundBy(objectives []SLO, trials []headlineTrial, atLevel func(headlineTria
 func (h Headline) Apply(w *Workload) {
 	w.MaximumPassingConcurrency, w.FirstFailingConcurrency, w.BoundBy = h.MaximumPassingConcurrency, h.FirstFailingConcurrency, h.BoundBy
 	w.MaximumPassingRequestRate, w.FirstFailingRequestRate = h.MaximumPassingRequestRate, h.FirstFailingRequestRate
+	w.MaximumPassingSpeedup, w.FirstFailingSpeedup = h.MaximumPassingSpeedup, h.FirstFailingSpeedup
 	for i := range w.AllTrials {
 		if i < len(h.Verdicts) {
 			w.AllTrials[i].Verdict = h.Verdicts[i]
@@ -274,7 +280,7 @@ func headlineTrials(w Workload) []headlineTrial {
 	var out []headlineTrial
 	if len(w.AllTrials) > 0 {
 		for i, t := range w.AllTrials {
-			out = append(out, headlineTrial{path: joinIndex("trials", i), concurrency: t.Concurrency, rate: t.RequestRate, probe: t.Kind == "probe", trial: t})
+			out = append(out, headlineTrial{path: joinIndex("trials", i), concurrency: t.Concurrency, rate: t.RequestRate, speedup: t.Speedup, probe: t.Kind == "probe", trial: t})
 		}
 		return out
 	}
@@ -284,7 +290,7 @@ func headlineTrials(w Workload) []headlineTrial {
 			if c == 0 && boundary != nil {
 				c = *boundary
 			}
-			out = append(out, headlineTrial{path: joinIndex(key, i), concurrency: c, rate: t.RequestRate, trial: t})
+			out = append(out, headlineTrial{path: joinIndex(key, i), concurrency: c, rate: t.RequestRate, speedup: t.Speedup, trial: t})
 		}
 	}
 	side("passing_trials", w.MaximumPassingConcurrency, w.PassingTrials)
@@ -338,6 +344,10 @@ func CheckHeadline(objectives []SLO, i int, w Workload) []Contradiction {
 	if w.byRate() {
 		add(joinKey(p, "maximum_passing_request_rate"), "maximum_passing_request_rate", floatOrNull(w.MaximumPassingRequestRate), floatOrNull(h.MaximumPassingRequestRate))
 		add(joinKey(p, "first_failing_request_rate"), "first_failing_request_rate", floatOrNull(w.FirstFailingRequestRate), floatOrNull(h.FirstFailingRequestRate))
+	}
+	if w.bySpeedup() {
+		add(joinKey(p, "maximum_passing_speedup"), "maximum_passing_speedup", floatOrNull(w.MaximumPassingSpeedup), floatOrNull(h.MaximumPassingSpeedup))
+		add(joinKey(p, "first_failing_speedup"), "first_failing_speedup", floatOrNull(w.FirstFailingSpeedup), floatOrNull(h.FirstFailingSpeedup))
 	}
 	add(p, "capacity_bounded_by_search", strconv.FormatBool(w.SearchBound() != BoundNone), strconv.FormatBool(h.Bound != BoundNone))
 	// Documents older than bound_by and the list of every trial state neither; an empty

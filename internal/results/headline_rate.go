@@ -32,6 +32,34 @@ func (h *Headline) deriveRate(objectives []SLO, trials []headlineTrial) {
 	if ff := h.FirstFailingRequestRate; ff != nil {
 		h.BoundBy = boundBy(objectives, trials, func(ht headlineTrial) bool { return ht.rate == *ff })
 	}
+	if (Workload{AllTrials: allOf(trials)}).bySpeedup() {
+		// A replay's rates are its trace's mean rate times the speedup, so the two boundaries
+		// fall on the same trials.
+		h.MaximumPassingSpeedup, h.FirstFailingSpeedup = boundary(trials, func(ht headlineTrial) (float64, bool) { return ht.speedup, ht.speedup > 0 })
+	}
+}
+
+// bySpeedup reports whether w replays a trace searched by speedup.
+func (w Workload) bySpeedup() bool {
+	if w.MaximumPassingSpeedup != nil || w.FirstFailingSpeedup != nil {
+		return true
+	}
+	for _, ts := range [][]Trial{w.AllTrials, w.PassingTrials, w.FailingTrials} {
+		for _, t := range ts {
+			if t.Speedup > 0 {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+func allOf(trials []headlineTrial) []Trial {
+	out := make([]Trial, len(trials))
+	for i, ht := range trials {
+		out[i] = ht.trial
+	}
+	return out
 }
 
 func floatOrNull(f *float64) string {

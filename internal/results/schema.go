@@ -89,8 +89,16 @@ type Workload struct {
 	// concurrency boundary is then null. Additive.
 	MaximumPassingRequestRate *float64 `json:"maximum_passing_request_rate,omitempty"`
 	FirstFailingRequestRate   *float64 `json:"first_failing_request_rate,omitempty"`
-	PassingTrials             []Trial  `json:"passing_trials"`
-	FailingTrials             []Trial  `json:"failing_trials"`
+	// MaximumPassingSpeedup and FirstFailingSpeedup are the boundary of a replay of recorded
+	// traffic searched by speedup (the factor the recorded arrival offsets were divided by);
+	// its request rates are then the trace's mean rate times the speedup. TraceFile and
+	// TraceSHA256 name the trace replayed. All absent from other searches. Additive.
+	MaximumPassingSpeedup *float64 `json:"maximum_passing_speedup,omitempty"`
+	FirstFailingSpeedup   *float64 `json:"first_failing_speedup,omitempty"`
+	TraceFile             string   `json:"trace_file,omitempty"`
+	TraceSHA256           string   `json:"trace_sha256,omitempty"`
+	PassingTrials         []Trial  `json:"passing_trials"`
+	FailingTrials         []Trial  `json:"failing_trials"`
 	// AllTrials is every trial the search ran or resumed for this workload, probes
 	// included, in the order they ran; absent in documents older than it.
 	AllTrials []Trial `json:"trials,omitempty"`
@@ -162,6 +170,9 @@ type Trial struct {
 	// said over the trial's measured requests: power, utilisation, memory and energy, per
 	// device and summed. Absent without telemetry_endpoints. Additive.
 	Accelerators *AcceleratorTelemetry `json:"accelerators,omitempty"`
+	// Speedup is the factor a replay trial divided the trace's recorded offsets by; absent
+	// from other trials. Additive.
+	Speedup float64 `json:"speedup,omitempty"`
 }
 
 // AcceleratorTelemetry is the accelerators' view of one trial, from their Prometheus

@@ -100,6 +100,9 @@ type RateConfig struct {
 	Progress  func(RateOutcome)
 	Threshold float64
 	GuardBand float64
+	// Speedup says the ladder's values are the speedups of a recorded trace's replay rather
+	// than request rates; only the messages change.
+	Speedup bool
 }
 
 // RateResult is the rate boundary and every trial behind it.
@@ -149,7 +152,11 @@ func RunRate(ctx context.Context, cfg RateConfig, runner RateRunner) (RateResult
 	res, err := Run(ctx, inner, RunnerFunc(func(ctx context.Context, q Request) (Outcome, error) {
 		o, err := runner(ctx, RateRequest{Rate: l.Rate(q.Concurrency), Kind: q.Kind, Index: q.Index})
 		if err != nil {
-			failed = fmt.Errorf("%s %d at %.4g requests/s: %w", q.Kind, q.Index, l.Rate(q.Concurrency), err)
+			at := fmt.Sprintf("%.4g requests/s", l.Rate(q.Concurrency))
+			if cfg.Speedup {
+				at = fmt.Sprintf("speedup %.4g", l.Rate(q.Concurrency))
+			}
+			failed = fmt.Errorf("%s %d at %s: %w", q.Kind, q.Index, at, err)
 		}
 		return o, err
 	}))
@@ -169,6 +176,9 @@ func RunRate(ctx context.Context, cfg RateConfig, runner RateRunner) (RateResult
 		out.Cost += o.Cost
 	}
 	if err != nil {
+		if cfg.Speedup {
+			return out, fmt.Errorf("speedup search: %w", err)
+		}
 		return out, fmt.Errorf("rate search: %w", err)
 	}
 	if res.MaximumPassing != nil {

@@ -13,6 +13,7 @@ import (
 	"github.com/llmserve/terraform-provider-llmserve/internal/search"
 	"github.com/llmserve/terraform-provider-llmserve/internal/simengine"
 	"github.com/llmserve/terraform-provider-llmserve/internal/splitmix"
+	"github.com/llmserve/terraform-provider-llmserve/internal/trace"
 )
 
 // rateScenario is one engine of known rate capacity (simengine.FixedService), an arrival
@@ -25,6 +26,10 @@ type rateScenario struct {
 	thresholdMs float64
 	ladder      search.Ladder
 	seed        uint64
+	// replay, when set, is a recorded trace the trial replays: the ladder is then over the
+	// speedup, and a trial's arrivals are the trace's offsets divided by it (warmups the
+	// trace's first requests).
+	replay *trace.Trace
 }
 
 var rateRule = metrics.DefaultOpenLoopRule()
@@ -35,6 +40,9 @@ var rateRule = metrics.DefaultOpenLoopRule()
 func (s rateScenario) trialAt(rate float64, kind search.Kind, index int) (search.Outcome, metrics.KeepUp, error) {
 	seed := splitmix.Mix(s.seed ^ splitmix.Mix(math.Float64bits(rate)^uint64(kind)<<56^uint64(index)))
 	sched, err := s.arrival.Schedule(rate, s.warmups+s.measured, seed)
+	if s.replay != nil {
+		sched, err = s.replay.Schedule(rate)
+	}
 	if err != nil {
 		return search.Outcome{}, metrics.KeepUp{}, err
 	}
