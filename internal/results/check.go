@@ -209,6 +209,16 @@ func (r *reader) checkTrialFace(p string, objectives []SLO, t Trial) {
 	for k, e := range t.ErrorSummary {
 		r.printable(joinKey(joinIndex(joinKey(p, "error_summary"), k), "kind"), e.Kind)
 	}
+	if a := t.Accelerators; a != nil {
+		for k, d := range a.Devices {
+			dp := joinIndex(joinKey(p, "accelerators.devices"), k)
+			r.printable(joinKey(dp, "exporter"), d.Exporter)
+			r.printable(joinKey(dp, "device"), d.Device)
+		}
+		for k, w := range a.Warnings {
+			r.printable(joinIndex(joinKey(p, "accelerators.warnings"), k), w)
+		}
+	}
 	if t.Server != nil {
 		r.printable(joinKey(p, "server.source"), t.Server.Source)
 		for _, l := range []struct {

@@ -4,6 +4,7 @@ package results
 // is kept as written.
 
 import (
+	"math"
 	"strconv"
 )
 
@@ -65,6 +66,20 @@ func (r *reader) document(root *node) *Document {
 		d.Workloads = append(d.Workloads, w)
 	}
 	d.CorrectnessTotal = r.correctness(o.child("correctness_total"))
+	if v, p := o.optional("price"); v != nil {
+		if po := r.asObject(p, v); po != nil {
+			pr := &Price{PerHour: po.num("per_hour")}
+			po.optionalValue("accelerators", &pr.Accelerators)
+			if pr.PerHour < 0 || math.IsInf(pr.PerHour, 0) {
+				r.fail(joinKey(p, "per_hour"), "must be a finite price of at least 0, got %v", pr.PerHour)
+			}
+			if pr.Accelerators < 0 {
+				r.fail(joinKey(p, "accelerators"), "must be at least 0, got %d", pr.Accelerators)
+			}
+			po.finish()
+			d.Price = pr
+		}
+	}
 	o.finish()
 	return d
 }

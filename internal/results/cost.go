@@ -5,10 +5,10 @@ import "math"
 // Price is what the measured deployment costs to run: per hour, for all the accelerators
 // (and replicas) that served behind the endpoint.
 type Price struct {
-	PerHour float64
+	PerHour float64 `json:"per_hour"`
 	// Accelerators that price pays for; 0 takes the experiment's tensor parallelism times
 	// its replicas (AcceleratorCount).
-	Accelerators int
+	Accelerators int `json:"accelerators,omitempty"`
 }
 
 // AcceleratorCount is how many accelerators served the experiment, read from what it

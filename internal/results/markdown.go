@@ -72,6 +72,7 @@ func Markdown(d *Document) string {
 			firstFailingText(w, "none within the bounds"), mdText(boundByText(objs, w)))
 	}
 	b.WriteString("\n")
+	writeCosts(&b, d)
 
 	for _, w := range d.Workloads {
 		fmt.Fprintf(&b, "## %s\n\n", mdText(w.Label))
@@ -108,6 +109,7 @@ func Markdown(d *Document) string {
 		}
 		b.WriteString("\n")
 		writeServerView(&b, trials)
+		writeAccelerators(&b, trials)
 	}
 
 	c := d.CorrectnessTotal

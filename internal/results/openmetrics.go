@@ -180,6 +180,7 @@ func openMetrics(d *Document, stamp string) string {
 		scalar("llmserve_trial_errors", func(t Trial) float64 { return float64(t.Correctness.Errors) }))
 	each("llmserve_trial_output_length_mismatches", "Measured requests whose output length missed the configured one.",
 		scalar("llmserve_trial_output_length_mismatches", func(t Trial) float64 { return t.Correctness.OutputLengthMismatches }))
+	openMetricsCostAndEnergy(d, family, sample)
 	b.WriteString("# EOF\n")
 	return b.String()
 }

@@ -18,6 +18,11 @@ type Document struct {
 	SLOs             []SLO       `json:"slos,omitempty"`
 	Workloads        []Workload  `json:"workloads"`
 	CorrectnessTotal Correctness `json:"correctness_total"`
+	// Price is what the measured deployment costs to run, when the reader gave it (the report
+	// data source's cost_per_hour writes it into its results_json); the renderings then show
+	// what capacity costs (Costs). Never written by a benchmark, so a new price re-runs
+	// nothing. Additive.
+	Price *Price `json:"price,omitempty"`
 
 	// extras keeps the keys Parse did not know, so Marshal can write them back.
 	extras extras

@@ -230,3 +230,11 @@ func TestParseEndpoint(t *testing.T) {
 }
 
 func near(a, b float64) bool { return math.Abs(a-b) <= 1e-9*math.Max(1, math.Abs(b)) }
+
+// An exporter's label and an error message go into the document, which refuses control
+// characters and bidirectional overrides in names.
+func TestPrintable(t *testing.T) {
+	if got := printable("GPU-0\n\u202e1"); got != "GPU-0\uFFFD\uFFFD1" {
+		t.Fatalf("%q", got)
+	}
+}

@@ -6,8 +6,10 @@ import (
 	"fmt"
 	"math"
 	"sort"
+	"strings"
 	"sync"
 	"time"
+	"unicode"
 
 	"github.com/llmserve/terraform-provider-llmserve/internal/results"
 )
@@ -190,6 +192,14 @@ func (rec *Recording) Summary(outputTokens int) *results.AcceleratorTelemetry {
 	if rec == nil {
 		return nil
 	}
+	out := rec.summary(outputTokens)
+	for i, w := range out.Warnings {
+		out.Warnings[i] = printable(w)
+	}
+	return out
+}
+
+func (rec *Recording) summary(outputTokens int) *results.AcceleratorTelemetry {
 	out := &results.AcceleratorTelemetry{OutputTokens: outputTokens, Devices: []results.AcceleratorDevice{}}
 	for i, f := range rec.fails {
 		if f.n > 0 {
@@ -242,7 +252,7 @@ func (rec *Recording) Summary(outputTokens int) *results.AcceleratorTelemetry {
 		if warn != "" {
 			out.Warnings = append(out.Warnings, fmt.Sprintf("%s device %s: %s", rec.names[k.endpoint], k.id, warn))
 		}
-		out.Devices = append(out.Devices, results.AcceleratorDevice{Endpoint: k.endpoint, Exporter: k.exporter, Device: k.id, AcceleratorFigures: f})
+		out.Devices = append(out.Devices, results.AcceleratorDevice{Endpoint: k.endpoint, Exporter: k.exporter, Device: printable(k.id), AcceleratorFigures: f})
 	}
 	for e, ok := range seen {
 		if !ok && len(out.Devices) > 0 {
@@ -263,6 +273,17 @@ func (rec *Recording) okScrapes(endpoint int) int {
 		}
 	}
 	return n
+}
+
+// printable replaces what a results document refuses in a name (control characters,
+// bidirectional overrides) with U+FFFD: an exporter's label or an error message is not ours.
+func printable(s string) string {
+	return strings.Map(func(c rune) rune {
+		if unicode.IsControl(c) || c >= 0x202A && c <= 0x202E || c >= 0x2066 && c <= 0x2069 || c == 0x200E || c == 0x200F {
+			return unicode.ReplacementChar
+		}
+		return c
+	}, s)
 }
 
 // figures are one device's figures over its samples; window is the span of the whole
