@@ -17,7 +17,8 @@ func NewReportCSVFunction() function.Function {
 			"trial gives its confirmation trials on both sides): workload, side (`passing`/`failing` for " +
 			"the confirmation trials at the boundary, empty for the others), trial, concurrency, the " +
 			"first objective's value and the verdict, every latency percentile, throughput and " +
-			"correctness counter, `kind` (`probe`/`confirmation`) and `stopped_early`. Numbers are " +
+			"correctness counter, `kind` (`probe`/`confirmation`), `stopped_early`, and for an open-loop " +
+			"trial its `request_rate` (a replay's also its `speedup`; empty otherwise). Numbers are " +
 			"unrounded; a probe stopped early has metrics over the requests that finished. Columns are " +
 			"only ever appended, so reading by position is safe.",
 		render: results.CSV,

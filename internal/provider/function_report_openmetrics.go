@@ -16,7 +16,10 @@ func NewReportOpenMetricsFunction() function.Function {
 			"OpenMetrics parsers. Gauges are named `llmserve_*`: the capacity boundaries per `workload`, " +
 			"and per confirmation trial (labels `workload`, `side` = `passing`|`failing`, `trial`) its " +
 			"concurrency, SLO verdict, latency percentiles in seconds (label `percentile`, e.g. `\"95\"`; " +
-			"Prometheus reserves `quantile` for summaries), throughput and error counts. `promtool check " +
+			"Prometheus reserves `quantile` for summaries), throughput and error counts. A search by rate adds " +
+			"`llmserve_maximum_passing_requests_per_second`, `llmserve_first_failing_requests_per_second` and " +
+			"each trial's `llmserve_trial_requests_per_second`; a replay by speedup `llmserve_maximum_passing_speedup`, " +
+			"`llmserve_first_failing_speedup` and `llmserve_trial_speedup`. `promtool check " +
 			"metrics` reports nothing on it. With a second argument, an RFC 3339 time, every sample is " +
 			"stamped with it, so an archived result can be backfilled: `promtool tsdb create-blocks-from " +
 			"openmetrics` reads the stamped text.",

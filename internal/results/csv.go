@@ -23,6 +23,7 @@ var CSVHeader = []string{
 	"http_200", "unique_prompts", "unique_outputs", "generated_chunks", "generated_utf8_bytes",
 	"completion_tokens_total", "finish_reason_length", "errors", "cancelled", "output_length_mismatches",
 	"kind", "stopped_early",
+	"request_rate", "speedup",
 }
 
 // CSV renders one row per trial, every number as recorded (unrounded): every entry of a
@@ -30,7 +31,8 @@ var CSVHeader = []string{
 // trials at every level), or for a document older than that list its confirmation trials
 // on both sides. side is passing or failing for the confirmation trials at the boundary,
 // empty for the others. Unknown values (no concurrency, an SLO the trial cannot be judged
-// by) are empty cells.
+// by) are empty cells. An open-loop trial states its request_rate (and a replay's trial its
+// speedup), and its side says whether that rate is the maximum passing or the first failing.
 func CSV(d *Document) string {
 	var b strings.Builder
 	w := csv.NewWriter(&b)
@@ -66,6 +68,7 @@ func CSV(d *Document) string {
 				i(c.HTTP200), i(c.UniquePrompts), i(c.UniqueOutputs), i(c.GeneratedChunks), i(c.GeneratedUTF8Bytes),
 				i(c.CompletionTokensTotal), i(c.FinishReasonLength), i(c.Errors), strconv.FormatBool(c.Cancelled), f(c.OutputLengthMismatches),
 				kindOf(t), strconv.FormatBool(t.StoppedEarly),
+				optional(t.RequestRate), optional(t.Speedup),
 			})
 		}
 	}
@@ -85,6 +88,11 @@ func everyTrial(w Workload) []SideTrial {
 		st := SideTrial{Concurrency: t.Concurrency, Trial: t}
 		if t.Kind != "probe" {
 			switch {
+			case t.RequestRate > 0 && w.MaximumPassingRequestRate != nil && t.RequestRate == *w.MaximumPassingRequestRate:
+				st.Side = SidePassing
+			case t.RequestRate > 0 && w.FirstFailingRequestRate != nil && t.RequestRate == *w.FirstFailingRequestRate:
+				st.Side = SideFailing
+			case t.RequestRate > 0:
 			case w.MaximumPassingConcurrency != nil && t.Concurrency == *w.MaximumPassingConcurrency:
 				st.Side = SidePassing
 			case w.FirstFailingConcurrency != nil && t.Concurrency == *w.FirstFailingConcurrency:
@@ -94,6 +102,14 @@ func everyTrial(w Workload) []SideTrial {
 		out = append(out, st)
 	}
 	return out
+}
+
+// optional is a number that is 0 when absent, as an empty cell then.
+func optional(v float64) string {
+	if v == 0 {
+		return ""
+	}
+	return formatFloat(v)
 }
 
 // kindOf is the trial's kind; a confirmation trial of a document that does not say.

@@ -176,7 +176,7 @@ func verdictText(objs []SLO, t Trial) string {
 func capacityText(w Workload, none string) string {
 	mp, ff := boundaryText(w.MaximumPassingConcurrency, none), boundaryText(w.FirstFailingConcurrency, none)
 	if w.MaximumPassingRequestRate != nil || w.FirstFailingRequestRate != nil {
-		mp, ff = rateText(w.MaximumPassingRequestRate, none), rateText(w.FirstFailingRequestRate, none)
+		mp, ff = openText(w.MaximumPassingRequestRate, w.MaximumPassingSpeedup, none), openText(w.FirstFailingRequestRate, w.FirstFailingSpeedup, none)
 	}
 	switch w.SearchBound() {
 	case BoundCeiling:
@@ -190,9 +190,17 @@ func capacityText(w Workload, none string) string {
 // firstFailingText is the first failing concurrency, or request rate for a search by rate.
 func firstFailingText(w Workload, none string) string {
 	if w.MaximumPassingRequestRate != nil || w.FirstFailingRequestRate != nil {
-		return rateText(w.FirstFailingRequestRate, none)
+		return openText(w.FirstFailingRequestRate, w.FirstFailingSpeedup, none)
 	}
 	return boundaryText(w.FirstFailingConcurrency, none)
+}
+
+// openText is a rate boundary, with a replay's speedup first: "speedup 1.5 (7.5 requests/s)".
+func openText(rate, speedup *float64, none string) string {
+	if rate != nil && speedup != nil {
+		return "speedup " + formatFloat(*speedup) + " (" + rateText(rate, none) + ")"
+	}
+	return rateText(rate, none)
 }
 
 func rateText(r *float64, none string) string {

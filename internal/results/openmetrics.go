@@ -94,7 +94,13 @@ func openMetrics(d *Document, stamp string) string {
 		}
 		return float64(*c), true
 	}
-	for _, g := range []workloadGauge{
+	rate := func(r *float64) (float64, bool) {
+		if r == nil {
+			return 0, false
+		}
+		return *r, true
+	}
+	gauges := []workloadGauge{
 		{"llmserve_maximum_passing_concurrency", "Highest concurrency at which every confirmation trial met the SLO; absent when even the lowest failed.",
 			func(w Workload) (float64, bool) { return boundary(w.MaximumPassingConcurrency) }},
 		{"llmserve_first_failing_concurrency", "Lowest concurrency above the maximum passing one at which a confirmation trial missed the SLO; absent when none failed within the bounds.",
@@ -103,7 +109,28 @@ func openMetrics(d *Document, stamp string) string {
 			func(w Workload) (float64, bool) { return float64(w.ConfiguredISL), true }},
 		{"llmserve_configured_output_tokens", "Configured output sequence length of the workload.",
 			func(w Workload) (float64, bool) { return float64(w.ConfiguredOSL), true }},
-	} {
+	}
+	// The open-loop boundary, only in documents of a search by rate (or a replay by speedup),
+	// so that a concurrency search's exposition is unchanged.
+	byRate, bySpeedup := false, false
+	for _, w := range d.Workloads {
+		byRate, bySpeedup = byRate || w.byRate(), bySpeedup || w.bySpeedup()
+	}
+	if byRate {
+		gauges = append(gauges,
+			workloadGauge{"llmserve_maximum_passing_requests_per_second", "Highest request rate at which every confirmation trial met the SLO and kept up; absent when even the lowest failed.",
+				func(w Workload) (float64, bool) { return rate(w.MaximumPassingRequestRate) }},
+			workloadGauge{"llmserve_first_failing_requests_per_second", "Lowest request rate above the maximum passing one at which a confirmation trial failed; absent when none failed within the bounds.",
+				func(w Workload) (float64, bool) { return rate(w.FirstFailingRequestRate) }})
+	}
+	if bySpeedup {
+		gauges = append(gauges,
+			workloadGauge{"llmserve_maximum_passing_speedup", "Highest speedup of the recorded trace at which every confirmation trial met the SLO and kept up: how many times the recorded traffic the deployment holds.",
+				func(w Workload) (float64, bool) { return rate(w.MaximumPassingSpeedup) }},
+			workloadGauge{"llmserve_first_failing_speedup", "Lowest speedup of the recorded trace above the maximum passing one at which a confirmation trial failed.",
+				func(w Workload) (float64, bool) { return rate(w.FirstFailingSpeedup) }})
+	}
+	for _, g := range gauges {
 		family(g.name, g.help)
 		for _, w := range d.Workloads {
 			if v, ok := g.value(w); ok {
@@ -146,6 +173,20 @@ func openMetrics(d *Document, stamp string) string {
 			sample("llmserve_trial_concurrency", float64(r.st.Concurrency), l...)
 		}
 	})
+	if byRate {
+		each("llmserve_trial_requests_per_second", "Request rate the open-loop trial was scheduled at.", func(r trialRow, l []string) {
+			if v := r.st.Trial.RequestRate; v > 0 {
+				sample("llmserve_trial_requests_per_second", v, l...)
+			}
+		})
+	}
+	if bySpeedup {
+		each("llmserve_trial_speedup", "Speedup at which the trial replayed the recorded trace.", func(r trialRow, l []string) {
+			if v := r.st.Trial.Speedup; v > 0 {
+				sample("llmserve_trial_speedup", v, l...)
+			}
+		})
+	}
 	each("llmserve_trial_slo_met", "1 when the trial on its own met every objective, 0 when it missed one or measured requests failed.", func(r trialRow, l []string) {
 		switch Verdict(d.Objectives(), r.st.Trial) {
 		case "pass":

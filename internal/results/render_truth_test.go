@@ -114,3 +114,55 @@ func TestRenderingsOfARateSearch(t *testing.T) {
 		t.Errorf("SVG does not state the rate ceiling:\n%s", svg)
 	}
 }
+
+// A replay searched by speedup: Markdown states the speedup with its rate, CSV each trial's
+// rate and speedup and the boundary's sides, OpenMetrics both boundaries as gauges.
+func TestRenderingsOfASpeedupSearch(t *testing.T) {
+	objs := []SLO{ttft95}
+	trial := func(n int, rate, speedup, ttft float64, missed ...string) Trial {
+		return Trial{Kind: "confirmation", Trial: n, RequestRate: rate, Speedup: speedup,
+			SLOs:     []SLOResult{{Metric: ttft95.Metric, Percentile: ttft95.Percentile, Value: ttft, Met: ttft95.Meets(ttft)}},
+			OpenLoop: &OpenLoopTrial{Arrival: "trace", KeptUp: len(missed) == 0, Missed: missed}}
+	}
+	w := Workload{Label: "recorded", AllTrials: []Trial{trial(1, 6.25, 1.25, 50), trial(1, 7.5, 1.5, 60, "backlog")}}
+	h, err := DeriveHeadline(objs, w)
+	if err != nil {
+		t.Fatal(err)
+	}
+	h.Apply(&w)
+	if w.MaximumPassingSpeedup == nil || *w.MaximumPassingSpeedup != 1.25 || *w.FirstFailingSpeedup != 1.5 || *w.MaximumPassingRequestRate != 6.25 {
+		t.Fatalf("headline %+v", h)
+	}
+	d := &Document{SLOs: objs, Workloads: []Workload{w}}
+	if md := Markdown(d); !strings.Contains(md, "| speedup 1.25 (6.25 requests/s) | speedup 1.5 (7.5 requests/s) |") {
+		t.Errorf("Markdown lacks the speedups:\n%s", md)
+	}
+	rows, err := csv.NewReader(strings.NewReader(CSV(d))).ReadAll()
+	if err != nil {
+		t.Fatal(err)
+	}
+	col := map[string]int{}
+	for i, name := range rows[0] {
+		col[name] = i
+	}
+	for i, want := range [][3]string{{"passing", "6.25", "1.25"}, {"failing", "7.5", "1.5"}} {
+		if r := rows[1+i]; r[col["side"]] != want[0] || r[col["request_rate"]] != want[1] || r[col["speedup"]] != want[2] || r[col["concurrency"]] != "" {
+			t.Errorf("CSV row %d: side %q rate %q speedup %q concurrency %q, want %v", i, r[col["side"]], r[col["request_rate"]], r[col["speedup"]], r[col["concurrency"]], want)
+		}
+	}
+	prom := OpenMetrics(d)
+	for _, want := range []string{
+		`llmserve_maximum_passing_requests_per_second{workload="recorded"} 6.25`,
+		`llmserve_first_failing_requests_per_second{workload="recorded"} 7.5`,
+		`llmserve_maximum_passing_speedup{workload="recorded"} 1.25`,
+		`llmserve_first_failing_speedup{workload="recorded"} 1.5`,
+	} {
+		if !strings.Contains(prom, want) {
+			t.Errorf("OpenMetrics lacks %q:\n%s", want, prom)
+		}
+	}
+	// A concurrency search's exposition has none of the open-loop families.
+	if prom := OpenMetrics(parseReference(t)); strings.Contains(prom, "llmserve_maximum_passing_requests_per_second") || strings.Contains(prom, "speedup") {
+		t.Error("the reference document's exposition carries open-loop families")
+	}
+}
