@@ -11,18 +11,29 @@ import (
 )
 
 // RunWarnings are the warnings a configuration earns once every value is known (at apply,
-// when the experiment's replica count is read from the deployment): today, a cache flush
-// by endpoint that reaches only one replica of several.
+// when the experiment's replica count is read from the deployment): a cache flush by
+// endpoint that reaches only one replica of several, because replica_endpoints is not set,
+// or lists fewer replicas than the experiment says were deployed.
 func (c Config) RunWarnings() []Problem {
 	exp := c.Experiment
 	if exp == nil || exp.Replicas <= 1 || c.CacheFlush == "none" || c.CacheFlush == "llamacpp" {
 		return nil
 	}
-	return []Problem{{Path: attrpath.Root("trial").At("cache_flush"), Warning: true,
-		Summary: "Cache flush reaches one replica",
-		Detail: fmt.Sprintf("The endpoint serves %d replicas behind one Service. A flush by endpoint (SGLang /flush_cache, vLLM /reset_prefix_cache) "+
-			"reaches only the replica the Service picks, so the others may keep warm prefix caches between trials; the provider cannot flush each pod "+
-			"through a Service. llama.cpp is unaffected (cache_prompt: false on every request). Use one replica to measure without prefix-cache reuse.", exp.Replicas)}}
+	if c.ReplicaEndpoints == nil {
+		return []Problem{{Path: attrpath.Root("trial").At("cache_flush"), Warning: true,
+			Summary: "Cache flush reaches one replica",
+			Detail: fmt.Sprintf("The endpoint serves %d replicas behind one Service. A flush by endpoint (SGLang /flush_cache, vLLM /reset_prefix_cache) "+
+				"reaches only the replica the Service picks, so the others may keep warm prefix caches between trials. "+
+				"Set replica_endpoints = llmserve_inference_deployment.<name>.replica_endpoints: the benchmark then waits for idle and flushes every replica before each trial, "+
+				"and reads each one's prefix-cache counters. llama.cpp is unaffected (cache_prompt: false on every request).", exp.Replicas)}}
+	}
+	if n := len(c.ReplicaEndpoints); n < exp.Replicas {
+		return []Problem{{Path: attrpath.Root("replica_endpoints"), Warning: true, Reads: []attrpath.Path{attrpath.Root("experiment")},
+			Summary: "Not every replica is listed",
+			Detail: fmt.Sprintf("replica_endpoints lists %d endpoints, but the experiment says %d replicas serve the endpoint: the unlisted ones are not flushed and may keep warm prefix caches. "+
+				"Feed it from the deployment (replica_endpoints = llmserve_inference_deployment.<name>.replica_endpoints, which lists every ready pod) and apply once all replicas are ready.", n, exp.Replicas)}}
+	}
+	return nil
 }
 
 // ResultWarnings are what a finished run's document asks the user to look at: a workload

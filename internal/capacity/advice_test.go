@@ -2,6 +2,7 @@ package capacity
 
 import (
 	"reflect"
+	"slices"
 	"strings"
 	"testing"
 
@@ -10,33 +11,46 @@ import (
 )
 
 func TestRunWarnings(t *testing.T) {
+	two := []string{"http://10.0.0.7:30000", "http://10.0.0.8:30000"}
+	three := append(slices.Clone(two), "http://10.0.0.9:30000")
 	for _, tc := range []struct {
 		name     string
 		replicas int
 		flush    string
-		want     bool
+		urls     []string
+		at       attrpath.Path // where the one warning is; nil: none
+		says     []string
 	}{
-		{"no experiment", 0, "sglang", false},
-		{"one replica", 1, "sglang", false},
-		{"three replicas, flush by endpoint", 3, "sglang", true},
-		{"three replicas, flush off", 3, "none", false},
-		{"three replicas, llama.cpp needs no flush", 3, "llamacpp", false},
+		{"no experiment", 0, "sglang", nil, nil, nil},
+		{"one replica", 1, "sglang", nil, nil, nil},
+		{"three replicas, flush by endpoint", 3, "sglang", nil, attrpath.Root("trial").At("cache_flush"),
+			[]string{"serves 3 replicas", "replica_endpoints = llmserve_inference_deployment.<name>.replica_endpoints"}},
+		{"three replicas, flush off", 3, "none", nil, nil, nil},
+		{"three replicas, llama.cpp needs no flush", 3, "llamacpp", nil, nil, nil},
+		{"three replicas, each listed", 3, "sglang", three, nil, nil},
+		{"three replicas, auto, each listed", 3, "auto", three, nil, nil},
+		{"three replicas, two listed", 3, "vllm", two, attrpath.Root("replica_endpoints"),
+			[]string{"lists 2 endpoints", "says 3 replicas", "llmserve_inference_deployment.<name>.replica_endpoints"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			c := Config{CacheFlush: tc.flush}
+			c := Config{CacheFlush: tc.flush, ReplicaEndpoints: tc.urls}
 			if tc.replicas > 0 {
 				c.Experiment = &results.Experiment{Replicas: tc.replicas}
 			}
 			got := c.RunWarnings()
-			if !tc.want {
+			if tc.at == nil {
 				if len(got) != 0 {
 					t.Fatalf("warnings = %+v, want none", got)
 				}
 				return
 			}
-			if len(got) != 1 || !got[0].Warning || !reflect.DeepEqual(got[0].Path, attrpath.Root("trial").At("cache_flush")) ||
-				!strings.Contains(got[0].Detail, "serves 3 replicas") {
-				t.Fatalf("warnings = %+v, want one at trial.cache_flush naming 3 replicas", got)
+			if len(got) != 1 || !got[0].Warning || !reflect.DeepEqual(got[0].Path, tc.at) {
+				t.Fatalf("warnings = %+v, want one at %s", got, tc.at)
+			}
+			for _, s := range tc.says {
+				if !strings.Contains(got[0].Detail, s) {
+					t.Errorf("warning %q does not say %q", got[0].Detail, s)
+				}
 			}
 		})
 	}

@@ -22,6 +22,11 @@ type Config struct {
 	APIKey   string // sent as a Bearer token; never logged or stored
 	// AdminAPIKey is sent instead of APIKey to flush the cache (SGLang --admin-api-key).
 	AdminAPIKey string
+	// ReplicaEndpoints, when not nil, are the base URLs of every replica behind Endpoint
+	// (the deployment's replica_endpoints): before each trial each one is waited for and
+	// flushed on its own, and its prefix-cache counters are read per trial (replicas.go).
+	// The load still goes to Endpoint. An empty, non-nil list is refused by Validate.
+	ReplicaEndpoints []string
 
 	Workloads []Workload
 	// SLOs must all hold in every confirmation trial at the maximum passing concurrency.

@@ -376,6 +376,7 @@ func (r *trialRunner) runRate(ctx context.Context, q search.RateRequest) (search
 	}
 	trial.Server = view
 	trial.Accelerators = accelerators.Summary(outputTokens(res.Requests)) // warmups included, as the window is
+	trial.Replicas = r.replicas.results()
 	if idleUnverified {
 		trial.Notes = append(trial.Notes, idleUnverifiedNote)
 	}

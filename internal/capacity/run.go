@@ -133,6 +133,9 @@ type session struct {
 	// telemetry are the accelerators' exporters, scraped over every trial; none without
 	// telemetry_endpoints.
 	telemetry []telemetry.Endpoint
+	// replicas are the deployment's replicas behind the endpoint (replica_endpoints), each
+	// settled and read on its own before and during every trial; none without them.
+	replicas []replica
 }
 
 // connect checks that the endpoint is usable before any load is sent: reachable, the model
@@ -156,6 +159,9 @@ func connect(ctx context.Context, cfg Config) (*session, error) {
 	s.engine = s.flush.Engine
 	if s.engine == "" {
 		s.engine, _ = control.Engine(ctx) // only for the idle check; unknown servers skip it
+	}
+	if s.replicas, err = connectReplicas(cfg, s.engine); err != nil {
+		return nil, err
 	}
 	s.client, err = load.NewClient(load.ClientConfig{
 		BaseURL: cfg.Endpoint, Model: cfg.Model, API: cfg.API, APIKey: cfg.APIKey,

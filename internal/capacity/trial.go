@@ -23,6 +23,9 @@ type trialRunner struct {
 	s     *session
 	w     Workload
 	index int // of w in the configuration, for records file names
+	// replicas is what each replica proved for the trial now running (replica_endpoints),
+	// set by settle; nil without replicas. Trials of one workload run one at a time.
+	replicas *replicaTrial
 }
 
 // RunTrial runs one trial in named steps: settle the server (idle, cold cache) while the
@@ -102,6 +105,12 @@ func seconds(d time.Duration) float64 { return d.Seconds() }
 // unverified says the server offered no idle signal, so the wait could not tell.
 func (r *trialRunner) settle(ctx context.Context, timing *results.TrialTiming) (unverified bool, err error) {
 	s := r.s
+	r.replicas = nil
+	if len(s.replicas) > 0 {
+		// Through the Service only one replica would be asked; each one is, on its own.
+		r.replicas, unverified, err = s.settleReplicas(ctx, timing)
+		return unverified, err
+	}
 	t0 := time.Now()
 	s.watch.enter("while waiting for the server to finish earlier work")
 	if err := s.control.WaitIdle(ctx, s.engine); err != nil {
@@ -173,6 +182,7 @@ func (r *trialRunner) load(ctx context.Context, req search.Request, prompts tria
 	spec.BeforeMeasured = func() {
 		accel.MarkMeasured()
 		watch.markMeasured(ctx)
+		r.replicas.markMeasured(ctx)
 	}
 	loadStart := time.Now()
 	res, err := load.RunTrial(ctx, s.client, spec)
@@ -180,6 +190,10 @@ func (r *trialRunner) load(ctx context.Context, req search.Request, prompts tria
 	out.view = watch.finish(ctx)
 	out.measuredHits = watch.measuredHits()
 	out.accelerators = accel.Finish(ctx)
+	if r.replicas != nil {
+		// The Service's /metrics is one replica's; the replicas' own counters add up to all.
+		out.measuredHits = r.replicas.finish(ctx)
+	}
 	clock.timing.ServerScrapeS = seconds(loadStart.Sub(t0) + time.Since(loadEnd))
 	if !res.MeasuredStart.IsZero() {
 		clock.timing.WarmupS = seconds(res.MeasuredStart.Sub(loadStart))
@@ -245,6 +259,7 @@ func (r *trialRunner) judge(req search.Request, prompts trialPhases, run trialLo
 	}
 	trial.Server = run.view
 	trial.Accelerators = run.accelerators.Summary(outputTokens(done))
+	trial.Replicas = r.replicas.results()
 	if run.idleUnverified {
 		trial.Notes = append(trial.Notes, idleUnverifiedNote)
 	}

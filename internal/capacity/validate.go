@@ -36,6 +36,7 @@ func (c Config) Validate() []Problem {
 	if _, err := endpoint.Parse(c.Endpoint); err != nil {
 		v.fail(attrpath.Root("endpoint"), "Invalid endpoint URL", "%v", err)
 	}
+	v.replicaEndpoints(c.ReplicaEndpoints)
 	if c.Model == "" {
 		v.fail(attrpath.Root("model"), "Empty model name", "must not be empty; give the model name the server lists under /v1/models")
 	}
@@ -350,6 +351,35 @@ func (v *validation) levels(at attrpath.Path, levels []int) {
 
 // validation collects problems.
 type validation struct{ problems []Problem }
+
+// replicaFix is how every replica_endpoints problem ends: where the list comes from.
+const replicaFix = "set replica_endpoints = llmserve_inference_deployment.<name>.replica_endpoints (one base URL per ready pod)"
+
+// replicaEndpoints checks the replicas' base URLs: each a valid endpoint, each listed once
+// (a replica listed twice would be flushed twice and another not at all), at least one.
+func (v *validation) replicaEndpoints(urls []string) {
+	at := attrpath.Root("replica_endpoints")
+	if urls == nil {
+		return
+	}
+	if len(urls) == 0 {
+		v.fail(at, "No replica endpoints", "lists no endpoint, so no replica would be flushed; %s, or remove it to flush through endpoint alone", replicaFix)
+		return
+	}
+	seen := map[string]int{}
+	for i, raw := range urls {
+		u, err := endpoint.Parse(raw)
+		if err != nil {
+			v.fail(at.Index(i), "Invalid replica endpoint URL", "%v; %s", err, replicaFix)
+			continue
+		}
+		if j, dup := seen[u.String()]; dup {
+			v.fail(at.Index(i), "Replica endpoint listed twice", "%q is also replica_endpoints[%d]: each replica must be listed once; %s", raw, j, replicaFix)
+			continue
+		}
+		seen[u.String()] = i
+	}
+}
 
 func (v *validation) add(p Problem) { v.problems = append(v.problems, p) }
 

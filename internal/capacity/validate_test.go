@@ -32,6 +32,16 @@ func TestValidate(t *testing.T) {
 		{name: "valid", change: func(*Config) {}},
 		{name: "endpoint with credentials", change: func(c *Config) { c.Endpoint = "http://admin:hunter2@gpu-host.example.com" },
 			want: []want{{path: "endpoint", summary: "Invalid endpoint URL", detail: `endpoint "http://admin:xxxxx@gpu-host.example.com" carries credentials`}}},
+		{name: "replica endpoints empty", change: func(c *Config) { c.ReplicaEndpoints = []string{} },
+			want: []want{{path: "replica_endpoints", summary: "No replica endpoints", detail: "replica_endpoints lists no endpoint, so no replica would be flushed; set replica_endpoints = llmserve_inference_deployment.<name>.replica_endpoints"}}},
+		{name: "replica endpoints valid", change: func(c *Config) { c.ReplicaEndpoints = []string{"http://10.0.0.7:30000", "http://10.0.0.8:30000"} }},
+		{name: "replica endpoint with a path, another listed twice", change: func(c *Config) {
+			c.ReplicaEndpoints = []string{"http://10.0.0.7:30000", "http://10.0.0.8:30000/v1", "http://10.0.0.7:30000/"}
+		},
+			want: []want{
+				{path: "replica_endpoints[1]", summary: "Invalid replica endpoint URL", detail: "/v1"},
+				{path: "replica_endpoints[2]", summary: "Replica endpoint listed twice", detail: `replica_endpoints[2] "http://10.0.0.7:30000/" is also replica_endpoints[0]: each replica must be listed once; set replica_endpoints = llmserve_inference_deployment.<name>.replica_endpoints`},
+			}},
 		{name: "no model", change: func(c *Config) { c.Model = "" },
 			want: []want{{path: "model", summary: "Empty model name", detail: "model must not be empty; give the model name the server lists under /v1/models."}}},
 		{name: "unknown api", change: func(c *Config) { c.API = "responses" },

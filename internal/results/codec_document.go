@@ -280,6 +280,9 @@ func (r *reader) trial(o *object) Trial {
 			t.OpenLoop = &x
 		}
 	}
+	if v, p := o.optional("replicas"); v != nil {
+		t.Replicas = r.replicaChecks(p, v)
+	}
 	if v, p := o.optional("accelerators"); v != nil {
 		t.Accelerators = r.accelerators(r.asObject(p, v))
 	}
@@ -291,6 +294,34 @@ func (r *reader) trial(o *object) Trial {
 	}
 	o.finish()
 	return t
+}
+
+func (r *reader) replicaChecks(path string, v *node) []ReplicaCheck {
+	if v.kind != kindArray {
+		r.fail(path, "expected array, got %s", v.kind)
+		return nil
+	}
+	out := make([]ReplicaCheck, 0, len(v.items))
+	for i, it := range v.items {
+		o := r.asObject(joinIndex(path, i), it)
+		if o == nil {
+			continue
+		}
+		var c ReplicaCheck
+		o.plain(&c)
+		for _, opt := range []struct {
+			key string
+			dst **float64
+		}{{"prompt_tokens", &c.PromptTokens}, {"prefix_cache_hit_tokens", &c.PrefixCacheHitTokens}} {
+			if n, p := o.optional(opt.key); n != nil {
+				f := r.num(p, n)
+				*opt.dst = &f
+			}
+		}
+		o.finish()
+		out = append(out, c)
+	}
+	return out
 }
 
 func (r *reader) errorSummary(path string, v *node) []ErrorCount {

@@ -178,6 +178,26 @@ type Trial struct {
 	// Speedup is the factor a replay trial divided the trace's recorded offsets by; absent
 	// from other trials. Additive.
 	Speedup float64 `json:"speedup,omitempty"`
+	// Replicas is what each replica of a replicated deployment proved for this trial, in the
+	// order of the benchmark's replica_endpoints; absent when they were not given. Additive.
+	Replicas []ReplicaCheck `json:"replicas,omitempty"`
+}
+
+// ReplicaCheck is one replica's part in a trial: a flush through a Service reaches one
+// replica, so the benchmark waits for idle and flushes on each replica's own endpoint.
+type ReplicaCheck struct {
+	Endpoint string `json:"endpoint"` // the replica's base URL (replica_endpoints)
+	// IdleVerified: the replica reported no running and no waiting request before the trial;
+	// false when it offered no idle signal, so the wait could not tell.
+	IdleVerified bool `json:"idle_verified"`
+	// CacheFlushed: the replica confirmed that it emptied its prefix cache before the trial;
+	// false when flushing is off (cache_flush = "none", or llama.cpp's per-request cache_prompt).
+	CacheFlushed bool `json:"cache_flushed"`
+	// PromptTokens and PrefixCacheHitTokens are the replica's own prefix-cache counters
+	// (prompt tokens looked up, found) over the trial's measured requests; absent when it
+	// exports none or a scrape failed.
+	PromptTokens         *float64 `json:"prompt_tokens,omitempty"`
+	PrefixCacheHitTokens *float64 `json:"prefix_cache_hit_tokens,omitempty"`
 }
 
 // AcceleratorTelemetry is the accelerators' view of one trial, from their Prometheus
