@@ -33,7 +33,10 @@ import (
 //
 //   - the container runtime: for every pod the provider created that kwok gave an IP, it
 //     runs the pod's own command (llama.cpp's llama-server from the Debian rootfs of
-//     scripts/build-llamacpp-image.sh, under chroot) listening on that pod IP;
+//     scripts/build-llamacpp-image.sh, under chroot) listening on that pod IP; an SGLang or
+//     vLLM pod (python3 -m ...) gets that engine's protocol double (internal/simengine) in
+//     the test process instead, configured from the pod's launch command as engineshim
+//     configures it in Docker, and counting the idle checks and flushes it answers;
 //   - kube-proxy: the API server refuses loopback addresses in EndpointSlices, so a Service
 //     has no endpoints here and nothing routes its cluster IP. kubeEngines listens on each
 //     Service's cluster IP and port and spreads connections round-robin over the engines of
@@ -82,6 +85,8 @@ type podEngine struct {
 	addr     string // podIP:port
 	cmd      *exec.Cmd
 	exited   chan struct{}
+	// An SGLang or vLLM pod's protocol double, served in this process: cmd is nil.
+	double *podDouble
 }
 
 type serviceForward struct {
@@ -97,15 +102,26 @@ func startKubeEngines(t *testing.T, cs k8s.Interface, ns string) *kubeEngines {
 	if err != nil {
 		t.Fatal(err)
 	}
-	e := &kubeEngines{t: t, cs: cs, ns: ns, rootfs: filepath.Join(root, ".cache/llamacpp-rootfs"),
-		models: filepath.Join(root, ".cache/models"), done: make(chan struct{}),
-		engines: map[string]*podEngine{}, proxies: map[string]*serviceForward{}}
-	if _, err := os.Stat(filepath.Join(e.rootfs, "usr/bin/llama-server")); err != nil {
+	rootfs, models := filepath.Join(root, ".cache/llamacpp-rootfs"), filepath.Join(root, ".cache/models")
+	if _, err := os.Stat(filepath.Join(rootfs, "usr/bin/llama-server")); err != nil {
 		t.Fatalf("llama.cpp rootfs missing (%v): run scripts/build-llamacpp-image.sh --rootfs-only", err)
 	}
-	if _, err := os.Stat(filepath.Join(e.models, "tiny-llama.gguf")); err != nil {
+	if _, err := os.Stat(filepath.Join(models, "tiny-llama.gguf")); err != nil {
 		t.Fatalf("tiny model missing (%v): run scripts/build-model.sh", err)
 	}
+	return runKubeEngines(t, cs, ns, rootfs, models)
+}
+
+// startKubeDoubles runs engine doubles for the provider's SGLang and vLLM pods in ns until
+// the test ends; it needs no llama.cpp rootfs.
+func startKubeDoubles(t *testing.T, cs k8s.Interface, ns string) *kubeEngines {
+	t.Helper()
+	return runKubeEngines(t, cs, ns, "", "")
+}
+
+func runKubeEngines(t *testing.T, cs k8s.Interface, ns, rootfs, models string) *kubeEngines {
+	e := &kubeEngines{t: t, cs: cs, ns: ns, rootfs: rootfs, models: models, done: make(chan struct{}),
+		engines: map[string]*podEngine{}, proxies: map[string]*serviceForward{}}
 	ctx, cancel := context.WithCancel(context.Background())
 	e.cancel = cancel
 	go e.loop(ctx)
@@ -222,6 +238,15 @@ func (e *kubeEngines) run(p corev1.Pod) *podEngine {
 			return ref // Kubernetes leaves unknown references as written
 		})
 	}
+	if argv[0] == "python3" {
+		return e.runDouble(p, argv, env, port)
+	}
+	if e.rootfs == "" {
+		e.t.Errorf("pod %s runs %q: only SGLang and vLLM doubles run here (startKubeDoubles)", p.Name, argv[0])
+		pe := &podEngine{instance: p.Labels[kubernetes.InstanceLabel], exited: make(chan struct{})}
+		close(pe.exited)
+		return pe
+	}
 	cmd := exec.Command("unshare", append([]string{"--mount", "--propagation", "private", "sh", "-c", script, "sh", e.models, e.rootfs}, argv...)...)
 	cmd.Env = []string{"PATH=/usr/sbin:/usr/bin:/sbin:/bin"}
 	for k, v := range env {
@@ -252,7 +277,11 @@ func (e *kubeEngines) run(p corev1.Pod) *podEngine {
 }
 
 func (pe *podEngine) kill() {
-	if pe.cmd.Process != nil {
+	if pe.double != nil {
+		pe.double.close()
+		return
+	}
+	if pe.cmd != nil && pe.cmd.Process != nil {
 		_ = syscall.Kill(-pe.cmd.Process.Pid, syscall.SIGKILL)
 	}
 	select {

@@ -66,7 +66,7 @@ func TestEveryConfigurableStringRefusesControlCharacters(t *testing.T) {
 			{"name": "d", "image": "lmsysorg/sglang:v0.5.4", "engine": "sglang", "model": "org/m", "admin_api_key_wo": "a"},
 		},
 		"llmserve_capacity_benchmark": {
-			{"endpoint": "http://127.0.0.1:9", "model": "m", "api": "chat", "api_key": "k", "admin_api_key": "a",
+			{"endpoint": "http://127.0.0.1:9", "replica_endpoints": []any{"http://127.0.0.1:10"}, "model": "m", "api": "chat", "api_key": "k", "admin_api_key": "a",
 				"workloads": workloads, "slos": []any{map[string]any{"metric": "time_to_first_token", "percentile": 95.0, "threshold_ms": 100.0, "comparison": "strictly_less_than"}},
 				"trial":    map[string]any{"cache_flush": "auto", "stall_timeout": "90s", "request_timeout": "30m"},
 				"triggers": map[string]any{"server": "x"}, "progress_file": "p.jsonl", "progress_log": "p.log", "records_directory": "records", "telemetry_endpoints": []any{"http://gpu-node:9400/metrics"},

@@ -38,6 +38,7 @@ type capacityBenchmarkResource struct {
 type capacityBenchmarkModel struct {
 	ID           types.String   `tfsdk:"id"`
 	Endpoint     types.String   `tfsdk:"endpoint"`
+	Replicas     types.List     `tfsdk:"replica_endpoints"`
 	Model        types.String   `tfsdk:"model"`
 	API          types.String   `tfsdk:"api"`
 	APIKey       types.String   `tfsdk:"api_key"`
@@ -161,7 +162,9 @@ func (r *capacityBenchmarkResource) Read(ctx context.Context, req resource.ReadR
 	resp.Diagnostics.Append(resp.State.Set(ctx, &state)...)
 }
 
-// Update only happens for attributes that do not re-run the benchmark (progress_file, progress_log, timeouts, api_key).
+// Update only happens for attributes that do not re-run the benchmark (progress_file,
+// progress_log, timeouts, api_key, replica_endpoints: pod addresses change with every pod
+// restart, the measurement does not).
 func (r *capacityBenchmarkResource) Update(ctx context.Context, req resource.UpdateRequest, resp *resource.UpdateResponse) {
 	var plan, state capacityBenchmarkModel
 	resp.Diagnostics.Append(req.Plan.Get(ctx, &plan)...)
@@ -172,6 +175,7 @@ func (r *capacityBenchmarkResource) Update(ctx context.Context, req resource.Upd
 	state.ProgressFile = plan.ProgressFile
 	state.ProgressLog = plan.ProgressLog
 	state.Timeouts = plan.Timeouts
+	state.Replicas = plan.Replicas
 	state.APIKey, state.AdminAPIKey = types.StringNull(), types.StringNull()
 	resp.Diagnostics.Append(resp.State.Set(ctx, &state)...)
 }

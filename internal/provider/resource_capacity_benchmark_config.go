@@ -105,6 +105,20 @@ func (m capacityBenchmarkModel) capacityConfig(ctx context.Context) (capacity.Co
 	for i, e := range r.elements(attrpath.Root("telemetry_endpoints"), m.Telemetry) {
 		cfg.TelemetryEndpoints = append(cfg.TelemetryEndpoints, r.str(attrpath.Root("telemetry_endpoints").Index(i), e, ""))
 	}
+
+	at := attrpath.Root("replica_endpoints")
+	if r.known(at, m.Replicas) {
+		// Set, even when empty (which Validate refuses); an element not known yet holds back
+		// every rule on the list: a duplicate or the count cannot be judged without it.
+		cfg.ReplicaEndpoints = []string{}
+		for i, e := range r.elements(at, m.Replicas) {
+			if e.IsUnknown() {
+				r.unknown = append(r.unknown, at)
+			}
+			cfg.ReplicaEndpoints = append(cfg.ReplicaEndpoints, r.str(at.Index(i), e, ""))
+		}
+	}
+
 	for i, w := range r.elements(attrpath.Root("workloads"), m.Workloads) {
 		p := attrpath.Root("workloads").Index(i)
 		f := r.fields(p, w)
@@ -136,7 +150,7 @@ func (m capacityBenchmarkModel) capacityConfig(ctx context.Context) (capacity.Co
 		})
 	}
 
-	at := attrpath.Root("search")
+	at = attrpath.Root("search")
 	f := r.fields(at, m.Search)
 	cfg.MinConcurrency = r.int(at.At("min_concurrency"), f["min_concurrency"], def.MinConcurrency)
 	cfg.MaxConcurrency = r.int(at.At("max_concurrency"), f["max_concurrency"], def.MaxConcurrency)

@@ -37,6 +37,18 @@ func TestBenchmarkValidationWithUnknowns(t *testing.T) {
 			map[string]any{"triggers": map[string]any{"server": unknown, "revision": "main"}}, nil},
 		{"experiment known only in part",
 			map[string]any{"experiment": map[string]any{"image_tag": unknown, "tensor_parallelism": 2}}, nil},
+		{"replica endpoints from a deployment not applied yet",
+			map[string]any{"replica_endpoints": unknown}, nil},
+		{"a replica endpoint unknown at plan is not a duplicate yet",
+			map[string]any{"replica_endpoints": []any{"http://10.0.0.7:30000", unknown, "http://10.0.0.7:30000"}}, nil},
+		{"replica endpoints empty",
+			map[string]any{"replica_endpoints": []any{}}, []string{
+				"error: No replica endpoints: replica_endpoints lists no endpoint, so no replica would be flushed; set replica_endpoints = llmserve_inference_deployment.<name>.replica_endpoints (one base URL per ready pod), or remove it to flush through endpoint alone.",
+			}},
+		{"a replica listed twice",
+			map[string]any{"replica_endpoints": []any{"http://10.0.0.7:30000", "http://10.0.0.8:30000", "http://10.0.0.7:30000/"}}, []string{
+				`error: Replica endpoint listed twice: replica_endpoints[2] "http://10.0.0.7:30000/" is also replica_endpoints[0]: each replica must be listed once; set replica_endpoints = llmserve_inference_deployment.<name>.replica_endpoints (one base URL per ready pod).`,
+			}},
 		{"unknown workloads list",
 			map[string]any{"workloads": unknown}, nil},
 		{"unknown endpoint waits, an empty model does not",

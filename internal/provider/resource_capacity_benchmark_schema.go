@@ -49,6 +49,18 @@ func (r *capacityBenchmarkResource) Schema(ctx context.Context, _ resource.Schem
 				MarkdownDescription: "Base URL of the OpenAI-compatible server, e.g. `http://gpu-host.example.com:30000`: `http` or `https`, without `/v1` (the benchmark adds `/v1/chat/completions` itself), query, fragment or credentials (put the key in `api_key`; a URL is stored in state and shown in plan). A value known only at apply is checked then, before any request.",
 				PlanModifiers:       replace,
 			},
+			"replica_endpoints": schema.ListAttribute{
+				Optional:    true,
+				ElementType: types.StringType,
+				MarkdownDescription: "Base URLs of every replica behind `endpoint`, one per pod: `llmserve_inference_deployment.<name>.replica_endpoints`. " +
+					"A cache flush sent to a Service reaches the one replica the Service picks, so with several replicas the others would keep warm prefix caches. " +
+					"With this list, before each trial the benchmark waits until every replica runs and queues nothing and flushes every replica's prefix cache, " +
+					"in parallel, each on its own URL, and reads each replica's prefix-cache counters over the measured requests; each trial in `results_json` says per replica " +
+					"what was proven (`replicas`: `idle_verified`, `cache_flushed`, `prompt_tokens`, `prefix_cache_hit_tokens`). The load still goes to `endpoint`. " +
+					"A replica that stays busy or does not confirm its flush fails the run, named. Each element is a base URL like `endpoint`, listed once; the list may not be empty. " +
+					"The URLs must be reachable from where Terraform runs (the deployment's are pod IPs: a runner inside the cluster network). " +
+					"Changing the list does not re-run the benchmark: pod addresses change whenever pods restart.",
+			},
 			"model": schema.StringAttribute{
 				Required:            true,
 				MarkdownDescription: "Model name sent in every request (as listed by the server's `/v1/models`).",

@@ -65,6 +65,7 @@ type inferenceDeploymentModel struct {
 	Labels              types.Map    `tfsdk:"labels"`
 	Annotations         types.Map    `tfsdk:"annotations"`
 	PodAccess           types.String `tfsdk:"pod_access"`
+	ReplicaEndpoints    types.List   `tfsdk:"replica_endpoints"`
 }
 
 type tolerationModel struct {
@@ -146,7 +147,8 @@ func (r *inferenceDeploymentResource) Schema(ctx context.Context, _ resource.Sch
 			"one scaled by hand shows as a `replicas` change. Destroy removes the Deployment, Service and Secret it created (only objects carrying its labels).\n\n" +
 			"A `llmserve_capacity_benchmark` given `endpoint` and `experiment` measures the whole replicated Service, and its results record `replicas`. " +
 			"The benchmark runs where Terraform runs, so `endpoint` must be reachable from there (`LoadBalancer`, `NodePort`, or a runner inside the cluster for `ClusterIP`). " +
-			"SGLang's and vLLM's prefix-cache flush is an HTTP call that the Service hands to one replica; with several replicas the benchmark warns that the others keep their caches.\n\n" +
+			"SGLang's and vLLM's prefix-cache flush is an HTTP call that the Service hands to one replica: give the benchmark `replica_endpoints = llmserve_inference_deployment.<name>.replica_endpoints` " +
+			"and it waits for idle and flushes every replica before each trial, and reads each replica's prefix-cache counters; without it, with several replicas, it warns that the others keep their caches.\n\n" +
 			fmt.Sprintf("When the API server cannot be used, the error says what failed and at which address: a refused connection at once, a TLS handshake that does not finish within %s "+
 				"(something listening that is no TLS server), a request the API server does not answer within %s (a TCP connection not opened within %s), "+
 				"credentials it refuses (401) or that lack a permission (403). Only an object of the same name that llmserve did not create is reported as a name taken.",
@@ -191,6 +193,11 @@ func (r *inferenceDeploymentResource) Schema(ctx context.Context, _ resource.Sch
 				MarkdownDescription: "Labels on the Deployment, Service, Secret and pods. The provider adds `app.kubernetes.io/managed-by`, `app.kubernetes.io/name` and `app.kubernetes.io/instance`."},
 			"annotations": schema.MapAttribute{ElementType: types.StringType, Optional: true, PlanModifiers: replaceMap,
 				MarkdownDescription: "Annotations on the Deployment, Service, Secret and pods. The provider adds `" + kubernetes.RecordAnnotation + "` to the Deployment (the launch record import reads)."},
+			"replica_endpoints": schema.ListAttribute{Computed: true, ElementType: types.StringType,
+				PlanModifiers: []planmodifier.List{listplanmodifier.UseStateForUnknown()},
+				MarkdownDescription: "Base URL of every ready replica on the pod network (`http://POD_IP:PORT`), one per pod, in pod-name order, read again at every refresh. " +
+					"Feed it to `llmserve_capacity_benchmark`'s `replica_endpoints` so the benchmark flushes and waits for every replica, not only the one the Service picks. " +
+					"Pod IPs are reachable from inside the cluster network (like a `ClusterIP` endpoint); unknown in a plan that changes `replicas`."},
 			"pod_access": schema.StringAttribute{Optional: true, Computed: true, Default: stringdefault.StaticString(string(kubernetes.APIProxy)),
 				Validators:          []validator.String{stringvalidator.OneOf(enumStrings(kubernetes.Accesses)...)},
 				MarkdownDescription: "How this machine reaches each replica for the generation check: `api_proxy` (default; the API server's pod proxy, with the provider's credentials) or `pod_network` (the pod IPs directly, for runners inside the cluster network). The API server consumes the `Authorization` header, so `api_key_wo` needs `pod_network`."},
@@ -292,6 +299,7 @@ func (r *inferenceDeploymentResource) finish(ctx context.Context, c *kubernetes.
 	m.Replicas = types.Int64Value(int64(st.Replicas))
 	m.ServicePort = types.Int64Value(int64(d.ServicePort))
 	diags.Append(m.setStatus(ctx, spec, st)...)
+	diags.Append(m.setReplicaEndpoints(ctx, c, d, spec.Port)...)
 	exp := m.experiment(spec, st.ImageDigest, info)
 	exp.Replicas = int(st.Replicas)
 	diags.Append(m.setExperiment(ctx, exp, info)...)
@@ -345,6 +353,7 @@ func (r *inferenceDeploymentResource) Read(ctx context.Context, req resource.Rea
 	}
 	state.Replicas = types.Int64Value(int64(st.Replicas))
 	resp.Diagnostics.Append(state.setStatus(ctx, rec.Spec, st)...)
+	resp.Diagnostics.Append(state.setReplicaEndpoints(ctx, c, rec.Deployment, rec.Spec.Port)...)
 	resp.Diagnostics.Append(resp.State.Set(ctx, &state)...)
 }
 
@@ -392,6 +401,18 @@ func (r *inferenceDeploymentResource) ImportState(ctx context.Context, req resou
 		return
 	}
 	importID(ctx, req.ID, resp)
+}
+
+// setReplicaEndpoints records the ready pods' base URLs.
+func (m *inferenceDeploymentModel) setReplicaEndpoints(ctx context.Context, c *kubernetes.Cluster, d kubernetes.Deployment, port int) diag.Diagnostics {
+	var diags diag.Diagnostics
+	eps, err := c.ReplicaEndpoints(ctx, d, port)
+	if err != nil {
+		addClusterError(&diags, "Cannot list the replicas of the inference deployment", err)
+		return diags
+	}
+	m.ReplicaEndpoints, diags = types.ListValueFrom(ctx, types.StringType, eps)
+	return diags
 }
 
 // addClusterError reports err under what failed when the cluster itself could not be used

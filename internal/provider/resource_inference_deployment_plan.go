@@ -67,9 +67,10 @@ func (r *inferenceDeploymentResource) ModifyPlan(ctx context.Context, req resour
 	if changed || (plan.ServiceType.ValueString() == "NodePort" && !plan.Replicas.Equal(state.Replicas)) {
 		resp.Diagnostics.Append(resp.Plan.SetAttribute(ctx, path.Root("endpoint"), types.StringUnknown())...)
 	}
-	// The experiment records the replica count.
+	// The experiment records the replica count; replica_endpoints lists the pods.
 	if !plan.Replicas.Equal(state.Replicas) {
 		resp.Diagnostics.Append(resp.Plan.SetAttribute(ctx, path.Root("experiment"), types.ObjectUnknown(experimentAttrTypes))...)
+		resp.Diagnostics.Append(resp.Plan.SetAttribute(ctx, path.Root("replica_endpoints"), types.ListUnknown(types.StringType))...)
 	}
 }
 

@@ -37,10 +37,13 @@ resource "llmserve_inference_deployment" "qwen" {
 }
 
 # Measured from inside the cluster network (the ClusterIP endpoint), e.g. a CI runner pod.
+# replica_endpoints: every pod is waited for and its prefix cache flushed before each trial
+# (a flush through the Service would reach one of them).
 resource "llmserve_capacity_benchmark" "qwen" {
-  endpoint   = llmserve_inference_deployment.qwen.endpoint
-  model      = "qwen3-8b"
-  workloads  = [{ label = "1024 / 128", input_tokens = 1024, output_tokens = 128 }]
-  slos       = [{ metric = "time_to_first_token", percentile = 95, threshold_ms = 1000 }]
-  experiment = llmserve_inference_deployment.qwen.experiment # records replicas = 2
+  endpoint          = llmserve_inference_deployment.qwen.endpoint
+  replica_endpoints = llmserve_inference_deployment.qwen.replica_endpoints
+  model             = "qwen3-8b"
+  workloads         = [{ label = "1024 / 128", input_tokens = 1024, output_tokens = 128 }]
+  slos              = [{ metric = "time_to_first_token", percentile = 95, threshold_ms = 1000 }]
+  experiment        = llmserve_inference_deployment.qwen.experiment # records replicas = 2
 }

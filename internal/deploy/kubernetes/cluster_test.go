@@ -354,6 +354,15 @@ func TestReplicas(t *testing.T) {
 	if len(reps) != 2 || reps[0].Base != "https://api.example:6443/api/v1/namespaces/inference/pods/qwen-a:30000/proxy" {
 		t.Errorf("api proxy replicas %+v", reps)
 	}
+
+	// What a benchmark flushes: the ready pods on the pod network, whatever pod_access is.
+	eps, err := c.ReplicaEndpoints(context.Background(), d, 30000)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, want := strings.Join(eps, ","), "http://10.0.0.a:30000,http://10.0.0.b:30000"; got != want {
+		t.Errorf("replica endpoints %q, want %q", got, want)
+	}
 }
 
 // ProveGenerates waits for as many ready pods as replicas and, when they never come, says

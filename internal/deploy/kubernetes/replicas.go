@@ -71,6 +71,21 @@ func (c *Cluster) Replicas(ctx context.Context, d Deployment, port int, access A
 	return out, nil
 }
 
+// ReplicaEndpoints are the base URLs of the deployment's ready pods on the pod network
+// (http://POD_IP:PORT), in pod-name order: what a benchmark needs to wait for and flush
+// every replica on its own, which a flush through the Service cannot (it reaches one).
+func (c *Cluster) ReplicaEndpoints(ctx context.Context, d Deployment, port int) ([]string, error) {
+	reps, err := c.Replicas(ctx, d, port, PodNetwork)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]string, len(reps))
+	for i, r := range reps {
+		out[i] = r.Base
+	}
+	return out, nil
+}
+
 // ProveGenerates waits until one real completion succeeds on every replica (r.Timeout and
 // ctx bound it), and returns what the first replica reports about itself. A Service would
 // spread the checks over replicas at random; going to each pod proves every one.
