@@ -56,11 +56,19 @@ func (c Config) ResultWarnings(doc *results.Document) []Problem {
 			}
 			continue
 		}
+		names := "maximum_passing_concurrency and first_failing_concurrency"
+		switch {
+		case w.MaximumPassingSpeedup != nil || w.FirstFailingSpeedup != nil:
+			names = "maximum_passing_speedup and first_failing_speedup"
+		case w.MaximumPassingRequestRate != nil || w.FirstFailingRequestRate != nil:
+			names = "maximum_passing_request_rate and first_failing_request_rate"
+		}
 		out = append(out, Problem{Path: attrpath.Root("capacity_bounded_by_search").Key(w.Label), Warning: true,
 			Summary: fmt.Sprintf("Capacity of workload %q is bounded by the search", w.Label),
-			Detail: fmt.Sprintf("Workload %q: %s. maximum_passing_concurrency and first_failing_concurrency are the edge of the search, not the capacity; capacity_bounded_by_search[%q] is true.",
-				w.Label, BoundNote(w, len(c.ConcurrencyLevels) > 0), w.Label)})
+			Detail: fmt.Sprintf("Workload %q: %s. %s are the edge of the search, not the capacity; capacity_bounded_by_search[%q] is true.",
+				w.Label, BoundNote(w, len(c.ConcurrencyLevels) > 0), names, w.Label)})
 	}
+	out = append(out, c.shortRateTrials(doc)...)
 	if warm := WarmCacheTrials(doc); len(warm) > 0 {
 		out = append(out, Problem{Warning: true,
 			Summary: "Prompts were served from a cache that should have been cold",

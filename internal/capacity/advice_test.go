@@ -77,3 +77,32 @@ func TestResultWarningsBoundedBySearch(t *testing.T) {
 		t.Errorf("no document: %+v, want none", got)
 	}
 }
+
+// An open-loop trial whose sends span fewer than 10 median request latencies gets a warning
+// naming what to raise: 16 requests at 6 requests/s span 2.67 s, 5.3 latencies of 0.5 s, so
+// 10 latencies need 30 requests; 64 requests span 10.7 s, enough. A replay names its trace.
+func TestResultWarningsShortRateTrials(t *testing.T) {
+	trial := func(n int, rate, speedup, p50ms float64) results.Trial {
+		return results.Trial{RequestRate: rate, Speedup: speedup, RequestLatencyMs: results.Stats{P50: p50ms},
+			Correctness: results.Correctness{ProfilingRecords: n}, OpenLoop: &results.OpenLoopTrial{OfferedRate: rate, KeptUp: true}}
+	}
+	r := func(v float64) *float64 { return &v }
+	doc := &results.Document{Workloads: []results.Workload{
+		{Label: "short", MaximumPassingRequestRate: r(6), FirstFailingRequestRate: r(7), PassingTrials: []results.Trial{trial(64, 6, 0, 400), trial(16, 6, 0, 500)}},
+		{Label: "long", MaximumPassingRequestRate: r(6), FirstFailingRequestRate: r(7), PassingTrials: []results.Trial{trial(64, 6, 0, 500)}},
+		{Label: "replay", MaximumPassingRequestRate: r(6), FirstFailingRequestRate: r(7), MaximumPassingSpeedup: r(1.5), FirstFailingSpeedup: r(1.75),
+			FailingTrials: []results.Trial{trial(16, 6, 1.5, 500)}},
+	}}
+	cfg := Config{Workloads: []Workload{{Label: "short"}, {Label: "long"}, {Label: "replay", TraceFile: "t.jsonl"}}}
+	got := cfg.ResultWarnings(doc)
+	if len(got) != 2 {
+		t.Fatalf("warnings %+v, want the short and the replay workloads", got)
+	}
+	if p := got[0]; p.Path.String() != "trial.measured_requests" || !strings.Contains(p.Detail, `Workload "short": the confirmation trial at 6 requests/s sent its 16 measured requests over 2.67 s, only 5.3 × their median request latency (0.5 s)`) ||
+		!strings.Contains(p.Detail, "raise trial.measured_requests to at least 30") {
+		t.Errorf("short: %s: %s", p.Path, p.Detail)
+	}
+	if p := got[1]; p.Path.String() != "workloads[2].trace.file" || !strings.Contains(p.Detail, "at speedup 1.5 (6 requests/s)") || !strings.Contains(p.Detail, "replay a longer trace: at least 30 measured requests") {
+		t.Errorf("replay: %s: %s", p.Path, p.Detail)
+	}
+}

@@ -9,6 +9,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/llmserve/terraform-provider-llmserve/internal/results"
 )
 
 func probeEntry(c int) JournalEntry {
@@ -219,5 +221,34 @@ func TestFingerprintTriggers(t *testing.T) {
 			}
 			seen[tc.want] = tc.name
 		})
+	}
+}
+
+// A trial is named by where it ran: its concurrency, or an open-loop trial by its rate (and a
+// replay's by its speedup), never "concurrency 0".
+func TestJournalEntryNamesItsLevel(t *testing.T) {
+	failed := []results.ErrorCount{{Kind: "http_status", Count: 2, HTTPStatus: 503, Example: "busy"}}
+	for _, tc := range []struct {
+		e      JournalEntry
+		line   string
+		fields map[string]any
+	}{
+		{JournalEntry{Workload: "w", Concurrency: 4, Kind: "probe"}, `workload "w", concurrency 4, probe 1:`, map[string]any{"concurrency": 4}},
+		{JournalEntry{Workload: "w", Rate: 2.5, Kind: "confirmation", Index: 2}, `workload "w", rate 2.5 requests/s, confirmation 2:`, map[string]any{"rate": 2.5}},
+		{JournalEntry{Workload: "w", Rate: 7.5, Speedup: 1.5, Kind: "confirmation", Index: 1}, `workload "w", speedup 1.5 (rate 7.5 requests/s), confirmation 1:`, map[string]any{"rate": 7.5, "speedup": 1.5}},
+	} {
+		tc.e.Errors, tc.e.ErrorSummary = 2, failed
+		if got := tc.e.FailureLine(); !strings.HasPrefix(got, tc.line) {
+			t.Errorf("failure line %q, want it to begin %q", got, tc.line)
+		}
+		f := tc.e.LogFields()
+		for k, v := range tc.fields {
+			if f[k] != v {
+				t.Errorf("%s: log field %s = %v, want %v", tc.line, k, f[k], v)
+			}
+		}
+		if _, ok := f["concurrency"]; ok != (tc.e.Rate == 0) {
+			t.Errorf("%s: log fields %v: concurrency only for a closed-loop trial", tc.line, f)
+		}
 	}
 }

@@ -1,0 +1,62 @@
+package capacity
+
+import (
+	"fmt"
+	"math"
+
+	"github.com/llmserve/terraform-provider-llmserve/internal/attrpath"
+	"github.com/llmserve/terraform-provider-llmserve/internal/results"
+)
+
+// shortTrialFactor is how many median request latencies the sends of an open-loop trial must
+// span for its completion guard to mean something. The guard compares the completion rate,
+// (k − 1) over the span from the first to the last response, with the offered rate over the
+// span of the sends; the two spans differ by the last request's latency minus the first's,
+// so a trial spanning 10 latencies has an error of up to about a tenth: already twice the
+// guard's ε of 5 %.
+const shortTrialFactor = 10
+
+// shortRateTrials warns, per workload searched by rate (or replayed by speedup), when the
+// confirmation trials at its boundary were too short for the completion guard: their
+// measured requests sent over less than shortTrialFactor × their median request latency.
+// It names what to raise: trial.measured_requests, or a replay's trace.
+func (c Config) shortRateTrials(doc *results.Document) []Problem {
+	var out []Problem
+	for i, w := range doc.Workloads {
+		var worst *results.Trial
+		worstRatio := math.Inf(1)
+		for _, side := range [][]results.Trial{w.PassingTrials, w.FailingTrials} {
+			for j := range side {
+				t := &side[j]
+				if t.RequestRate <= 0 || t.OpenLoop == nil || t.StoppedEarly || t.RequestLatencyMs.P50 <= 0 || t.OpenLoop.OfferedRate <= 0 {
+					continue
+				}
+				span := float64(t.Correctness.ProfilingRecords) / t.OpenLoop.OfferedRate // seconds of sends
+				if r := span / (t.RequestLatencyMs.P50 / 1000); r < shortTrialFactor && r < worstRatio {
+					worst, worstRatio = t, r
+				}
+			}
+		}
+		if worst == nil {
+			continue
+		}
+		p50 := worst.RequestLatencyMs.P50 / 1000
+		need := int(math.Ceil(shortTrialFactor * p50 * worst.OpenLoop.OfferedRate))
+		at, fix, path := fmt.Sprintf("%.4g requests/s", worst.RequestRate), fmt.Sprintf("raise trial.measured_requests to at least %d", need), attrpath.Root("trial").At("measured_requests")
+		if worst.Speedup > 0 {
+			at = fmt.Sprintf("speedup %.4g (%.4g requests/s)", worst.Speedup, worst.RequestRate)
+			fix = fmt.Sprintf("replay a longer trace: at least %d measured requests after the warmups at this speedup", need)
+			path = attrpath.Root("workloads").Index(i).At("trace").At("file")
+			if i >= len(c.Workloads) || c.Workloads[i].Label != w.Label {
+				path = attrpath.Root("workloads")
+			}
+		}
+		out = append(out, Problem{Path: path, Warning: true,
+			Summary: fmt.Sprintf("Open-loop trials of workload %q too short to judge keeping up", w.Label),
+			Detail: fmt.Sprintf("Workload %q: the confirmation trial at %s sent its %d measured requests over %.3g s, only %.2g × their median request latency (%.3g s). "+
+				"The completion guard compares the response rate with the send rate, whose spans differ by a request's latency, so below %d latencies its error "+
+				"approaches the 5 %% it allows and the boundary is uncertain; %s.",
+				w.Label, at, worst.Correctness.ProfilingRecords, float64(worst.Correctness.ProfilingRecords)/worst.OpenLoop.OfferedRate, worstRatio, p50, shortTrialFactor, fix)})
+	}
+	return out
+}
