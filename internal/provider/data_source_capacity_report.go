@@ -49,6 +49,7 @@ type capacityReportModel struct {
 	CostPerHour               types.Float64 `tfsdk:"cost_per_hour"`
 	Accelerators              types.Int64   `tfsdk:"accelerators"`
 	Cost                      types.Map     `tfsdk:"cost"`
+	ResultsJSON               types.String  `tfsdk:"results_json"`
 }
 
 // reportSLOValue is one objective the document's trials were judged by.

@@ -47,11 +47,18 @@ func addCostAttributes(attrs map[string]schema.Attribute) {
 			"times its `replicas` (one accelerator per tensor-parallel rank).",
 		Validators: []validator.Int64{int64validator.AtLeast(1), int64validator.AlsoRequires(path.MatchRoot("cost_per_hour"))},
 	}
+	attrs["results_json"] = schema.StringAttribute{
+		Computed: true,
+		MarkdownDescription: "The document as read, carrying the price when `cost_per_hour` is set (`price.per_hour`, `price.accelerators`: " +
+			"additive schema v1 keys). Pass it to `provider::llmserve::report_markdown` or `report_openmetrics`, which render what " +
+			"capacity costs (a Cost section; `llmserve_cost_per_million_output_tokens` and the like) whenever a document carries a price, " +
+			"and the accelerators' energy figures whenever its trials carry them. Archive it to keep the price with the result.",
+	}
 	attrs["cost"] = schema.MapAttribute{
 		Computed:    true,
 		ElementType: costObjectType,
 		MarkdownDescription: "Per workload label, what its capacity costs at the boundary (the confirmation trials at the " +
-			"maximum passing concurrency); null without `cost_per_hour`. `accelerators`; `output_tokens_per_second` (mean " +
+			"maximum passing concurrency); null without a price: `cost_per_hour`, else the document's own `price`. `accelerators`; `output_tokens_per_second` (mean " +
 			"output throughput of those trials); `output_tokens_per_second_per_accelerator`; " +
 			"`cost_per_million_output_tokens` = cost_per_hour / (output tokens per second × 3600) × 10⁶; " +
 			"`cost_per_concurrent_user_hour` = cost_per_hour / maximum passing concurrency. A figure is null when its " +
@@ -59,14 +66,26 @@ func addCostAttributes(attrs map[string]schema.Attribute) {
 	}
 }
 
-// setCost sets m.Cost from the document and m.CostPerHour, or null.
+// setCost sets m.Cost from the document and its price (m.CostPerHour, else the document's
+// own), or null; and m.ResultsJSON, the document carrying that price, so that the report
+// functions render what capacity costs.
 func (m *capacityReportModel) setCost(ctx context.Context, doc *results.Document) diag.Diagnostics {
+	var diags diag.Diagnostics
 	m.Cost = types.MapNull(costObjectType)
-	if m.CostPerHour.IsNull() {
-		return nil
+	if !m.CostPerHour.IsNull() {
+		doc.Price = &results.Price{PerHour: m.CostPerHour.ValueFloat64(), Accelerators: int(m.Accelerators.ValueInt64())}
+	}
+	raw, err := results.Marshal(doc)
+	if err != nil {
+		diags.AddError("Cannot write the results document", err.Error())
+		return diags
+	}
+	m.ResultsJSON = types.StringValue(string(raw))
+	if doc.Price == nil {
+		return diags
 	}
 	out := map[string]costValue{}
-	for _, c := range doc.Costs(results.Price{PerHour: m.CostPerHour.ValueFloat64(), Accelerators: int(m.Accelerators.ValueInt64())}) {
+	for _, c := range doc.Costs(*doc.Price) {
 		v := costValue{OutputTokensPerSecond: c.OutputTokensPerSecond, OutputTokensPerSecondPerAccelerator: c.OutputTokensPerSecondPerAccelerator,
 			CostPerMillionOutputTokens: c.CostPerMillionOutputTokens, CostPerConcurrentUserHour: c.CostPerConcurrentUserHour}
 		if c.Accelerators > 0 {
@@ -75,7 +94,6 @@ func (m *capacityReportModel) setCost(ctx context.Context, doc *results.Document
 		}
 		out[c.Label] = v
 	}
-	var diags diag.Diagnostics
 	m.Cost, diags = types.MapValueFrom(ctx, costObjectType, out)
 	return diags
 }

@@ -3,6 +3,7 @@ package provider
 import (
 	"fmt"
 	"math"
+	"strings"
 	"testing"
 
 	"github.com/hashicorp/terraform-plugin-testing/helper/resource"
@@ -69,5 +70,49 @@ data "llmserve_capacity_report" "priced" {
 				},
 			},
 		},
+	})
+}
+
+// The price given to the data source travels in its results_json: the report functions
+// render the costs from it, and a data source reading that document back has them without
+// being given a price again.
+func TestAccCapacityReportCostRendered(t *testing.T) {
+	contains := func(parts ...string) knownvalue.Check {
+		return knownvalue.StringFunc(func(s string) error {
+			for _, p := range parts {
+				if !strings.Contains(s, p) {
+					return fmt.Errorf("lacks %q in:\n%s", p, s)
+				}
+			}
+			return nil
+		})
+	}
+	resource.Test(t, resource.TestCase{
+		ProtoV6ProviderFactories: testAccProtoV6ProviderFactories,
+		Steps: []resource.TestStep{{
+			Config: fmt.Sprintf(`
+data "llmserve_capacity_report" "priced" {
+  path          = %q
+  cost_per_hour = 10
+}
+data "llmserve_capacity_report" "archived" {
+  content = data.llmserve_capacity_report.priced.results_json
+}
+output "markdown" {
+  value = provider::llmserve::report_markdown(data.llmserve_capacity_report.priced.results_json)
+}
+output "openmetrics" {
+  value = provider::llmserve::report_openmetrics(data.llmserve_capacity_report.priced.results_json)
+}
+output "archived_cost" {
+  value = data.llmserve_capacity_report.archived.cost["8K / 1K"].cost_per_million_output_tokens
+}
+`, referencePath(t)),
+			ConfigStateChecks: []statecheck.StateCheck{
+				statecheck.ExpectKnownOutputValue("markdown", contains("## Cost\n\nAt 10 per hour (4 accelerators)", "| 8K / 1K | 7 | 213.0 | 53.3 | 13.04 | 1.43 |")),
+				statecheck.ExpectKnownOutputValue("openmetrics", contains("llmserve_price_per_hour 10\n", `llmserve_cost_per_million_output_tokens{workload="8K / 1K"} 13.04`)),
+				statecheck.ExpectKnownOutputValue("archived_cost", near(10/((216.7322698155348+206.12497099146285+216.18929659395707)/3*3600)*1e6)),
+			},
+		}},
 	})
 }
