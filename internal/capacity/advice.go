@@ -77,6 +77,36 @@ func (c Config) ResultWarnings(doc *results.Document) []Problem {
 				"each trial's note in results_json says more. Check that the server honours the flush (vLLM: VLLM_SERVER_DEV_MODE=1; SGLang: admin_api_key) and apply again.",
 				c.CacheFlush, strings.Join(warm, "; "))})
 	}
+	if lines := telemetryWarnings(doc); len(lines) > 0 {
+		out = append(out, Problem{Path: attrpath.Root("telemetry_endpoints"), Warning: true,
+			Summary: "Accelerator telemetry was incomplete",
+			Detail: "The trials kept every figure measured; what could not be measured is null in their accelerators block, never 0:\n- " +
+				strings.Join(lines, "\n- ")})
+	}
+	return out
+}
+
+// telemetryWarnings are the reported trials' accelerator telemetry warnings, one line each,
+// a screenful at most.
+func telemetryWarnings(doc *results.Document) []string {
+	const shown = 10
+	var out []string
+	n := 0
+	for _, w := range doc.Workloads {
+		for _, st := range w.Trials() {
+			if a := st.Trial.Accelerators; a != nil {
+				for _, m := range a.Warnings {
+					if n < shown {
+						out = append(out, fmt.Sprintf("workload %q, %s trial %d at concurrency %d: %s", w.Label, st.Side, st.Trial.Trial, st.Concurrency, m))
+					}
+					n++
+				}
+			}
+		}
+	}
+	if n > shown {
+		out = append(out, fmt.Sprintf("... and %d more", n-shown))
+	}
 	return out
 }
 

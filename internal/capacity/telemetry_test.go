@@ -79,6 +79,16 @@ func TestRunTelemetryDownIsAWarning(t *testing.T) {
 	if a == nil || a.Total.EnergyJ != nil || len(a.Warnings) == 0 || !strings.Contains(a.Warnings[0], "telemetry_endpoints[0] (") {
 		t.Fatalf("accelerators: %+v", a)
 	}
+	// The apply warns about it, on the attribute.
+	var found bool
+	for _, p := range cfg.ResultWarnings(doc) {
+		if p.Summary == "Accelerator telemetry was incomplete" && p.Path.String() == "telemetry_endpoints" && strings.Contains(p.Detail, `workload "64 / 8", passing trial 1 at concurrency 2: telemetry_endpoints[0] (`) {
+			found = true
+		}
+	}
+	if !found {
+		t.Errorf("no warning at apply: %+v", cfg.ResultWarnings(doc))
+	}
 }
 
 func TestValidateTelemetryEndpoints(t *testing.T) {
