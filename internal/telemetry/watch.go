@@ -292,7 +292,7 @@ func printable(s string) string {
 func figures(ss []sample, window float64, outputTokens int) (results.AcceleratorFigures, string) {
 	var f results.AcceleratorFigures
 	var power []sample
-	var util, mem []float64
+	var util []float64
 	for _, s := range ss {
 		if s.r.PowerW != nil {
 			power = append(power, s)
@@ -302,7 +302,6 @@ func figures(ss []sample, window float64, outputTokens int) (results.Accelerator
 			util = append(util, *s.r.UtilPercent)
 		}
 		if s.r.MemoryBytes != nil {
-			mem = append(mem, *s.r.MemoryBytes)
 			f.PeakMemoryUsedBytes = maxOf(f.PeakMemoryUsedBytes, *s.r.MemoryBytes)
 		}
 	}
