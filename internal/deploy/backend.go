@@ -16,8 +16,10 @@ var ErrNotFound = errors.New("container not found")
 // ErrContainerLeft means a failed launch could not remove its container either.
 var ErrContainerLeft = errors.New("the failed container could not be removed")
 
-// Backend runs containers somewhere: a Docker Engine today, a Kubernetes cluster later. It
-// knows nothing of engines; Launch and WaitReady supply that.
+// Backend runs single containers somewhere: a Docker Engine (internal/deploy/docker). It
+// knows nothing of engines; Launch and WaitReady supply that. Kubernetes is not a Backend:
+// its unit is a Deployment of replicas rolled out by the cluster, launched by
+// kubernetes.Cluster.Launch with the same steps.
 type Backend interface {
 	// Create creates (but does not start) the container, fetching the image if the engine
 	// host lacks it. It returns the container id.

@@ -1,7 +1,9 @@
 // Package deploy turns a launch spec (internal/engine) into a running inference server: the
 // container shape an accelerator needs, the launch record kept on the container, and the wait
 // until the engine really serves. Where the container runs is a Backend's business
-// (internal/deploy/docker today, Kubernetes later); nothing here knows Terraform.
+// (internal/deploy/docker); internal/deploy/kubernetes runs a Deployment instead and shares
+// the readiness probe and server info read here (ARCHITECTURE.md, "Two backends"). Nothing
+// here knows Terraform.
 package deploy
 
 import (
@@ -33,8 +35,9 @@ type Mount struct {
 	ReadOnly bool   `json:"read_only,omitempty"`
 }
 
-// Container is one engine instance as a backend runs it: the backend-neutral description a
-// Docker (or later Kubernetes) backend translates into its own API objects.
+// Container is one engine instance as a Backend runs it: the description the Docker backend
+// translates into its API objects (Kubernetes builds its pod template from the engine.Spec
+// itself: kubernetes.Deployment).
 type Container struct {
 	Name       string
 	Image      string

@@ -218,35 +218,39 @@ func (r *inferenceDeploymentResource) cluster(diags *diag.Diagnostics) *kubernet
 	return c
 }
 
-// rollOut applies the objects, waits for the rollout and proves every replica generates;
-// create and update share it.
-func (r *inferenceDeploymentResource) rollOut(ctx context.Context, c *kubernetes.Cluster, plan, config inferenceDeploymentModel) (engine.Spec, kubernetes.Deployment, engine.ServerInfo, diag.Diagnostics) {
-	spec, diags := plan.validateSpec(ctx)
+// translate turns the planned model into the engine spec, the deployment and how to wait
+// for it; create and update share it.
+func (m inferenceDeploymentModel) translate(ctx context.Context, config inferenceDeploymentModel) (engine.Spec, kubernetes.Deployment, engine.Secrets, deploy.Readiness, diag.Diagnostics) {
+	spec, diags := m.validateSpec(ctx)
 	if diags.HasError() {
-		return spec, kubernetes.Deployment{}, engine.ServerInfo{}, diags
+		return spec, kubernetes.Deployment{}, engine.Secrets{}, deploy.Readiness{}, diags
 	}
-	d, dd := plan.deployment(ctx, spec)
+	d, dd := m.deployment(ctx, spec)
 	diags.Append(dd...)
-	if diags.HasError() {
-		return spec, d, engine.ServerInfo{}, diags
-	}
 	secrets := config.secrets()
-	ready := plan.readiness(spec, secrets)
-	if err := c.Apply(ctx, d, spec, secrets); err != nil {
-		addClusterError(&diags, "Cannot apply the inference deployment", err)
-		return spec, d, engine.ServerInfo{}, diags
+	return spec, d, secrets, m.readiness(spec, secrets), diags
+}
+
+// addLaunchError reports a failed launch under the step that failed, and a failed create
+// that could not be removed again with what to do about it.
+func addLaunchError(diags *diag.Diagnostics, err error) {
+	var le *kubernetes.LaunchError
+	if errors.As(err, &le) {
+		switch le.Step {
+		case kubernetes.StepApply:
+			addClusterError(diags, "Cannot apply the inference deployment", le.Err)
+		case kubernetes.StepRollout:
+			diags.AddError("Inference deployment did not roll out", le.Err.Error())
+		default:
+			diags.AddError("Inference deployment does not generate on every replica", le.Err.Error())
+		}
+	} else {
+		diags.AddError("Cannot launch the inference deployment", err.Error())
 	}
-	rolloutCtx, cancel := context.WithTimeout(ctx, ready.Timeout)
-	defer cancel()
-	if err := c.WaitRollout(rolloutCtx, d, ready.Redact); err != nil {
-		diags.AddError("Inference deployment did not roll out", err.Error())
-		return spec, d, engine.ServerInfo{}, diags
+	var left *kubernetes.LeftError
+	if errors.As(err, &left) {
+		diags.AddError("Cannot remove the failed inference deployment", left.Err.Error()+"\n\nRemove the Deployment, Service and Secret by hand.")
 	}
-	info, _, err := c.ProveGenerates(ctx, d, spec.Port, plan.access(), ready)
-	if err != nil {
-		diags.AddError("Inference deployment does not generate on every replica", err.Error())
-	}
-	return spec, d, info, diags
 }
 
 func (r *inferenceDeploymentResource) Create(ctx context.Context, req resource.CreateRequest, resp *resource.CreateResponse) {
@@ -269,18 +273,14 @@ func (r *inferenceDeploymentResource) Create(ctx context.Context, req resource.C
 		}
 		return
 	}
-	spec, d, info, diags := r.rollOut(ctx, c, plan, config)
+	spec, d, secrets, ready, diags := plan.translate(ctx, config)
+	resp.Diagnostics.Append(diags...)
 	if diags.HasError() {
-		resp.Diagnostics.Append(diags...)
-		if d.Name == "" {
-			return
-		}
-		// Nothing of a failed create stays behind: state would not know about it.
-		delCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 2*time.Minute)
-		defer cancel()
-		if err := c.Delete(delCtx, d); err != nil {
-			resp.Diagnostics.AddError("Cannot remove the failed inference deployment", err.Error()+"\n\nRemove the Deployment, Service and Secret by hand.")
-		}
+		return
+	}
+	info, err := c.LaunchNew(ctx, d, spec, secrets, plan.access(), ready)
+	if err != nil {
+		addLaunchError(&resp.Diagnostics, err)
 		return
 	}
 	resp.Diagnostics.Append(r.finish(ctx, c, &plan, spec, d, info)...)
@@ -341,12 +341,7 @@ func (r *inferenceDeploymentResource) Read(ctx context.Context, req resource.Rea
 			return
 		}
 		// After an import: ask one replica for what create would have recorded.
-		infoCtx, cancel := context.WithTimeout(ctx, 10*time.Second)
-		info := engine.ServerInfo{}
-		if reps, err := c.Replicas(infoCtx, rec.Deployment, rec.Spec.Port, state.access()); err == nil && len(reps) > 0 {
-			info = deploy.ReadServerInfo(infoCtx, reps[0].Base, deploy.Readiness{Engine: rec.Spec.Engine, HTTPClient: reps[0].Client})
-		}
-		cancel()
+		info := c.ServerInfo(ctx, rec.Deployment, rec.Spec, state.access(), 10*time.Second)
 		exp := state.experiment(rec.Spec, st.ImageDigest, info)
 		exp.Replicas = int(st.Replicas)
 		resp.Diagnostics.Append(state.setExperiment(ctx, exp, info)...)
@@ -368,9 +363,14 @@ func (r *inferenceDeploymentResource) Update(ctx context.Context, req resource.U
 	if resp.Diagnostics.HasError() {
 		return
 	}
-	spec, d, info, diags := r.rollOut(ctx, c, plan, config)
+	spec, d, secrets, ready, diags := plan.translate(ctx, config)
 	resp.Diagnostics.Append(diags...)
 	if diags.HasError() {
+		return
+	}
+	info, err := c.Launch(ctx, d, spec, secrets, plan.access(), ready)
+	if err != nil {
+		addLaunchError(&resp.Diagnostics, err)
 		return
 	}
 	resp.Diagnostics.Append(r.finish(ctx, c, &plan, spec, d, info)...)
