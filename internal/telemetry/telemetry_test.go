@@ -238,3 +238,32 @@ func TestPrintable(t *testing.T) {
 		t.Fatalf("%q", got)
 	}
 }
+
+// Off the request path: with an exporter that never answers, marking the measured requests
+// returns at once, and finishing costs the trial at most the final scrape's timeout; the
+// hung scrapes are warnings.
+func TestWatchHungExporterHoldsNothing(t *testing.T) {
+	release := make(chan struct{})
+	u := serve(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		select {
+		case <-release:
+		case <-r.Context().Done():
+		}
+	}))
+	defer close(release)
+	w := Start(context.Background(), []Endpoint{{"hung", NewHTTPSource(u, nil)}}, 10*time.Millisecond)
+	time.Sleep(30 * time.Millisecond)
+	t0 := time.Now()
+	w.MarkMeasured()
+	if d := time.Since(t0); d > 5*time.Millisecond {
+		t.Fatalf("MarkMeasured took %v", d)
+	}
+	t1 := time.Now()
+	got := w.Finish(context.Background()).Summary(1)
+	if d := time.Since(t1); d > finalTimeout+time.Second {
+		t.Fatalf("Finish took %v", d)
+	}
+	if len(got.Warnings) == 0 || !strings.Contains(got.Warnings[0], "no answer within 2s") {
+		t.Fatalf("warnings %q", got.Warnings)
+	}
+}

@@ -19,8 +19,12 @@ import (
 // read the same value again.
 const DefaultInterval = time.Second
 
-// scrapeTimeout bounds one scrape; a slow exporter must not hold a trial back.
-const scrapeTimeout = 5 * time.Second
+// scrapeTimeout bounds one scrape in the background; finalTimeout the scrape after the load,
+// which the trial waits for, so a hung exporter costs a trial at most that.
+const (
+	scrapeTimeout = 5 * time.Second
+	finalTimeout  = 2 * time.Second
+)
 
 // Endpoint is one exporter to watch; Name says which in messages (the attribute and host).
 type Endpoint struct {
@@ -74,7 +78,7 @@ func Start(ctx context.Context, endpoints []Endpoint, interval time.Duration) *W
 
 func (w *Watch) loop(ctx context.Context) {
 	defer close(w.done)
-	w.scrapeRound(ctx)
+	w.scrapeRound(ctx, scrapeTimeout)
 	t := time.NewTicker(w.interval)
 	defer t.Stop()
 	for {
@@ -86,7 +90,7 @@ func (w *Watch) loop(ctx context.Context) {
 		case <-t.C:
 		case <-w.kick:
 		}
-		w.scrapeRound(ctx)
+		w.scrapeRound(ctx, scrapeTimeout)
 	}
 }
 
@@ -107,7 +111,7 @@ func (w *Watch) MarkMeasured() {
 
 // scrapeRound scrapes every endpoint concurrently and keeps the round. A scrape cut short
 // by Finish is not a failure.
-func (w *Watch) scrapeRound(ctx context.Context) {
+func (w *Watch) scrapeRound(ctx context.Context, timeout time.Duration) {
 	r := round{start: time.Now(), readings: make([][]Reading, len(w.endpoints)), ok: make([]bool, len(w.endpoints))}
 	errs := make([]error, len(w.endpoints))
 	var wg sync.WaitGroup
@@ -115,7 +119,7 @@ func (w *Watch) scrapeRound(ctx context.Context) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			sctx, cancel := context.WithTimeout(ctx, scrapeTimeout)
+			sctx, cancel := context.WithTimeout(ctx, timeout)
 			defer cancel()
 			r.readings[i], errs[i] = e.Source.Scrape(sctx)
 			r.ok[i] = errs[i] == nil
@@ -132,7 +136,7 @@ func (w *Watch) scrapeRound(ctx context.Context) {
 	for i, err := range errs {
 		if err != nil {
 			if errors.Is(err, context.DeadlineExceeded) {
-				err = fmt.Errorf("no answer within %s", scrapeTimeout)
+				err = fmt.Errorf("no answer within %s", timeout)
 			}
 			if w.fails[i].n == 0 {
 				w.fails[i].first = err.Error()
@@ -152,7 +156,7 @@ func (w *Watch) Finish(ctx context.Context) *Recording {
 	close(w.stop)
 	w.cancel()
 	<-w.done
-	w.scrapeRound(ctx)
+	w.scrapeRound(ctx, finalTimeout)
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	return &Recording{names: namesOf(w.endpoints), rounds: w.rounds, markAt: w.markAt, fails: w.fails}
