@@ -33,6 +33,10 @@ resource "llmserve_capacity_benchmark" "qwen" {
   # applied again resumes from the trials recorded here.
   progress_file = "${path.module}/qwen-capacity.progress.jsonl"
 
+  # The GPUs' exporter (dcgm-exporter started with -c 1000 for a reading a second): each trial
+  # in results_json then carries its power, utilisation, memory, energy and joules per token.
+  telemetry_endpoints = ["http://gpu-host.example.com:9400/metrics"]
+
   timeouts = { create = "12h" }
 
   lifecycle {
