@@ -217,3 +217,21 @@ func TestRunReplayFindsSpeedup(t *testing.T) {
 		t.Errorf("round trip: %+v", bw)
 	}
 }
+
+// The line a person reads when a workload is done states the boundary of its search.
+func TestWorkloadLineNamesItsAxis(t *testing.T) {
+	f := func(v float64) *float64 { return &v }
+	four, five := 4, 5
+	for _, tc := range []struct {
+		w    results.Workload
+		want string
+	}{
+		{results.Workload{MaximumPassingConcurrency: &four, FirstFailingConcurrency: &five}, "maximum passing concurrency 4, first failing 5"},
+		{results.Workload{MaximumPassingRequestRate: f(2.5), FirstFailingRequestRate: f(3.125)}, "maximum passing rate 2.5 requests/s, first failing 3.125"},
+		{results.Workload{MaximumPassingRequestRate: f(6.25), MaximumPassingSpeedup: f(1.25), BoundBy: nil}, "maximum passing speedup 1.25 (6.25 requests/s), first failing none"},
+	} {
+		if got := workloadLine(tc.w); got != tc.want {
+			t.Errorf("workloadLine = %q, want %q", got, tc.want)
+		}
+	}
+}
