@@ -9,6 +9,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -170,6 +172,33 @@ func counterDelta(before, after engine.Snapshot, names []string) *float64 {
 	}
 	d := a - b
 	return &d
+}
+
+// hitsNote says, for a trial found warm, which replicas' prefix caches served its measured
+// requests: the trial-level count cannot tell a replica whose flush did not take effect from
+// the others. Empty without replicas or counters.
+func (rt *replicaTrial) hitsNote() string {
+	if rt == nil {
+		return ""
+	}
+	var parts []string
+	for i, c := range rt.checks {
+		if c.PrefixCacheHitTokens == nil {
+			continue
+		}
+		parts = append(parts, fmt.Sprintf("replica %d (%s) %g of %s prompt tokens", i+1, c.Endpoint, *c.PrefixCacheHitTokens, orUnknown(c.PromptTokens)))
+	}
+	if len(parts) == 0 {
+		return ""
+	}
+	return "prefix-cache hits per replica over the measured requests (the shared prefix included): " + strings.Join(parts, ", ")
+}
+
+func orUnknown(f *float64) string {
+	if f == nil {
+		return "unknown"
+	}
+	return strconv.FormatFloat(*f, 'g', -1, 64)
 }
 
 // results returns the checks for the trial's document; nil without replicas.

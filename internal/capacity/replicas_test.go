@@ -1,8 +1,11 @@
 package capacity
 
 import (
+	"bytes"
 	"context"
 	"errors"
+	"hash/fnv"
+	"io"
 	"net/http"
 	"net/http/httptest"
 	"net/http/httputil"
@@ -14,6 +17,7 @@ import (
 	"time"
 
 	"github.com/llmserve/terraform-provider-llmserve/internal/engine"
+	"github.com/llmserve/terraform-provider-llmserve/internal/results"
 	"github.com/llmserve/terraform-provider-llmserve/internal/simengine"
 )
 
@@ -197,5 +201,67 @@ func TestRunNamesTheReplicaThatWasNotFlushed(t *testing.T) {
 		if strings.Contains(err.Error(), "("+ok+")") {
 			t.Errorf("err = %v names a replica that flushed (%s)", err, ok)
 		}
+	}
+}
+
+// stickyService sends the same request body to the same replica every time (a Service with
+// session affinity by prompt), so a second run with the same seed sends each prompt to the
+// replica that saw it in the first.
+func stickyService(t *testing.T, urls []string) string {
+	t.Helper()
+	targets := make([]*url.URL, len(urls))
+	for i, u := range urls {
+		targets[i], _ = url.Parse(u)
+	}
+	proxy := &httputil.ReverseProxy{FlushInterval: -1, Rewrite: func(r *httputil.ProxyRequest) {
+		body, _ := io.ReadAll(r.In.Body)
+		r.Out.Body = io.NopCloser(bytes.NewReader(body))
+		h := fnv.New32a()
+		_, _ = h.Write(body)
+		r.SetURL(targets[h.Sum32()%uint32(len(targets))])
+	}}
+	srv := httptest.NewServer(proxy)
+	t.Cleanup(srv.Close)
+	return srv.URL
+}
+
+// One replica answers its flush and keeps its cache (a flush not honoured). The responses
+// report no cached tokens, so only the engines' counters can tell; the replicas' own
+// counters, summed, catch it on the second run of the same prompts, and the trial's note
+// names the replica whose cache served them.
+func TestRunCatchesAWarmReplica(t *testing.T) {
+	var urls []string
+	for i := range 3 {
+		opts := simengine.Options{Protocol: simengine.SGLang, NoCacheReport: true}
+		if i == 1 {
+			opts.FlushFault = simengine.FlushIgnored
+		}
+		srv := httptest.NewServer(twoSlotEngine(t, opts))
+		t.Cleanup(srv.Close)
+		urls = append(urls, srv.URL)
+	}
+	cfg := testConfig(stickyService(t, urls))
+	cfg.ReplicaEndpoints = urls
+	cfg.ConcurrencyLevels = []int{2}
+	var doc *results.Document
+	for range 2 {
+		var err error
+		if doc, err = Run(context.Background(), cfg); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if warm := WarmCacheTrials(doc); len(warm) == 0 {
+		t.Fatal("the warm replica was not caught")
+	}
+	tr := doc.Workloads[0].Trials()[0].Trial
+	notes := strings.Join(tr.Notes, " ")
+	if !strings.Contains(notes, "answered but not honoured") || !strings.Contains(notes, "prefix-cache hits per replica") {
+		t.Fatalf("notes %q; want the counter's finding and the hits per replica", tr.Notes)
+	}
+	// The replica that kept its cache served the hits beyond the prefix; the others only the
+	// shared prefix (the chat template), at most once per request.
+	hits := func(i int) float64 { return *tr.Replicas[i].PrefixCacheHitTokens }
+	if !(hits(1) > hits(0) && hits(1) > hits(2)) {
+		t.Errorf("prefix-cache hits per replica %g, %g, %g; want replica 2's the highest", hits(0), hits(1), hits(2))
 	}
 }

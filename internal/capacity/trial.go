@@ -272,6 +272,11 @@ func (r *trialRunner) judge(req search.Request, prompts trialPhases, run trialLo
 		omittedAsZero: s.cacheReport.known(),
 		measuredHits:  run.measuredHits,
 	})
+	if trial.Correctness.RequestsCachedBeyondSharedPrefix > 0 && s.flush.Engine != "" {
+		if note := r.replicas.hitsNote(); note != "" {
+			trial.Notes = append(trial.Notes, note)
+		}
+	}
 	out.Detail = &trial
 	return out, abort, nil
 }
