@@ -17,12 +17,16 @@ import (
 	"github.com/llmserve/terraform-provider-llmserve/internal/trace"
 )
 
+// UnknownTraceFile stands for a trace file whose path is not known yet (at plan, from another
+// resource): the workload is a replay, whose file is checked once the path is known.
+const UnknownTraceFile = "\x00not known yet"
+
 // LoadTraces reads the trace file of every workload that names one and has not read it yet;
 // a file that cannot be read or parsed is a problem Validate reports at its attribute.
 func (c *Config) LoadTraces() {
 	for i := range c.Workloads {
 		w := &c.Workloads[i]
-		if w.TraceFile == "" || w.Trace != nil || w.traceErr != nil {
+		if w.TraceFile == "" || w.TraceFile == UnknownTraceFile || w.Trace != nil || w.traceErr != nil {
 			continue
 		}
 		w.Trace, w.traceErr = trace.ReadFile(w.TraceFile, w.blockTokens())
@@ -58,6 +62,9 @@ func (v *validation) traceWorkload(c Config, i int, w Workload) {
 	}
 	if w.TraceBlockTokens < 0 || w.TraceBlockTokens > MaxTokens {
 		v.fail(tp.At("block_tokens"), "Value out of range", "must be between 1 and %d tokens when set (Mooncake's traces use 512)", MaxTokens)
+		return
+	}
+	if w.TraceFile == UnknownTraceFile {
 		return
 	}
 	if w.traceErr != nil {

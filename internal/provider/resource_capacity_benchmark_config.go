@@ -130,9 +130,15 @@ func (m capacityBenchmarkModel) capacityConfig(ctx context.Context) (capacity.Co
 			OutputTokensStddev: r.float(p.At("output_tokens_stddev"), f["output_tokens_stddev"]),
 			SharedPrefixTokens: r.int(p.At("shared_prefix_tokens"), f["shared_prefix_tokens"], 0),
 		})
-		if tf := r.fields(p.At("trace"), f["trace"]); tf != nil {
+		if tv, ok := f["trace"]; ok && tv != nil && !tv.IsNull() {
+			// A replay even when its path (or the whole trace) is not known yet at plan.
 			w := &cfg.Workloads[len(cfg.Workloads)-1]
-			w.TraceFile = r.str(p.At("trace").At("file"), tf["file"], "")
+			w.TraceFile = capacity.UnknownTraceFile
+			tf := r.fields(p.At("trace"), tv)
+			if tf == nil {
+				continue
+			}
+			w.TraceFile = r.str(p.At("trace").At("file"), tf["file"], capacity.UnknownTraceFile)
 			w.TraceBlockTokens = r.int(p.At("trace").At("block_tokens"), tf["block_tokens"], 0)
 			if v, ok := tf["block_tokens"]; ok && !v.IsNull() && !v.IsUnknown() && w.TraceBlockTokens == 0 {
 				w.TraceBlockTokens = -1 // set to 0: Validate says so

@@ -143,3 +143,31 @@ resource "llmserve_capacity_benchmark" "test" {
 		})
 	}
 }
+
+// A trace whose path another resource gives is not known at plan: the workload is still a
+// replay (no input_tokens asked for), and the file is checked once the path is known.
+func TestAccCapacityBenchmark_replayTracePathUnknownAtPlan(t *testing.T) {
+	resource.Test(t, resource.TestCase{
+		ProtoV6ProviderFactories: testAccProtoV6ProviderFactories,
+		Steps: []resource.TestStep{{
+			Config: `
+resource "terraform_data" "trace" {
+  input = "trace.jsonl"
+}
+
+resource "llmserve_capacity_benchmark" "test" {
+  endpoint  = "http://127.0.0.1:1"
+  model     = "m"
+  workloads = [{ label = "recorded", trace = { file = terraform_data.trace.output } }]
+  slos      = [{ metric = "time_to_first_token", percentile = 95, threshold_ms = 150 }]
+  search    = { speedup = { min = 1, max = 4 } }
+}
+`,
+			PlanOnly:           true,
+			ExpectNonEmptyPlan: true,
+			ConfigPlanChecks: resource.ConfigPlanChecks{PostApplyPostRefresh: []plancheck.PlanCheck{
+				plancheck.ExpectUnknownValue("llmserve_capacity_benchmark.test", tfjsonpath.New("maximum_passing_speedup").AtMapKey("recorded")),
+			}},
+		}},
+	})
+}
