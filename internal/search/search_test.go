@@ -568,3 +568,45 @@ func TestGallopFollowsValues(t *testing.T) {
 		t.Errorf("without a threshold: probes %v, want 4, 8, 16 first", got)
 	}
 }
+
+// TestWalkSkipsClearLevels: values growing by 10 a level towards a threshold of 200, band
+// 0.07 (186). The gallop probes 8 (80, passes) and 24 (240, fails). The chord from 8's 80 to
+// 24's 240 and the line through 2 and 8 both reach 176 (12 % under the threshold) at 17.6,
+// so the walk skips 9..16 and confirms 17 (170), then 18 (180) and 19 (190, in the band: it
+// gets its other two trials at once); 20 fails. The guard wants a second trial at 18 (clear
+// of the band but not 12 % under), then 20 gets its other two. When 24 failed because its
+// requests failed it measured nothing, there is no chord, and the bracket is bisected (16)
+// and walked a level at a time from there.
+func TestWalkSkipsClearLevels(t *testing.T) {
+	value := func(q Request) float64 { return float64(q.Concurrency * 10) }
+	pass := func(q Request) bool { return value(q) < 200 }
+	cfg := Config{Min: 1, Max: 64, ConfirmationTrials: 3, Threshold: 200, GuardBand: 0.07}
+	run := func(serverFailsAt24 bool) []Request {
+		r := &scripted{t: t, pass: pass, value: value}
+		runner := RunnerFunc(func(ctx context.Context, q Request) (Outcome, error) {
+			o, err := r.RunTrial(ctx, q)
+			if serverFailsAt24 && q.Concurrency == 24 {
+				o.Pass, o.Value, o.Failed = false, 0, 5
+			}
+			return o, err
+		})
+		res, err := Run(context.Background(), cfg, runner)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if *res.MaximumPassing != 19 || *res.FirstFailing != 20 {
+			t.Errorf("boundary (%d, %d), want (19, 20)", *res.MaximumPassing, *res.FirstFailing)
+		}
+		return r.ran
+	}
+	want := []Request{{1, Confirmation, 1}, {2, Confirmation, 1}, {8, Probe, 1}, {24, Probe, 1},
+		{17, Confirmation, 1}, {18, Confirmation, 1}, {19, Confirmation, 1}, {19, Confirmation, 2}, {19, Confirmation, 3},
+		{20, Confirmation, 1}, {18, Confirmation, 2}, {20, Confirmation, 2}, {20, Confirmation, 3}}
+	if got := run(false); !slices.Equal(got, want) {
+		t.Errorf("ran %v,\nwant %v", got, want)
+	}
+	got := run(true)
+	if len(got) < 5 || got[4] != (Request{16, Probe, 1}) || got[5] != (Request{17, Confirmation, 1}) {
+		t.Errorf("24 failed by its requests: ran %v, want the probe at 16, then 17 confirmed", got)
+	}
+}
