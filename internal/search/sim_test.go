@@ -328,19 +328,24 @@ func measure(set uint64, n int, guard float64) (figures, error) {
 }
 
 // The goals the figures are held to: the search finds the grid's boundary in at least 99 % of
-// the scenarios, costs no scenario more than its grid, and costs at most 20.5 % of the grid's
-// request-seconds on the issue's set and 22.5 % over the nine more (measured: 20.0 % and
-// 21.9 %). Issue 23 asks for 15 % and 17 %; the search does not reach them. The trials at the
+// the scenarios, costs no scenario more than its grid, and costs at most 19.0 % of the grid's
+// request-seconds on the issue's set and 21.0 % over the nine more (measured: 18.5 % and
+// 20.4 %). Issue 23 asks for 15 % and 17 %; the search does not reach them. The trials at the
 // boundary and those the guard reads below it, with the boundary known beforehand, cost
 // 12.4 % and 13.5 % (the "known boundary" figure in the log), no cheaper guard kept 99 % of
 // the boundaries on the issue's set and the nine more alike (see guardBand and search.go's
-// guardClearTrials), and finding the boundary costs the other 7.6 and 8.4 points: the probes
-// that bracket it (4.0 points on the issue's set), which decide late near it and are not
-// reused, and the trials that land above it (1.2).
+// guardClearTrials), and finding the boundary costs the other 6.1 and 6.9 points: walk
+// trials below the band the guard reads (2.2 points on the issue's set), trials that land
+// above the first failing level (1.9, most of them skips of the walk that overshot) and the
+// probes that bracket it (2.1), which decide late near it and are not reused. Even a search
+// told every level's chance of failing a trial, not the trials themselves (oracle_test.go),
+// costs 10.4 % and 11.2 % when about 0.6 % of its answers may be wrong: the goals are not
+// ruled out by the noise and the reported trials alone, but they leave a search that must
+// find the boundary and learn where the band is from trials 4.6 and 5.8 points for both.
 const (
 	goalAgree    = 0.99
-	goalCost     = 0.205
-	goalMoreCost = 0.225
+	goalCost     = 0.19
+	goalMoreCost = 0.21
 )
 
 // misses lists every goal the figures miss; the overall cost is judged only with withCost.
@@ -374,10 +379,10 @@ func (f figures) summary() string {
 
 // guardBand is the relative margin below the threshold within which the search also confirms
 // the level under the boundary: about 2.5 times the 3 % per-trial noise. Over these 120
-// scenarios 0.07 agrees with the grid in all of them at 20.0 % of its request-seconds, 0.06
-// in all at 19.5 %, 0.05 in 118 at 19.1 %, 0.08 in all at 20.7 %; over the 1 080 more, 0.07
-// in all at 21.9 %, 0.06 in 1 076 (99.6 %) at 21.5 %, 0.05 in 1 070 (99.1 %) at 20.8 %, 0.08
-// in all at 22.5 %.
+// scenarios 0.07 agrees with the grid in all of them at 18.5 % of its request-seconds, 0.06
+// in all at 18.1 %, 0.05 in 118 at 17.6 %, 0.08 in all at 19.1 %; over the 1 080 more, 0.07
+// in all at 20.4 %, 0.06 in 1 076 (99.6 %) at 20.0 %, 0.05 in 1 069 (99.0 %) at 19.4 %, 0.08
+// in all at 20.9 %.
 const guardBand = 0.07
 
 // moreFigures measures moreSets and states them in one line: agreement, the pooled and per-set
@@ -450,6 +455,11 @@ func BenchmarkSearchVsGrid(b *testing.B) {
 	for _, m := range misses {
 		b.Error(m)
 	}
+	oracle, err := oracleFigures()
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Log(oracle)
 	table, _, err := peerTable()
 	if err != nil {
 		b.Fatal(err)
@@ -459,8 +469,8 @@ func BenchmarkSearchVsGrid(b *testing.B) {
 
 // TestSearchVsGridGoals keeps the figures from regressing, on the benchmark's fixed seeds: the
 // boundary equals the grid's in at least 99 % of the scenarios, no scenario costs more than
-// its grid, and the search costs at most 20.5 % of the grid's request-seconds on the issue's
-// set and 22.5 % over the nine more.
+// its grid, and the search costs at most 19.0 % of the grid's request-seconds on the issue's
+// set and 21.0 % over the nine more.
 func TestSearchVsGridGoals(t *testing.T) {
 	if testing.Short() {
 		t.Skip("simulates thousands of trials")
