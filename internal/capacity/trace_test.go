@@ -235,3 +235,25 @@ func TestWorkloadLineNamesItsAxis(t *testing.T) {
 		}
 	}
 }
+
+// A journal's trials are reused only for the same recording: the fingerprint reads the
+// trace's contents (its SHA-256), not only its path.
+func TestFingerprintReadsTheTrace(t *testing.T) {
+	file := constantTrace(t, 12, 100)
+	a := replayConfig("http://127.0.0.1:1", file)
+	a.LoadTraces()
+	before := a.Fingerprint()
+	if err := os.WriteFile(file, []byte(`{"timestamp": 0, "input_length": 64, "output_length": 8}`+"\n"+`{"timestamp": 50, "input_length": 64, "output_length": 8}`+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	b := replayConfig("http://127.0.0.1:1", file)
+	b.LoadTraces()
+	if b.Fingerprint() == before {
+		t.Error("a changed trace file keeps the fingerprint: a resumed run would reuse trials of another recording")
+	}
+	c := replayConfig("http://127.0.0.1:1", file)
+	c.LoadTraces()
+	if c.Fingerprint() != b.Fingerprint() {
+		t.Error("the same trace read twice gives two fingerprints")
+	}
+}
