@@ -300,3 +300,31 @@ func TestCapacityReportSchemaMatchesResource(t *testing.T) {
 		t.Fatalf("schema: %v", diags)
 	}
 }
+
+// A replay's result read back: the rate and speedup maps by label, and the trials verified
+// against their records (rate, speedup and open-loop guards recomputed bit for bit).
+func TestAccCapacityReportDataSource_replay(t *testing.T) {
+	dir, err := filepath.Abs(filepath.Join("..", "results", "testdata", "replay"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	const addr = "data.llmserve_capacity_report.test"
+	resource.Test(t, resource.TestCase{
+		ProtoV6ProviderFactories: testAccProtoV6ProviderFactories,
+		Steps: []resource.TestStep{{
+			Config: fmt.Sprintf(`data "llmserve_capacity_report" "test" {
+  path              = %q
+  records_directory = %q
+}`, filepath.Join(dir, "result.json"), filepath.Join(dir, "records")),
+			ConfigStateChecks: []statecheck.StateCheck{
+				statecheck.ExpectKnownValue(addr, tfjsonpath.New("verified"), knownvalue.Bool(true)),
+				statecheck.ExpectKnownValue(addr, tfjsonpath.New("maximum_passing_speedup"), knownvalue.MapExact(map[string]knownvalue.Check{"recorded": knownvalue.Float64Exact(1.220703125)})),
+				statecheck.ExpectKnownValue(addr, tfjsonpath.New("first_failing_speedup"), knownvalue.MapExact(map[string]knownvalue.Check{"recorded": knownvalue.Float64Exact(1.52587890625)})),
+				statecheck.ExpectKnownValue(addr, tfjsonpath.New("maximum_passing_request_rate"), knownvalue.MapExact(map[string]knownvalue.Check{"recorded": knownvalue.Float64Exact(6.103515625)})),
+				statecheck.ExpectKnownValue(addr, tfjsonpath.New("first_failing_request_rate"), knownvalue.MapExact(map[string]knownvalue.Check{"recorded": knownvalue.Float64Exact(7.62939453125)})),
+				statecheck.ExpectKnownValue(addr, tfjsonpath.New("maximum_passing_concurrency"), knownvalue.MapExact(map[string]knownvalue.Check{"recorded": knownvalue.Null()})),
+				statecheck.ExpectKnownValue(addr, tfjsonpath.New("capacity_bounded_by_search"), knownvalue.MapExact(map[string]knownvalue.Check{"recorded": knownvalue.Bool(false)})),
+			},
+		}},
+	})
+}
