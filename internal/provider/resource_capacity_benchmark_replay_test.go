@@ -14,6 +14,7 @@ import (
 	"github.com/hashicorp/terraform-plugin-testing/knownvalue"
 	"github.com/hashicorp/terraform-plugin-testing/plancheck"
 	"github.com/hashicorp/terraform-plugin-testing/statecheck"
+	"github.com/hashicorp/terraform-plugin-testing/terraform"
 	"github.com/hashicorp/terraform-plugin-testing/tfjsonpath"
 )
 
@@ -95,6 +96,19 @@ func TestAccCapacityBenchmark_replaySpeedup(t *testing.T) {
 					resource.TestMatchResourceAttr(addr, "results_json", regexp.MustCompile(`"arrival_pattern": "open-loop trace replay"`)),
 					resource.TestMatchResourceAttr(addr, "results_json", regexp.MustCompile(`"trace_sha256": "[0-9a-f]{64}"`)),
 					resource.TestMatchResourceAttr(addr, "results_json", regexp.MustCompile(`"speedup": [0-9.]+`)),
+					// workload_results carries the same boundary, and each boundary trial its rate and speedup.
+					func(s *terraform.State) error {
+						a := s.RootModule().Resources[addr].Primary.Attributes
+						for _, k := range []string{"maximum_passing_speedup", "first_failing_speedup", "maximum_passing_request_rate", "first_failing_request_rate"} {
+							if got, want := a["workload_results.0."+k], a[k+".recorded"]; got == "" || got != want {
+								return fmt.Errorf("workload_results.0.%s = %q, the map says %q", k, got, want)
+							}
+						}
+						if a["workload_results.0.passing_trials.0.speedup"] != a["maximum_passing_speedup.recorded"] || a["workload_results.0.failing_trials.0.request_rate"] != a["first_failing_request_rate.recorded"] {
+							return fmt.Errorf("boundary trials: speedup %q, rate %q", a["workload_results.0.passing_trials.0.speedup"], a["workload_results.0.failing_trials.0.request_rate"])
+						}
+						return nil
+					},
 				),
 			},
 			{

@@ -63,6 +63,8 @@ type trialValue struct {
 	ServerCompletionTokens     minMaxValue         `tfsdk:"server_completion_tokens"`
 	Correctness                correctnessValue    `tfsdk:"correctness"`
 	ErrorSummary               []errorCountValue   `tfsdk:"error_summary"`
+	RequestRate                *float64            `tfsdk:"request_rate"`
+	Speedup                    *float64            `tfsdk:"speedup"`
 }
 
 type errorCountValue struct {
@@ -78,6 +80,10 @@ type workloadResultValue struct {
 	OutputTokens              int64        `tfsdk:"output_tokens"`
 	MaximumPassingConcurrency *int64       `tfsdk:"maximum_passing_concurrency"`
 	FirstFailingConcurrency   *int64       `tfsdk:"first_failing_concurrency"`
+	MaximumPassingRequestRate *float64     `tfsdk:"maximum_passing_request_rate"`
+	FirstFailingRequestRate   *float64     `tfsdk:"first_failing_request_rate"`
+	MaximumPassingSpeedup     *float64     `tfsdk:"maximum_passing_speedup"`
+	FirstFailingSpeedup       *float64     `tfsdk:"first_failing_speedup"`
 	ServerPromptTokens        minMaxValue  `tfsdk:"server_prompt_tokens"`
 	PassingTrials             []trialValue `tfsdk:"passing_trials"`
 	FailingTrials             []trialValue `tfsdk:"failing_trials"`
@@ -150,6 +156,8 @@ func trialSchemaAttributes() map[string]schema.Attribute {
 				"count":       computedInt("Requests of this kind."),
 				"example":     schema.StringAttribute{Computed: true, MarkdownDescription: "The first such request's message, shortened, with the API key redacted."},
 			}}},
+		"request_rate": computedNumber("An open-loop trial's scheduled rate, requests per second; null for a closed-loop trial."),
+		"speedup":      computedNumber("A replay trial's speedup of its trace; null otherwise."),
 	}
 }
 
@@ -159,14 +167,18 @@ func workloadResultSchemaAttributes() map[string]schema.Attribute {
 			NestedObject: schema.NestedAttributeObject{Attributes: trialSchemaAttributes()}}
 	}
 	return map[string]schema.Attribute{
-		"label":                       schema.StringAttribute{Computed: true, MarkdownDescription: "Workload label."},
-		"input_tokens":                computedInt("Configured input tokens."),
-		"output_tokens":               computedInt("Configured output tokens."),
-		"maximum_passing_concurrency": computedInt(capitalize(descMaximumPassing)),
-		"first_failing_concurrency":   computedInt(capitalize(descFirstFailing)),
-		"server_prompt_tokens":        computedObject("Prompt tokens the server counted across the reported trials.", minMaxAttributes()),
-		"passing_trials":              trials("Confirmation trials at the maximum passing concurrency."),
-		"failing_trials":              trials("Confirmation trials at the first failing concurrency."),
+		"label":                        schema.StringAttribute{Computed: true, MarkdownDescription: "Workload label."},
+		"input_tokens":                 computedInt("Configured input tokens."),
+		"output_tokens":                computedInt("Configured output tokens."),
+		"maximum_passing_concurrency":  computedInt(capitalize(descMaximumPassing)),
+		"first_failing_concurrency":    computedInt(capitalize(descFirstFailing)),
+		"maximum_passing_request_rate": computedNumber(capitalize(descMaximumPassingRate)),
+		"first_failing_request_rate":   computedNumber(capitalize(descFirstFailingRate)),
+		"maximum_passing_speedup":      computedNumber(capitalize(descMaximumPassingSpeedup)),
+		"first_failing_speedup":        computedNumber(capitalize(descFirstFailingSpeedup)),
+		"server_prompt_tokens":         computedObject("Prompt tokens the server counted across the reported trials.", minMaxAttributes()),
+		"passing_trials":               trials("Confirmation trials at the maximum passing concurrency."),
+		"failing_trials":               trials("Confirmation trials at the first failing concurrency."),
 		"bound_by": schema.ListAttribute{Computed: true, ElementType: types.StringType,
 			MarkdownDescription: "What failed the first failing concurrency's confirmation trials: each missed objective as `p<percentile> <metric>` " +
 				"(or `goodput`), and `errors` when requests failed. Empty when nothing failed within the bounds."},
@@ -221,6 +233,10 @@ func workloadResultsValue(ctx context.Context, doc *results.Document) (types.Lis
 			OutputTokens:              int64(w.ConfiguredOSL),
 			MaximumPassingConcurrency: optionalInt64(w.MaximumPassingConcurrency),
 			FirstFailingConcurrency:   optionalInt64(w.FirstFailingConcurrency),
+			MaximumPassingRequestRate: w.MaximumPassingRequestRate,
+			FirstFailingRequestRate:   w.FirstFailingRequestRate,
+			MaximumPassingSpeedup:     w.MaximumPassingSpeedup,
+			FirstFailingSpeedup:       w.FirstFailingSpeedup,
 			ServerPromptTokens:        minMaxValue(w.ServerPromptTokens),
 			PassingTrials:             []trialValue{},
 			FailingTrials:             []trialValue{},
@@ -237,6 +253,14 @@ func workloadResultsValue(ctx context.Context, doc *results.Document) (types.Lis
 		values = append(values, v)
 	}
 	return types.ListValueFrom(ctx, workloadResultObjectType, values)
+}
+
+// positiveOrNull is v, or null for the 0 an absent value reads as.
+func positiveOrNull(v float64) *float64 {
+	if v <= 0 {
+		return nil
+	}
+	return &v
 }
 
 // newTrialValue takes the trial's concurrency from results.Workload.Trials, which fills it
@@ -272,6 +296,8 @@ func newTrialValue(st results.SideTrial) trialValue {
 			OutputLengthMismatches:     t.Correctness.OutputLengthMismatches,
 		},
 		ErrorSummary: errorSummaryValue(t.ErrorSummary),
+		RequestRate:  positiveOrNull(t.RequestRate),
+		Speedup:      positiveOrNull(t.Speedup),
 	}
 }
 
