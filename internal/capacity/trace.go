@@ -84,6 +84,11 @@ func (v *validation) traceWorkload(c Config, i int, w Workload) {
 	if t.Rate() == 0 {
 		v.fail(tp.At("file"), "Trace without a clock", "%s: every request has the same timestamp, so there is no arrival process to replay or speed up; record at least two arrival times", w.TraceFile)
 	}
+	if nw := c.WarmupRequests; nw >= 0 && nw < len(t.Requests)-1 && t.Rate() > 0 && t.Requests[nw].Offset == t.Span() {
+		v.add(Problem{Path: tp.At("file"), Summary: "Trace without a clock", Reads: []attrpath.Path{attrpath.Root("trial").At("warmup_requests")},
+			Detail: fmt.Sprintf("%s: after trial.warmup_requests (%d), every measured request has the same timestamp (line %d on), so the measured requests have no rate to keep up with; lower trial.warmup_requests or record more arrivals.",
+				w.TraceFile, nw, t.Requests[nw].Line)})
+	}
 	if measured := len(t.Requests) - c.WarmupRequests; measured < minTraceMeasured {
 		v.add(Problem{Path: tp.At("file"), Summary: "Trace too short", Reads: []attrpath.Path{attrpath.Root("trial").At("warmup_requests")},
 			Detail: fmt.Sprintf("%s has %d requests; after trial.warmup_requests (%d), the first requests replayed as warmups, it leaves %d measured, "+

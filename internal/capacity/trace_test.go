@@ -60,6 +60,13 @@ func TestValidateTrace(t *testing.T) {
 			[]string{"workloads[0].input_tokens: workloads[0].input_tokens: a trace workload takes every request's lengths"}},
 		{"too short after warmups", func(c *Config) { c.WarmupRequests = 6 },
 			[]string{"workloads[0].trace.file: " + good + " has 12 requests; after trial.warmup_requests (6)"}},
+		{"measured requests at one timestamp", func(c *Config) {
+			lines := []string{`{"timestamp": 0, "input_length": 64, "output_length": 8}`}
+			for range 9 {
+				lines = append(lines, `{"timestamp": 100, "input_length": 64, "output_length": 8}`)
+			}
+			c.Workloads[0].TraceFile = writeTrace(t, lines...)
+		}, []string{"workloads[0].trace.file: "}}, // every measured request on line 2 on has the same timestamp
 		{"trace without replay", func(c *Config) { c.OpenLoop = nil },
 			[]string{"workloads[0].trace: workloads[0].trace a trace workload is replayed at its recorded arrivals by a search over the speedup"}},
 		{"replay without trace", func(c *Config) {
