@@ -178,7 +178,7 @@ func speedupSearchAttribute() schema.SingleNestedAttribute {
 		MarkdownDescription: "Search the speedup of every workload's recorded `trace`: the highest factor by which its " +
 			"arrival offsets can be divided while every confirmation trial passes, found to `tolerance` over `min`, " +
 			"`min × (1 + tolerance)`, … up to `max`. It answers how many times today's recorded traffic the deployment holds. " +
-			"A trial at a speedup is judged as a trial at a rate (`search.rate`): " + descOpenLoopRule + " The answer is " +
+			"A trial at a speedup is judged as one at a rate (`search.rate`). " + descOpenLoopRule + " The answer is " +
 			"`maximum_passing_speedup`; `maximum_passing_request_rate` is the trace's mean rate at it. `min = max = 1` replays " +
 			"the trace once as recorded, with its confirmation trials. Every workload needs a `trace`; leave `arrival`, " +
 			"`search.rate` and `concurrency_levels` unset.",
