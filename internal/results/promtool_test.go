@@ -23,11 +23,19 @@ func promtool(t *testing.T) string {
 	return p
 }
 
-// promtool check metrics reports nothing on the renderings of the reference and of a
-// multi-objective recorded run (it found 163 problems before: a quantile label on gauges).
+// promtool check metrics reports nothing on the renderings of the reference, of a
+// multi-objective recorded run and of a replay by speedup (its rate and speedup families) (it found 163 problems before: a quantile label on gauges).
 func TestOpenMetricsPassesPromtoolCheck(t *testing.T) {
 	bin := promtool(t)
-	for name, d := range map[string]*Document{"reference": parseReference(t), "recorded": readRecorded(t)} {
+	raw, err := ReadFile(filepath.Join("testdata", "replay", "result.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	replay, err := Parse(raw)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for name, d := range map[string]*Document{"reference": parseReference(t), "recorded": readRecorded(t), "replay": replay} {
 		cmd := exec.Command(bin, "check", "metrics")
 		cmd.Stdin = strings.NewReader(OpenMetrics(d))
 		out, err := cmd.CombinedOutput()
