@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/llmserve/terraform-provider-llmserve/internal/attrpath"
+	"github.com/llmserve/terraform-provider-llmserve/internal/problem"
 	"github.com/llmserve/terraform-provider-llmserve/internal/results"
 )
 
@@ -14,13 +15,13 @@ import (
 // when the experiment's replica count is read from the deployment): a cache flush by
 // endpoint that reaches only one replica of several, because replica_endpoints is not set,
 // or lists fewer replicas than the experiment says were deployed.
-func (c Config) RunWarnings() []Problem {
+func (c Config) RunWarnings() []problem.Problem {
 	exp := c.Experiment
 	if exp == nil || exp.Replicas <= 1 || c.CacheFlush == "none" || c.CacheFlush == "llamacpp" {
 		return nil
 	}
 	if c.ReplicaEndpoints == nil {
-		return []Problem{{Path: attrpath.Root("trial").At("cache_flush"), Warning: true,
+		return []problem.Problem{{Path: attrpath.Root("trial").At("cache_flush"), Warning: true,
 			Summary: "Cache flush reaches one replica",
 			Detail: fmt.Sprintf("The endpoint serves %d replicas behind one Service. A flush by endpoint (SGLang /flush_cache, vLLM /reset_prefix_cache) "+
 				"reaches only the replica the Service picks, so the others may keep warm prefix caches between trials. "+
@@ -28,7 +29,7 @@ func (c Config) RunWarnings() []Problem {
 				"and reads each one's prefix-cache counters. llama.cpp is unaffected (cache_prompt: false on every request).", exp.Replicas)}}
 	}
 	if n := len(c.ReplicaEndpoints); n < exp.Replicas {
-		return []Problem{{Path: attrpath.Root("replica_endpoints"), Warning: true, Reads: []attrpath.Path{attrpath.Root("experiment")},
+		return []problem.Problem{{Path: attrpath.Root("replica_endpoints"), Warning: true, Reads: []attrpath.Path{attrpath.Root("experiment")},
 			Summary: "Not every replica is listed",
 			Detail: fmt.Sprintf("replica_endpoints lists %d endpoints, but the experiment says %d replicas serve the endpoint: the unlisted ones are not flushed and may keep warm prefix caches. "+
 				"Feed it from the deployment (replica_endpoints = llmserve_inference_deployment.<name>.replica_endpoints, which lists every ready pod) and apply once all replicas are ready.", n, exp.Replicas)}}
@@ -40,15 +41,15 @@ func (c Config) RunWarnings() []Problem {
 // whose numbers are the edge of the search rather than its capacity (at its
 // capacity_bounded_by_search key), and trials served from a cache that should have been
 // cold (the whole run: no single setting is to blame).
-func (c Config) ResultWarnings(doc *results.Document) []Problem {
-	var out []Problem
+func (c Config) ResultWarnings(doc *results.Document) []problem.Problem {
+	var out []problem.Problem
 	if doc == nil {
 		return nil
 	}
 	for _, w := range doc.Workloads {
 		if w.SearchBound() == results.BoundNone {
 			if w.MaximumPassingConcurrency == nil && w.FirstFailingConcurrency != nil {
-				out = append(out, Problem{Path: attrpath.Root("maximum_passing_concurrency").Key(w.Label), Warning: true,
+				out = append(out, problem.Problem{Path: attrpath.Root("maximum_passing_concurrency").Key(w.Label), Warning: true,
 					Summary: fmt.Sprintf("Workload %q has no capacity: even %d concurrent request failed the SLO", w.Label, *w.FirstFailingConcurrency),
 					Detail: fmt.Sprintf("Workload %q: at concurrency %d, %s. maximum_passing_concurrency[%q] is null (capacity 0). "+
 						"The server cannot meet the objective for a single user with this workload: relax the objective, shorten the workload, or change the deployment.",
@@ -63,14 +64,14 @@ func (c Config) ResultWarnings(doc *results.Document) []Problem {
 		case w.MaximumPassingRequestRate != nil || w.FirstFailingRequestRate != nil:
 			names = "maximum_passing_request_rate and first_failing_request_rate"
 		}
-		out = append(out, Problem{Path: attrpath.Root("capacity_bounded_by_search").Key(w.Label), Warning: true,
+		out = append(out, problem.Problem{Path: attrpath.Root("capacity_bounded_by_search").Key(w.Label), Warning: true,
 			Summary: fmt.Sprintf("Capacity of workload %q is bounded by the search", w.Label),
 			Detail: fmt.Sprintf("Workload %q: %s. %s are the edge of the search, not the capacity; capacity_bounded_by_search[%q] is true.",
 				w.Label, BoundNote(w, len(c.ConcurrencyLevels) > 0), names, w.Label)})
 	}
 	out = append(out, c.shortRateTrials(doc)...)
 	if warm := WarmCacheTrials(doc); len(warm) > 0 {
-		out = append(out, Problem{Warning: true,
+		out = append(out, problem.Problem{Warning: true,
 			Summary: "Prompts were served from a cache that should have been cold",
 			Detail: fmt.Sprintf("With cache_flush = %q, the server reported cached prompt tokens beyond the prefix all prompts share in %s. "+
 				"The flush did not take effect, so those trials' latencies are too low and the capacity may be too high; "+
@@ -78,7 +79,7 @@ func (c Config) ResultWarnings(doc *results.Document) []Problem {
 				c.CacheFlush, strings.Join(warm, "; "))})
 	}
 	if lines := telemetryWarnings(doc); len(lines) > 0 {
-		out = append(out, Problem{Path: attrpath.Root("telemetry_endpoints"), Warning: true,
+		out = append(out, problem.Problem{Path: attrpath.Root("telemetry_endpoints"), Warning: true,
 			Summary: "Accelerator telemetry was incomplete",
 			Detail: "The trials kept every figure measured; what could not be measured is null in their accelerators block, never 0:\n- " +
 				strings.Join(lines, "\n- ")})

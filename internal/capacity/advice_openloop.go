@@ -5,6 +5,7 @@ import (
 	"math"
 
 	"github.com/llmserve/terraform-provider-llmserve/internal/attrpath"
+	"github.com/llmserve/terraform-provider-llmserve/internal/problem"
 	"github.com/llmserve/terraform-provider-llmserve/internal/results"
 )
 
@@ -20,8 +21,8 @@ const shortTrialFactor = 10
 // confirmation trials at its boundary were too short for the completion guard: their
 // measured requests sent over less than shortTrialFactor × their median request latency.
 // It names what to raise: trial.measured_requests, or a replay's trace.
-func (c Config) shortRateTrials(doc *results.Document) []Problem {
-	var out []Problem
+func (c Config) shortRateTrials(doc *results.Document) []problem.Problem {
+	var out []problem.Problem
 	for i, w := range doc.Workloads {
 		var worst *results.Trial
 		worstRatio := math.Inf(1)
@@ -51,7 +52,7 @@ func (c Config) shortRateTrials(doc *results.Document) []Problem {
 				path = attrpath.Root("workloads")
 			}
 		}
-		out = append(out, Problem{Path: path, Warning: true,
+		out = append(out, problem.Problem{Path: path, Warning: true,
 			Summary: fmt.Sprintf("Open-loop trials of workload %q too short to judge keeping up", w.Label),
 			Detail: fmt.Sprintf("Workload %q: the confirmation trial at %s sent its %d measured requests over %.3g s, only %.2g × their median request latency (%.3g s). "+
 				"The completion guard compares the response rate with the send rate, whose spans differ by a request's latency, so below %d latencies its error "+

@@ -12,6 +12,7 @@ import (
 	"sync"
 
 	"github.com/llmserve/terraform-provider-llmserve/internal/attrpath"
+	"github.com/llmserve/terraform-provider-llmserve/internal/problem"
 	"github.com/llmserve/terraform-provider-llmserve/internal/prompt"
 	"github.com/llmserve/terraform-provider-llmserve/internal/search"
 	"github.com/llmserve/terraform-provider-llmserve/internal/trace"
@@ -56,7 +57,7 @@ func (v *validation) traceWorkload(c Config, i int, w Workload) {
 	}{{"input_tokens", w.InputTokens == 0}, {"output_tokens", w.OutputTokens == 0}, {"input_tokens_stddev", w.InputTokensStddev == 0},
 		{"output_tokens_stddev", w.OutputTokensStddev == 0}, {"shared_prefix_tokens", w.SharedPrefixTokens == 0}} {
 		if !set.ok {
-			v.add(Problem{Path: p.At(set.name), Summary: "Length set beside a trace", Reads: []attrpath.Path{tp.At("file")},
+			v.add(problem.Problem{Path: p.At(set.name), Summary: "Length set beside a trace", Reads: []attrpath.Path{tp.At("file")},
 				Detail: fmt.Sprintf("%s: a trace workload takes every request's lengths and shared blocks from its trace file; remove %s (or remove trace to measure synthetic prompts).", p.At(set.name), set.name)})
 		}
 	}
@@ -85,12 +86,12 @@ func (v *validation) traceWorkload(c Config, i int, w Workload) {
 		v.fail(tp.At("file"), "Trace without a clock", "%s: every request has the same timestamp, so there is no arrival process to replay or speed up; record at least two arrival times", w.TraceFile)
 	}
 	if nw := c.WarmupRequests; nw >= 0 && nw < len(t.Requests)-1 && t.Rate() > 0 && t.Requests[nw].Offset == t.Span() {
-		v.add(Problem{Path: tp.At("file"), Summary: "Trace without a clock", Reads: []attrpath.Path{attrpath.Root("trial").At("warmup_requests")},
+		v.add(problem.Problem{Path: tp.At("file"), Summary: "Trace without a clock", Reads: []attrpath.Path{attrpath.Root("trial").At("warmup_requests")},
 			Detail: fmt.Sprintf("%s: after trial.warmup_requests (%d), every measured request has the same timestamp (line %d on), so the measured requests have no rate to keep up with; lower trial.warmup_requests or record more arrivals.",
 				w.TraceFile, nw, t.Requests[nw].Line)})
 	}
 	if measured := len(t.Requests) - c.WarmupRequests; measured < minTraceMeasured {
-		v.add(Problem{Path: tp.At("file"), Summary: "Trace too short", Reads: []attrpath.Path{attrpath.Root("trial").At("warmup_requests")},
+		v.add(problem.Problem{Path: tp.At("file"), Summary: "Trace too short", Reads: []attrpath.Path{attrpath.Root("trial").At("warmup_requests")},
 			Detail: fmt.Sprintf("%s has %d requests; after trial.warmup_requests (%d), the first requests replayed as warmups, it leaves %d measured, "+
 				"and a replay needs at least %d for the backlog guard; use a longer trace or lower trial.warmup_requests.", w.TraceFile, len(t.Requests), c.WarmupRequests, measured, minTraceMeasured)})
 	}
@@ -105,7 +106,7 @@ func (v *validation) speedupSearch(c Config) {
 	case !(l.Min > 0) || math.IsInf(l.Min, 0):
 		v.fail(sp.At("min"), "Invalid speedup search", "must be a positive factor (1 replays the trace as recorded), got %g", l.Min)
 	case !(l.Max >= l.Min) || math.IsInf(l.Max, 0):
-		v.add(Problem{Path: sp.At("max"), Summary: "Invalid speedup search", Reads: []attrpath.Path{sp.At("min")},
+		v.add(problem.Problem{Path: sp.At("max"), Summary: "Invalid speedup search", Reads: []attrpath.Path{sp.At("min")},
 			Detail: fmt.Sprintf("%s (%g) is below search.speedup.min (%g); raise max or lower min.", sp.At("max"), l.Max, l.Min)})
 	default:
 		if err := l.Validate(); err != nil {
@@ -117,7 +118,7 @@ func (v *validation) speedupSearch(c Config) {
 	}
 	for i, w := range c.Workloads {
 		if p := attrpath.Root("workloads").Index(i); w.TraceFile == "" {
-			v.add(Problem{Path: p, Summary: "Workload without a trace", Reads: []attrpath.Path{p.At("trace").At("file")},
+			v.add(problem.Problem{Path: p, Summary: "Workload without a trace", Reads: []attrpath.Path{p.At("trace").At("file")},
 				Detail: fmt.Sprintf("%s: search.speedup replays recorded traffic faster or slower, and workloads[%d] (%q) has no trace: add trace = { file = \"…\" } to it, or measure it in a benchmark with search.rate or a concurrency search.", p, i, w.Label)})
 		}
 	}

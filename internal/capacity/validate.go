@@ -12,26 +12,15 @@ import (
 
 	"github.com/llmserve/terraform-provider-llmserve/internal/attrpath"
 	"github.com/llmserve/terraform-provider-llmserve/internal/endpoint"
+	"github.com/llmserve/terraform-provider-llmserve/internal/problem"
 	"github.com/llmserve/terraform-provider-llmserve/internal/results"
 	"github.com/llmserve/terraform-provider-llmserve/internal/telemetry"
 )
 
-// Problem is one thing wrong with a configuration, or, as a warning, one valid value that
-// is almost certainly not what was meant.
-type Problem struct {
-	Path    attrpath.Path // the setting to fix
-	Summary string        // a short title
-	Detail  string        // names the setting, what is wrong and what to do
-	Warning bool
-	// Reads are the other settings the rule compared Path with (input_tokens for a shared
-	// prefix): a caller that does not know one of them yet cannot judge the rule.
-	Reads []attrpath.Path
-}
-
 // Validate reports every problem with the configuration, each naming the setting to fix and
 // how. It is the one rule: the Terraform glue applies it at plan to the values known then,
 // and again at apply, before anything is sent, when they are all known.
-func (c Config) Validate() []Problem {
+func (c Config) Validate() []problem.Problem {
 	var v validation
 	if _, err := endpoint.Parse(c.Endpoint); err != nil {
 		v.fail(attrpath.Root("endpoint"), "Invalid endpoint URL", "%v", err)
@@ -71,7 +60,7 @@ func (c Config) Validate() []Problem {
 	}
 	v.telemetry(c.TelemetryEndpoints)
 	if c.RecordChunkTimes && c.RecordsDirectory == "" {
-		v.add(Problem{Path: attrpath.Root("record_chunk_times"), Summary: "Chunk times without records", Reads: []attrpath.Path{attrpath.Root("records_directory")},
+		v.add(problem.Problem{Path: attrpath.Root("record_chunk_times"), Summary: "Chunk times without records", Reads: []attrpath.Path{attrpath.Root("records_directory")},
 			Detail: "record_chunk_times adds chunk arrival times to the per-request records, which are only written with records_directory; set records_directory or remove record_chunk_times."})
 	}
 	return v.problems
@@ -79,7 +68,7 @@ func (c Config) Validate() []Problem {
 
 // Err is the problems that are errors as one error, each naming its setting; nil when there
 // are none (warnings alone do not stop a run).
-func Err(problems []Problem) error {
+func Err(problems []problem.Problem) error {
 	var errs []error
 	for _, p := range problems {
 		if !p.Warning {
@@ -104,7 +93,7 @@ func (v *validation) workloads(ws []Workload) {
 			v.fail(label, "Control character in value", "contains the control character %U at byte %d, which would reach terminals, CSV and Markdown renderings; use printable text", r, pos)
 		}
 		if first, dup := seen[w.Label]; dup && w.Label != "" {
-			v.add(Problem{Path: label, Summary: "Duplicate workload label", Reads: []attrpath.Path{at.Index(first).At("label")},
+			v.add(problem.Problem{Path: label, Summary: "Duplicate workload label", Reads: []attrpath.Path{at.Index(first).At("label")},
 				Detail: fmt.Sprintf("%s: the label %q is already used by workloads[%d]. Labels key maximum_passing_concurrency and first_failing_concurrency, so each must be unique; rename one.", label, w.Label, first)})
 		} else if !dup {
 			seen[w.Label] = i
@@ -132,7 +121,7 @@ func (v *validation) workloads(ws []Workload) {
 			case math.IsNaN(sd.v) || sd.v < 0:
 				v.fail(p.At(sd.name), "Value too small", "must be at least 0, got %g", sd.v)
 			case sd.ok && sd.v > float64(sd.n):
-				v.add(Problem{Path: p.At(sd.name), Summary: "Length spread wider than the length", Reads: []attrpath.Path{p.At(sd.mean)},
+				v.add(problem.Problem{Path: p.At(sd.name), Summary: "Length spread wider than the length", Reads: []attrpath.Path{p.At(sd.mean)},
 					Detail: fmt.Sprintf("%s (%g) is above the mean length (%d): most draws would be clipped at 1 token; give at most the mean.", p.At(sd.name), sd.v, sd.n)})
 			}
 		}
@@ -141,7 +130,7 @@ func (v *validation) workloads(ws []Workload) {
 		case w.SharedPrefixTokens < 0:
 			v.fail(pre, "Value too small", "must be at least 0, got %d", w.SharedPrefixTokens)
 		case inOK && w.SharedPrefixTokens >= w.InputTokens:
-			v.add(Problem{Path: pre, Summary: "Shared prefix as long as the prompt", Reads: []attrpath.Path{p.At("input_tokens")},
+			v.add(problem.Problem{Path: pre, Summary: "Shared prefix as long as the prompt", Reads: []attrpath.Path{p.At("input_tokens")},
 				Detail: fmt.Sprintf("%s (%d) counts within input_tokens (%d) and must be below it, leaving each prompt a part of its own; lower shared_prefix_tokens or raise input_tokens.", pre, w.SharedPrefixTokens, w.InputTokens)})
 		}
 	}
@@ -164,23 +153,23 @@ func (v *validation) slos(slos []results.SLO) {
 	for i, s := range stated {
 		p := at.Index(i)
 		for _, f := range s.Problems() {
-			v.add(Problem{Path: p.At(f.Field), Summary: "Invalid objective", Detail: fmt.Sprintf("%s %s.", p.At(f.Field), f.Detail),
+			v.add(problem.Problem{Path: p.At(f.Field), Summary: "Invalid objective", Detail: fmt.Sprintf("%s %s.", p.At(f.Field), f.Detail),
 				Reads: []attrpath.Path{p.At("metric")}}) // every rule of an objective reads its metric
 		}
 		if j := repeats[i]; j >= 0 {
-			v.add(Problem{Path: p, Summary: "Repeated objective", Reads: []attrpath.Path{at.Index(j)},
+			v.add(problem.Problem{Path: p, Summary: "Repeated objective", Reads: []attrpath.Path{at.Index(j)},
 				Detail: fmt.Sprintf("%s repeats %s of slos[%d]; keep the stricter one.", p, s.Key(), j)})
 		}
 		if pct := s.Percentile; pct > 0 && pct < 1 && !s.Info().PerTrial {
-			v.add(Problem{Path: p.At("percentile"), Summary: "Percentile below 1", Reads: []attrpath.Path{p.At("metric")},
+			v.add(problem.Problem{Path: p.At("percentile"), Summary: "Percentile below 1", Reads: []attrpath.Path{p.At("metric")},
 				Detail: fmt.Sprintf("%s = %g asks for p%g, the most extreme request of each trial rather than a share of users: percentiles are on a 0-100 scale. Write %g for p%g; for the fastest requests use percentile = 1 or more.", p.At("percentile"), pct, pct, pct*100, pct*100)})
 		}
 		if s.Metric == results.MetricGoodput && s.Comparison == results.GreaterThan && s.ThresholdMs == 100 {
-			v.add(Problem{Path: p.At("threshold_ms"), Summary: "Objective that cannot be met", Reads: []attrpath.Path{p.At("metric"), p.At("comparison")},
+			v.add(problem.Problem{Path: p.At("threshold_ms"), Summary: "Objective that cannot be met", Reads: []attrpath.Path{p.At("metric"), p.At("comparison")},
 				Detail: fmt.Sprintf("%s = 100 with comparison greater_than can never be met: goodput is a percentage of requests, at most 100. To demand that every request meets the other objectives, set comparison = %q; otherwise lower threshold_ms.", p.At("threshold_ms"), results.GreaterThanOrEqual)})
 		}
 		if th := s.ThresholdMs; th > 0 && th < 50 && (s.Metric == results.MetricTTFT || s.Metric == results.MetricRequestLatency) {
-			v.add(Problem{Path: p.At("threshold_ms"), Summary: "Latency threshold below 50 ms", Warning: true, Reads: []attrpath.Path{p.At("metric")},
+			v.add(problem.Problem{Path: p.At("threshold_ms"), Summary: "Latency threshold below 50 ms", Warning: true, Reads: []attrpath.Path{p.At("metric")},
 				Detail: fmt.Sprintf("threshold_ms = %g demands a %s under %g ms: thresholds are in milliseconds. Did you mean %g s (threshold_ms = %g)?", th, strings.ReplaceAll(s.Metric, "_", " "), th, th, th*1000)})
 		}
 	}
@@ -217,7 +206,7 @@ func (v *validation) undecided(slos []results.SLO, repeats []int) {
 			if tight.ThresholdMs == loose.ThresholdMs {
 				verdict = fmt.Sprintf("so %s adds nothing; remove it", at.Index(i))
 			}
-			v.add(Problem{Path: at.Index(i), Summary: "Objective that can never fail", Reads: []attrpath.Path{at.Index(j)},
+			v.add(problem.Problem{Path: at.Index(i), Summary: "Objective that can never fail", Reads: []attrpath.Path{at.Index(j)},
 				Detail: fmt.Sprintf("%s (%s) can never be the objective that fails: %s (%s) is at least as strict and %s, %s.",
 					at.Index(i), loose, at.Index(j), tight, why, verdict)})
 			break
@@ -276,7 +265,7 @@ func (v *validation) measurable(slos []results.SLO, ws []Workload) {
 		if len(one) > 1 {
 			others = fmt.Sprintf(" (and %d more workloads)", len(one)-1)
 		}
-		v.add(Problem{Path: p.At("metric"), Summary: "Objective that cannot be measured", Reads: []attrpath.Path{w.At("output_tokens")},
+		v.add(problem.Problem{Path: p.At("metric"), Summary: "Objective that cannot be measured", Reads: []attrpath.Path{w.At("output_tokens")},
 			Detail: fmt.Sprintf("%s is %s, which needs at least two output tokens per request, but %s (%q)%s has output_tokens = 1, so no request would have a value to judge. Raise output_tokens to 2 or more, or measure that workload against time_to_first_token or request_latency.",
 				p.At("metric"), s.Metric, w.At("output_tokens"), ws[one[0]].Label, others)})
 	}
@@ -294,7 +283,7 @@ func (v *validation) search(c Config) {
 	minOK := v.between(at.At("min_concurrency"), c.MinConcurrency, 1, MaxConcurrency)
 	maxOK := v.between(at.At("max_concurrency"), c.MaxConcurrency, 1, MaxConcurrency)
 	if minOK && maxOK && c.MinConcurrency > c.MaxConcurrency {
-		v.add(Problem{Path: at.At("min_concurrency"), Summary: "Search bounds inverted", Reads: []attrpath.Path{at.At("max_concurrency")},
+		v.add(problem.Problem{Path: at.At("min_concurrency"), Summary: "Search bounds inverted", Reads: []attrpath.Path{at.At("max_concurrency")},
 			Detail: fmt.Sprintf("search.min_concurrency (%d) is greater than search.max_concurrency (%d); lower min_concurrency or raise max_concurrency.", c.MinConcurrency, c.MaxConcurrency)})
 	}
 }
@@ -305,10 +294,10 @@ func (v *validation) search(c Config) {
 func (v *validation) levels(at attrpath.Path, levels []int) {
 	type first struct {
 		i, n int
-		p    Problem
+		p    problem.Problem
 	}
 	var low, high, repeat first
-	note := func(f *first, i int, p Problem) {
+	note := func(f *first, i int, p problem.Problem) {
 		if f.n == 0 {
 			f.i, f.p = i, p
 		}
@@ -319,12 +308,12 @@ func (v *validation) levels(at attrpath.Path, levels []int) {
 		p := at.Index(i)
 		switch {
 		case l < 1:
-			note(&low, i, Problem{Path: p, Summary: "Value too small", Detail: fmt.Sprintf("%s must be at least 1, got %d.", p, l)})
+			note(&low, i, problem.Problem{Path: p, Summary: "Value too small", Detail: fmt.Sprintf("%s must be at least 1, got %d.", p, l)})
 		case l > MaxConcurrency:
-			note(&high, i, Problem{Path: p, Summary: "Value too large", Detail: fmt.Sprintf("%s must be at most %d, got %d. The bound keeps a run's memory and time finite; no real server needs more.", p, MaxConcurrency, l)})
+			note(&high, i, problem.Problem{Path: p, Summary: "Value too large", Detail: fmt.Sprintf("%s must be at most %d, got %d. The bound keeps a run's memory and time finite; no real server needs more.", p, MaxConcurrency, l)})
 		default:
 			if j, dup := seen[l]; dup {
-				note(&repeat, i, Problem{Path: p, Summary: "Repeated concurrency level", Reads: []attrpath.Path{at.Index(j)},
+				note(&repeat, i, problem.Problem{Path: p, Summary: "Repeated concurrency level", Reads: []attrpath.Path{at.Index(j)},
 					Detail: fmt.Sprintf("%s: %d is already %s; list each level once.", p, l, at.Index(j))})
 				continue
 			}
@@ -350,7 +339,7 @@ func (v *validation) levels(at attrpath.Path, levels []int) {
 }
 
 // validation collects problems.
-type validation struct{ problems []Problem }
+type validation struct{ problems []problem.Problem }
 
 // replicaFix is how every replica_endpoints problem ends: where the list comes from.
 const replicaFix = "set replica_endpoints = llmserve_inference_deployment.<name>.replica_endpoints (one base URL per ready pod)"
@@ -381,11 +370,11 @@ func (v *validation) replicaEndpoints(urls []string) {
 	}
 }
 
-func (v *validation) add(p Problem) { v.problems = append(v.problems, p) }
+func (v *validation) add(p problem.Problem) { v.problems = append(v.problems, p) }
 
 // fail adds an error whose detail is the path followed by the formatted text.
 func (v *validation) fail(p attrpath.Path, summary, format string, args ...any) {
-	v.add(Problem{Path: p, Summary: summary, Detail: p.String() + " " + fmt.Sprintf(format, args...) + "."})
+	v.add(problem.Problem{Path: p, Summary: summary, Detail: p.String() + " " + fmt.Sprintf(format, args...) + "."})
 }
 
 // between checks lo ≤ got ≤ hi and says whether it holds. The upper bounds keep a run's
@@ -427,7 +416,7 @@ func (v *validation) telemetry(urls []string) {
 		}
 		k := telemetry.Key(u)
 		if j, dup := seen[k]; dup {
-			v.add(Problem{Path: p, Summary: "Repeated telemetry endpoint", Reads: []attrpath.Path{at.Index(j)},
+			v.add(problem.Problem{Path: p, Summary: "Repeated telemetry endpoint", Reads: []attrpath.Path{at.Index(j)},
 				Detail: fmt.Sprintf("%s is the same exporter as %s (%s); its devices would be counted twice in every total. Remove one.", p, at.Index(j), u.Redacted())})
 			continue
 		}

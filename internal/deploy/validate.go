@@ -14,6 +14,7 @@ import (
 
 	"github.com/llmserve/terraform-provider-llmserve/internal/attrpath"
 	"github.com/llmserve/terraform-provider-llmserve/internal/engine"
+	"github.com/llmserve/terraform-provider-llmserve/internal/problem"
 )
 
 // ReservedLabels are the labels the provider writes itself: a user value would be
@@ -35,10 +36,10 @@ var volumeNameRE = regexp.MustCompile(`^[a-zA-Z0-9][a-zA-Z0-9_.-]*$`)
 
 // Validate reports every problem of where and how the container would run, in terms of the
 // attributes that set them (Problem.Path), so a plan shows them all at once. s is the engine spec the placement launches.
-func (p Placement) Validate(s engine.Spec) []engine.Problem {
-	var out []engine.Problem
+func (p Placement) Validate(s engine.Spec) []problem.Problem {
+	var out []problem.Problem
 	add := func(p attrpath.Path, format string, args ...any) {
-		out = append(out, engine.Problem{Path: p, Detail: fmt.Sprintf(format, args...)})
+		out = append(out, problem.At(p, format, args...))
 	}
 	out = append(out, checkImage(p.Image)...)
 	if p.BindAddress != "" && net.ParseIP(p.BindAddress) == nil {
@@ -153,10 +154,10 @@ func (p Placement) Validate(s engine.Spec) []engine.Problem {
 // environment attribute: a name that is no variable name, a secret (environment is stored in
 // state and shown in plan output: the write-only attribute that carries it instead is named)
 // and a value with control characters other than tab and newline. Every backend applies it.
-func CheckEnvironment(env map[string]string) []engine.Problem {
-	var out []engine.Problem
+func CheckEnvironment(env map[string]string) []problem.Problem {
+	var out []problem.Problem
 	add := func(p attrpath.Path, format string, args ...any) {
-		out = append(out, engine.Problem{Path: p, Detail: fmt.Sprintf(format, args...)})
+		out = append(out, problem.At(p, format, args...))
 	}
 	for _, k := range sortedKeys(env) {
 		field := attrpath.Root("environment").Key(k)
@@ -179,7 +180,7 @@ func CheckEnvironment(env map[string]string) []engine.Problem {
 // the port published on (or, with host networking, the engine listening on) the loopback of
 // a remote engine host, engineHost being its Docker host URL. Readiness would then wait out
 // its whole timeout.
-func (p Placement) CheckReachable(engineHost string) []engine.Problem {
+func (p Placement) CheckReachable(engineHost string) []problem.Problem {
 	u, err := url.Parse(engineHost)
 	if err != nil || (u.Scheme != "tcp" && u.Scheme != "ssh") {
 		return nil
@@ -190,18 +191,18 @@ func (p Placement) CheckReachable(engineHost string) []engine.Problem {
 	if !net.ParseIP(p.BindAddress).IsLoopback() {
 		return nil
 	}
-	return []engine.Problem{{Path: attrpath.Root("bind_address"), Detail: fmt.Sprintf("the engine host %s is remote, and bind_address %s serves only on its loopback, so this machine (and a benchmark run from it) cannot reach the server; readiness would wait out readiness_timeout. Set bind_address = \"0.0.0.0\" (or the host's address) and restrict access with a firewall", u.Hostname(), p.BindAddress)}}
+	return []problem.Problem{{Path: attrpath.Root("bind_address"), Summary: "Endpoint unreachable from this machine", Warning: true, Detail: fmt.Sprintf("the engine host %s is remote, and bind_address %s serves only on its loopback, so this machine (and a benchmark run from it) cannot reach the server; readiness would wait out readiness_timeout. Set bind_address = \"0.0.0.0\" (or the host's address) and restrict access with a firewall", u.Hostname(), p.BindAddress)}}
 }
 
-func checkImage(ref string) []engine.Problem {
+func checkImage(ref string) []problem.Problem {
 	switch {
 	case strings.TrimSpace(ref) == "":
-		return []engine.Problem{{Path: attrpath.Root("image"), Detail: "must name the engine image, e.g. \"lmsysorg/sglang:v0.5.4\" or \"repo@sha256:...\""}}
+		return []problem.Problem{problem.At(attrpath.Root("image"), "must name the engine image, e.g. \"lmsysorg/sglang:v0.5.4\" or \"repo@sha256:...\"")}
 	case strings.ContainsFunc(ref, func(r rune) bool { return unicode.IsSpace(r) || unicode.IsControl(r) }):
-		return []engine.Problem{{Path: attrpath.Root("image"), Detail: fmt.Sprintf("%q contains spaces or control characters; an image reference is one word such as \"lmsysorg/sglang:v0.5.4\"", ref)}}
+		return []problem.Problem{problem.At(attrpath.Root("image"), "%q contains spaces or control characters; an image reference is one word such as \"lmsysorg/sglang:v0.5.4\"", ref)}
 	}
 	if _, err := reference.ParseAnyReference(ref); err != nil {
-		return []engine.Problem{{Path: attrpath.Root("image"), Detail: fmt.Sprintf("%q is not an image reference (%v); use repository[:tag] or repository@sha256:digest, lowercase, e.g. \"lmsysorg/sglang:v0.5.4\"", ref, err)}}
+		return []problem.Problem{problem.At(attrpath.Root("image"), "%q is not an image reference (%v); use repository[:tag] or repository@sha256:digest, lowercase, e.g. \"lmsysorg/sglang:v0.5.4\"", ref, err)}
 	}
 	return nil
 }

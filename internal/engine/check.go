@@ -1,12 +1,12 @@
 package engine
 
 import (
-	"fmt"
 	"slices"
 	"strings"
 	"unicode"
 
 	"github.com/llmserve/terraform-provider-llmserve/internal/attrpath"
+	"github.com/llmserve/terraform-provider-llmserve/internal/problem"
 )
 
 // secretFlags are engine flags that take a secret on the command line, which is stored in
@@ -16,10 +16,10 @@ var secretFlags = []string{"--api-key", "--admin-api-key", "--hf-token"}
 // CheckStrings reports spec strings that would carry control characters into the container's
 // command line (and into plan output, where escape sequences reach a terminal), and engine
 // flags in extra_args that would put a secret on the command line.
-func (s Spec) CheckStrings() []Problem {
-	var out []Problem
+func (s Spec) CheckStrings() []problem.Problem {
+	var out []problem.Problem
 	add := func(p attrpath.Path, format string, args ...any) {
-		out = append(out, Problem{Path: p, Detail: fmt.Sprintf(format, args...)})
+		out = append(out, problem.At(p, format, args...))
 	}
 	for field, v := range map[string]string{"model": s.Model, "revision": s.Revision, "served_model_name": s.ServedModelName} {
 		if strings.ContainsFunc(v, unicode.IsControl) {
@@ -48,7 +48,7 @@ func (s Spec) CheckStrings() []Problem {
 			}
 		}
 	}
-	slices.SortFunc(out, func(a, b Problem) int { return strings.Compare(a.Path.String(), b.Path.String()) })
+	slices.SortFunc(out, func(a, b problem.Problem) int { return strings.Compare(a.Path.String(), b.Path.String()) })
 	return out
 }
 
@@ -56,10 +56,10 @@ func (s Spec) CheckStrings() []Problem {
 // admin key (--admin-api-key, which guards /flush_cache). Given to vLLM or llama.cpp it would
 // be dropped without a word, while the benchmark's admin_api_key suggested it protected
 // something.
-func (s Spec) CheckSecrets(sec Secrets) []Problem {
+func (s Spec) CheckSecrets(sec Secrets) []problem.Problem {
 	if sec.AdminAPIKey == "" || s.Engine == SGLang {
 		return nil
 	}
-	return []Problem{{Path: attrpath.Root("admin_api_key_wo"), Detail: fmt.Sprintf(
-		"engine %q has no admin API key (only SGLang's --admin-api-key guards its admin endpoints), so this key would be dropped; remove admin_api_key_wo, and use api_key_wo for the key %s checks", s.Engine, s.Engine)}}
+	return []problem.Problem{problem.At(attrpath.Root("admin_api_key_wo"),
+		"engine %q has no admin API key (only SGLang's --admin-api-key guards its admin endpoints), so this key would be dropped; remove admin_api_key_wo, and use api_key_wo for the key %s checks", s.Engine, s.Engine)}
 }

@@ -2,7 +2,6 @@ package engine
 
 import (
 	"encoding/json"
-	"fmt"
 	"path"
 	"regexp"
 	"slices"
@@ -10,6 +9,7 @@ import (
 	"strings"
 
 	"github.com/llmserve/terraform-provider-llmserve/internal/attrpath"
+	"github.com/llmserve/terraform-provider-llmserve/internal/problem"
 )
 
 // Accelerator names the device family the engine computes on.
@@ -84,20 +84,11 @@ type Secrets struct {
 	AdminAPIKey string
 }
 
-// Problem is one violated constraint: Path is the attribute that sets it (e.g.
-// speculative.draft_tokens, mounts[1].target), Detail says what to change.
-type Problem struct {
-	Path   attrpath.Path
-	Detail string
-}
-
-func (p Problem) Error() string { return p.Path.String() + ": " + p.Detail }
-
 // Validate reports every constraint the spec violates, so a plan shows all of them at once.
-func (s Spec) Validate() []Problem {
-	var out []Problem
+func (s Spec) Validate() []problem.Problem {
+	var out []problem.Problem
 	add := func(field, format string, args ...any) {
-		out = append(out, Problem{Path: attrpath.Root(field), Detail: fmt.Sprintf(format, args...)})
+		out = append(out, problem.At(attrpath.Root(field), format, args...))
 	}
 	if !slices.Contains(Names, s.Engine) {
 		add("engine", "unknown engine %q; use one of %s", s.Engine, joinQuoted(Names))
@@ -178,14 +169,14 @@ func hasFlag(args []string, name string) bool {
 	return ok
 }
 
-func (s Spec) validateSpeculative() []Problem {
+func (s Spec) validateSpeculative() []problem.Problem {
 	sp := s.Speculative
 	if sp == nil {
 		return nil
 	}
-	var out []Problem
+	var out []problem.Problem
 	add := func(field, format string, args ...any) {
-		out = append(out, Problem{Path: attrpath.Root("speculative").At(field), Detail: fmt.Sprintf(format, args...)})
+		out = append(out, problem.At(attrpath.Root("speculative").At(field), format, args...))
 	}
 	if sp.Steps < 1 {
 		add("steps", "must be at least 1, got %d", sp.Steps)

@@ -361,9 +361,9 @@ func (m engineSettings) specKnown() bool {
 	return true
 }
 
-// validateSpec checks the engine's constraints, naming the attribute to fix. It returns the
-// spec when it is usable.
-func (m engineSettings) validateSpec(ctx context.Context) (engine.Spec, diag.Diagnostics) {
+// validateSpec checks the engine's constraints, naming the attribute to fix, under the
+// resource's title summary. It returns the spec when it is usable.
+func (m engineSettings) validateSpec(ctx context.Context, summary string) (engine.Spec, diag.Diagnostics) {
 	spec, diags := m.spec(ctx)
 	if diags.HasError() {
 		return spec, diags
@@ -377,9 +377,7 @@ func (m engineSettings) validateSpec(ctx context.Context) (engine.Spec, diag.Dia
 	if !m.AdminAPIKeyWO.IsUnknown() {
 		problems = append(problems, spec.CheckSecrets(m.secrets())...)
 	}
-	for _, p := range problems {
-		diags.AddAttributeError(attributePath(p.Path), "Invalid "+string(spec.Engine)+" setting", p.Error())
-	}
+	diags.Append(problemDiagnostics(problems, summary, nil, false)...)
 	return spec, diags
 }
 

@@ -12,6 +12,7 @@ import (
 	"github.com/hashicorp/terraform-plugin-framework/types"
 
 	"github.com/llmserve/terraform-provider-llmserve/internal/deploy/docker"
+	"github.com/llmserve/terraform-provider-llmserve/internal/problem"
 )
 
 // dockerProviderAttributes is the provider's Docker Engine connection. Every attribute is
@@ -113,15 +114,16 @@ func validateDockerConfig(ctx context.Context, req provider.ValidateConfigReques
 	if fromEnv {
 		cfg.Host = docker.ConfigFromEnv(docker.Config{}).Host
 	}
+	var problems []problem.Problem
 	for _, p := range cfg.Check() {
-		if p.Field == "docker_host" && fromEnv {
-			// Not the configuration's fault; the engine's first use reports it, naming DOCKER_HOST.
-			continue
-		}
-		detail := p.Field + ": " + p.Detail
 		if fromEnv {
-			detail += " (docker_host is unset, so DOCKER_HOST or the local socket applies.)"
+			if p.Path.String() == "docker_host" {
+				// Not the configuration's fault; the engine's first use reports it, naming DOCKER_HOST.
+				continue
+			}
+			p.Detail += " (docker_host is unset, so DOCKER_HOST or the local socket applies.)"
 		}
-		resp.Diagnostics.AddAttributeError(path.Root(p.Field), "Invalid Docker Engine connection setting", detail)
+		problems = append(problems, p)
 	}
+	resp.Diagnostics.Append(problemDiagnostics(problems, dockerProblem, nil, false)...)
 }

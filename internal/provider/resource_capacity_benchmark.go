@@ -102,12 +102,12 @@ func (r *capacityBenchmarkResource) Create(ctx context.Context, req resource.Cre
 	resp.Diagnostics.Append(diags...)
 	// Every value is known now: one that was unknown at plan meets its rule here, before
 	// anything is sent.
-	resp.Diagnostics.Append(problemDiagnostics(cfg.Validate(), nil, false)...)
+	resp.Diagnostics.Append(problemDiagnostics(cfg.Validate(), benchmarkProblem, nil, false)...)
 	if resp.Diagnostics.HasError() {
 		return
 	}
 	cfg.APIKey, cfg.AdminAPIKey = apiKey.ValueString(), adminKey.ValueString()
-	resp.Diagnostics.Append(problemDiagnostics(cfg.RunWarnings(), nil, true)...)
+	resp.Diagnostics.Append(problemDiagnostics(cfg.RunWarnings(), benchmarkProblem, nil, true)...)
 	if r.data != nil {
 		cfg.ToolVersion = r.data.version
 	}
@@ -146,7 +146,7 @@ func (r *capacityBenchmarkResource) Create(ctx context.Context, req resource.Cre
 	if resp.Diagnostics.HasError() {
 		return
 	}
-	resp.Diagnostics.Append(problemDiagnostics(cfg.ResultWarnings(doc), nil, true)...)
+	resp.Diagnostics.Append(problemDiagnostics(cfg.ResultWarnings(doc), benchmarkProblem, nil, true)...)
 	plan.ID = types.StringValue(randomID())
 	plan.APIKey, plan.AdminAPIKey = types.StringNull(), types.StringNull()
 	resp.Diagnostics.Append(resp.State.Set(ctx, &plan)...)

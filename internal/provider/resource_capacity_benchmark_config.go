@@ -31,7 +31,7 @@ func (r *capacityBenchmarkResource) ValidateConfig(ctx context.Context, req reso
 	}
 	cfg, unknown, diags := m.capacityConfig(ctx)
 	resp.Diagnostics.Append(diags...)
-	resp.Diagnostics.Append(problemDiagnostics(cfg.Validate(), unknown, true)...)
+	resp.Diagnostics.Append(problemDiagnostics(cfg.Validate(), benchmarkProblem, unknown, true)...)
 
 	if msg, bad := arrivalWithoutRate(m.Arrival, m.Search); bad {
 		resp.Diagnostics.AddAttributeError(path.Root("arrival"), "Arrival without a rate search", msg)
@@ -49,41 +49,6 @@ func (r *capacityBenchmarkResource) ValidateConfig(ctx context.Context, req reso
 				"search.concurrency_levels runs exactly the listed levels, so search.min_concurrency and search.max_concurrency would be ignored; remove them, or remove concurrency_levels to search between them.")
 		}
 	}
-}
-
-// problemDiagnostics maps the domain's problems onto attribute paths, leaving out each one
-// whose setting, or a setting it read, is within a value not known yet. Warnings are
-// reported only with withWarnings: at apply they were already shown at plan.
-func problemDiagnostics(problems []capacity.Problem, unknown []attrpath.Path, withWarnings bool) diag.Diagnostics {
-	var diags diag.Diagnostics
-	for _, p := range problems {
-		if readsUnknown(p, unknown) {
-			continue
-		}
-		switch {
-		case p.Warning && !withWarnings:
-		case len(p.Path) == 0 && p.Warning: // about the whole run, no one setting
-			diags.AddWarning(p.Summary, p.Detail)
-		case len(p.Path) == 0:
-			diags.AddError(p.Summary, p.Detail)
-		case p.Warning:
-			diags.AddAttributeWarning(attributePath(p.Path), p.Summary, p.Detail)
-		default:
-			diags.AddAttributeError(attributePath(p.Path), p.Summary, p.Detail)
-		}
-	}
-	return diags
-}
-
-func readsUnknown(p capacity.Problem, unknown []attrpath.Path) bool {
-	for _, u := range unknown {
-		for _, read := range append([]attrpath.Path{p.Path}, p.Reads...) {
-			if read.Within(u) || u.Within(read) {
-				return true
-			}
-		}
-	}
-	return false
 }
 
 // capacityConfig translates the benchmark's values (the configuration at validation, the

@@ -221,7 +221,7 @@ func (r *inferenceDeploymentResource) cluster(diags *diag.Diagnostics) *kubernet
 // translate turns the planned model into the engine spec, the deployment and how to wait
 // for it; create and update share it.
 func (m inferenceDeploymentModel) translate(ctx context.Context, config inferenceDeploymentModel) (engine.Spec, kubernetes.Deployment, engine.Secrets, deploy.Readiness, diag.Diagnostics) {
-	spec, diags := m.validateSpec(ctx)
+	spec, diags := m.validateSpec(ctx, deploymentProblem)
 	if diags.HasError() {
 		return spec, kubernetes.Deployment{}, engine.Secrets{}, deploy.Readiness{}, diags
 	}

@@ -22,21 +22,17 @@ func (r *inferenceDeploymentResource) ValidateConfig(ctx context.Context, req re
 	var spec engine.Spec
 	if m.specKnown() {
 		var diags diag.Diagnostics
-		spec, diags = m.validateSpec(ctx)
+		spec, diags = m.validateSpec(ctx, deploymentProblem)
 		resp.Diagnostics.Append(diags...)
 	}
 	if m.placementKnown() {
 		d, diags := m.deployment(ctx, spec)
 		resp.Diagnostics.Append(diags...)
-		for _, p := range d.Validate() {
-			resp.Diagnostics.AddAttributeError(attributePath(p.Path), "Invalid inference deployment setting", p.Error()+".")
-		}
+		resp.Diagnostics.Append(problemDiagnostics(d.Validate(), deploymentProblem, nil, false)...)
 	}
 	resp.Diagnostics.Append(m.checkReadinessBounds()...)
 	if !m.PodAccess.IsUnknown() {
-		for _, p := range kubernetes.CheckAccess(m.access(), !m.APIKeyWO.IsNull()) {
-			resp.Diagnostics.AddAttributeError(attributePath(p.Path), "Invalid inference deployment setting", p.Detail+".")
-		}
+		resp.Diagnostics.Append(problemDiagnostics(kubernetes.CheckAccess(m.access(), !m.APIKeyWO.IsNull()), deploymentProblem, nil, false)...)
 	}
 }
 

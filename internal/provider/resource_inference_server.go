@@ -185,9 +185,7 @@ func (r *inferenceServerResource) Create(ctx context.Context, req resource.Creat
 	}
 	// Values unknown at plan are checked here, by the same rules, before anything is created.
 	if problems := append(append(spec.Validate(), spec.CheckStrings()...), placement.Validate(spec)...); len(problems) > 0 {
-		for _, p := range problems {
-			resp.Diagnostics.AddAttributeError(attributePath(p.Path), "Invalid "+string(spec.Engine)+" setting", p.Error())
-		}
+		resp.Diagnostics.Append(problemDiagnostics(problems, serverProblem, nil, false)...)
 		return
 	}
 	secrets := config.secrets()

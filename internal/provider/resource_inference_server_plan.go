@@ -22,7 +22,7 @@ func (r *inferenceServerResource) ValidateConfig(ctx context.Context, req resour
 	if !m.specKnown() {
 		return
 	}
-	spec, diags := m.validateSpec(ctx)
+	spec, diags := m.validateSpec(ctx, serverProblem)
 	resp.Diagnostics.Append(diags...)
 	if diags.HasError() {
 		return
@@ -30,9 +30,7 @@ func (r *inferenceServerResource) ValidateConfig(ctx context.Context, req resour
 	if m.placementKnown() {
 		placement, diags := m.placement(ctx)
 		resp.Diagnostics.Append(diags...)
-		for _, p := range placement.Validate(spec) {
-			resp.Diagnostics.AddAttributeError(attributePath(p.Path), "Invalid inference server setting", p.Error())
-		}
+		resp.Diagnostics.Append(problemDiagnostics(placement.Validate(spec), serverProblem, nil, false)...)
 	}
 }
 
@@ -106,7 +104,5 @@ func (r *inferenceServerResource) warnUnreachable(ctx context.Context, req resou
 		return
 	}
 	// With host networking the engine itself listens on bind_address, so the same applies.
-	for _, p := range (deploy.Placement{BindAddress: bind.ValueString()}).CheckReachable(r.provider.docker.Host()) {
-		resp.Diagnostics.AddAttributeWarning(attributePath(p.Path), "Endpoint unreachable from this machine", p.Detail+".")
-	}
+	resp.Diagnostics.Append(problemDiagnostics((deploy.Placement{BindAddress: bind.ValueString()}).CheckReachable(r.provider.docker.Host()), serverProblem, nil, true)...)
 }

@@ -14,22 +14,18 @@ import (
 	"unicode"
 
 	"golang.org/x/crypto/ssh"
+
+	"github.com/llmserve/terraform-provider-llmserve/internal/attrpath"
+	"github.com/llmserve/terraform-provider-llmserve/internal/problem"
 )
 
-// Problem is one connection setting to fix: Field is the provider attribute, Detail what is
-// wrong and what to do.
-type Problem struct {
-	Field  string
-	Detail string
-}
-
 // Check reports what is wrong with the connection settings without contacting the engine,
-// so a plan fails on a typo instead of an apply failing on the first engine call. Fields are
+// so a plan fails on a typo instead of an apply failing on the first engine call. Paths are
 // the provider's attribute names. Secrets (key_pem, ssh_private_key) are never quoted.
-func (c Config) Check() []Problem {
-	var out []Problem
+func (c Config) Check() []problem.Problem {
+	var out []problem.Problem
 	add := func(field, format string, args ...any) {
-		out = append(out, Problem{Field: field, Detail: fmt.Sprintf(format, args...)})
+		out = append(out, problem.At(attrpath.Root(field), format, args...))
 	}
 	scheme, err := checkHost(c.Host)
 	if err != nil {
@@ -146,10 +142,10 @@ func redactHost(u *url.URL) string { return u.Redacted() }
 
 // checkPEMs parses the TLS material as the client will, so a pasted key in the certificate
 // field or a truncated PEM fails the plan. The key is never quoted.
-func checkPEMs(ca, cert, key string) []Problem {
-	var out []Problem
+func checkPEMs(ca, cert, key string) []problem.Problem {
+	var out []problem.Problem
 	add := func(field, format string, args ...any) {
-		out = append(out, Problem{Field: field, Detail: fmt.Sprintf(format, args...)})
+		out = append(out, problem.At(attrpath.Root(field), format, args...))
 	}
 	if ca == "" {
 		add("ca_pem", "TLS to the Docker Engine needs the CA certificate that signed the engine's certificate (PEM); the system roots are never trusted for it")

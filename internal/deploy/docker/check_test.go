@@ -43,7 +43,7 @@ func TestConfigCheck(t *testing.T) {
 				}
 				return
 			}
-			if len(got) != 1 || got[0].Field != tt.field || !strings.Contains(got[0].Detail, tt.want) {
+			if len(got) != 1 || got[0].Path.String() != tt.field || !strings.Contains(got[0].Detail, tt.want) {
 				t.Fatalf("Check = %v, want one problem on %s containing %q", got, tt.field, tt.want)
 			}
 			if strings.Contains(got[0].Detail, "hunter2") || strings.Contains(got[0].Detail, "PRIVATE KEY") {

@@ -13,6 +13,7 @@ import (
 	"github.com/llmserve/terraform-provider-llmserve/internal/deploy"
 	"github.com/llmserve/terraform-provider-llmserve/internal/engine"
 	"github.com/llmserve/terraform-provider-llmserve/internal/httpbody"
+	"github.com/llmserve/terraform-provider-llmserve/internal/problem"
 )
 
 // Access is how this machine reaches a pod for the generation check and cache flushes.
@@ -34,11 +35,11 @@ var Accesses = []Access{APIProxy, PodNetwork}
 // CheckAccess reports an access that cannot do what the deployment needs: the API server's
 // pod proxy (the default) consumes the Authorization header, so the generation check could
 // not present the engine's API key through it.
-func CheckAccess(a Access, apiKey bool) []engine.Problem {
+func CheckAccess(a Access, apiKey bool) []problem.Problem {
 	if !apiKey || a == PodNetwork {
 		return nil
 	}
-	return []engine.Problem{{Path: attrpath.Root("pod_access"), Detail: "api_key_wo needs pod_access = \"pod_network\": the API server's pod proxy consumes the Authorization header, " +
+	return []problem.Problem{{Path: attrpath.Root("pod_access"), Detail: "api_key_wo needs pod_access = \"pod_network\": the API server's pod proxy consumes the Authorization header, " +
 		"so the generation check cannot present the engine's API key through it. Set pod_access = \"pod_network\" and run Terraform where the pod IPs are reachable, " +
 		"or drop api_key_wo and protect the Service with a NetworkPolicy"}}
 }

@@ -1,7 +1,6 @@
 package kubernetes
 
 import (
-	"fmt"
 	"maps"
 	"path"
 	"slices"
@@ -12,7 +11,7 @@ import (
 
 	"github.com/llmserve/terraform-provider-llmserve/internal/attrpath"
 	"github.com/llmserve/terraform-provider-llmserve/internal/deploy"
-	"github.com/llmserve/terraform-provider-llmserve/internal/engine"
+	"github.com/llmserve/terraform-provider-llmserve/internal/problem"
 )
 
 // reservedLabels are the labels the provider writes on every object: a user value would be
@@ -23,10 +22,10 @@ var reservedLabels = []string{ManagedByLabel, InstanceLabel, nameLabel}
 // attributes that set them, so a plan shows them all at once instead of the API server
 // refusing the first at apply: the rules llmserve_inference_server has (environment, labels
 // the provider writes, absolute mount paths) and Kubernetes' own (label syntax, tolerations).
-func (d Deployment) Validate() []engine.Problem {
-	var out []engine.Problem
+func (d Deployment) Validate() []problem.Problem {
+	var out []problem.Problem
 	add := func(p attrpath.Path, format string, args ...any) {
-		out = append(out, engine.Problem{Path: p, Detail: fmt.Sprintf(format, args...)})
+		out = append(out, problem.At(p, format, args...))
 	}
 	out = append(out, deploy.CheckEnvironment(d.Env)...)
 	if _, set := d.Env[apiKeyEnv]; set {
@@ -97,10 +96,10 @@ func (d Deployment) Validate() []engine.Problem {
 // validate applies Kubernetes' rules for a toleration (ValidateTolerations in
 // k8s.io/kubernetes pkg/apis/core/validation), which the API server would otherwise enforce
 // only at apply.
-func (t Toleration) validate(at attrpath.Path) []engine.Problem {
-	var out []engine.Problem
+func (t Toleration) validate(at attrpath.Path) []problem.Problem {
+	var out []problem.Problem
 	add := func(field, format string, args ...any) {
-		out = append(out, engine.Problem{Path: at.At(field), Detail: fmt.Sprintf(format, args...)})
+		out = append(out, problem.At(at.At(field), format, args...))
 	}
 	if t.Key != "" {
 		if errs := validation.IsQualifiedName(t.Key); len(errs) > 0 || strings.ContainsFunc(t.Key, unicode.IsControl) {
