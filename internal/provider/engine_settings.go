@@ -291,11 +291,12 @@ func inferenceServerExperimentAttributes() map[string]schema.Attribute {
 	str := func(d string) schema.Attribute { return schema.StringAttribute{Computed: true, MarkdownDescription: d} }
 	num := func(d string) schema.Attribute { return schema.Int64Attribute{Computed: true, MarkdownDescription: d} }
 	return map[string]schema.Attribute{
-		"image_tag":           str("Image reference as configured."),
-		"image_digest":        str("Image digest."),
-		"model":               str("Model repository or path."),
-		"checkpoint":          str("Model revision."),
-		"hardware":            str("Accelerator family (`xpu`, `cuda`, `cpu`); the provider cannot name the exact device."),
+		"image_tag":    str("Image reference as configured."),
+		"image_digest": str("Image digest."),
+		"model":        str("Model repository or path."),
+		"checkpoint":   str("Model revision."),
+		"hardware": str("The devices the server's container sees, as the engine image's own tools report them (`2 x NVIDIA H200, 143771 MiB each`): `nvidia-smi` on CUDA, PyTorch's `torch.xpu` on XPU, `llama-server --list-devices` for llama.cpp, read at create and at import. " +
+			"The accelerator family (`xpu`, `cuda`, `cpu`) when no device can be read: a CPU server, a probe the image cannot run, or a Kubernetes deployment (its pods are not probed)."),
 		"driver":              str("Accelerator driver version; empty, the engine host does not report it."),
 		"kernel":              str("Kernel of the engine host."),
 		"tensor_parallelism":  num("Tensor parallel size."),

@@ -206,7 +206,7 @@ func (r *inferenceServerResource) Create(ctx context.Context, req resource.Creat
 	}
 	kernel, _ := b.KernelVersion(ctx) // recorded for results; a missing kernel is not a failure
 	resp.Diagnostics.Append(plan.setStatus(ctx, spec, st)...)
-	resp.Diagnostics.Append(plan.setExperiment(ctx, spec, st, info, kernel)...)
+	resp.Diagnostics.Append(plan.setExperiment(ctx, spec, st, info, kernel, deploy.Hardware(ctx, b, st.ID, spec))...)
 	resp.Diagnostics.Append(resp.State.Set(ctx, &plan)...)
 }
 
@@ -252,7 +252,7 @@ func (r *inferenceServerResource) Read(ctx context.Context, req resource.ReadReq
 		info := deploy.ReadServerInfo(infoCtx, st.Endpoint, deploy.Readiness{Engine: rec.Spec.Engine, Model: rec.Spec.RequestModel(), APIKey: st.APIKey.Reveal()})
 		cancel()
 		kernel, _ := b.KernelVersion(ctx)
-		resp.Diagnostics.Append(state.setExperiment(ctx, rec.Spec, st, info, kernel)...)
+		resp.Diagnostics.Append(state.setExperiment(ctx, rec.Spec, st, info, kernel, deploy.Hardware(ctx, b, st.ID, rec.Spec))...)
 	}
 	resp.Diagnostics.Append(resp.State.Set(ctx, &state)...)
 }

@@ -1,6 +1,7 @@
 package provider
 
 import (
+	"cmp"
 	"context"
 
 	"github.com/hashicorp/terraform-plugin-framework/attr"
@@ -97,9 +98,11 @@ func (m *inferenceServerModel) setStatus(ctx context.Context, spec engine.Spec, 
 	return diags
 }
 
-func (m *inferenceServerModel) setExperiment(ctx context.Context, spec engine.Spec, st deploy.Status, info engine.ServerInfo, kernel string) diag.Diagnostics {
+// setExperiment records the deployment for results; hardware names the devices the probe
+// found (deploy.Hardware), or the accelerator family.
+func (m *inferenceServerModel) setExperiment(ctx context.Context, spec engine.Spec, st deploy.Status, info engine.ServerInfo, kernel, hardware string) diag.Diagnostics {
 	exp := m.experiment(spec, st.ImageDigest, info)
-	exp.Kernel = kernel
+	exp.Kernel, exp.Hardware = kernel, cmp.Or(hardware, exp.Hardware)
 	return m.engineSettings.setExperiment(ctx, exp, info)
 }
 

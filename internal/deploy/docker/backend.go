@@ -463,3 +463,36 @@ func envMap(env []string) map[string]string {
 	}
 	return m
 }
+
+var _ deploy.Execer = (*Backend)(nil)
+
+// Exec implements deploy.Execer.
+func (b *Backend) Exec(ctx context.Context, id string, cmd []string) (string, error) {
+	var stdout, stderr bytes.Buffer
+	err := bounded(ctx, time.Minute, func(ctx context.Context) error { // the command's own run time
+		created, err := b.cli.ContainerExecCreate(ctx, id, container.ExecOptions{Cmd: cmd, AttachStdout: true, AttachStderr: true})
+		if err != nil {
+			return err
+		}
+		att, err := b.cli.ContainerExecAttach(ctx, created.ID, container.ExecAttachOptions{})
+		if err != nil {
+			return err
+		}
+		defer att.Close()
+		if _, err := stdcopy.StdCopy(&stdout, &stderr, att.Reader); err != nil {
+			return err
+		}
+		ins, err := b.cli.ContainerExecInspect(ctx, created.ID)
+		if err != nil {
+			return err
+		}
+		if ins.ExitCode != 0 {
+			return fmt.Errorf("exit status %d: %s", ins.ExitCode, strings.TrimSpace(stderr.String()+stdout.String()))
+		}
+		return nil
+	})
+	if err != nil {
+		return stdout.String(), b.wrap(err, "running %q in container %s", cmd[0], id)
+	}
+	return stdout.String(), nil
+}

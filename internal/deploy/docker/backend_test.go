@@ -267,3 +267,39 @@ func TestNoLeftovers(t *testing.T) {
 		t.Errorf("leftover container %s %v", c.ID[:12], c.Names)
 	}
 }
+
+// The device probe runs inside the real container through the Engine's exec API; the test
+// image's shim answers each probe in its tool's real output shape.
+func TestHardwareProbesTheContainer(t *testing.T) {
+	b := needEngine(t)
+	ctx := t.Context()
+	c := testContainer(t, "llmserve-test-hardware", "")
+	c.Env["SIMENGINE_DEVICES"] = "Intel(R) Arc(TM) Pro B70 Graphics:32656;Intel(R) Arc(TM) Pro B70 Graphics:32656"
+	st, _, err := deploy.Launch(ctx, b, c, deploy.Readiness{Engine: engine.SGLang, Model: "sim/model", Timeout: time.Minute})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() {
+		if err := b.Remove(context.Background(), st.ID, time.Second); err != nil {
+			t.Error(err)
+		}
+	}()
+	for _, tt := range []struct {
+		spec engine.Spec
+		want string
+	}{
+		{engine.Spec{Engine: engine.SGLang, Accelerator: engine.XPU}, "2 x Intel(R) Arc(TM) Pro B70 Graphics, 32656 MiB each"},
+		{engine.Spec{Engine: engine.VLLM, Accelerator: engine.CUDA}, "2 x Intel(R) Arc(TM) Pro B70 Graphics, 32656 MiB each"},
+		{engine.Spec{Engine: engine.LlamaCpp, Accelerator: engine.XPU}, "2 x Intel(R) Arc(TM) Pro B70 Graphics, 32656 MiB each"},
+		{engine.Spec{Engine: engine.SGLang, Accelerator: engine.CPU}, "cpu"}, // nothing to probe
+		// A probe that fails (no such program) falls back to the family.
+		{engine.Spec{Engine: engine.LlamaCpp, Accelerator: engine.CUDA, Entrypoint: []string{"/no/such/llama-server"}}, "cuda"},
+	} {
+		if got := deploy.Hardware(ctx, b, st.ID, tt.spec); got != tt.want {
+			t.Errorf("%s on %s: hardware = %q, want %q", tt.spec.Engine, tt.spec.Accelerator, got, tt.want)
+		}
+	}
+	if _, err := b.Exec(ctx, st.ID, []string{"nvidia-smi-missing"}); err == nil {
+		t.Error("exec of a missing program: want an error")
+	}
+}

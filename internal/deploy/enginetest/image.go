@@ -47,6 +47,7 @@ const dockerfile = `FROM scratch
 COPY simengine /simengine
 COPY engineshim /usr/bin/python3
 COPY engineshim /usr/bin/llama-server
+COPY engineshim /usr/bin/nvidia-smi
 LABEL ` + TestLabel + `=true
 `
 

@@ -1,7 +1,9 @@
 // Command engineshim stands in for an engine's launcher inside the test image: installed as
 // python3 and llama-server, it takes the argv the provider builds for SGLang, vLLM or llama.cpp
 // unchanged, maps the flags the simulated engine understands, and execs /simengine. Tests
-// therefore run the provider's real launch command, not a test-only one.
+// therefore run the provider's real launch command, not a test-only one. Installed as
+// nvidia-smi too, it answers the provider's device probes (engine.Spec.DeviceProbe) in each
+// tool's real output shape, listing the devices in SIMENGINE_DEVICES ("name:MiB;name:MiB").
 package main
 
 import (
@@ -20,6 +22,10 @@ var flagMap = map[string]string{
 }
 
 func main() {
+	if out, code, ok := probe(filepath.Base(os.Args[0]), os.Args[1:], os.Getenv("SIMENGINE_DEVICES")); ok {
+		fmt.Print(out)
+		os.Exit(code)
+	}
 	engine, args, err := parse(filepath.Base(os.Args[0]), os.Args[1:])
 	if err != nil {
 		fmt.Fprintf(os.Stderr, "engineshim: %v\n", err)
@@ -127,4 +133,44 @@ func protocolArgs(engine string, argv []string, getenv func(string) string) []st
 		}
 	}
 	return out
+}
+
+// probe answers a device probe as the real tool would for the devices listed in
+// SIMENGINE_DEVICES; ok is false for any other command line.
+func probe(prog string, argv []string, devices string) (out string, code int, ok bool) {
+	type device struct{ name, mib string }
+	var devs []device
+	for _, d := range strings.Split(devices, ";") {
+		if name, mib, found := strings.Cut(d, ":"); found {
+			devs = append(devs, device{name, mib})
+		}
+	}
+	var b strings.Builder
+	switch {
+	case prog == "llama-server" && len(argv) == 1 && argv[0] == "--list-devices":
+		// common/arg.cpp: CPU devices are not listed.
+		b.WriteString("Available devices:\n")
+		if len(devs) == 0 {
+			b.WriteString("  (none)\n")
+		}
+		for i, d := range devs {
+			fmt.Fprintf(&b, "  SYCL%d: %s (%s MiB, %s MiB free)\n", i, d.name, d.mib, d.mib)
+		}
+	case prog == "nvidia-smi":
+		if len(devs) == 0 {
+			return "NVIDIA-SMI has failed because it couldn't communicate with the NVIDIA driver.\n", 9, true
+		}
+		for _, d := range devs {
+			fmt.Fprintf(&b, "%s, %s\n", d.name, d.mib)
+		}
+	case prog == "python3" && len(argv) == 2 && argv[0] == "-c" && strings.Contains(argv[1], "torch.xpu"):
+		for _, d := range devs {
+			var mib int64
+			fmt.Sscan(d.mib, &mib)
+			fmt.Fprintf(&b, "[%q, %d]\n", d.name, mib<<20) // torch reports bytes
+		}
+	default:
+		return "", 0, false
+	}
+	return b.String(), 0, true
 }
