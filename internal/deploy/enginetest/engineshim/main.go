@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"syscall"
 )
@@ -165,8 +166,10 @@ func probe(prog string, argv []string, devices string) (out string, code int, ok
 		}
 	case prog == "python3" && len(argv) == 2 && argv[0] == "-c" && strings.Contains(argv[1], "torch.xpu"):
 		for _, d := range devs {
-			var mib int64
-			fmt.Sscan(d.mib, &mib)
+			mib, err := strconv.ParseInt(d.mib, 10, 64)
+			if err != nil {
+				return "bad SIMENGINE_DEVICES: " + err.Error() + "\n", 1, true
+			}
 			fmt.Fprintf(&b, "[%q, %d]\n", d.name, mib<<20) // torch reports bytes
 		}
 	default:
