@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/llmserve/terraform-provider-llmserve/internal/attrpath"
+	"github.com/llmserve/terraform-provider-llmserve/internal/engine"
 	"github.com/llmserve/terraform-provider-llmserve/internal/problem"
 	"github.com/llmserve/terraform-provider-llmserve/internal/results"
 )
@@ -17,7 +18,7 @@ import (
 // or lists fewer replicas than the experiment says were deployed.
 func (c Config) RunWarnings() []problem.Problem {
 	exp := c.Experiment
-	if exp == nil || exp.Replicas <= 1 || c.CacheFlush == "none" || c.CacheFlush == "llamacpp" {
+	if exp == nil || exp.Replicas <= 1 || c.CacheFlush == engine.FlushNone || c.CacheFlush == engine.FlushLlamaCpp {
 		return nil
 	}
 	if c.ReplicaEndpoints == nil {

@@ -43,7 +43,7 @@ type Config struct {
 	WarmupRequests     int
 	MeasuredRequests   int
 	ConfirmationTrials int
-	CacheFlush         string // one of CacheFlushModes
+	CacheFlush         string // one of engine.FlushModes
 	// IdleTimeout bounds the wait for a busy server before each trial, and the retries of a
 	// flush it refuses; 0 means 2 minutes.
 	IdleTimeout time.Duration
@@ -126,15 +126,11 @@ const (
 	MaxConfirmationTrials = 100
 )
 
-// The APIs a benchmark can send requests to.
+// The APIs a benchmark can send requests to: the load client's.
 const (
-	APIChat        = "chat"        // /v1/chat/completions: the server applies its chat template
-	APICompletions = "completions" // /v1/completions
+	APIChat        = load.APIChat        // /v1/chat/completions: the server applies its chat template
+	APICompletions = load.APICompletions // /v1/completions
 )
-
-// CacheFlushModes are the ways to flush the prefix cache before each trial: detect the
-// server, none, or one engine's own (see engine.CacheFlush).
-var CacheFlushModes = []string{"auto", "none", "sglang", "vllm", "llamacpp"}
 
 // Defaults are what an unset setting takes: the reference AIPerf protocol (8 warmups, 64
 // measured requests, 3 confirmation trials, cache flushed) searched between 1 and 64.

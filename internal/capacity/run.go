@@ -270,7 +270,7 @@ func transient(r load.RequestResult) bool {
 // prompt lengths when the server has no tokenize endpoint. It is a control call, retried on
 // transient failures.
 func (s *session) usageProbe(ctx context.Context, text string) (int, error) {
-	return s.control.PromptTokens(ctx, s.cfg.API == "chat", text, s.flush.RequestFields)
+	return s.control.PromptTokens(ctx, s.cfg.API == APIChat, text, s.flush.RequestFields)
 }
 
 func (s *session) skeleton() *results.Document {

@@ -12,6 +12,7 @@ import (
 
 	"github.com/llmserve/terraform-provider-llmserve/internal/attrpath"
 	"github.com/llmserve/terraform-provider-llmserve/internal/endpoint"
+	"github.com/llmserve/terraform-provider-llmserve/internal/engine"
 	"github.com/llmserve/terraform-provider-llmserve/internal/problem"
 	"github.com/llmserve/terraform-provider-llmserve/internal/results"
 	"github.com/llmserve/terraform-provider-llmserve/internal/telemetry"
@@ -46,8 +47,8 @@ func (c Config) Validate() []problem.Problem {
 	v.between(trial.At("warmup_requests"), c.WarmupRequests, 0, MaxRequests)
 	v.between(trial.At("measured_requests"), c.MeasuredRequests, 1, MaxRequests)
 	v.between(trial.At("confirmation_trials"), c.ConfirmationTrials, 1, MaxConfirmationTrials)
-	if !slices.Contains(CacheFlushModes, c.CacheFlush) {
-		v.fail(trial.At("cache_flush"), "Unknown cache flush", "must be one of %s, got %q", strings.Join(CacheFlushModes, ", "), c.CacheFlush)
+	if !slices.Contains(engine.FlushModes, c.CacheFlush) {
+		v.fail(trial.At("cache_flush"), "Unknown cache flush", "must be one of %s, got %q", strings.Join(engine.FlushModes, ", "), c.CacheFlush)
 	}
 	for _, d := range []struct {
 		name string

@@ -19,6 +19,10 @@ const (
 	FlushLlamaCpp = string(LlamaCpp)
 )
 
+// FlushModes are the ways to deal with the prefix cache before each trial: detect the
+// server, none, or one engine's own method.
+var FlushModes = []string{FlushAuto, FlushNone, FlushSGLang, FlushVLLM, FlushLlamaCpp}
+
 // ErrFlushFailed means the server did not confirm that it emptied its prefix cache.
 var ErrFlushFailed = errors.New("the prefix cache was not flushed")
 

@@ -23,15 +23,22 @@ type engineResource struct {
 }
 
 func (r *engineResource) Configure(_ context.Context, req resource.ConfigureRequest, resp *resource.ConfigureResponse) {
-	if req.ProviderData == nil {
-		return
+	if data := configuredData(req.ProviderData, &resp.Diagnostics); data != nil {
+		r.provider = data
 	}
-	data, ok := req.ProviderData.(*providerData)
+}
+
+// configuredData is what the provider's Configure handed every resource; nil before the
+// provider is configured (validation runs first), and for anything else, with an error.
+func configuredData(pd any, diags *diag.Diagnostics) *providerData {
+	if pd == nil {
+		return nil
+	}
+	data, ok := pd.(*providerData)
 	if !ok {
-		resp.Diagnostics.AddError("Unexpected provider data", fmt.Sprintf("expected *providerData, got %T; this is a provider bug, please report it", req.ProviderData))
-		return
+		diags.AddError("Unexpected provider data", fmt.Sprintf("Expected *providerData, got %T. This is a bug in the provider; please report it.", pd))
 	}
-	r.provider = data
+	return data
 }
 
 // importID starts an import from id; Read fills everything else from the launch record.
@@ -59,39 +66,50 @@ func planCommand(ctx context.Context, spec engine.Spec, specDiags diag.Diagnosti
 	return diags
 }
 
-// stringDefault fills an omitted attribute at plan from other values, so the plan shows what
+// planDefault fills an omitted attribute at plan from other values, so the plan shows what
 // apply will use: fill returns the value, or false to leave the plan as it is (unknown until
-// what it depends on is known).
-type stringDefault struct {
+// what it depends on is known). One type serves strings and numbers (T is types.String or
+// types.Int64); the framework calls the method of the attribute's kind.
+type planDefault[T attr.Value] struct {
 	description string
-	fill        func(ctx context.Context, req planmodifier.StringRequest, diags *diag.Diagnostics) (types.String, bool)
+	fill        func(ctx context.Context, req defaultRequest, diags *diag.Diagnostics) (T, bool)
 }
 
-func (d stringDefault) Description(context.Context) string         { return d.description }
-func (d stringDefault) MarkdownDescription(context.Context) string { return d.description }
-func (d stringDefault) PlanModifyString(ctx context.Context, req planmodifier.StringRequest, resp *planmodifier.StringResponse) {
-	if !req.ConfigValue.IsNull() {
+// defaultRequest is what a plan default reads: the framework's request, whatever its kind.
+type defaultRequest struct {
+	Config     tfsdk.Config
+	Plan       tfsdk.Plan
+	State      tfsdk.State
+	StateValue attr.Value
+}
+
+func (d planDefault[T]) Description(context.Context) string         { return d.description }
+func (d planDefault[T]) MarkdownDescription(context.Context) string { return d.description }
+
+func (d planDefault[T]) PlanModifyString(ctx context.Context, req planmodifier.StringRequest, resp *planmodifier.StringResponse) {
+	if req.ConfigValue.IsNull() {
+		d.apply(ctx, defaultRequest{req.Config, req.Plan, req.State, req.StateValue}, &resp.Diagnostics, &resp.PlanValue)
+	}
+}
+
+func (d planDefault[T]) PlanModifyInt64(ctx context.Context, req planmodifier.Int64Request, resp *planmodifier.Int64Response) {
+	if req.ConfigValue.IsNull() {
+		d.apply(ctx, defaultRequest{req.Config, req.Plan, req.State, req.StateValue}, &resp.Diagnostics, &resp.PlanValue)
+	}
+}
+
+// apply sets *plan to the filled value; a default of another kind than the attribute is a
+// schema mistake, reported rather than panicking.
+func (d planDefault[T]) apply(ctx context.Context, req defaultRequest, diags *diag.Diagnostics, plan any) {
+	v, ok := d.fill(ctx, req, diags)
+	if !ok {
 		return
 	}
-	if v, ok := d.fill(ctx, req, &resp.Diagnostics); ok {
-		resp.PlanValue = v
-	}
-}
-
-// int64Default is stringDefault for a number.
-type int64Default struct {
-	description string
-	fill        func(ctx context.Context, req planmodifier.Int64Request, diags *diag.Diagnostics) (types.Int64, bool)
-}
-
-func (d int64Default) Description(context.Context) string         { return d.description }
-func (d int64Default) MarkdownDescription(context.Context) string { return d.description }
-func (d int64Default) PlanModifyInt64(ctx context.Context, req planmodifier.Int64Request, resp *planmodifier.Int64Response) {
-	if !req.ConfigValue.IsNull() {
-		return
-	}
-	if v, ok := d.fill(ctx, req, &resp.Diagnostics); ok {
-		resp.PlanValue = v
+	switch p := plan.(type) {
+	case *T:
+		*p = v
+	default:
+		diags.AddError("Provider bug: plan default of the wrong kind", fmt.Sprintf("a %T default on a %T attribute; please report it", v, plan))
 	}
 }
 

@@ -461,16 +461,16 @@ func (m *engineSettings) fromSpec(ctx context.Context, image string, s engine.Sp
 // servedModelNameDefault plans an omitted served_model_name as the name the engine will
 // serve: the model itself. A server stored before the attribute was computed (null) keeps
 // null until its model changes, so upgrading the provider replaces nothing.
-var servedModelNameDefault = stringDefault{
+var servedModelNameDefault = planDefault[types.String]{
 	description: "defaults to model, the name the engines serve a model under",
-	fill: func(ctx context.Context, req planmodifier.StringRequest, diags *diag.Diagnostics) (types.String, bool) {
+	fill: func(ctx context.Context, req defaultRequest, diags *diag.Diagnostics) (types.String, bool) {
 		var model types.String
 		diags.Append(req.Plan.GetAttribute(ctx, path.Root("model"), &model)...)
 		if !req.State.Raw.IsNull() && req.StateValue.IsNull() {
 			var prior types.String
 			diags.Append(req.State.GetAttribute(ctx, path.Root("model"), &prior)...)
 			if model.Equal(prior) {
-				return req.StateValue, true // stored before the attribute was computed: keep null
+				return types.StringNull(), true // stored before the attribute was computed: keep null
 			}
 		}
 		return model, true // unknown while the model is
@@ -479,9 +479,9 @@ var servedModelNameDefault = stringDefault{
 
 // enginePortDefault fills an omitted port with the engine's own default, so the plan shows
 // the real port and switching engines does not keep the old engine's port.
-var enginePortDefault = int64Default{
+var enginePortDefault = planDefault[types.Int64]{
 	description: "defaults to the engine's port: sglang 30000, vllm 8000, llamacpp 8080",
-	fill: func(ctx context.Context, req planmodifier.Int64Request, diags *diag.Diagnostics) (types.Int64, bool) {
+	fill: func(ctx context.Context, req defaultRequest, diags *diag.Diagnostics) (types.Int64, bool) {
 		name := configString(ctx, req.Config, "engine", diags)
 		if name.IsNull() || name.IsUnknown() {
 			return types.Int64{}, false

@@ -73,16 +73,9 @@ func (r *capacityBenchmarkResource) Metadata(_ context.Context, req resource.Met
 }
 
 func (r *capacityBenchmarkResource) Configure(_ context.Context, req resource.ConfigureRequest, resp *resource.ConfigureResponse) {
-	if req.ProviderData == nil {
-		return
+	if data := configuredData(req.ProviderData, &resp.Diagnostics); data != nil {
+		r.data = data
 	}
-	data, ok := req.ProviderData.(*providerData)
-	if !ok {
-		resp.Diagnostics.AddError("Unexpected provider data",
-			fmt.Sprintf("Expected *providerData, got %T. This is a bug in the provider; please report it.", req.ProviderData))
-		return
-	}
-	r.data = data
 }
 
 func (r *capacityBenchmarkResource) Create(ctx context.Context, req resource.CreateRequest, resp *resource.CreateResponse) {

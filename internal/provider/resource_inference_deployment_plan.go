@@ -6,7 +6,6 @@ import (
 	"github.com/hashicorp/terraform-plugin-framework/diag"
 	"github.com/hashicorp/terraform-plugin-framework/path"
 	"github.com/hashicorp/terraform-plugin-framework/resource"
-	"github.com/hashicorp/terraform-plugin-framework/resource/schema/planmodifier"
 	"github.com/hashicorp/terraform-plugin-framework/types"
 
 	"github.com/llmserve/terraform-provider-llmserve/internal/deploy/kubernetes"
@@ -72,9 +71,9 @@ func (r *inferenceDeploymentResource) ModifyPlan(ctx context.Context, req resour
 
 // acceleratorResourceDefault fills an omitted accelerator_resource from accelerator, so the
 // plan shows what each replica requests.
-var acceleratorResourceDefault = stringDefault{
+var acceleratorResourceDefault = planDefault[types.String]{
 	description: "defaults from accelerator: cuda nvidia.com/gpu, xpu gpu.intel.com/i915, cpu none",
-	fill: func(ctx context.Context, req planmodifier.StringRequest, diags *diag.Diagnostics) (types.String, bool) {
+	fill: func(ctx context.Context, req defaultRequest, diags *diag.Diagnostics) (types.String, bool) {
 		accel := configString(ctx, req.Config, "accelerator", diags)
 		if accel.IsUnknown() {
 			return types.String{}, false
@@ -85,9 +84,9 @@ var acceleratorResourceDefault = stringDefault{
 
 // acceleratorCountDefault fills an omitted accelerator_count with tensor_parallel_size (one
 // accelerator per tensor-parallel rank), or 0 when no accelerator resource is requested.
-var acceleratorCountDefault = int64Default{
+var acceleratorCountDefault = planDefault[types.Int64]{
 	description: "defaults to tensor_parallel_size, or 0 without an accelerator resource",
-	fill: func(ctx context.Context, req planmodifier.Int64Request, diags *diag.Diagnostics) (types.Int64, bool) {
+	fill: func(ctx context.Context, req defaultRequest, diags *diag.Diagnostics) (types.Int64, bool) {
 		res, accel := configString(ctx, req.Config, "accelerator_resource", diags), configString(ctx, req.Config, "accelerator", diags)
 		var tp types.Int64
 		diags.Append(req.Config.GetAttribute(ctx, path.Root("tensor_parallel_size"), &tp)...)
@@ -109,9 +108,9 @@ var acceleratorCountDefault = int64Default{
 }
 
 // servicePortDefault fills an omitted service_port with the engine's port.
-var servicePortDefault = int64Default{
+var servicePortDefault = planDefault[types.Int64]{
 	description: "defaults to port",
-	fill: func(ctx context.Context, req planmodifier.Int64Request, diags *diag.Diagnostics) (types.Int64, bool) {
+	fill: func(ctx context.Context, req defaultRequest, diags *diag.Diagnostics) (types.Int64, bool) {
 		var port types.Int64
 		diags.Append(req.Config.GetAttribute(ctx, path.Root("port"), &port)...)
 		name := configString(ctx, req.Config, "engine", diags)
