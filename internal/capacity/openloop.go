@@ -131,7 +131,7 @@ func (s *session) measureRate(ctx context.Context, w Workload, history []search.
 			}
 			s.watch.finishedRate(w.Label, o, e)
 		},
-	}, runner.runRate)
+	}, runner.runRateOnceMore)
 	if err != nil {
 		return results.Workload{}, err
 	}
@@ -213,6 +213,25 @@ func rateBoundNote(w results.Workload) string {
 		return fmt.Sprintf("even the lowest rate tried, %.4g requests/s, failed: capacity is below it; lower search.rate.min to find the boundary", r)
 	}
 	return ""
+}
+
+// runRateOnceMore runs a rate trial again, once, when its client could not keep the
+// schedule: that trial measured the client, not the server, and nothing of it was kept, so
+// a passing stall of a shared machine costs one trial instead of the run, while a client
+// that is too slow for the rate still stops the run with the reason.
+func (r *trialRunner) runRateOnceMore(ctx context.Context, q search.RateRequest) (search.Outcome, error) {
+	return onceMoreOnScheduleFault(ctx, q, r.runRate, func(err error) {
+		r.s.watch.sayf("%s: the trial at %.4g requests/s runs again: %v", r.w.Label, q.Rate, err)
+	})
+}
+
+func onceMoreOnScheduleFault(ctx context.Context, q search.RateRequest, run func(context.Context, search.RateRequest) (search.Outcome, error), say func(error)) (search.Outcome, error) {
+	out, err := run(ctx, q)
+	if late := (*load.ScheduleError)(nil); errors.As(err, &late) && ctx.Err() == nil {
+		say(err)
+		out, err = run(ctx, q)
+	}
+	return out, err
 }
 
 // runRate runs one open-loop trial at q.Rate.

@@ -77,14 +77,25 @@ func LatenessLimit(rate float64) time.Duration {
 	return limit
 }
 
+// ScheduleError is a trial whose client did not keep its schedule.
+type ScheduleError struct {
+	Rate            float64 // requests per second
+	P99, Max, Limit time.Duration
+}
+
+func (e *ScheduleError) Error() string {
+	return fmt.Sprintf("the load generator could not keep the schedule of %.4g requests/s: "+
+		"send lateness p99 %s (max %s) is over the %s limit; it measured itself, not the server. "+
+		"Run the benchmark from a less loaded machine, or search lower rates",
+		e.Rate, e.P99.Round(time.Microsecond), e.Max.Round(time.Microsecond), e.Limit)
+}
+
 // ClientFault reports, for a trial at rate requests per second, a schedule the client did
-// not keep: such a trial measured the client, not the server, so it must not be judged.
+// not keep (a *ScheduleError): such a trial measured the client, not the server, so it must
+// not be judged.
 func (f Fidelity) ClientFault(rate float64) error {
 	if limit := LatenessLimit(rate); f.LatenessP99 > limit {
-		return fmt.Errorf("the load generator could not keep the schedule of %.4g requests/s: "+
-			"send lateness p99 %s (max %s) is over the %s limit; it measured itself, not the server. "+
-			"Run the benchmark from a less loaded machine, or search lower rates",
-			rate, f.LatenessP99.Round(time.Microsecond), f.LatenessMax.Round(time.Microsecond), limit)
+		return &ScheduleError{Rate: rate, P99: f.LatenessP99, Max: f.LatenessMax, Limit: limit}
 	}
 	return nil
 }

@@ -33,7 +33,8 @@ const descOpenLoopRule = "A trial at a rate passes only if every objective holds
 	"its mean and twice its scatter about the fitted line). A rate above capacity therefore fails even when the " +
 	"trial is too short for its latencies to blow up. A probe stops as soon as an objective or the completion rate " +
 	"is certain to fail. A trial whose load generator missed its schedule (send lateness p99 over 10 ms or a " +
-	"quarter of the mean gap, whichever is larger) stops the run as the client's fault, never as the server's result. " +
+	"quarter of the mean gap, whichever is larger) measured the client, not the server: it is run once more, and a " +
+	"second miss stops the run as the client's fault, never as the server's result. " +
 	"The completion guard needs trials whose sends span many request latencies: when a boundary's confirmation trial " +
 	"sent its measured requests over fewer than 10 median request latencies, the apply warns and says how many " +
 	"`trial.measured_requests` (or, for a replay, how long a trace) would."
