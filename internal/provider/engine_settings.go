@@ -403,21 +403,7 @@ func (m *engineSettings) setCommand(ctx context.Context, spec engine.Spec) diag.
 // experiment is the deployment in the results document's shape; a resource adds what only
 // it knows (kernel, replicas).
 func (m *engineSettings) experiment(spec engine.Spec, imageDigest string, info engine.ServerInfo) results.Experiment {
-	exp := results.Experiment{
-		ImageTag: m.Image.ValueString(), ImageDigest: imageDigest, Model: spec.Model, Checkpoint: spec.Revision,
-		Hardware: string(spec.Accelerator), TensorParallelism: spec.TensorParallel,
-		ContextLength: spec.ContextLength,
-	}
-	if info.TokenPool != 0 {
-		exp.PhysicalTokenPool = &info.TokenPool
-	}
-	if info.MaxContext != 0 {
-		exp.ContextLength = info.MaxContext
-	}
-	if sp := spec.Speculative; sp != nil {
-		exp.SpeculativeMode = &results.SpeculativeMode{Algorithm: sp.Algorithm, Steps: sp.Steps, TopK: sp.TopK, DraftTokens: sp.DraftTokens}
-	}
-	return exp
+	return deploy.Experiment(spec, m.Image.ValueString(), imageDigest, info)
 }
 
 func (m *engineSettings) setExperiment(ctx context.Context, exp results.Experiment, info engine.ServerInfo) diag.Diagnostics {

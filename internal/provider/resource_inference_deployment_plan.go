@@ -97,13 +97,7 @@ var acceleratorCountDefault = planDefault[types.Int64]{
 		if res.IsNull() {
 			name = kubernetes.DefaultAcceleratorResource(engine.Accelerator(orString(accel.ValueString(), string(engine.CPU))))
 		}
-		switch {
-		case name == "":
-			return types.Int64Value(0), true
-		case tp.IsNull():
-			return types.Int64Value(1), true
-		}
-		return types.Int64Value(max(tp.ValueInt64(), 1)), true
+		return types.Int64Value(kubernetes.DefaultAcceleratorCount(name, tp.ValueInt64())), true
 	},
 }
 

@@ -115,6 +115,16 @@ func DefaultAcceleratorResource(a engine.Accelerator) string {
 	return ""
 }
 
+// DefaultAcceleratorCount is how many accelerators each replica requests when the count is
+// not given: one per tensor-parallel rank (tensorParallel 0 means unset, so 1), none when no
+// accelerator resource is requested.
+func DefaultAcceleratorCount(resource string, tensorParallel int64) int64 {
+	if resource == "" {
+		return 0
+	}
+	return max(tensorParallel, 1)
+}
+
 // SecretName is the Secret holding the deployment's write-only values.
 func SecretName(name string) string { return name + "-llmserve" }
 
