@@ -12,7 +12,7 @@ version=${version#v}
 dir="${LLMSERVE_TOOLS_CACHE:-/var/cache/llmserve-tools}/opentofu-$version"
 bin="$dir/tofu"
 
-if [ -x "$bin" ] && env -u TF_CLI_CONFIG_FILE "$bin" version 2>/dev/null | head -1 | grep -qx "OpenTofu v$version"; then
+if [ -x "$bin" ] && env -u TF_CLI_CONFIG_FILE "$bin" version 2>/dev/null | sed -n 1p | grep -qx "OpenTofu v$version"; then
 	echo "$bin"
 	exit 0
 fi
@@ -24,6 +24,6 @@ start=$(date +%s)
 	-ldflags "-s -w -X github.com/opentofu/opentofu/version.dev=no" \
 	-o "$bin.tmp" github.com/opentofu/opentofu/cmd/tofu)
 mv "$bin.tmp" "$bin"
-env -u TF_CLI_CONFIG_FILE "$bin" version | head -1 | grep -qx "OpenTofu v$version" || { echo "build-opentofu: $bin does not report v$version" >&2; exit 1; }
+env -u TF_CLI_CONFIG_FILE "$bin" version | sed -n 1p | grep -qx "OpenTofu v$version" || { echo "build-opentofu: $bin does not report v$version" >&2; exit 1; }
 echo "build-opentofu: built OpenTofu v$version in $(( $(date +%s) - start ))s" >&2
 echo "$bin"

@@ -22,7 +22,7 @@ if [[ ! -r "$in" ]]; then
 fi
 
 # Size the window to the SVG's own width and height so nothing is cropped.
-read -r width height < <(sed -n 's/^<svg[^>]* width="\([0-9.]*\)" height="\([0-9.]*\)".*/\1 \2/p' "$in" | head -n1 | awk '{printf "%d %d\n", $1+0.5, $2+0.5}')
+read -r width height < <(sed -n 's/^<svg[^>]* width="\([0-9.]*\)" height="\([0-9.]*\)".*/\1 \2/p' "$in" | sed -n 1p | awk '{printf "%d %d\n", $1+0.5, $2+0.5}')
 width=${width:-1200}
 height=${height:-900}
 

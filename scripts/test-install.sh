@@ -96,8 +96,8 @@ TF
 	cd "$dir"
 	export TF_CLI_CONFIG_FILE="$work/cli.tfrc"
 	out=$("$cli" init -input=false -no-color 2>&1) || { echo "$out"; fail "$label init failed"; }
-	echo "$out" | grep -q "Installed llmserve/llmserve v$version" || { echo "$out"; fail "$label init did not install v$version from the mirror"; }
-	if echo "$out" | grep -qi "dev_overrides\|development overrides"; then fail "$label used a dev override"; fi
+	grep -q "Installed llmserve/llmserve v$version" <<<"$out" || { echo "$out"; fail "$label init did not install v$version from the mirror"; }
+	if grep -qi "dev_overrides\|development overrides" <<<"$out"; then fail "$label used a dev override"; fi
 	# The recompute program, where init unpacked it: users of the registry have no checkout.
 	local host=registry.terraform.io
 	[ "$label" = opentofu ] && host=registry.opentofu.org
@@ -114,7 +114,7 @@ TF
 		{ cat "$dir/recompute.err"; fail "$label: llmserve-recompute did not say why the forged capacity is refused"; }
 
 	local h1
-	h1=$(grep -o '"h1:[^"]*"' .terraform.lock.hcl | head -1)
+	h1=$(grep -o '"h1:[^"]*"' .terraform.lock.hcl | sed -n 1p)
 	[ -n "$h1" ] || fail "$label init wrote no h1 hash to .terraform.lock.hcl"
 
 	out=$("$cli" plan -input=false -no-color -out=tfplan 2>&1) || { echo "$out"; fail "$label plan failed"; }
@@ -135,4 +135,4 @@ TF
 
 run_cli terraform "$terraform"
 run_cli opentofu "$tofu"
-echo "test-install: ok (terraform $("$terraform" version -json | jq -r .terraform_version), $("$tofu" version | head -1))"
+echo "test-install: ok (terraform $("$terraform" version -json | jq -r .terraform_version), $("$tofu" version | sed -n 1p))"

@@ -22,7 +22,7 @@ tofu="${TOFU:-$(scripts/build-opentofu.sh)}"
 # The machine image points TF_CLI_CONFIG_FILE at a missing file; no dev override may leak in.
 unset TF_CLI_CONFIG_FILE TF_CLI_ARGS
 export TF_ACC=1 CHECKPOINT_DISABLE=1 TF_ACC_TERRAFORM_PATH="$tofu" TF_ACC_PROVIDER_NAMESPACE=llmserve
-"$tofu" version | head -1
+"$tofu" version | sed -n 1p # sed reads it all: head would close the pipe early and pipefail would see SIGPIPE (exit 141)
 go test -count=1 -timeout 40m -p 1 -run 'TestAcc' \
 	-skip 'TestAccInferenceServer_remoteTLS|TestAccInferenceServer_remoteSSH|TestAccQuickstart|TestAccInferenceServer_inPlaceChangeThenImport' \
 	./internal/provider/
