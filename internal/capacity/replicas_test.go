@@ -6,12 +6,10 @@ import (
 	"errors"
 	"hash/fnv"
 	"io"
-	"net/http"
 	"net/http/httptest"
 	"net/http/httputil"
 	"net/url"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -21,41 +19,16 @@ import (
 	"github.com/llmserve/terraform-provider-llmserve/internal/simengine"
 )
 
-// replicaLog records, in order, the calls one replica's double answered that matter for a
-// trial's start: idle checks, flushes and generations.
-type replicaLog struct {
-	mu     sync.Mutex
-	events []string
-}
-
-func (l *replicaLog) wrap(h http.Handler) http.Handler {
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		ev := ""
-		switch p := r.URL.Path; {
-		case p == "/v1/loads" || p == "/get_load" || p == "/metrics":
-			ev = "idle"
-		case p == "/flush_cache" || p == "/reset_prefix_cache":
-			ev = "flush"
-		case p == "/v1/chat/completions" || p == "/v1/completions":
-			ev = "gen"
-		}
-		if ev != "" {
-			l.mu.Lock()
-			l.events = append(l.events, ev)
-			l.mu.Unlock()
-		}
-		h.ServeHTTP(w, r)
-	})
-}
+// replicaLog is one replica double's record of its idle checks, flushes and generations.
+type replicaLog struct{ simengine.CallLog }
 
 // flushes counts the flushes and checks that each one came right after an idle check on
 // the same replica. The one exception may be the replica's first call: the flush at connect,
 // which goes through the Service, so its idle check may have reached another replica.
 func (l *replicaLog) flushes(t *testing.T, name string) (n int, first bool) {
 	t.Helper()
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	for i, ev := range l.events {
+	events := l.Events()
+	for i, ev := range events {
 		if ev != "flush" {
 			continue
 		}
@@ -63,8 +36,8 @@ func (l *replicaLog) flushes(t *testing.T, name string) (n int, first bool) {
 		switch {
 		case i == 0:
 			first = true
-		case l.events[i-1] != "idle":
-			t.Errorf("%s: flush %d not preceded by an idle check (events %v)", name, n, l.events)
+		case events[i-1] != "idle":
+			t.Errorf("%s: flush %d not preceded by an idle check (events %v)", name, n, events)
 		}
 	}
 	return n, first
@@ -107,7 +80,7 @@ func TestRunFlushesEveryReplica(t *testing.T) {
 				opts.Protocol = tc.protocol
 				eng := twoSlotEngine(t, opts)
 				logs[i] = &replicaLog{}
-				srv := httptest.NewServer(logs[i].wrap(eng))
+				srv := httptest.NewServer(logs[i].Wrap(eng))
 				t.Cleanup(srv.Close)
 				urls = append(urls, srv.URL)
 				engines = append(engines, eng)

@@ -5,7 +5,6 @@ import (
 	"net"
 	"net/http"
 	"slices"
-	"sync"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -23,9 +22,7 @@ type podDouble struct {
 	pod    string
 	engine *simengine.Server
 	srv    *http.Server
-
-	mu     sync.Mutex
-	events []string // "idle" | "flush" | "gen"
+	calls  simengine.CallLog
 }
 
 func (e *kubeEngines) runDouble(p corev1.Pod, argv []string, env map[string]string, port string) *podEngine {
@@ -39,7 +36,7 @@ func (e *kubeEngines) runDouble(p corev1.Pod, argv []string, env map[string]stri
 			var ln net.Listener
 			if ln, err = net.Listen("tcp", pe.addr); err == nil {
 				d := &podDouble{pod: p.Name, engine: eng}
-				d.srv = &http.Server{Handler: d, ReadHeaderTimeout: 10 * time.Second}
+				d.srv = &http.Server{Handler: d.calls.Wrap(eng), ReadHeaderTimeout: 10 * time.Second}
 				go func() { _ = d.srv.Serve(ln) }()
 				pe.double = d
 				e.started.Add(1)
@@ -86,33 +83,14 @@ func doubleOptions(argv []string, env map[string]string) (simengine.Options, err
 	return o, nil
 }
 
-func (d *podDouble) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	ev := ""
-	switch p := r.URL.Path; {
-	case p == "/v1/loads" || p == "/get_load" || p == "/metrics":
-		ev = "idle"
-	case p == "/flush_cache" || p == "/reset_prefix_cache":
-		ev = "flush"
-	case p == "/v1/chat/completions" || p == "/v1/completions":
-		ev = "gen"
-	}
-	if ev != "" {
-		d.mu.Lock()
-		d.events = append(d.events, ev)
-		d.mu.Unlock()
-	}
-	d.engine.ServeHTTP(w, r)
-}
-
 // flushes are the flushes the double answered, and whether each came right after an idle
 // check on this pod.
 func (d *podDouble) flushes() (n int, afterIdle []bool) {
-	d.mu.Lock()
-	defer d.mu.Unlock()
-	for i, ev := range d.events {
+	events := d.calls.Events()
+	for i, ev := range events {
 		if ev == "flush" {
 			n++
-			afterIdle = append(afterIdle, i > 0 && d.events[i-1] == "idle")
+			afterIdle = append(afterIdle, i > 0 && events[i-1] == "idle")
 		}
 	}
 	return n, afterIdle
