@@ -32,18 +32,7 @@ func TestAccCapacityBenchmark_openLoopLlamaCpp(t *testing.T) {
 			t.Logf("progress journal:\n%s", raw)
 		}
 	}()
-	cfg := fmt.Sprintf(`
-resource "llmserve_inference_server" "tiny" {
-  name                 = %[1]q
-  image                = %[2]q
-  engine               = "llamacpp"
-  model                = "/models/tiny-llama.gguf"
-  model_host_path      = %[3]q
-  served_model_name    = "tiny"
-  max_running_requests = 2
-  context_length       = 4096
-  readiness_timeout    = "3m"
-}
+	cfg := tinyLlamaServerHCL(name, model) + fmt.Sprintf(`
 
 resource "llmserve_capacity_benchmark" "tiny" {
   endpoint  = llmserve_inference_server.tiny.endpoint
@@ -54,9 +43,9 @@ resource "llmserve_capacity_benchmark" "tiny" {
   search    = { rate = { min = 0.1, max = 4, tolerance = 0.5 } }
   trial     = { warmup_requests = 1, measured_requests = 8, confirmation_trials = 1, cache_flush = "auto" }
   triggers  = { container = llmserve_inference_server.tiny.id }
-  progress_file = %[4]q
+  progress_file = %[1]q
 }
-`, name, quickstartImage, model, progress)
+`, progress)
 	const bench = "llmserve_capacity_benchmark.tiny"
 	resource.Test(t, resource.TestCase{
 		ProtoV6ProviderFactories: testAccProtoV6ProviderFactories,
@@ -98,4 +87,22 @@ resource "llmserve_capacity_benchmark" "tiny" {
 			},
 		}},
 	})
+}
+
+// tinyLlamaServerHCL is the two-slot llama.cpp server on the generated tiny model that the
+// rate and replay acceptance tests measure, as llmserve_inference_server.tiny.
+func tinyLlamaServerHCL(name, modelDir string) string {
+	return fmt.Sprintf(`
+resource "llmserve_inference_server" "tiny" {
+  name                 = %q
+  image                = %q
+  engine               = "llamacpp"
+  model                = "/models/tiny-llama.gguf"
+  model_host_path      = %q
+  served_model_name    = "tiny"
+  max_running_requests = 2
+  context_length       = 4096
+  readiness_timeout    = "3m"
+}
+`, name, quickstartImage, modelDir)
 }

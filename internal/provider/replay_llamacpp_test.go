@@ -55,31 +55,20 @@ func TestAccCapacityBenchmark_replayLlamaCpp(t *testing.T) {
 			t.Logf("progress journal:\n%s", raw)
 		}
 	}()
-	cfg := fmt.Sprintf(`
-resource "llmserve_inference_server" "tiny" {
-  name                 = %[1]q
-  image                = %[2]q
-  engine               = "llamacpp"
-  model                = "/models/tiny-llama.gguf"
-  model_host_path      = %[3]q
-  served_model_name    = "tiny"
-  max_running_requests = 2
-  context_length       = 4096
-  readiness_timeout    = "3m"
-}
+	cfg := tinyLlamaServerHCL(name, model) + fmt.Sprintf(`
 
 resource "llmserve_capacity_benchmark" "tiny" {
   endpoint  = llmserve_inference_server.tiny.endpoint
   model     = llmserve_inference_server.tiny.served_model_name
-  workloads = [{ label = "recorded", trace = { file = %[4]q, block_tokens = 32 } }]
+  workloads = [{ label = "recorded", trace = { file = %[1]q, block_tokens = 32 } }]
   slos      = [{ metric = "time_to_first_token", percentile = 95, threshold_ms = 5000 }]
   search    = { speedup = { min = 0.5, max = 32, tolerance = 0.5 } }
   trial     = { warmup_requests = 1, confirmation_trials = 1, cache_flush = "auto" }
   triggers  = { container = llmserve_inference_server.tiny.id }
-  progress_file     = %[5]q
-  records_directory = %[6]q
+  progress_file     = %[2]q
+  records_directory = %[3]q
 }
-`, name, quickstartImage, model, traceFile, progress, recordsDir)
+`, traceFile, progress, recordsDir)
 	const bench = "llmserve_capacity_benchmark.tiny"
 	resource.Test(t, resource.TestCase{
 		ProtoV6ProviderFactories: testAccProtoV6ProviderFactories,
