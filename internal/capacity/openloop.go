@@ -142,33 +142,18 @@ func (s *session) measureRate(ctx context.Context, w Workload, history []search.
 		}
 		return out
 	}
-	out := results.Workload{
-		Label:                     w.Label,
-		ConfiguredISL:             w.InputTokens,
-		ConfiguredOSL:             w.OutputTokens,
-		InputTokensStddev:         w.InputTokensStddev,
-		OutputTokensStddev:        w.OutputTokensStddev,
-		SharedPrefixTokens:        w.SharedPrefixTokens,
-		MaximumPassingRequestRate: res.MaximumPassing,
-		FirstFailingRequestRate:   res.FirstFailing,
-		PassingTrials:             trialsOf(outcomes(res.PassingTrials)),
-		FailingTrials:             trialsOf(outcomes(res.FailingTrials)),
-	}
+	out := workloadResult(w, outcomes(res.PassingTrials), outcomes(res.FailingTrials), outcomes(res.All))
+	out.MaximumPassingRequestRate, out.FirstFailingRequestRate = res.MaximumPassing, res.FirstFailing
 	if replay {
 		out.ConfiguredISL, out.ConfiguredOSL = w.Trace.MeanLengths()
 		out.TraceFile, out.TraceSHA256 = w.TraceFile, w.Trace.SHA256
 	}
-	out.ServerPromptTokens = promptTokenRange(append(append([]results.Trial{}, out.PassingTrials...), out.FailingTrials...))
-	out.AllTrials = everyTrial(outcomes(res.All))
 	for i := range out.AllTrials {
 		out.AllTrials[i].Concurrency = 0 // the rung number; the trial's rate says what it ran at
 	}
-	// The headline and the verdicts are the ones every reader of the document derives.
-	h, err := results.DeriveHeadline(s.slos(), out)
-	if err != nil {
-		return results.Workload{}, fmt.Errorf("workload %q: %w", w.Label, err)
+	if err := s.applyHeadline(&out); err != nil {
+		return results.Workload{}, err
 	}
-	h.Apply(&out)
 	ladder := s.cfg.OpenLoop.Ladder()
 	for _, n := range res.NonMonotone {
 		if replay {
@@ -278,40 +263,28 @@ func (r *trialRunner) runRate(ctx context.Context, q search.RateRequest) (search
 		WarmupOutputTokens: warmups.maxTokens, MeasuredOutputTokens: measured.maxTokens, MaxInFlight: ol.MaxInFlight}
 	slos := s.slos()
 	rule := metrics.DefaultOpenLoopRule()
-	waitedOut := false
+	var stop *probeStop
 	if q.Kind == search.Probe {
-		decider, err := metrics.NewTrialDecider(slos, len(measured.texts))
-		if err != nil {
-			return search.Outcome{}, err
-		}
 		// The completion guard's certain fail: the offered rate is the schedule's, known now.
 		offered := scheduledRate(schedule[len(warmups.texts):])
 		var firstDone time.Time
 		failed := 0
-		spec.Tick = probeTick(slos)
-		spec.Observe = func(e load.Event) bool {
-			var d metrics.Decision
-			switch e.Kind {
-			case load.EventFirstContent:
-				d = decider.FirstContent(e.Result)
-			case load.EventCompleted:
-				d = decider.Complete(e.Result)
-				if metrics.Succeeded(e.Result) {
-					if firstDone.IsZero() || e.Result.Done.Before(firstDone) {
-						firstDone = e.Result.Done
-					}
-				} else if !e.Result.Cancelled {
-					failed++
-				}
-			case load.EventTick:
-				d = decider.WithPending(e.Now, e.InFlight)
-				waitedOut = d == metrics.DecidedFail
-				if d == metrics.Undecided && offered > 0 && rule.CannotKeepUp(e.Now, firstDone, offered, len(measured.texts), failed) {
-					waitedOut, d = true, metrics.DecidedFail
-				}
-			}
-			return d != metrics.Undecided
+		cannotKeepUp := func(now time.Time) bool {
+			return offered > 0 && rule.CannotKeepUp(now, firstDone, offered, len(measured.texts), failed)
 		}
+		if stop, err = newProbeStop(slos, len(measured.texts), cannotKeepUp); err != nil {
+			return search.Outcome{}, err
+		}
+		stop.completed = func(r load.RequestResult) {
+			if metrics.Succeeded(r) {
+				if firstDone.IsZero() || r.Done.Before(firstDone) {
+					firstDone = r.Done
+				}
+			} else if !r.Cancelled {
+				failed++
+			}
+		}
+		spec.Tick, spec.Observe = stop.tick, stop.observe
 	}
 	t0 := time.Now()
 	// Warmups run into the measured arrivals without a pause: the accelerators' figures
@@ -321,6 +294,7 @@ func (r *trialRunner) runRate(ctx context.Context, q search.RateRequest) (search
 	loadStart := time.Now()
 	res, err := load.RunOpenTrial(ctx, s.client, spec)
 	loadEnd := time.Now()
+	waitedOut := stop.decidedByWaiting()
 	view := watch.finish(ctx)
 	accelerators := accel.Finish(ctx)
 	clock.timing.ServerScrapeS = seconds(loadStart.Sub(t0) + time.Since(loadEnd))

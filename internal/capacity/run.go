@@ -335,26 +335,11 @@ func (s *session) measure(ctx context.Context, w Workload, history []search.Outc
 	if err != nil {
 		return results.Workload{}, err
 	}
-	out := results.Workload{
-		Label:                     w.Label,
-		ConfiguredISL:             w.InputTokens,
-		ConfiguredOSL:             w.OutputTokens,
-		InputTokensStddev:         w.InputTokensStddev,
-		OutputTokensStddev:        w.OutputTokensStddev,
-		SharedPrefixTokens:        w.SharedPrefixTokens,
-		MaximumPassingConcurrency: res.MaximumPassing,
-		FirstFailingConcurrency:   res.FirstFailing,
-		PassingTrials:             trialsOf(res.PassingTrials),
-		FailingTrials:             trialsOf(res.FailingTrials),
+	out := workloadResult(w, res.PassingTrials, res.FailingTrials, res.All)
+	out.MaximumPassingConcurrency, out.FirstFailingConcurrency = res.MaximumPassing, res.FirstFailing
+	if err := s.applyHeadline(&out); err != nil {
+		return results.Workload{}, err
 	}
-	out.ServerPromptTokens = promptTokenRange(append(append([]results.Trial{}, out.PassingTrials...), out.FailingTrials...))
-	out.AllTrials = everyTrial(res.All)
-	// The headline and the verdicts are the ones every reader of the document derives.
-	h, err := results.DeriveHeadline(s.slos(), out)
-	if err != nil {
-		return results.Workload{}, fmt.Errorf("workload %q: %w", w.Label, err)
-	}
-	h.Apply(&out)
 	for _, n := range res.NonMonotone {
 		out.Notes = append(out.Notes, n.String())
 	}
@@ -368,6 +353,35 @@ func (s *session) measure(ctx context.Context, w Workload, history []search.Outc
 		}
 	}
 	return out, nil
+}
+
+// workloadResult is what both searches report alike for a workload: what it was configured
+// with, the trials at the boundary and every trial used, and the prompt lengths the server
+// counted. The caller adds its boundary (a concurrency or a rate) and then the headline.
+func workloadResult(w Workload, passing, failing, all []search.Outcome) results.Workload {
+	out := results.Workload{
+		Label:              w.Label,
+		ConfiguredISL:      w.InputTokens,
+		ConfiguredOSL:      w.OutputTokens,
+		InputTokensStddev:  w.InputTokensStddev,
+		OutputTokensStddev: w.OutputTokensStddev,
+		SharedPrefixTokens: w.SharedPrefixTokens,
+		PassingTrials:      trialsOf(passing),
+		FailingTrials:      trialsOf(failing),
+	}
+	out.ServerPromptTokens = promptTokenRange(append(append([]results.Trial{}, out.PassingTrials...), out.FailingTrials...))
+	out.AllTrials = everyTrial(all)
+	return out
+}
+
+// applyHeadline derives the headline and the verdicts every reader of the document derives.
+func (s *session) applyHeadline(out *results.Workload) error {
+	h, err := results.DeriveHeadline(s.slos(), *out)
+	if err != nil {
+		return fmt.Errorf("workload %q: %w", out.Label, err)
+	}
+	h.Apply(out)
+	return nil
 }
 
 // everyTrial is every trial the search used, in order, each saying its kind and whether it

@@ -150,29 +150,13 @@ func (r *trialRunner) load(ctx context.Context, req search.Request, prompts tria
 	spec := load.TrialSpec{Concurrency: req.Concurrency, Warmup: prompts.warmup.texts, Measured: prompts.measured.texts, OutputTokens: w.OutputTokens,
 		WarmupOutputTokens: prompts.warmup.maxTokens, MeasuredOutputTokens: prompts.measured.maxTokens}
 	var out trialLoad
+	var stop *probeStop
 	if req.Kind == search.Probe {
-		slos := s.slos()
-		decider, err := metrics.NewTrialDecider(slos, len(prompts.measured.texts))
-		if err != nil {
+		var err error
+		if stop, err = newProbeStop(s.slos(), len(prompts.measured.texts), nil); err != nil {
 			return out, err
 		}
-		spec.Tick = probeTick(slos)
-		spec.Observe = func(e load.Event) bool {
-			var d metrics.Decision
-			switch e.Kind {
-			case load.EventFirstContent:
-				d = decider.FirstContent(e.Result)
-			case load.EventCompleted:
-				d = decider.Complete(e.Result)
-			case load.EventTick:
-				// Requests still waiting already have a metric at least as long as their
-				// wait: five requests waiting past a 10 s TTFT threshold decide a p95 fail
-				// without waiting for their first tokens.
-				d = decider.WithPending(e.Now, e.InFlight)
-				out.waitedOut = d == metrics.DecidedFail
-			}
-			return d != metrics.Undecided
-		}
+		spec.Tick, spec.Observe = stop.tick, stop.observe
 	}
 	t0 := time.Now()
 	// The accelerators' exporters are scraped in their own goroutine from here to after the
@@ -187,6 +171,7 @@ func (r *trialRunner) load(ctx context.Context, req search.Request, prompts tria
 	loadStart := time.Now()
 	res, err := load.RunTrial(ctx, s.client, spec)
 	loadEnd := time.Now()
+	out.waitedOut = stop.decidedByWaiting()
 	out.view = watch.finish(ctx)
 	out.measuredHits = watch.measuredHits()
 	out.accelerators = accel.Finish(ctx)
@@ -329,6 +314,52 @@ func probeTick(slos []results.SLO) time.Duration {
 	}
 	return min(max(d, 10*time.Millisecond), time.Second)
 }
+
+// probeStop stops a probe the moment its verdict is certain. Requests still waiting already
+// have a metric at least as long as their wait: five requests waiting past a 10 s TTFT
+// threshold decide a p95 fail without waiting for their first tokens. A probe decided that
+// way has no verdict from finished requests, which waitedOut records.
+type probeStop struct {
+	decider   *metrics.TrialDecider
+	tick      time.Duration
+	waitedOut bool
+	// cannotKeepUp, when set, is asked at each tick the decider leaves open: the open loop's
+	// completion guard fails a rate the server cannot keep up with before its latencies do.
+	cannotKeepUp func(now time.Time) bool
+	completed    func(load.RequestResult)
+}
+
+func newProbeStop(slos []results.SLO, measured int, cannotKeepUp func(time.Time) bool) (*probeStop, error) {
+	d, err := metrics.NewTrialDecider(slos, measured)
+	if err != nil {
+		return nil, err
+	}
+	return &probeStop{decider: d, tick: probeTick(slos), cannotKeepUp: cannotKeepUp}, nil
+}
+
+func (p *probeStop) observe(e load.Event) bool {
+	var d metrics.Decision
+	switch e.Kind {
+	case load.EventFirstContent:
+		d = p.decider.FirstContent(e.Result)
+	case load.EventCompleted:
+		d = p.decider.Complete(e.Result)
+		if p.completed != nil {
+			p.completed(e.Result)
+		}
+	case load.EventTick:
+		d = p.decider.WithPending(e.Now, e.InFlight)
+		p.waitedOut = d == metrics.DecidedFail
+		if d == metrics.Undecided && p.cannotKeepUp != nil && p.cannotKeepUp(e.Now) {
+			p.waitedOut, d = true, metrics.DecidedFail
+		}
+	}
+	return d != metrics.Undecided
+}
+
+// decidedByWaiting is whether the probe was stopped by requests still waiting; false for a
+// trial that is no probe (nil).
+func (p *probeStop) decidedByWaiting() bool { return p != nil && p.waitedOut }
 
 // allFailed reports ErrServerFailing, with the failures by kind, when no finished measured
 // request succeeded.

@@ -34,19 +34,26 @@ type Readiness struct {
 // costing the engine host one inspect and one HTTP request per poll.
 const DefaultPollInterval = 100 * time.Millisecond
 
-// WaitReady polls until the engine's health endpoint answers 200 and a one-token completion
-// succeeds. It fails at once, with the container's last log lines, if the container stops or
-// restarts meanwhile.
-func WaitReady(ctx context.Context, b Backend, id string, r Readiness) (engine.ServerInfo, error) {
-	if r.Timeout > 0 {
-		var cancel context.CancelFunc
-		ctx, cancel = context.WithTimeout(ctx, r.Timeout)
-		defer cancel()
-	}
+// Bound is ctx limited by Timeout, with the poll interval to use: every backend's wait for
+// readiness reads the two settings the same way.
+func (r Readiness) Bound(ctx context.Context) (context.Context, context.CancelFunc, time.Duration) {
 	interval := r.Interval
 	if interval <= 0 {
 		interval = DefaultPollInterval
 	}
+	if r.Timeout > 0 {
+		ctx, cancel := context.WithTimeout(ctx, r.Timeout)
+		return ctx, cancel, interval
+	}
+	return ctx, func() {}, interval
+}
+
+// WaitReady polls until the engine's health endpoint answers 200 and a one-token completion
+// succeeds. It fails at once, with the container's last log lines, if the container stops or
+// restarts meanwhile.
+func WaitReady(ctx context.Context, b Backend, id string, r Readiness) (engine.ServerInfo, error) {
+	ctx, cancel, interval := r.Bound(ctx)
+	defer cancel()
 	hc := r.HTTPClient
 	if hc == nil {
 		hc = &http.Client{Transport: &http.Transport{DisableKeepAlives: true}}

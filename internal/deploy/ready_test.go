@@ -7,6 +7,7 @@ import (
 	"net/http/httptest"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/llmserve/terraform-provider-llmserve/internal/engine"
 )
@@ -54,5 +55,18 @@ func TestProbeRedactsEchoedSecrets(t *testing.T) {
 		if strings.Contains(err.Error(), s) {
 			t.Errorf("Probe error leaks %q: %v", s, err)
 		}
+	}
+}
+
+func TestReadinessBound(t *testing.T) {
+	ctx, cancel, interval := Readiness{}.Bound(t.Context())
+	defer cancel()
+	if _, ok := ctx.Deadline(); ok || interval != DefaultPollInterval {
+		t.Errorf("zero readiness: deadline set %v, interval %v; want no deadline and %v", ok, interval, DefaultPollInterval)
+	}
+	ctx, cancel, interval = Readiness{Timeout: time.Minute, Interval: time.Second}.Bound(t.Context())
+	defer cancel()
+	if dl, ok := ctx.Deadline(); !ok || time.Until(dl) > time.Minute || interval != time.Second {
+		t.Errorf("deadline %v (set %v), interval %v; want within a minute and 1s", dl, ok, interval)
 	}
 }

@@ -91,15 +91,8 @@ func (c *Cluster) ReplicaEndpoints(ctx context.Context, d Deployment, port int) 
 // ctx bound it), and returns what the first replica reports about itself. A Service would
 // spread the checks over replicas at random; going to each pod proves every one.
 func (c *Cluster) ProveGenerates(ctx context.Context, d Deployment, port int, access Access, r deploy.Readiness) (engine.ServerInfo, int, error) {
-	if r.Timeout > 0 {
-		var cancel context.CancelFunc
-		ctx, cancel = context.WithTimeout(ctx, r.Timeout)
-		defer cancel()
-	}
-	interval := r.Interval
-	if interval <= 0 {
-		interval = deploy.DefaultPollInterval
-	}
+	ctx, cancel, interval := r.Bound(ctx)
+	defer cancel()
 	var reps []Replica
 	for {
 		var err error
