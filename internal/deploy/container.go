@@ -111,6 +111,18 @@ type Placement struct {
 	Meta map[string]string `json:"meta,omitempty"`
 }
 
+// ListenAddress is the address the engine of a container so placed binds in its network
+// namespace (engine.Spec.ListenAddress). With host networking nothing is published, so the
+// engine listens on BindAddress itself: a state saying 127.0.0.1 while the engine answered
+// on every interface would be a lie. Otherwise it is empty (every address of the container's
+// own namespace), and the published port restricts who reaches it.
+func (p Placement) ListenAddress() string {
+	if p.HostNetwork {
+		return p.BindAddress
+	}
+	return ""
+}
+
 // XPUAffinityEnv is the Level Zero variable that selects Intel GPUs for accelerator = "xpu":
 // a comma-separated list of device indices, or device.sub-device pairs, in the order the Level
 // Zero driver enumerates them (Level Zero specification, "Affinity Mask"; sycl-ls and xpu-smi

@@ -34,6 +34,10 @@ func DefaultPort(e Name) int {
 	}
 }
 
+// DefaultTensorParallel is the tensor-parallel size of a server that sets none: one
+// accelerator per engine, no tensor parallelism (the engines' own default too).
+const DefaultTensorParallel = 1
+
 // DefaultEntrypoint is the program that starts the engine in its upstream images. It is set
 // explicitly rather than inherited from the image so the launch command in state is exact.
 func DefaultEntrypoint(e Name) []string {

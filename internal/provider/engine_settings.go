@@ -212,7 +212,7 @@ func engineSettingsAttributes(ctx context.Context) map[string]schema.Attribute {
 			MarkdownDescription: "Name clients send as `model`. When omitted, the engine serves the model under `model` itself, " +
 				"and this attribute says so at plan: pass `llmserve_inference_server.<name>.served_model_name` to a benchmark " +
 				"instead of repeating the model string."},
-		"tensor_parallel_size": schema.Int64Attribute{Optional: true, Computed: true, Default: int64default.StaticInt64(1), PlanModifiers: replaceInt,
+		"tensor_parallel_size": schema.Int64Attribute{Optional: true, Computed: true, Default: int64default.StaticInt64(engine.DefaultTensorParallel), PlanModifiers: replaceInt,
 			Validators:          []validator.Int64{int64validator.AtLeast(1)},
 			MarkdownDescription: "Tensor parallel size (GPUs per replica). Default 1."},
 		"context_length": schema.Int64Attribute{Optional: true, PlanModifiers: replaceInt,
@@ -328,7 +328,7 @@ func (m engineSettings) spec(ctx context.Context) (engine.Spec, diag.Diagnostics
 		EngineVersion:      m.EngineVersion.ValueString(),
 	}
 	if m.TensorParallelSize.IsNull() {
-		s.TensorParallel = 1
+		s.TensorParallel = engine.DefaultTensorParallel
 	}
 	if s.ServedModelName == s.Model {
 		// The engines' own default: no flag, so the computed value changes no command.

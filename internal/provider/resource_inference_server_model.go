@@ -12,13 +12,12 @@ import (
 	"github.com/llmserve/terraform-provider-llmserve/internal/engine"
 )
 
-// launchSpec is the engine settings' launch spec as this resource runs it: with host
-// networking no port publishing restricts the engine, so it listens on bind_address itself
-// (state saying 127.0.0.1 while the engine answered on every interface would be a lie).
+// launchSpec is the engine settings' launch spec as this resource runs it, listening where
+// its placement says (deploy.Placement.ListenAddress: bind_address with host networking).
 func (m inferenceServerModel) launchSpec(ctx context.Context) (engine.Spec, diag.Diagnostics) {
 	spec, diags := m.spec(ctx)
-	if m.NetworkMode.ValueString() == "host" && !m.BindAddress.IsUnknown() {
-		spec.ListenAddress = m.BindAddress.ValueString()
+	if !m.BindAddress.IsUnknown() {
+		spec.ListenAddress = deploy.Placement{BindAddress: m.BindAddress.ValueString(), HostNetwork: m.NetworkMode.ValueString() == "host"}.ListenAddress()
 	}
 	return spec, diags
 }
