@@ -16,10 +16,58 @@ import (
 	"github.com/llmserve/terraform-provider-llmserve/internal/engine"
 )
 
+// Both resources that launch an engine are configured by the provider, check their
+// configuration and plan, and can be imported.
+var (
+	_ engineResourceMethods = (*inferenceServerResource)(nil)
+	_ engineResourceMethods = (*inferenceDeploymentResource)(nil)
+)
+
+type engineResourceMethods interface {
+	resource.ResourceWithConfigure
+	resource.ResourceWithImportState
+	resource.ResourceWithValidateConfig
+	resource.ResourceWithModifyPlan
+}
+
 // engineResource is what the resources that launch an engine (llmserve_inference_server,
 // llmserve_inference_deployment) share whatever runs the engine: the provider's connections.
+// Each CRUD call reads the same way: read the models, bound the operation by its timeout
+// (engineSettings.operation), connect to the backend (connect), translate the model into the
+// engine spec and the backend's placement, launch (the one step each backend does its own
+// way), then record what the backend reports in state.
 type engineResource struct {
 	provider *providerData
+}
+
+// engineResourceModel is the model both engine resources embed: the engine settings, and the
+// attributes both have under the same name, which each resource's schema describes for its
+// platform (a container name or a Kubernetes name, a container's or a pod's /dev/shm).
+type engineResourceModel struct {
+	engineSettings
+
+	ID          types.String `tfsdk:"id"`
+	Name        types.String `tfsdk:"name"`
+	ShmSizeMB   types.Int64  `tfsdk:"shm_size_mb"`
+	Environment types.Map    `tfsdk:"environment"`
+	Labels      types.Map    `tfsdk:"labels"`
+}
+
+// connect opens the provider's connection to the backend that runs the engine (open: the
+// Docker Engine or the Kubernetes cluster) and reports a failure under summary, with hint
+// after the error. A provider that was never configured is the bug it is; what names the
+// configuration that is missing.
+func connect[C any](p *providerData, diags *diag.Diagnostics, what, summary, hint string, open func(*providerData) (C, error)) C {
+	var c C
+	if p == nil {
+		diags.AddError("Provider not configured", "the llmserve provider has no "+what+" configuration; this is a provider bug, please report it")
+		return c
+	}
+	c, err := open(p)
+	if err != nil {
+		diags.AddError(summary, err.Error()+hint)
+	}
+	return c
 }
 
 func (r *engineResource) Configure(_ context.Context, req resource.ConfigureRequest, resp *resource.ConfigureResponse) {

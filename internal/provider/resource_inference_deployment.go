@@ -31,14 +31,6 @@ import (
 	"github.com/llmserve/terraform-provider-llmserve/internal/engine"
 )
 
-var (
-	_ resource.Resource                   = (*inferenceDeploymentResource)(nil)
-	_ resource.ResourceWithConfigure      = (*inferenceDeploymentResource)(nil)
-	_ resource.ResourceWithImportState    = (*inferenceDeploymentResource)(nil)
-	_ resource.ResourceWithValidateConfig = (*inferenceDeploymentResource)(nil)
-	_ resource.ResourceWithModifyPlan     = (*inferenceDeploymentResource)(nil)
-)
-
 // NewInferenceDeploymentResource is the llmserve_inference_deployment resource.
 func NewInferenceDeploymentResource() resource.Resource { return &inferenceDeploymentResource{} }
 
@@ -47,22 +39,17 @@ type inferenceDeploymentResource struct {
 }
 
 type inferenceDeploymentModel struct {
-	engineSettings
+	engineResourceModel
 
-	ID                  types.String `tfsdk:"id"`
-	Name                types.String `tfsdk:"name"`
 	Namespace           types.String `tfsdk:"namespace"`
 	Replicas            types.Int64  `tfsdk:"replicas"`
 	AcceleratorResource types.String `tfsdk:"accelerator_resource"`
 	AcceleratorCount    types.Int64  `tfsdk:"accelerator_count"`
 	NodeSelector        types.Map    `tfsdk:"node_selector"`
 	Tolerations         types.List   `tfsdk:"tolerations"`
-	ShmSizeMB           types.Int64  `tfsdk:"shm_size_mb"`
 	ModelCache          types.Object `tfsdk:"model_cache"`
-	Environment         types.Map    `tfsdk:"environment"`
 	ServiceType         types.String `tfsdk:"service_type"`
 	ServicePort         types.Int64  `tfsdk:"service_port"`
-	Labels              types.Map    `tfsdk:"labels"`
 	Annotations         types.Map    `tfsdk:"annotations"`
 	PodAccess           types.String `tfsdk:"pod_access"`
 	ReplicaEndpoints    types.List   `tfsdk:"replica_endpoints"`
@@ -207,15 +194,9 @@ func (r *inferenceDeploymentResource) Schema(ctx context.Context, _ resource.Sch
 
 // cluster connects to the provider's Kubernetes cluster.
 func (r *inferenceDeploymentResource) cluster(diags *diag.Diagnostics) *kubernetes.Cluster {
-	if r.provider == nil {
-		diags.AddError("Provider not configured", "the llmserve provider has no Kubernetes configuration; this is a provider bug, please report it")
-		return nil
-	}
-	c, err := r.provider.kubernetes.Cluster()
-	if err != nil {
-		diags.AddError("Cannot use the Kubernetes cluster", err.Error()+"\n\nConfigure the provider's kubernetes block (config_path, or host with a token or client certificate).")
-	}
-	return c
+	return connect(r.provider, diags, "Kubernetes", "Cannot use the Kubernetes cluster",
+		"\n\nConfigure the provider's kubernetes block (config_path, or host with a token or client certificate).",
+		func(p *providerData) (*kubernetes.Cluster, error) { return p.kubernetes.Cluster() })
 }
 
 // translate turns the planned model into the engine spec, the deployment and how to wait
@@ -300,9 +281,7 @@ func (r *inferenceDeploymentResource) finish(ctx context.Context, c *kubernetes.
 	m.ServicePort = types.Int64Value(int64(d.ServicePort))
 	diags.Append(m.setStatus(ctx, spec, st)...)
 	diags.Append(m.setReplicaEndpoints(ctx, c, d, spec.Port)...)
-	exp := m.experiment(spec, st.ImageDigest, info)
-	exp.Replicas = int(st.Replicas)
-	diags.Append(m.setExperiment(ctx, exp, info)...)
+	diags.Append(m.recordExperiment(ctx, spec, st, info)...)
 	return diags
 }
 
@@ -342,9 +321,7 @@ func (r *inferenceDeploymentResource) Read(ctx context.Context, req resource.Rea
 		}
 		// After an import: ask one replica for what create would have recorded.
 		info := c.ServerInfo(ctx, rec.Deployment, rec.Spec, state.access(), 10*time.Second)
-		exp := state.experiment(rec.Spec, st.ImageDigest, info)
-		exp.Replicas = int(st.Replicas)
-		resp.Diagnostics.Append(state.setExperiment(ctx, exp, info)...)
+		resp.Diagnostics.Append(state.recordExperiment(ctx, rec.Spec, st, info)...)
 	}
 	state.Replicas = types.Int64Value(int64(st.Replicas))
 	resp.Diagnostics.Append(state.setStatus(ctx, rec.Spec, st)...)

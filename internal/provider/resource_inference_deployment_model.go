@@ -76,6 +76,13 @@ func (m *inferenceDeploymentModel) setStatus(ctx context.Context, spec engine.Sp
 	return m.setCommand(ctx, spec)
 }
 
+// recordExperiment records the deployment for results, with the replicas the cluster runs.
+func (m *inferenceDeploymentModel) recordExperiment(ctx context.Context, spec engine.Spec, st kubernetes.Status, info engine.ServerInfo) diag.Diagnostics {
+	exp := m.experiment(spec, st.ImageDigest, info)
+	exp.Replicas = int(st.Replicas)
+	return m.setExperiment(ctx, exp, info)
+}
+
 // fromRecord fills an imported deployment's configuration from its launch record.
 func (m *inferenceDeploymentModel) fromRecord(ctx context.Context, rec kubernetes.LaunchRecord) diag.Diagnostics {
 	d := rec.Deployment

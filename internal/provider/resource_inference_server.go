@@ -27,14 +27,6 @@ import (
 	"github.com/llmserve/terraform-provider-llmserve/internal/deploy/docker"
 )
 
-var (
-	_ resource.Resource                   = (*inferenceServerResource)(nil)
-	_ resource.ResourceWithConfigure      = (*inferenceServerResource)(nil)
-	_ resource.ResourceWithImportState    = (*inferenceServerResource)(nil)
-	_ resource.ResourceWithValidateConfig = (*inferenceServerResource)(nil)
-	_ resource.ResourceWithModifyPlan     = (*inferenceServerResource)(nil)
-)
-
 // NewInferenceServerResource is the llmserve_inference_server resource.
 func NewInferenceServerResource() resource.Resource { return &inferenceServerResource{} }
 
@@ -43,20 +35,15 @@ type inferenceServerResource struct {
 }
 
 type inferenceServerModel struct {
-	engineSettings
+	engineResourceModel
 
-	ID               types.String `tfsdk:"id"`
-	Name             types.String `tfsdk:"name"`
 	ModelHostPath    types.String `tfsdk:"model_host_path"`
 	GPUIDs           types.List   `tfsdk:"gpu_ids"`
 	GroupAdd         types.List   `tfsdk:"group_add"`
-	ShmSizeMB        types.Int64  `tfsdk:"shm_size_mb"`
 	HostPort         types.Int64  `tfsdk:"host_port"`
 	BindAddress      types.String `tfsdk:"bind_address"`
 	NetworkMode      types.String `tfsdk:"network_mode"`
-	Environment      types.Map    `tfsdk:"environment"`
 	Mounts           types.List   `tfsdk:"mounts"`
-	Labels           types.Map    `tfsdk:"labels"`
 	RestartPolicy    types.String `tfsdk:"restart_policy"`
 	StopGraceSeconds types.Int64  `tfsdk:"stop_grace_period_seconds"`
 	Running          types.Bool   `tfsdk:"running"`
@@ -155,15 +142,8 @@ func (r *inferenceServerResource) Schema(ctx context.Context, _ resource.SchemaR
 
 // backend connects to the provider's Docker Engine.
 func (r *inferenceServerResource) backend(diags *diag.Diagnostics) *docker.Backend {
-	if r.provider == nil {
-		diags.AddError("Provider not configured", "the llmserve provider has no Docker Engine configuration; this is a provider bug, please report it")
-		return nil
-	}
-	b, err := r.provider.docker.Backend()
-	if err != nil {
-		diags.AddError("Cannot use the Docker Engine", err.Error())
-	}
-	return b
+	return connect(r.provider, diags, "Docker Engine", "Cannot use the Docker Engine", "",
+		func(p *providerData) (*docker.Backend, error) { return p.docker.Backend() })
 }
 
 func (r *inferenceServerResource) Create(ctx context.Context, req resource.CreateRequest, resp *resource.CreateResponse) {
@@ -176,25 +156,11 @@ func (r *inferenceServerResource) Create(ctx context.Context, req resource.Creat
 	if resp.Diagnostics.HasError() {
 		return
 	}
-	spec, diags := plan.launchSpec(ctx)
+	spec, c, ready, diags := plan.translate(ctx, config)
 	resp.Diagnostics.Append(diags...)
-	placement, diags := plan.placement(ctx)
-	resp.Diagnostics.Append(diags...)
-	if resp.Diagnostics.HasError() {
+	if diags.HasError() {
 		return
 	}
-	// Values unknown at plan are checked here, by the same rules, before anything is created.
-	if problems := append(append(spec.Validate(), spec.CheckStrings()...), placement.Validate(spec)...); len(problems) > 0 {
-		resp.Diagnostics.Append(problemDiagnostics(problems, serverProblem, nil, false)...)
-		return
-	}
-	secrets := config.secrets()
-	c, err := deploy.NewContainer(spec, placement, secrets)
-	if err != nil {
-		resp.Diagnostics.AddError("Invalid inference server", err.Error())
-		return
-	}
-	ready := plan.readiness(spec, secrets)
 	st, info, err := deploy.Launch(ctx, b, c, ready)
 	if err != nil {
 		detail := err.Error()
@@ -204,9 +170,8 @@ func (r *inferenceServerResource) Create(ctx context.Context, req resource.Creat
 		resp.Diagnostics.AddError("Inference server did not become ready", detail)
 		return
 	}
-	kernel, _ := b.KernelVersion(ctx) // recorded for results; a missing kernel is not a failure
 	resp.Diagnostics.Append(plan.setStatus(ctx, spec, st)...)
-	resp.Diagnostics.Append(plan.setExperiment(ctx, spec, st, info, kernel, deploy.Hardware(ctx, b, st.ID, spec))...)
+	resp.Diagnostics.Append(plan.recordExperiment(ctx, b, spec, st, info)...)
 	resp.Diagnostics.Append(resp.State.Set(ctx, &plan)...)
 }
 
@@ -251,8 +216,7 @@ func (r *inferenceServerResource) Read(ctx context.Context, req resource.ReadReq
 		infoCtx, cancel := context.WithTimeout(ctx, 10*time.Second)
 		info := deploy.ReadServerInfo(infoCtx, st.Endpoint, deploy.Readiness{Engine: rec.Spec.Engine, Model: rec.Spec.RequestModel(), APIKey: st.APIKey.Reveal()})
 		cancel()
-		kernel, _ := b.KernelVersion(ctx)
-		resp.Diagnostics.Append(state.setExperiment(ctx, rec.Spec, st, info, kernel, deploy.Hardware(ctx, b, st.ID, rec.Spec))...)
+		resp.Diagnostics.Append(state.recordExperiment(ctx, b, rec.Spec, st, info)...)
 	}
 	resp.Diagnostics.Append(resp.State.Set(ctx, &state)...)
 }

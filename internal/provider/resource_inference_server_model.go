@@ -9,6 +9,7 @@ import (
 	"github.com/hashicorp/terraform-plugin-framework/types"
 
 	"github.com/llmserve/terraform-provider-llmserve/internal/deploy"
+	"github.com/llmserve/terraform-provider-llmserve/internal/deploy/docker"
 	"github.com/llmserve/terraform-provider-llmserve/internal/engine"
 )
 
@@ -20,6 +21,29 @@ func (m inferenceServerModel) launchSpec(ctx context.Context) (engine.Spec, diag
 		spec.ListenAddress = deploy.Placement{BindAddress: m.BindAddress.ValueString(), HostNetwork: m.NetworkMode.ValueString() == "host"}.ListenAddress()
 	}
 	return spec, diags
+}
+
+// translate turns the planned model into the engine spec, the container to launch and how
+// to wait for it. Values unknown at plan are checked here, by the same rules, before anything
+// is created.
+func (m inferenceServerModel) translate(ctx context.Context, config inferenceServerModel) (engine.Spec, deploy.Container, deploy.Readiness, diag.Diagnostics) {
+	spec, diags := m.launchSpec(ctx)
+	placement, d := m.placement(ctx)
+	diags.Append(d...)
+	if diags.HasError() {
+		return spec, deploy.Container{}, deploy.Readiness{}, diags
+	}
+	if problems := append(append(spec.Validate(), spec.CheckStrings()...), placement.Validate(spec)...); len(problems) > 0 {
+		diags.Append(problemDiagnostics(problems, serverProblem, nil, false)...)
+		return spec, deploy.Container{}, deploy.Readiness{}, diags
+	}
+	secrets := config.secrets()
+	c, err := deploy.NewContainer(spec, placement, secrets)
+	if err != nil {
+		diags.AddError("Invalid inference server", err.Error())
+		return spec, deploy.Container{}, deploy.Readiness{}, diags
+	}
+	return spec, c, m.readiness(spec, secrets), diags
 }
 
 // placementKnown says whether every container setting is known, including each element of
@@ -97,12 +121,14 @@ func (m *inferenceServerModel) setStatus(ctx context.Context, spec engine.Spec, 
 	return diags
 }
 
-// setExperiment records the deployment for results; hardware names the devices the probe
-// found (deploy.Hardware), or the accelerator family.
-func (m *inferenceServerModel) setExperiment(ctx context.Context, spec engine.Spec, st deploy.Status, info engine.ServerInfo, kernel, hardware string) diag.Diagnostics {
+// recordExperiment records the deployment for results, with the engine host's kernel and
+// the devices the probe found (deploy.Hardware), or the accelerator family. A kernel or device
+// the host does not report is no failure.
+func (m *inferenceServerModel) recordExperiment(ctx context.Context, b *docker.Backend, spec engine.Spec, st deploy.Status, info engine.ServerInfo) diag.Diagnostics {
 	exp := m.experiment(spec, st.ImageDigest, info)
-	exp.Kernel, exp.Hardware = kernel, cmp.Or(hardware, exp.Hardware)
-	return m.engineSettings.setExperiment(ctx, exp, info)
+	kernel, _ := b.KernelVersion(ctx)
+	exp.Kernel, exp.Hardware = kernel, cmp.Or(deploy.Hardware(ctx, b, st.ID, spec), exp.Hardware)
+	return m.setExperiment(ctx, exp, info)
 }
 
 // fromRecord fills the configuration of an imported container from its launch record,

@@ -19,13 +19,12 @@ func TestFromRecordKeepsEmptyCollections(t *testing.T) {
 	emptyMap := types.MapValueMust(types.StringType, map[string]attr.Value{})
 	mountType := types.ObjectType{AttrTypes: mountAttrTypes}
 	m := inferenceServerModel{
-		engineSettings: engineSettings{
+		engineResourceModel: engineResourceModel{engineSettings: engineSettings{
 			Image: types.StringValue("img:1"), Engine: types.StringValue("sglang"), Model: types.StringValue("org/m"),
 			TensorParallelSize: types.Int64Value(1), Accelerator: types.StringValue("cpu"), Port: types.Int64Value(30000),
 			ReadinessTimeout: newDurationValue("30m"), ExtraArgs: emptyList, Entrypoint: types.ListNull(types.StringType),
-		},
-		Name: types.StringValue("s"), BindAddress: types.StringValue("127.0.0.1"), NetworkMode: types.StringValue("bridge"),
-		RestartPolicy: types.StringValue("no"), Environment: emptyMap, Labels: emptyMap,
+		}, Name: types.StringValue("s"), Environment: emptyMap, Labels: emptyMap},
+		BindAddress: types.StringValue("127.0.0.1"), NetworkMode: types.StringValue("bridge"), RestartPolicy: types.StringValue("no"),
 		Mounts: types.ListValueMust(mountType, []attr.Value{}), GroupAdd: types.ListNull(types.StringType), GPUIDs: types.ListNull(types.StringType),
 	}
 	spec, diags := m.spec(ctx)
