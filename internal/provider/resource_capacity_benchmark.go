@@ -9,7 +9,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/hashicorp/terraform-plugin-framework-timeouts/resource/timeouts"
 	"github.com/hashicorp/terraform-plugin-framework/path"
 	"github.com/hashicorp/terraform-plugin-framework/resource"
 	"github.com/hashicorp/terraform-plugin-framework/types"
@@ -33,39 +32,6 @@ func NewCapacityBenchmarkResource() resource.Resource { return &capacityBenchmar
 
 type capacityBenchmarkResource struct {
 	data *providerData
-}
-
-type capacityBenchmarkModel struct {
-	ID           types.String   `tfsdk:"id"`
-	Endpoint     types.String   `tfsdk:"endpoint"`
-	Replicas     types.List     `tfsdk:"replica_endpoints"`
-	Model        types.String   `tfsdk:"model"`
-	API          types.String   `tfsdk:"api"`
-	APIKey       types.String   `tfsdk:"api_key"`
-	AdminAPIKey  types.String   `tfsdk:"admin_api_key"`
-	Workloads    types.List     `tfsdk:"workloads"`
-	SLOs         types.List     `tfsdk:"slos"`
-	Search       types.Object   `tfsdk:"search"`
-	Arrival      types.Object   `tfsdk:"arrival"`
-	Trial        types.Object   `tfsdk:"trial"`
-	Triggers     types.Map      `tfsdk:"triggers"`
-	Experiment   types.Object   `tfsdk:"experiment"`
-	ProgressFile types.String   `tfsdk:"progress_file"`
-	ProgressLog  types.String   `tfsdk:"progress_log"`
-	RecordsDir   types.String   `tfsdk:"records_directory"`
-	ChunkTimes   types.Bool     `tfsdk:"record_chunk_times"`
-	Telemetry    types.List     `tfsdk:"telemetry_endpoints"`
-	Timeouts     timeouts.Value `tfsdk:"timeouts"`
-
-	MaximumPassingConcurrency types.Map    `tfsdk:"maximum_passing_concurrency"`
-	MaximumPassingRequestRate types.Map    `tfsdk:"maximum_passing_request_rate"`
-	FirstFailingRequestRate   types.Map    `tfsdk:"first_failing_request_rate"`
-	MaximumPassingSpeedup     types.Map    `tfsdk:"maximum_passing_speedup"`
-	FirstFailingSpeedup       types.Map    `tfsdk:"first_failing_speedup"`
-	FirstFailingConcurrency   types.Map    `tfsdk:"first_failing_concurrency"`
-	CapacityBoundedBySearch   types.Map    `tfsdk:"capacity_bounded_by_search"`
-	WorkloadResults           types.List   `tfsdk:"workload_results"`
-	ResultsJSON               types.String `tfsdk:"results_json"`
 }
 
 func (r *capacityBenchmarkResource) Metadata(_ context.Context, req resource.MetadataRequest, resp *resource.MetadataResponse) {

@@ -1,5 +1,8 @@
 package provider
 
+// llmserve_inference_deployment's model and its translation: to the engine spec and the
+// Kubernetes Deployment, and back from what the cluster reports and from a launch record.
+
 import (
 	"context"
 	"time"
@@ -9,9 +12,61 @@ import (
 	"github.com/hashicorp/terraform-plugin-framework/types"
 	"github.com/hashicorp/terraform-plugin-framework/types/basetypes"
 
+	"github.com/llmserve/terraform-provider-llmserve/internal/deploy"
 	"github.com/llmserve/terraform-provider-llmserve/internal/deploy/kubernetes"
 	"github.com/llmserve/terraform-provider-llmserve/internal/engine"
 )
+
+type inferenceDeploymentModel struct {
+	engineResourceModel
+
+	Namespace           types.String `tfsdk:"namespace"`
+	Replicas            types.Int64  `tfsdk:"replicas"`
+	AcceleratorResource types.String `tfsdk:"accelerator_resource"`
+	AcceleratorCount    types.Int64  `tfsdk:"accelerator_count"`
+	NodeSelector        types.Map    `tfsdk:"node_selector"`
+	Tolerations         types.List   `tfsdk:"tolerations"`
+	ModelCache          types.Object `tfsdk:"model_cache"`
+	ServiceType         types.String `tfsdk:"service_type"`
+	ServicePort         types.Int64  `tfsdk:"service_port"`
+	Annotations         types.Map    `tfsdk:"annotations"`
+	PodAccess           types.String `tfsdk:"pod_access"`
+	ReplicaEndpoints    types.List   `tfsdk:"replica_endpoints"`
+}
+
+type tolerationModel struct {
+	Key               types.String `tfsdk:"key"`
+	Operator          types.String `tfsdk:"operator"`
+	Value             types.String `tfsdk:"value"`
+	Effect            types.String `tfsdk:"effect"`
+	TolerationSeconds types.Int64  `tfsdk:"toleration_seconds"`
+}
+
+var tolerationAttrTypes = objectAttrTypes(tolerationsAttribute())
+
+type modelCacheModel struct {
+	HostPath  types.String `tfsdk:"host_path"`
+	ClaimName types.String `tfsdk:"claim_name"`
+	MountPath types.String `tfsdk:"mount_path"`
+	ReadOnly  types.Bool   `tfsdk:"read_only"`
+}
+
+var modelCacheAttrTypes = objectAttrTypes(modelCacheAttribute())
+
+const metaPodAccess = "pod_access"
+
+// translate turns the planned model into the engine spec, the deployment and how to wait
+// for it; create and update share it.
+func (m inferenceDeploymentModel) translate(ctx context.Context, config inferenceDeploymentModel) (engine.Spec, kubernetes.Deployment, engine.Secrets, deploy.Readiness, diag.Diagnostics) {
+	spec, diags := m.validateSpec(ctx, deploymentProblem)
+	if diags.HasError() {
+		return spec, kubernetes.Deployment{}, engine.Secrets{}, deploy.Readiness{}, diags
+	}
+	d, dd := m.deployment(ctx, spec)
+	diags.Append(dd...)
+	secrets := config.secrets()
+	return spec, d, secrets, m.readiness(spec, secrets), diags
+}
 
 // deployment translates the placement attributes. Callers make sure values are known.
 func (m inferenceDeploymentModel) deployment(ctx context.Context, spec engine.Spec) (kubernetes.Deployment, diag.Diagnostics) {
@@ -121,5 +176,17 @@ func (m *inferenceDeploymentModel) fromRecord(ctx context.Context, rec kubernete
 		diags.Append(dd...)
 		m.ModelCache = v
 	}
+	return diags
+}
+
+// setReplicaEndpoints records the ready pods' base URLs.
+func (m *inferenceDeploymentModel) setReplicaEndpoints(ctx context.Context, c *kubernetes.Cluster, d kubernetes.Deployment, port int) diag.Diagnostics {
+	var diags diag.Diagnostics
+	eps, err := c.ReplicaEndpoints(ctx, d, port)
+	if err != nil {
+		addClusterError(&diags, "Cannot list the replicas of the inference deployment", err)
+		return diags
+	}
+	m.ReplicaEndpoints, diags = types.ListValueFrom(ctx, types.StringType, eps)
 	return diags
 }

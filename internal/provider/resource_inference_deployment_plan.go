@@ -1,5 +1,8 @@
 package provider
 
+// How llmserve_inference_deployment checks its configuration and plans what apply will show,
+// including the defaults it fills from other attributes.
+
 import (
 	"context"
 

@@ -1,5 +1,8 @@
 package provider
 
+// llmserve_inference_server's model and its translation: to the engine spec and the container's
+// placement, and back from what the engine host reports and from a container's launch record.
+
 import (
 	"cmp"
 	"context"
@@ -11,6 +14,37 @@ import (
 	"github.com/llmserve/terraform-provider-llmserve/internal/deploy"
 	"github.com/llmserve/terraform-provider-llmserve/internal/deploy/docker"
 	"github.com/llmserve/terraform-provider-llmserve/internal/engine"
+)
+
+type inferenceServerModel struct {
+	engineResourceModel
+
+	ModelHostPath    types.String `tfsdk:"model_host_path"`
+	GPUIDs           types.List   `tfsdk:"gpu_ids"`
+	GroupAdd         types.List   `tfsdk:"group_add"`
+	HostPort         types.Int64  `tfsdk:"host_port"`
+	BindAddress      types.String `tfsdk:"bind_address"`
+	NetworkMode      types.String `tfsdk:"network_mode"`
+	Mounts           types.List   `tfsdk:"mounts"`
+	RestartPolicy    types.String `tfsdk:"restart_policy"`
+	StopGraceSeconds types.Int64  `tfsdk:"stop_grace_period_seconds"`
+	Running          types.Bool   `tfsdk:"running"`
+}
+
+type mountModel struct {
+	Type     types.String `tfsdk:"type"`
+	Source   types.String `tfsdk:"source"`
+	Target   types.String `tfsdk:"target"`
+	ReadOnly types.Bool   `tfsdk:"read_only"`
+}
+
+var mountAttrTypes = objectAttrTypes(mountsAttribute())
+
+// metaReadiness and metaSecrets keep Terraform-only settings in the container's launch
+// record so an import restores them.
+const (
+	metaReadiness = "readiness_timeout"
+	metaSecrets   = "secrets_version"
 )
 
 // launchSpec is the engine settings' launch spec as this resource runs it, listening where

@@ -1,5 +1,7 @@
 package provider
 
+// How llmserve_inference_server checks its configuration and plans what apply will show.
+
 import (
 	"context"
 

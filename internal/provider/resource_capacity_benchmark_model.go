@@ -1,17 +1,17 @@
 package provider
 
-// Validation and the translation of llmserve_capacity_benchmark's values into capacity.Config.
-// The rules themselves are capacity.Config.Validate; this file only maps them onto
-// Terraform's attribute paths and holds back those that read a value not known yet.
+// llmserve_capacity_benchmark's model and its translation: its values into capacity.Config, and
+// the results document back into state. The rules themselves are capacity.Config.Validate;
+// capacityConfig only maps them onto Terraform's attribute paths and holds back those that
+// read a value not known yet.
 
 import (
 	"context"
 	"time"
 
+	"github.com/hashicorp/terraform-plugin-framework-timeouts/resource/timeouts"
 	"github.com/hashicorp/terraform-plugin-framework/attr"
 	"github.com/hashicorp/terraform-plugin-framework/diag"
-	"github.com/hashicorp/terraform-plugin-framework/path"
-	"github.com/hashicorp/terraform-plugin-framework/resource"
 	"github.com/hashicorp/terraform-plugin-framework/types"
 	"github.com/hashicorp/terraform-plugin-framework/types/basetypes"
 
@@ -20,35 +20,37 @@ import (
 	"github.com/llmserve/terraform-provider-llmserve/internal/results"
 )
 
-// ValidateConfig applies capacity.Config.Validate to the values known at plan. A problem
-// that reads a value known only at apply (built from another resource) waits: Terraform
-// validates again once it is known, and Create checks the same rule before sending anything.
-func (r *capacityBenchmarkResource) ValidateConfig(ctx context.Context, req resource.ValidateConfigRequest, resp *resource.ValidateConfigResponse) {
-	var m capacityBenchmarkModel
-	resp.Diagnostics.Append(req.Config.Get(ctx, &m)...)
-	if resp.Diagnostics.HasError() {
-		return
-	}
-	cfg, unknown, diags := m.capacityConfig(ctx)
-	resp.Diagnostics.Append(diags...)
-	resp.Diagnostics.Append(problemDiagnostics(cfg.Validate(), benchmarkProblem, unknown, true)...)
+type capacityBenchmarkModel struct {
+	ID           types.String   `tfsdk:"id"`
+	Endpoint     types.String   `tfsdk:"endpoint"`
+	Replicas     types.List     `tfsdk:"replica_endpoints"`
+	Model        types.String   `tfsdk:"model"`
+	API          types.String   `tfsdk:"api"`
+	APIKey       types.String   `tfsdk:"api_key"`
+	AdminAPIKey  types.String   `tfsdk:"admin_api_key"`
+	Workloads    types.List     `tfsdk:"workloads"`
+	SLOs         types.List     `tfsdk:"slos"`
+	Search       types.Object   `tfsdk:"search"`
+	Arrival      types.Object   `tfsdk:"arrival"`
+	Trial        types.Object   `tfsdk:"trial"`
+	Triggers     types.Map      `tfsdk:"triggers"`
+	Experiment   types.Object   `tfsdk:"experiment"`
+	ProgressFile types.String   `tfsdk:"progress_file"`
+	ProgressLog  types.String   `tfsdk:"progress_log"`
+	RecordsDir   types.String   `tfsdk:"records_directory"`
+	ChunkTimes   types.Bool     `tfsdk:"record_chunk_times"`
+	Telemetry    types.List     `tfsdk:"telemetry_endpoints"`
+	Timeouts     timeouts.Value `tfsdk:"timeouts"`
 
-	if msg, bad := arrivalWithoutRate(m.Arrival, m.Search); bad {
-		resp.Diagnostics.AddAttributeError(path.Root("arrival"), "Arrival without a rate search", msg)
-	}
-	// Whether an attribute was written at all is Terraform's to know, not the domain's: the
-	// planned bounds always hold their defaults.
-	if !m.Search.IsNull() && !m.Search.IsUnknown() {
-		f := m.Search.Attributes()
-		if rate, speedup := f["rate"], f["speedup"]; rate != nil && speedup != nil && !rate.IsNull() && !speedup.IsNull() {
-			resp.Diagnostics.AddAttributeError(path.Root("search").AtName("speedup"), "Two searches",
-				"search.speedup replays recorded traces and search.rate drives synthetic prompts at a rate; a benchmark searches one: remove one of them.")
-		}
-		if !f["concurrency_levels"].IsNull() && (!f["min_concurrency"].IsNull() || !f["max_concurrency"].IsNull()) {
-			resp.Diagnostics.AddAttributeError(path.Root("search").AtName("concurrency_levels"), "Grid and search bounds both set",
-				"search.concurrency_levels runs exactly the listed levels, so search.min_concurrency and search.max_concurrency would be ignored; remove them, or remove concurrency_levels to search between them.")
-		}
-	}
+	MaximumPassingConcurrency types.Map    `tfsdk:"maximum_passing_concurrency"`
+	MaximumPassingRequestRate types.Map    `tfsdk:"maximum_passing_request_rate"`
+	FirstFailingRequestRate   types.Map    `tfsdk:"first_failing_request_rate"`
+	MaximumPassingSpeedup     types.Map    `tfsdk:"maximum_passing_speedup"`
+	FirstFailingSpeedup       types.Map    `tfsdk:"first_failing_speedup"`
+	FirstFailingConcurrency   types.Map    `tfsdk:"first_failing_concurrency"`
+	CapacityBoundedBySearch   types.Map    `tfsdk:"capacity_bounded_by_search"`
+	WorkloadResults           types.List   `tfsdk:"workload_results"`
+	ResultsJSON               types.String `tfsdk:"results_json"`
 }
 
 // capacityConfig translates the benchmark's values (the configuration at validation, the
@@ -244,4 +246,25 @@ func (r *valueReader) duration(p attrpath.Path, v attr.Value, def time.Duration)
 		return def
 	}
 	return got
+}
+
+// setResults fills the computed attributes from the results document.
+func (m *capacityBenchmarkModel) setResults(ctx context.Context, doc *results.Document) diag.Diagnostics {
+	var diags diag.Diagnostics
+	raw, err := results.Marshal(doc)
+	if err != nil {
+		diags.AddError("Cannot encode results", err.Error())
+		return diags
+	}
+	m.ResultsJSON = types.StringValue(string(raw))
+	var d diag.Diagnostics
+	m.MaximumPassingConcurrency, m.FirstFailingConcurrency, m.CapacityBoundedBySearch, d = boundaryMaps(doc)
+	diags.Append(d...)
+	open, d := openLoopMapValues(doc)
+	diags.Append(d...)
+	m.MaximumPassingRequestRate, m.FirstFailingRequestRate = open["maximum_passing_request_rate"], open["first_failing_request_rate"]
+	m.MaximumPassingSpeedup, m.FirstFailingSpeedup = open["maximum_passing_speedup"], open["first_failing_speedup"]
+	m.WorkloadResults, d = workloadResultsValue(ctx, doc)
+	diags.Append(d...)
+	return diags
 }

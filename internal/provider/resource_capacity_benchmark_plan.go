@@ -1,19 +1,47 @@
 package provider
 
-// How llmserve_capacity_benchmark plans and stores its results.
+// How llmserve_capacity_benchmark checks its configuration and plans its results.
 
 import (
 	"context"
 
 	"github.com/hashicorp/terraform-plugin-framework/attr"
-	"github.com/hashicorp/terraform-plugin-framework/diag"
 	"github.com/hashicorp/terraform-plugin-framework/path"
 	"github.com/hashicorp/terraform-plugin-framework/resource"
 	"github.com/hashicorp/terraform-plugin-framework/types"
 	"github.com/hashicorp/terraform-plugin-go/tftypes"
-
-	"github.com/llmserve/terraform-provider-llmserve/internal/results"
 )
+
+// ValidateConfig applies capacity.Config.Validate to the values known at plan. A problem
+// that reads a value known only at apply (built from another resource) waits: Terraform
+// validates again once it is known, and Create checks the same rule before sending anything.
+func (r *capacityBenchmarkResource) ValidateConfig(ctx context.Context, req resource.ValidateConfigRequest, resp *resource.ValidateConfigResponse) {
+	var m capacityBenchmarkModel
+	resp.Diagnostics.Append(req.Config.Get(ctx, &m)...)
+	if resp.Diagnostics.HasError() {
+		return
+	}
+	cfg, unknown, diags := m.capacityConfig(ctx)
+	resp.Diagnostics.Append(diags...)
+	resp.Diagnostics.Append(problemDiagnostics(cfg.Validate(), benchmarkProblem, unknown, true)...)
+
+	if msg, bad := arrivalWithoutRate(m.Arrival, m.Search); bad {
+		resp.Diagnostics.AddAttributeError(path.Root("arrival"), "Arrival without a rate search", msg)
+	}
+	// Whether an attribute was written at all is Terraform's to know, not the domain's: the
+	// planned bounds always hold their defaults.
+	if !m.Search.IsNull() && !m.Search.IsUnknown() {
+		f := m.Search.Attributes()
+		if rate, speedup := f["rate"], f["speedup"]; rate != nil && speedup != nil && !rate.IsNull() && !speedup.IsNull() {
+			resp.Diagnostics.AddAttributeError(path.Root("search").AtName("speedup"), "Two searches",
+				"search.speedup replays recorded traces and search.rate drives synthetic prompts at a rate; a benchmark searches one: remove one of them.")
+		}
+		if !f["concurrency_levels"].IsNull() && (!f["min_concurrency"].IsNull() || !f["max_concurrency"].IsNull()) {
+			resp.Diagnostics.AddAttributeError(path.Root("search").AtName("concurrency_levels"), "Grid and search bounds both set",
+				"search.concurrency_levels runs exactly the listed levels, so search.min_concurrency and search.max_concurrency would be ignored; remove them, or remove concurrency_levels to search between them.")
+		}
+	}
+}
 
 // labelKeyedPlan is appended to the descriptions of the maps ModifyPlan plans by label.
 const labelKeyedPlan = " Planned with one key per configured workload label (values known after apply), so a " +
@@ -68,25 +96,4 @@ func (r *capacityBenchmarkResource) ModifyPlan(ctx context.Context, req resource
 		}
 		resp.Diagnostics.Append(resp.Plan.SetAttribute(ctx, path.Root(name), m)...)
 	}
-}
-
-// setResults fills the computed attributes from the results document.
-func (m *capacityBenchmarkModel) setResults(ctx context.Context, doc *results.Document) diag.Diagnostics {
-	var diags diag.Diagnostics
-	raw, err := results.Marshal(doc)
-	if err != nil {
-		diags.AddError("Cannot encode results", err.Error())
-		return diags
-	}
-	m.ResultsJSON = types.StringValue(string(raw))
-	var d diag.Diagnostics
-	m.MaximumPassingConcurrency, m.FirstFailingConcurrency, m.CapacityBoundedBySearch, d = boundaryMaps(doc)
-	diags.Append(d...)
-	open, d := openLoopMapValues(doc)
-	diags.Append(d...)
-	m.MaximumPassingRequestRate, m.FirstFailingRequestRate = open["maximum_passing_request_rate"], open["first_failing_request_rate"]
-	m.MaximumPassingSpeedup, m.FirstFailingSpeedup = open["maximum_passing_speedup"], open["first_failing_speedup"]
-	m.WorkloadResults, d = workloadResultsValue(ctx, doc)
-	diags.Append(d...)
-	return diags
 }
