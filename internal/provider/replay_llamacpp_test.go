@@ -76,6 +76,11 @@ resource "llmserve_capacity_benchmark" "tiny" {
 		Steps: []resource.TestStep{{
 			Config: cfg,
 			Check: func(s *terraform.State) error {
+				// The real llama-server of a CPU build lists "Available devices:" and "  (none)":
+				// the server's hardware is the accelerator family, not an error or a blank.
+				if hw := s.RootModule().Resources["llmserve_inference_server.tiny"].Primary.Attributes["experiment.hardware"]; hw != "cpu" {
+					return fmt.Errorf("experiment.hardware = %q, want \"cpu\" (llama-server --list-devices of a CPU build)", hw)
+				}
 				attrs := s.RootModule().Resources[bench].Primary.Attributes
 				doc, err := results.Parse([]byte(attrs["results_json"]))
 				if err != nil {
