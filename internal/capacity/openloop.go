@@ -324,11 +324,8 @@ func (r *trialRunner) runRate(ctx context.Context, q search.RateRequest) (search
 		keep.Missed = nil // a probe cut short judges no guard; its stop says why it failed
 	}
 	failed := countFailed(done)
-	switch {
-	case res.Stopped && failed > 0:
-		verdict.Closeness, verdict.Results = 0, nil
-	case res.Stopped && !verdict.Pass:
-		verdict.Closeness = max(verdict.Closeness, 1)
+	if res.Stopped {
+		cutShort(&verdict, failed)
 	}
 	pass := verdict.Pass && keep.Pass() && !res.Stopped
 	if !keep.Pass() {

@@ -214,15 +214,8 @@ func (r *trialRunner) judge(req search.Request, prompts trialPhases, run trialLo
 		}
 	}
 	failed := countFailed(done)
-	switch {
-	case res.Stopped && failed > 0:
-		// A probe stopped by a failed request failed for that reason: it measured no
-		// objective value, and claims none.
-		verdict.Closeness, verdict.Results = 0, nil
-	case res.Stopped && !verdict.Pass:
-		// A probe cut short knows only that it missed an objective; its closeness is at
-		// least 1 whatever the few finished requests say.
-		verdict.Closeness = max(verdict.Closeness, 1)
+	if res.Stopped {
+		cutShort(&verdict, failed)
 	}
 	out = search.Outcome{
 		Request: req, Pass: verdict.Pass, Value: verdict.Closeness,
@@ -313,6 +306,19 @@ func probeTick(slos []results.SLO) time.Duration {
 		}
 	}
 	return min(max(d, 10*time.Millisecond), time.Second)
+}
+
+// cutShort is the verdict of a probe stopped early. One stopped by a failed request failed
+// for that reason: it measured no objective value, and claims none. One that missed an
+// objective knows only that its closeness is at least 1, whatever the few finished requests
+// say.
+func cutShort(v *metrics.Verdict, failed int) {
+	switch {
+	case failed > 0:
+		v.Closeness, v.Results = 0, nil
+	case !v.Pass:
+		v.Closeness = max(v.Closeness, 1)
+	}
 }
 
 // probeStop stops a probe the moment its verdict is certain. Requests still waiting already
