@@ -96,15 +96,20 @@ func (v *validation) openLoop(c Config) {
 	}
 }
 
-// rateHistory is the journal's rate trials of a workload, for resuming; trials whose
-// requests failed are measured again, as in the concurrency search.
-func rateHistory(entries []JournalEntry, label string) []search.RateOutcome {
+// ladderHistory is the journal's trials of a workload on the rate ladder, for resuming: a
+// rung is a rate, or the trace's speedup when speedup is set. Trials whose requests failed
+// are measured again, as in the concurrency search.
+func ladderHistory(entries []JournalEntry, label string, speedup bool) []search.RateOutcome {
 	var out []search.RateOutcome
 	for _, t := range entries {
-		if t.Workload != label || t.Rate <= 0 || t.Errors > 0 {
+		rung := t.Rate
+		if speedup {
+			rung = t.Speedup
+		}
+		if t.Workload != label || rung <= 0 || t.Errors > 0 {
 			continue
 		}
-		out = append(out, search.RateOutcome{Outcome: t.outcome(), Rate: t.Rate})
+		out = append(out, search.RateOutcome{Outcome: t.outcome(), Rate: rung})
 	}
 	return out
 }

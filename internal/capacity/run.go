@@ -79,12 +79,9 @@ func run(ctx context.Context, cfg Config) (*results.Document, runStats, error) {
 	}
 	for _, w := range cfg.Workloads {
 		var wr results.Workload
-		switch {
-		case cfg.OpenLoop != nil && cfg.OpenLoop.Speedup:
-			wr, err = s.measureRate(ctx, w, speedupHistory(cfg.History, w.Label))
-		case cfg.OpenLoop != nil:
-			wr, err = s.measureRate(ctx, w, rateHistory(cfg.History, w.Label))
-		default:
+		if cfg.OpenLoop != nil {
+			wr, err = s.measureRate(ctx, w, ladderHistory(cfg.History, w.Label, cfg.OpenLoop.Speedup))
+		} else {
 			wr, err = s.measure(ctx, w, history[w.Label])
 		}
 		if err != nil {

@@ -14,7 +14,6 @@ import (
 	"github.com/llmserve/terraform-provider-llmserve/internal/attrpath"
 	"github.com/llmserve/terraform-provider-llmserve/internal/problem"
 	"github.com/llmserve/terraform-provider-llmserve/internal/prompt"
-	"github.com/llmserve/terraform-provider-llmserve/internal/search"
 	"github.com/llmserve/terraform-provider-llmserve/internal/trace"
 )
 
@@ -230,18 +229,6 @@ func sharedBlockTokens(w Workload) int {
 		most = max(most, min(r.InputTokens, len(r.HashIDs)*w.blockTokens()))
 	}
 	return most
-}
-
-// speedupHistory is the journal's speedup trials of a workload, for resuming.
-func speedupHistory(entries []JournalEntry, label string) []search.RateOutcome {
-	var out []search.RateOutcome
-	for _, t := range entries {
-		if t.Workload != label || t.Speedup <= 0 || t.Errors > 0 {
-			continue
-		}
-		out = append(out, search.RateOutcome{Outcome: t.outcome(), Rate: t.Speedup})
-	}
-	return out
 }
 
 // traceRate is the request rate a replay of w's trace at speedup offers: the trace's mean
