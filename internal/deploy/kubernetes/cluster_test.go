@@ -75,6 +75,7 @@ func pod(d Deployment, name string, ready bool) *corev1.Pod {
 }
 
 func TestWaitRolloutDone(t *testing.T) {
+	t.Parallel()
 	d := small()
 	c, _ := fakeCluster(deploymentObject(d, 2))
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
@@ -85,6 +86,7 @@ func TestWaitRolloutDone(t *testing.T) {
 }
 
 func TestWaitRolloutGone(t *testing.T) {
+	t.Parallel()
 	d := small()
 	c, _ := fakeCluster()
 	err := c.WaitRollout(context.Background(), d, nil)
@@ -96,6 +98,7 @@ func TestWaitRolloutGone(t *testing.T) {
 // A container that cannot start fails the rollout at once, with the pod's state, its events
 // (secrets redacted) and its log lines; a ready pod is not diagnosed.
 func TestWaitRolloutCrashLoopDiagnosed(t *testing.T) {
+	t.Parallel()
 	d := small()
 	crashing := pod(d, "qwen-a", false)
 	crashing.Spec.NodeName = "node-1"
@@ -149,6 +152,7 @@ func TestWaitRolloutCrashLoopDiagnosed(t *testing.T) {
 // The Deployment's own Progressing=False condition ends the wait with its words; a pod that
 // never started says so instead of asking for logs.
 func TestWaitRolloutProgressDeadline(t *testing.T) {
+	t.Parallel()
 	d := small()
 	dep := deploymentObject(d, 0)
 	dep.Status.Conditions = []appsv1.DeploymentCondition{{Type: appsv1.DeploymentProgressing, Status: corev1.ConditionFalse,
@@ -179,6 +183,7 @@ func TestWaitRolloutProgressDeadline(t *testing.T) {
 
 // Running out of time reports how many replicas were ready and diagnoses at most three pods.
 func TestWaitRolloutTimeout(t *testing.T) {
+	t.Parallel()
 	d := small()
 	d.Replicas = 5
 	objs := []runtime.Object{deploymentObject(d, 1)}
@@ -203,6 +208,7 @@ func TestWaitRolloutTimeout(t *testing.T) {
 }
 
 func TestRolledOut(t *testing.T) {
+	t.Parallel()
 	d := small()
 	if !rolledOut(deploymentObject(d, 2)) {
 		t.Error("all replicas ready: not rolled out")
@@ -250,6 +256,7 @@ func exists(t *testing.T, cs *fake.Clientset, d Deployment) (dep, svc, sec bool)
 }
 
 func TestDeleteOwned(t *testing.T) {
+	t.Parallel()
 	d := small()
 	other := d
 	other.Name = "other"
@@ -272,6 +279,7 @@ func TestDeleteOwned(t *testing.T) {
 // An object of the deployment's name that llmserve did not make for it is left in place
 // and named; what was deleted before it is gone.
 func TestDeleteLeavesForeignObject(t *testing.T) {
+	t.Parallel()
 	d := small()
 	objs := owned(d)
 	objs[2] = &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: SecretName(d.Name), Namespace: d.Namespace,
@@ -292,6 +300,7 @@ func TestDeleteLeavesForeignObject(t *testing.T) {
 
 // Delete waits for the pods: one that stays fails the delete when ctx ends, counted.
 func TestDeleteWaitsForPods(t *testing.T) {
+	t.Parallel()
 	d := small()
 	c, _ := fakeCluster(append(owned(d), pod(d, "qwen-a", true))...)
 	ctx, cancel := context.WithTimeout(context.Background(), 200*time.Millisecond)
@@ -303,6 +312,7 @@ func TestDeleteWaitsForPods(t *testing.T) {
 }
 
 func TestCheckOwnership(t *testing.T) {
+	t.Parallel()
 	d := small()
 	c, _ := fakeCluster(owned(d)...)
 	if err := c.CheckOwnership(context.Background(), d); err != nil {
@@ -326,6 +336,7 @@ func TestCheckOwnership(t *testing.T) {
 // Replicas are the ready pods of this deployment only, not going away, by name, each with
 // the address its access mode reaches.
 func TestReplicas(t *testing.T) {
+	t.Parallel()
 	d := small()
 	other := d
 	other.Name = "other"
@@ -368,6 +379,7 @@ func TestReplicas(t *testing.T) {
 // ProveGenerates waits for as many ready pods as replicas and, when they never come, says
 // how many it had.
 func TestProveGeneratesTooFewReady(t *testing.T) {
+	t.Parallel()
 	d := small()
 	c, _ := fakeCluster(pod(d, "qwen-a", true), pod(d, "qwen-b", false))
 	ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
@@ -381,6 +393,7 @@ func TestProveGeneratesTooFewReady(t *testing.T) {
 // Read reports the drift-prone values: spec replicas as the cluster has it, ready count,
 // the Service's address and the image the runtime resolved.
 func TestRead(t *testing.T) {
+	t.Parallel()
 	d := small()
 	dep := deploymentObject(d, 1)
 	rec, err := d.DeploymentApply(testSpec(), nil)
@@ -418,6 +431,7 @@ func TestRead(t *testing.T) {
 // With every replica ready, ProveGenerates sends a real completion to each pod (here all
 // pods share one address, so the server counts them) and reports the replica count.
 func TestProveGeneratesEveryReplica(t *testing.T) {
+	t.Parallel()
 	var completions atomic.Int32
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		switch r.URL.Path {
@@ -454,6 +468,7 @@ func TestProveGeneratesEveryReplica(t *testing.T) {
 // secret out of the Deployment, and removes its own Secret once no secret is configured;
 // a Secret of that name someone else made is left and named.
 func TestApplySecretLifecycle(t *testing.T) {
+	t.Parallel()
 	d := small()
 	spec := engine.Spec{Engine: engine.SGLang, Model: "Qwen/Qwen3-8B", Port: 30000}
 	cs := fake.NewClientset()

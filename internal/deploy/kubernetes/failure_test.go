@@ -169,6 +169,7 @@ func TestClusterFailuresSayWhatFailed(t *testing.T) {
 // go ahead, read finds nothing, delete is done), and an object of the name that llmserve did
 // not create is a name taken, not a connection problem.
 func TestClusterAnswersAreNotFailures(t *testing.T) {
+	t.Parallel()
 	var foreign atomic.Bool
 	srv := httptest.NewTLSServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Type", "application/json")

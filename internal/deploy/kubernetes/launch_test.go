@@ -29,6 +29,7 @@ func applyCluster() (*Cluster, *fake.Clientset) {
 // A create whose rollout does not complete removes what it applied, and says which step
 // failed; an update that fails the same way leaves the objects (they were there before).
 func TestLaunchRolloutFails(t *testing.T) {
+	t.Parallel()
 	d := small()
 	r := readinessForTest()
 	r.Timeout = 300 * time.Millisecond
@@ -37,6 +38,7 @@ func TestLaunchRolloutFails(t *testing.T) {
 		create bool
 	}{{"create", true}, {"update", false}} {
 		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
 			c, cs := applyCluster()
 			launch := c.Launch
 			if tc.create {
@@ -65,6 +67,7 @@ func TestLaunchRolloutFails(t *testing.T) {
 // A create that fails and cannot remove everything it touched says both, and leaves
 // another's object alone.
 func TestLaunchNewNamesWhatItCouldNotRemove(t *testing.T) {
+	t.Parallel()
 	d := small()
 	c, cs := applyCluster()
 	foreign := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: SecretName(d.Name), Namespace: d.Namespace}}
@@ -87,6 +90,7 @@ func TestLaunchNewNamesWhatItCouldNotRemove(t *testing.T) {
 
 // ServerInfo asks a ready replica; with none ready it gives up at its timeout, empty.
 func TestServerInfo(t *testing.T) {
+	t.Parallel()
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.URL.Path == "/props" {
 			_, _ = w.Write([]byte(`{"build_info":"b6500-abc1234","default_generation_settings":{"n_ctx":4096},"total_slots":2}`))

@@ -3,6 +3,7 @@ package kubernetes
 import "testing"
 
 func TestDefaultAcceleratorCount(t *testing.T) {
+	t.Parallel()
 	for _, tt := range []struct {
 		resource string
 		tp, want int64

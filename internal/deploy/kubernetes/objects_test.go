@@ -29,6 +29,7 @@ func testDeployment() Deployment {
 }
 
 func TestDeploymentApply(t *testing.T) {
+	t.Parallel()
 	spec := engine.Spec{Engine: engine.SGLang, Model: "Qwen/Qwen3-8B", TensorParallel: 2, Accelerator: engine.XPU, Port: 30000}
 	sec := engine.Secrets{APIKey: "sk-secret", HubToken: "hf_secret"}
 	d := testDeployment()
@@ -99,6 +100,7 @@ func TestDeploymentApply(t *testing.T) {
 // vLLM serves /reset_prefix_cache only in development mode: the pods get the engine's own
 // environment, as a Docker container does, on top of the user's.
 func TestDeploymentApplyEngineEnv(t *testing.T) {
+	t.Parallel()
 	spec := engine.Spec{Engine: engine.VLLM, Model: "Qwen/Qwen3-8B", TensorParallel: 1, Accelerator: engine.CUDA, Port: 8000}
 	d := testDeployment()
 	d.Env["VLLM_SERVER_DEV_MODE"] = "0"
@@ -116,6 +118,7 @@ func TestDeploymentApplyEngineEnv(t *testing.T) {
 }
 
 func TestSecretApply(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		engine engine.Name
 		sec    engine.Secrets
@@ -143,6 +146,7 @@ func TestSecretApply(t *testing.T) {
 }
 
 func TestEndpoint(t *testing.T) {
+	t.Parallel()
 	ports := []corev1.ServicePort{{Port: 80, NodePort: 31000}}
 	pods := []corev1.Pod{{Status: corev1.PodStatus{HostIP: "192.0.2.7"}}}
 	tests := []struct {
@@ -217,6 +221,7 @@ current-context: ctx-a
 }
 
 func TestCheckAccess(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		name   string
 		access Access
@@ -230,6 +235,7 @@ func TestCheckAccess(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
 			got := CheckAccess(tt.access, tt.apiKey)
 			if !tt.want {
 				if len(got) != 0 {

@@ -6,6 +6,7 @@ import (
 )
 
 func TestDeploymentValidate(t *testing.T) {
+	t.Parallel()
 	secs := int64(30)
 	valid := func() Deployment {
 		return Deployment{Name: "qwen", Namespace: "default", Image: "img", Replicas: 1, ServiceType: "ClusterIP",
@@ -88,6 +89,7 @@ func TestDeploymentValidate(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
 			d := valid()
 			tc.change(&d)
 			got := d.Validate()
