@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -157,6 +158,13 @@ func (h *histogram) observe(seconds float64) {
 	h.counts[i]++
 	h.sum += seconds
 	h.n++
+}
+
+// snapshot is a copy of h that later observations do not change: the struct copy alone
+// would share its counts with h, and a scrape would read them while a request writes them.
+func (h histogram) snapshot() histogram {
+	h.counts = slices.Clone(h.counts)
+	return h
 }
 
 func (h *histogram) write(b *strings.Builder, name, labels string) {
@@ -470,7 +478,7 @@ func (s *Server) handleMetrics(w http.ResponseWriter, r *http.Request) {
 		used += j.prompt + j.produced
 	}
 	usage := float64(used) / float64(s.opts.MaxTotalTokens)
-	ttft, e2e, queue := s.ttft, s.e2e, s.queue
+	ttft, e2e, queue := s.ttft.snapshot(), s.e2e.snapshot(), s.queue.snapshot()
 	prompt, cached := s.stats.PromptTokens, s.stats.CachedTokens
 	s.mu.Unlock()
 	var b strings.Builder
