@@ -289,6 +289,7 @@ func TestAccCapacityReportDataSource_records(t *testing.T) {
 // TestCapacityReportSchemaMatchesResource keeps workload_results the same type as the
 // resource's, which the shared value builders rely on.
 func TestCapacityReportSchemaMatchesResource(t *testing.T) {
+	t.Parallel()
 	var resp datasource.SchemaResponse
 	NewCapacityReportDataSource().Schema(context.Background(), datasource.SchemaRequest{}, &resp)
 	got := resp.Schema.Attributes["workload_results"].GetType()

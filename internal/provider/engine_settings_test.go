@@ -10,6 +10,7 @@ import (
 // A misspelt engine is one error naming the choices, not that error plus the constraints of
 // an engine that does not exist.
 func TestEngineTypoIsOneError(t *testing.T) {
+	t.Parallel()
 	ds := validateResourceConfig(t, "llmserve_inference_server", map[string]any{
 		"name": "x", "image": "img", "engine": "sglnag", "model": "m",
 	})
@@ -23,6 +24,7 @@ func TestEngineTypoIsOneError(t *testing.T) {
 // one anywhere, it is the attribute's own rule's. Before, trial.* and timeouts.* values that
 // did not parse got two errors, and the library type's error named no attribute.
 func TestDurationIsOneError(t *testing.T) {
+	t.Parallel()
 	server := map[string]any{"name": "x", "image": "img", "engine": "sglang", "model": "m"}
 	deployment := map[string]any{"name": "x", "image": "img", "engine": "llamacpp", "model": "/m/x.gguf"}
 	bench := map[string]any{"endpoint": "http://127.0.0.1:9", "model": "m",

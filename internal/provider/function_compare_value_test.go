@@ -10,6 +10,7 @@ import (
 // What the comparison cannot compute is null in Terraform, never NaN (which a plan cannot
 // hold), and lists are empty rather than null so length() works on them.
 func TestComparisonValueNulls(t *testing.T) {
+	t.Parallel()
 	five := 5
 	v := comparisonValue(compare.Result{Workloads: []compare.Workload{{
 		Label: "w", BaselineCapacity: &five, Verdict: compare.Unchanged,

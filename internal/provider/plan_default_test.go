@@ -10,6 +10,7 @@ import (
 )
 
 func TestPlanDefault(t *testing.T) {
+	t.Parallel()
 	port := planDefault[types.Int64]{fill: func(context.Context, defaultRequest, *diag.Diagnostics) (types.Int64, bool) {
 		return types.Int64Value(8080), true
 	}}

@@ -18,6 +18,7 @@ import (
 // benchmark downstream plans with a known endpoint and model. Planning contacts no engine
 // (the ssh host does not exist).
 func TestAccInferenceServer_planShowsWhatIsKnown(t *testing.T) {
+	t.Parallel()
 	const server = "llmserve_inference_server.qwen"
 	// The provider checks the ssh key at plan, so the configuration carries a real one.
 	_, key, _ := ed25519.GenerateKey(rand.Reader)

@@ -31,6 +31,7 @@ const escape = "\x1b[2J\u009b"
 // configuration that is otherwise valid, and expects an error. A new attribute fails the test
 // until a base configuration below gives it a value, so no string is left out by accident.
 func TestEveryConfigurableStringRefusesControlCharacters(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	srv, err := providerserver.NewProtocol6WithError(New("test")())()
 	if err != nil {
@@ -113,6 +114,7 @@ func TestEveryConfigurableStringRefusesControlCharacters(t *testing.T) {
 // The provider block's strings too: paths, hosts and the token reach headers and error
 // messages; PEM text keeps its line breaks and refuses every other control character.
 func TestEveryProviderStringRefusesControlCharacters(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	srv, err := providerserver.NewProtocol6WithError(New("test")())()
 	if err != nil {

@@ -11,6 +11,7 @@ import (
 // known values still hold at plan. (Create applies the same rules to the planned values, so
 // an unknown value meets them before anything is sent: TestAccBadConfigurations_unknownAtPlan.)
 func TestBenchmarkValidationWithUnknowns(t *testing.T) {
+	t.Parallel()
 	unknown := tftypes.UnknownValue
 	workload := func(label any, in any, extra map[string]any) map[string]any {
 		w := map[string]any{"label": label, "input_tokens": in, "output_tokens": 8}

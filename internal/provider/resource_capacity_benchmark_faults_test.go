@@ -318,6 +318,7 @@ func journalEntry(t *testing.T, path string, match func(capacity.JournalEntry) b
 
 // The warning lists every trial with failed requests, a screenful at most.
 func TestFailureWarning(t *testing.T) {
+	t.Parallel()
 	var lines []string
 	for c := 1; c <= 12; c++ {
 		lines = append(lines, capacity.JournalEntry{Workload: "8K / 1K", Concurrency: c, Kind: "probe", Index: 1, Errors: 1,

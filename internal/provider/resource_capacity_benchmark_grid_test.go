@@ -84,6 +84,7 @@ resource "llmserve_capacity_benchmark" "grid" {
 }
 
 func TestAccCapacityBenchmark_gridInvalid(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct{ name, search, want string }{
 		{"grid with bounds", `{ concurrency_levels = [1, 2], max_concurrency = 8 }`, `Grid and search bounds both set`},
 		{"repeated level", `{ concurrency_levels = [1, 2, 2] }`, `2 is already search.concurrency_levels\[1\];\s+list\s+each\s+level\s+once`},
@@ -93,6 +94,7 @@ func TestAccCapacityBenchmark_gridInvalid(t *testing.T) {
   record_chunk_times = true`, `Chunk times without records`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
 			resource.UnitTest(t, resource.TestCase{
 				ProtoV6ProviderFactories: testAccProtoV6ProviderFactories,
 				Steps: []resource.TestStep{{

@@ -236,6 +236,7 @@ func checkProgressFile(path string) error {
 }
 
 func TestAccCapacityBenchmark_invalidConfig(t *testing.T) {
+	t.Parallel()
 	base := func(workloads, slos, search, trial string) string {
 		return fmt.Sprintf(`
 resource "llmserve_capacity_benchmark" "bad" {
@@ -278,6 +279,7 @@ resource "llmserve_capacity_benchmark" "bad" {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
 			resource.UnitTest(t, resource.TestCase{
 				ProtoV6ProviderFactories: testAccProtoV6ProviderFactories,
 				Steps: []resource.TestStep{{
@@ -337,6 +339,7 @@ func TestAccCapacityBenchmark_failedApplyLeavesNoState(t *testing.T) {
 // must leave them to apply instead of failing to decode them. (A whole workload object that is
 // unknown is refused by the framework itself, which requires its attributes to be set.)
 func TestAccCapacityBenchmark_unknownWorkloadPlans(t *testing.T) {
+	t.Parallel()
 	resource.UnitTest(t, resource.TestCase{
 		ProtoV6ProviderFactories: testAccProtoV6ProviderFactories,
 		Steps: []resource.TestStep{{
@@ -363,6 +366,7 @@ resource "llmserve_capacity_benchmark" "u" {
 // A misspelt workload label in a gate fails at plan, before any load: the result maps are
 // planned with the configured labels as keys. No server is needed, none is contacted.
 func TestAccCapacityBenchmark_labelTypoFailsAtPlan(t *testing.T) {
+	t.Parallel()
 	config := func(key string) string {
 		return fmt.Sprintf(`
 resource "llmserve_capacity_benchmark" "gate" {

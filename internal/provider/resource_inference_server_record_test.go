@@ -14,6 +14,7 @@ import (
 // An import restores what was configured: an empty environment, label map or argument list
 // comes back empty (not null, which would plan a replacement), and an unset one as null.
 func TestFromRecordKeepsEmptyCollections(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	emptyList := types.ListValueMust(types.StringType, []attr.Value{})
 	emptyMap := types.MapValueMust(types.StringType, map[string]attr.Value{})

@@ -157,6 +157,7 @@ resource "llmserve_inference_server" "test" {
 // bind_address: state saying 127.0.0.1 while the engine answered on every interface of the
 // host would be the bind_address defect again. The plan shows the launch command.
 func TestAccInferenceServer_hostNetworkListensOnBindAddress(t *testing.T) {
+	t.Parallel()
 	const server = "llmserve_inference_server.test"
 	cfg := func(bind string) string {
 		return fmt.Sprintf(`

@@ -12,6 +12,7 @@ import (
 )
 
 func TestReadableDiagnostics(t *testing.T) {
+	t.Parallel()
 	at := tftypes.NewAttributePath().WithAttributeName("workloads").WithElementKeyInt(0).WithAttributeName("input_tokens")
 	diags := []*tfprotov6.Diagnostic{
 		{Severity: tfprotov6.DiagnosticSeverityError, Summary: "Configuration Read Error",
@@ -42,6 +43,7 @@ func TestReadableDiagnostics(t *testing.T) {
 }
 
 func TestAttributePath(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		in   attrpath.Path
 		want path.Path
@@ -63,6 +65,7 @@ func TestAttributePath(t *testing.T) {
 // OpenTofu sends a null function argument as an empty DynamicValue; the function must still
 // run and give its own message about the null, not the framework's "report this" error.
 func TestCallFunctionEmptyArgumentIsNull(t *testing.T) {
+	t.Parallel()
 	server, err := ProtocolServer("test")()
 	if err != nil {
 		t.Fatal(err)

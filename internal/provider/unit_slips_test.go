@@ -10,6 +10,7 @@ import (
 // Values that are valid but almost certainly a slip of units plan with a warning that names
 // the likely intent (a percentile below 1 is an error); sensible values plan silently.
 func TestBenchmarkUnitSlipWarnings(t *testing.T) {
+	t.Parallel()
 	workloads := []any{map[string]any{"label": "a", "input_tokens": 8, "output_tokens": 8}}
 	for _, tc := range []struct {
 		name string
@@ -49,6 +50,7 @@ func TestBenchmarkUnitSlipWarnings(t *testing.T) {
 }
 
 func TestServerReadinessBeyondTimeoutsWarning(t *testing.T) {
+	t.Parallel()
 	base := func(extra map[string]any) map[string]any {
 		m := map[string]any{"name": "x", "image": "img", "engine": "sglang", "model": "m"}
 		for k, v := range extra {

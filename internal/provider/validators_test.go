@@ -15,6 +15,7 @@ import (
 // Each validator through the framework's interface: the summary of the one error for a
 // refused value, none for an accepted, null or unknown one.
 func TestStringValidators(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	for _, tc := range []struct {
 		name  string
@@ -50,6 +51,7 @@ func TestStringValidators(t *testing.T) {
 }
 
 func TestFloat64Validators(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		name  string
 		v     validator.Float64
@@ -82,6 +84,7 @@ func checkSummary(t *testing.T, got diag.Diagnostics, want string) {
 }
 
 func TestValidatorDescriptions(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	for _, v := range []validator.Describer{printableValidator{}, fractionValidator{}} {
 		if d, md := v.Description(ctx), v.MarkdownDescription(ctx); d == "" || d != md {

@@ -10,6 +10,7 @@ import (
 // The attribute types of nested objects are read from their schemas; these are the types the
 // models' tfsdk tags need, written out by hand once, here.
 func TestObjectAttrTypesFromSchemas(t *testing.T) {
+	t.Parallel()
 	str, num, boolean := types.StringType, types.Int64Type, types.BoolType
 	tests := []struct {
 		name string
