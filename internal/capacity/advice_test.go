@@ -11,6 +11,7 @@ import (
 )
 
 func TestRunWarnings(t *testing.T) {
+	t.Parallel()
 	two := []string{"http://10.0.0.7:30000", "http://10.0.0.8:30000"}
 	three := append(slices.Clone(two), "http://10.0.0.9:30000")
 	for _, tc := range []struct {
@@ -33,6 +34,7 @@ func TestRunWarnings(t *testing.T) {
 			[]string{"lists 2 endpoints", "says 3 replicas", "llmserve_inference_deployment.<name>.replica_endpoints"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
 			c := Config{CacheFlush: tc.flush, ReplicaEndpoints: tc.urls}
 			if tc.replicas > 0 {
 				c.Experiment = &results.Experiment{Replicas: tc.replicas}
@@ -57,6 +59,7 @@ func TestRunWarnings(t *testing.T) {
 }
 
 func TestResultWarningsBoundedBySearch(t *testing.T) {
+	t.Parallel()
 	five, two := 5, 2
 	doc := &results.Document{Workloads: []results.Workload{
 		{Label: "found", MaximumPassingConcurrency: &five, FirstFailingConcurrency: func() *int { v := 6; return &v }()},
@@ -82,6 +85,7 @@ func TestResultWarningsBoundedBySearch(t *testing.T) {
 // naming what to raise: 16 requests at 6 requests/s span 2.67 s, 5.3 latencies of 0.5 s, so
 // 10 latencies need 30 requests; 64 requests span 10.7 s, enough. A replay names its trace.
 func TestResultWarningsShortRateTrials(t *testing.T) {
+	t.Parallel()
 	trial := func(n int, rate, speedup, p50ms float64) results.Trial {
 		return results.Trial{RequestRate: rate, Speedup: speedup, RequestLatencyMs: results.Stats{P50: p50ms},
 			Correctness: results.Correctness{ProfilingRecords: n}, OpenLoop: &results.OpenLoopTrial{OfferedRate: rate, KeptUp: true}}

@@ -17,6 +17,7 @@ import (
 )
 
 func TestCheckCache(t *testing.T) {
+	t.Parallel()
 	n := func(v int) *int { return &v }
 	f := func(v float64) *float64 { return &v }
 	// Prompts of 100 own tokens plus 11 template tokens: 11 may come from the cache.
@@ -73,6 +74,7 @@ func TestCheckCache(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
 			var tr results.Trial
 			checkCache(&tr, tc.measured, tc.want)
 			if got := tr.Correctness.CachedPromptTokens; got == nil || *got != *tc.count {
@@ -98,6 +100,7 @@ func TestCheckCache(t *testing.T) {
 // a request that is not the benchmark's decodes with nothing waiting, which current SGLang's
 // /v1/loads reports only as num_running_reqs. The run must not start a trial beside it.
 func TestRunWaitsForDecodingWithoutFlush(t *testing.T) {
+	t.Parallel()
 	eng := twoSlotEngine(t, simengine.Options{Protocol: simengine.SGLang, NoMetrics: true})
 	srv := httptest.NewServer(eng)
 	defer srv.Close()

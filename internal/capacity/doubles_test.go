@@ -19,6 +19,7 @@ import (
 // identify the engine, flush (or disable the cache) by that engine's method before every
 // trial, read the engine's metrics, and prove each trial's cache cold.
 func TestRunAgainstEngineDoubles(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		protocol simengine.Protocol
 		opts     simengine.Options
@@ -34,6 +35,7 @@ func TestRunAgainstEngineDoubles(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(string(tc.protocol), func(t *testing.T) {
+			t.Parallel()
 			opts := tc.opts
 			opts.Protocol = tc.protocol
 			eng := twoSlotEngine(t, opts)
@@ -113,8 +115,10 @@ func engineName(p simengine.Protocol) string {
 
 // A flush the server refuses fails the trial, clearly, within the idle bound.
 func TestRunFailsOnRefusedFlush(t *testing.T) {
+	t.Parallel()
 	for _, p := range []simengine.Protocol{simengine.SGLang04, simengine.SGLang} {
 		t.Run(string(p), func(t *testing.T) {
+			t.Parallel()
 			eng := twoSlotEngine(t, simengine.Options{Protocol: p, FlushFault: simengine.FlushRefused})
 			srv := httptest.NewServer(eng)
 			defer srv.Close()
@@ -127,6 +131,7 @@ func TestRunFailsOnRefusedFlush(t *testing.T) {
 		})
 	}
 	t.Run("sglang admin key missing", func(t *testing.T) {
+		t.Parallel()
 		eng := twoSlotEngine(t, simengine.Options{Protocol: simengine.SGLang, AdminAPIKey: "sk-admin-test"})
 		srv := httptest.NewServer(eng)
 		defer srv.Close()
@@ -136,6 +141,7 @@ func TestRunFailsOnRefusedFlush(t *testing.T) {
 		}
 	})
 	t.Run("vllm without dev mode", func(t *testing.T) {
+		t.Parallel()
 		eng := twoSlotEngine(t, simengine.Options{Protocol: simengine.VLLM})
 		srv := httptest.NewServer(eng)
 		defer srv.Close()
@@ -150,8 +156,10 @@ func TestRunFailsOnRefusedFlush(t *testing.T) {
 // same seed sends the same prompts again, which a cold cache would not know. The first run
 // finds nothing (its prompts are new); the second must carry notes and a warning.
 func TestRunCatchesIgnoredFlush(t *testing.T) {
+	t.Parallel()
 	for _, p := range []simengine.Protocol{simengine.SGLang, simengine.VLLM} {
 		t.Run(string(p), func(t *testing.T) {
+			t.Parallel()
 			for _, fault := range []simengine.FlushFault{"", simengine.FlushIgnored} {
 				eng := twoSlotEngine(t, simengine.Options{Protocol: p, DevMode: true, FlushFault: fault})
 				srv := httptest.NewServer(eng)
@@ -187,8 +195,10 @@ func TestRunCatchesIgnoredFlush(t *testing.T) {
 // so a cache that was not flushed serves them, and the run warns as for a warm per-request
 // count. With the flush working, the counter finds nothing beyond the shared prefix.
 func TestRunCatchesNoOpFlushByCounter(t *testing.T) {
+	t.Parallel()
 	for _, fault := range []simengine.FlushFault{"", simengine.FlushIgnored} {
 		t.Run("fault="+string(fault), func(t *testing.T) {
+			t.Parallel()
 			eng := twoSlotEngine(t, simengine.Options{Protocol: simengine.SGLang04Early, Version: "0.4.0", NoCacheReport: true, FlushFault: fault})
 			srv := httptest.NewServer(eng)
 			defer srv.Close()
@@ -222,6 +232,7 @@ func TestRunCatchesNoOpFlushByCounter(t *testing.T) {
 // Where the server reports no cached tokens and no prefix-cache counter, the count is null
 // with a note, never 0.
 func TestRunCachedTokensUnknownIsNull(t *testing.T) {
+	t.Parallel()
 	eng := twoSlotEngine(t, simengine.Options{Protocol: simengine.SGLang04, NoCacheReport: true, NoMetrics: true})
 	srv := httptest.NewServer(eng)
 	defer srv.Close()
@@ -251,6 +262,7 @@ func TestRunCachedTokensUnknownIsNull(t *testing.T) {
 // One 503 on each control call (identification, flush, calibration, metrics) does not abort
 // the benchmark: control calls are retried with backoff; measured requests never are.
 func TestRunSurvivesTransientControlFailures(t *testing.T) {
+	t.Parallel()
 	eng := twoSlotEngine(t, simengine.Options{Protocol: simengine.SGLang})
 	failed := map[string]bool{}
 	var mu sync.Mutex

@@ -31,6 +31,7 @@ func journalLineOf(t *testing.T, cfg Config, r JournalEntry) string {
 // The journal survives what a crash, a neighbour program or a wrong path leave in the file,
 // and keeps every record of its own that can be read.
 func TestJournalRobustness(t *testing.T) {
+	t.Parallel()
 	cfg := testConfig("http://a:1")
 	other := cfg
 	other.Endpoint = "http://b:1"
@@ -76,6 +77,7 @@ func TestJournalRobustness(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
 			path := filepath.Join(t.TempDir(), "progress.jsonl")
 			if tc.name != "new file" {
 				if err := os.WriteFile(path, []byte(tc.content), 0o644); err != nil {
@@ -117,6 +119,7 @@ func TestJournalRobustness(t *testing.T) {
 
 // Only regular files are journals: a FIFO would block the apply, a device would never end.
 func TestJournalRefusesSpecialFiles(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	fifo := filepath.Join(dir, "fifo")
 	if err := syscall.Mkfifo(fifo, 0o600); err != nil {
@@ -198,6 +201,7 @@ func FuzzJournalRead(f *testing.F) {
 // fingerprints are the ones the previous run key (Terraform's display of the triggers map)
 // gave for the same configuration, so a journal interrupted before the upgrade still resumes.
 func TestFingerprintTriggers(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		name     string
 		triggers map[string]string
@@ -227,6 +231,7 @@ func TestFingerprintTriggers(t *testing.T) {
 // A trial is named by where it ran: its concurrency, or an open-loop trial by its rate (and a
 // replay's by its speedup), never "concurrency 0".
 func TestJournalEntryNamesItsLevel(t *testing.T) {
+	t.Parallel()
 	failed := []results.ErrorCount{{Kind: "http_status", Count: 2, HTTPStatus: 503, Example: "busy"}}
 	for _, tc := range []struct {
 		e      JournalEntry

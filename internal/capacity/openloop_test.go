@@ -115,6 +115,7 @@ func TestRunOpenLoopFindsRate(t *testing.T) {
 // A rate search's bound is told in rates and the rate search's settings, never by
 // dereferencing the concurrency boundary it does not have.
 func TestBoundNoteOfARateSearch(t *testing.T) {
+	t.Parallel()
 	four, two := 4.0, 2.0
 	for _, tc := range []struct {
 		w    results.Workload
@@ -131,6 +132,7 @@ func TestBoundNoteOfARateSearch(t *testing.T) {
 }
 
 func TestOpenLoopValidation(t *testing.T) {
+	t.Parallel()
 	cfg := testConfig("http://127.0.0.1:1")
 	cfg.StallTimeout, cfg.RequestTimeout = 1, 1
 	cfg.OpenLoop = &OpenLoop{Arrival: load.Arrival{Pattern: load.ArrivalGamma}, MinRate: 5, MaxRate: 1}

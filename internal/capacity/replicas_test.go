@@ -63,6 +63,7 @@ func roundRobin(t *testing.T, urls []string) string {
 // before every trial (the Service alone would reach one of them), and each trial's
 // document says per replica what was proven, with the replica's own prefix-cache counters.
 func TestRunFlushesEveryReplica(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		protocol simengine.Protocol
 		opts     simengine.Options
@@ -71,6 +72,7 @@ func TestRunFlushesEveryReplica(t *testing.T) {
 		{simengine.VLLM, simengine.Options{Version: "0.11.0", DevMode: true}},
 	} {
 		t.Run(string(tc.protocol), func(t *testing.T) {
+			t.Parallel()
 			const n = 3
 			var urls []string
 			var engines []*simengine.Server
@@ -153,6 +155,7 @@ func TestRunFlushesEveryReplica(t *testing.T) {
 
 // A replica that does not confirm its flush fails the trial, and the error names it.
 func TestRunNamesTheReplicaThatWasNotFlushed(t *testing.T) {
+	t.Parallel()
 	var urls []string
 	for i := range 3 {
 		opts := simengine.Options{Protocol: simengine.SGLang}
@@ -203,6 +206,7 @@ func stickyService(t *testing.T, urls []string) string {
 // counters, summed, catch it on the second run of the same prompts, and the trial's note
 // names the replica whose cache served them.
 func TestRunCatchesAWarmReplica(t *testing.T) {
+	t.Parallel()
 	var urls []string
 	for i := range 3 {
 		opts := simengine.Options{Protocol: simengine.SGLang, NoCacheReport: true}

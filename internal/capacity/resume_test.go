@@ -69,6 +69,7 @@ func fill(t *testing.T, v reflect.Value, depth int) {
 // count written, a struct expected) made every line of a trial with it undecodable, so
 // resume silently measured such trials again: every trial against SGLang, vLLM or llama.cpp.
 func TestJournalRoundTripsEveryField(t *testing.T) {
+	t.Parallel()
 	cfg := testConfig("http://127.0.0.1:1")
 	path := filepath.Join(t.TempDir(), "p.jsonl")
 	j, err := OpenJournal(path, cfg)
@@ -103,6 +104,7 @@ func TestJournalRoundTripsEveryField(t *testing.T) {
 // TestJournalSaysWhatItIgnored: lines of another configuration, of a delivered run and
 // damaged lines are each counted and said, never dropped silently.
 func TestJournalSaysWhatItIgnored(t *testing.T) {
+	t.Parallel()
 	cfg := testConfig("http://127.0.0.1:1")
 	other := cfg
 	other.MaxConcurrency = 9
@@ -160,6 +162,7 @@ func TestJournalSaysWhatItIgnored(t *testing.T) {
 // checks that the server served no request of a reused trial, that the report says what was
 // reused, and that the result equals an uninterrupted run's.
 func TestResumeReusesExactlyTheFinishedTrials(t *testing.T) {
+	t.Parallel()
 	eng := twoSlotEngine(t, simengine.Options{Protocol: simengine.SGLang, Version: "0.5.10"})
 	var generations atomic.Int64
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -311,6 +314,7 @@ func TestServerGoneAfterGoodTrials(t *testing.T) {
 // TestCapacityZeroWarns: even one concurrent request missing the SLO warns at apply with
 // the objective, its value and the limit.
 func TestCapacityZeroWarns(t *testing.T) {
+	t.Parallel()
 	eng := twoSlotEngine(t, simengine.Options{})
 	srv := httptest.NewServer(eng)
 	defer srv.Close()

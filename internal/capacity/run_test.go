@@ -48,6 +48,7 @@ func testConfig(endpoint string) Config {
 }
 
 func TestRunFindsBoundary(t *testing.T) {
+	t.Parallel()
 	engine := twoSlotEngine(t, simengine.Options{})
 	srv := httptest.NewServer(engine)
 	defer srv.Close()
@@ -108,6 +109,7 @@ func TestRunFindsBoundary(t *testing.T) {
 }
 
 func TestRunPreflightDiagnostics(t *testing.T) {
+	t.Parallel()
 	noUsage := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		switch r.URL.Path {
 		case "/v1/models":
@@ -144,6 +146,7 @@ func TestRunPreflightDiagnostics(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
 			srv := httptest.NewServer(tc.handler)
 			defer srv.Close()
 			cfg := testConfig(srv.URL)
@@ -178,6 +181,7 @@ func TestRunUnreachable(t *testing.T) {
 // a diagnostic, the journal keeps every finished trial, and a second run with a healthy
 // server resumes from them instead of measuring again.
 func TestRunServerDiesThenResumes(t *testing.T) {
+	t.Parallel()
 	engine := twoSlotEngine(t, simengine.Options{})
 	var generations, failAfter atomic.Int64
 	// The preflight request and the first trial (at the minimum, 9 requests) succeed; the server
@@ -263,6 +267,7 @@ func TestRunServerDiesThenResumes(t *testing.T) {
 // the run stops, but the trial that says so is journaled with its error summary and its
 // records file is written; a resumed run measures it again.
 func TestRunAbortKeepsTheTrial(t *testing.T) {
+	t.Parallel()
 	engine := twoSlotEngine(t, simengine.Options{})
 	var generations atomic.Int64
 	var healthy atomic.Bool
@@ -329,6 +334,7 @@ func TestRunAbortKeepsTheTrial(t *testing.T) {
 }
 
 func TestJournalIgnoresOtherConfigurations(t *testing.T) {
+	t.Parallel()
 	path := filepath.Join(t.TempDir(), "p.jsonl")
 	a := testConfig("http://a:1")
 	j, err := OpenJournal(path, a)
@@ -392,6 +398,7 @@ func TestProbeDecidedByWaiting(t *testing.T) {
 }
 
 func TestProbeTick(t *testing.T) {
+	t.Parallel()
 	ttft := func(ms float64) results.SLO {
 		return results.SLO{Metric: results.MetricTTFT, Percentile: 95, ThresholdMs: ms}
 	}
@@ -417,6 +424,7 @@ func TestProbeTick(t *testing.T) {
 // A finished run is never replayed: applying the same configuration again (a replaced
 // resource, a tainted one) measures afresh, and so does a changed run key (a trigger).
 func TestJournalCompletedRunIsNotReplayed(t *testing.T) {
+	t.Parallel()
 	path := filepath.Join(t.TempDir(), "p.jsonl")
 	cfg := testConfig("http://a:1")
 	j, err := OpenJournal(path, cfg)
@@ -460,6 +468,7 @@ func TestJournalCompletedRunIsNotReplayed(t *testing.T) {
 // A server that sheds load above its capacity (503 past 3 concurrent requests) gives failing
 // trials there, not an aborted benchmark: the probe that meets the first 503 is a fail.
 func TestRunServerSheddingLoadIsAFail(t *testing.T) {
+	t.Parallel()
 	engine := twoSlotEngine(t, simengine.Options{})
 	var inFlight atomic.Int64
 	shedding := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -519,6 +528,7 @@ func (d *doneWriter) finish() { d.once.Do(d.done) }
 // The two-slot engine's boundary is 2 / 3; bounds that leave it outside the search must say
 // so in the notes instead of passing the edge of the search off as the capacity.
 func TestRunSearchBoundNotes(t *testing.T) {
+	t.Parallel()
 	engine := twoSlotEngine(t, simengine.Options{})
 	srv := httptest.NewServer(engine)
 	defer srv.Close()

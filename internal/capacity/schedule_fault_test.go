@@ -12,6 +12,7 @@ import (
 // A trial whose client missed its schedule runs once more; a second miss, or any other
 // error, stops the run as before.
 func TestOnceMoreOnScheduleFault(t *testing.T) {
+	t.Parallel()
 	late := &load.ScheduleError{Rate: 1000}
 	other := errors.New("server gone")
 	for _, tt := range []struct {
@@ -27,6 +28,7 @@ func TestOnceMoreOnScheduleFault(t *testing.T) {
 		{"an interrupted run is not retried", []error{late}, 1, late, true},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
 			ctx, cancel := context.WithCancel(t.Context())
 			if tt.canceled {
 				cancel()

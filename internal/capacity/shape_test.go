@@ -13,6 +13,7 @@ import (
 // Workload shapes: lengths drawn from a seeded normal spread, clipped at 1, the same for the
 // same stream; a shared prefix that starts every prompt, the rest unique.
 func TestWorkloadPrompts(t *testing.T) {
+	t.Parallel()
 	s := &session{cfg: Config{Seed: 7}, prompts: &prompt.Generator{Seed: 7}}
 	w := Workload{Label: "chat", InputTokens: 400, OutputTokens: 100, InputTokensStddev: 60, OutputTokensStddev: 30, SharedPrefixTokens: 120}
 	ctx := context.Background()

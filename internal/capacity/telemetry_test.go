@@ -17,6 +17,7 @@ import (
 // measured requests: GPU 0's energy is its counter's rise (the double adds 1 J a scrape), and
 // the joules per output token divide it by the output tokens the measured requests got.
 func TestRunScrapesTelemetry(t *testing.T) {
+	t.Parallel()
 	srv := httptest.NewServer(twoSlotEngine(t, simengine.Options{}))
 	defer srv.Close()
 	exporter := &telemetrytest.DCGM{EnergyStepMJ: 1000}
@@ -92,6 +93,7 @@ func TestRunTelemetryDownIsAWarning(t *testing.T) {
 }
 
 func TestValidateTelemetryEndpoints(t *testing.T) {
+	t.Parallel()
 	cfg := testConfig("http://sim:8000")
 	cfg.TelemetryEndpoints = []string{"http://gpu-node:9400/metrics", "http://admin:hunter2@gpu-node:9400/metrics", "HTTP://gpu-node:9400/metrics/"}
 	var got []string

@@ -44,6 +44,7 @@ func replayConfig(endpoint, file string) Config {
 }
 
 func TestValidateTrace(t *testing.T) {
+	t.Parallel()
 	good := constantTrace(t, 12, 100)
 	badLine := writeTrace(t, `{"timestamp": 0, "input_length": 64, "output_length": 8}`, `{"timestamp": 5, "input_length": -3, "output_length": 8}`)
 	for _, tc := range []struct {
@@ -78,6 +79,7 @@ func TestValidateTrace(t *testing.T) {
 			[]string{"arrival: arrival search.speedup replays each trace's own arrivals"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
 			cfg := replayConfig("http://127.0.0.1:1", good)
 			cfg.WarmupRequests, cfg.StallTimeout, cfg.RequestTimeout = 1, time.Minute, time.Minute
 			tc.change(&cfg)
@@ -101,6 +103,7 @@ func TestValidateTrace(t *testing.T) {
 // Requests whose hash_ids begin alike begin with the same text, up to the block they part
 // at; the rest of each prompt is its own, and every request asks for its own output length.
 func TestTracePromptsSharePrefixes(t *testing.T) {
+	t.Parallel()
 	srv := httptest.NewServer(twoSlotEngine(t, simengine.Options{}))
 	defer srv.Close()
 	file := writeTrace(t,
@@ -227,6 +230,7 @@ func TestRunReplayFindsSpeedup(t *testing.T) {
 
 // The line a person reads when a workload is done states the boundary of its search.
 func TestWorkloadLineNamesItsAxis(t *testing.T) {
+	t.Parallel()
 	f := func(v float64) *float64 { return &v }
 	four, five := 4, 5
 	for _, tc := range []struct {
@@ -246,6 +250,7 @@ func TestWorkloadLineNamesItsAxis(t *testing.T) {
 // A journal's trials are reused only for the same recording: the fingerprint reads the
 // trace's contents (its SHA-256), not only its path.
 func TestFingerprintReadsTheTrace(t *testing.T) {
+	t.Parallel()
 	file := constantTrace(t, 12, 100)
 	a := replayConfig("http://127.0.0.1:1", file)
 	a.LoadTraces()

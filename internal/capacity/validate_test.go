@@ -19,6 +19,7 @@ func validConfig() Config {
 }
 
 func TestValidate(t *testing.T) {
+	t.Parallel()
 	type want struct {
 		path, summary, detail string
 		reads                 []string
@@ -181,6 +182,7 @@ func TestValidate(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
 			c := validConfig()
 			tc.change(&c)
 			got := c.Validate()
