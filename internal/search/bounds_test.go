@@ -11,6 +11,7 @@ import (
 // The search touches only the levels it tries: bounds billions apart cost a few dozen
 // trials and no time in between, and a huge minimum is tried as given.
 func TestSearchFarBounds(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		name      string
 		min, max  int
@@ -45,6 +46,7 @@ func TestSearchFarBounds(t *testing.T) {
 }
 
 func TestSearchRejectsMaxAboveLimit(t *testing.T) {
+	t.Parallel()
 	_, err := Run(context.Background(), Config{Min: 1, Max: math.MaxInt, ConfirmationTrials: 1}, &scripted{t: t, pass: upTo(3)})
 	if err == nil || !strings.Contains(err.Error(), "above") {
 		t.Fatalf("err = %v, want the maximum refused", err)
@@ -53,6 +55,7 @@ func TestSearchRejectsMaxAboveLimit(t *testing.T) {
 
 // A trial that failed because requests failed is no evidence of a non-monotone curve.
 func TestNonMonotoneIgnoresServerFailures(t *testing.T) {
+	t.Parallel()
 	all := []Outcome{
 		{Request: Request{Concurrency: 4, Kind: Probe, Index: 1}, Pass: false, Failed: 1},
 		{Request: Request{Concurrency: 5, Kind: Probe, Index: 1}, Pass: true},

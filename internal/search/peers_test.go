@@ -763,6 +763,7 @@ func peerTable() (string, [][]peerFigures, error) {
 // every peer procedure, and costs less than AIPerf's monotonic planner with the reference's
 // three trials per probe.
 func TestSideBySide(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("simulates every procedure on 1 200 scenarios")
 	}
@@ -791,6 +792,7 @@ func TestSideBySide(t *testing.T) {
 // mean of the secants 1 and 3) and 4 (the end formula, ((2+1)*3 - 1)/2), so at 0.5
 // it is 0.5 - 0.125*1.5 = 0.3125, and the curve through margins -1, 0, 3 crosses zero at 1.
 func TestPeerFits(t *testing.T) {
+	t.Parallel()
 	if got, want := pava([]float64{-2, -0.9, -1.1, 1, 2}), []float64{-2, -1, -1, 1, 2}; !slices.EqualFunc(got, want, func(a, b float64) bool { return math.Abs(a-b) < 1e-12 }) {
 		t.Errorf("pava = %v, want %v", got, want)
 	}

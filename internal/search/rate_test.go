@@ -11,6 +11,7 @@ import (
 )
 
 func TestLadder(t *testing.T) {
+	t.Parallel()
 	l := search.Ladder{Min: 1, Max: 10, Tolerance: 0.25}
 	// 1, 1.25, 1.5625, 1.953, 2.441, 3.052, 3.815, 4.768, 5.960, 7.451, 9.313, then 10.
 	if l.Rungs() != 12 || l.Rate(1) != 1 || l.Rate(2) != 1.25 || l.Rate(12) != 10 || math.Abs(l.Rate(11)-9.31322574615479) > 1e-9 {
@@ -42,6 +43,7 @@ func TestLadder(t *testing.T) {
 // The rate search is the level search over the ladder's rungs: it reports rates, resumes
 // from outcomes recorded by rate, and names the rate of a failed trial.
 func TestRunRate(t *testing.T) {
+	t.Parallel()
 	const capacity = 7.0
 	l := search.Ladder{Min: 1, Max: 100, Tolerance: 0.05}
 	runs := 0

@@ -34,6 +34,7 @@ func mooncakeTrace(t testing.TB, n, burst int, gapMs float64) *trace.Trace {
 // bursts of 2 to 4 requests at one timestamp, as real traces have) against a FixedService of
 // 2 to 16 slots; the objective is loose so that keeping up, not latency, bounds the speedup.
 func TestSpeedupSearchFindsTraceCapacity(t *testing.T) {
+	t.Parallel()
 	r := rand.New(rand.NewPCG(2026, 21))
 	var ratios []float64
 	for i := range 24 {

@@ -39,6 +39,7 @@ func truthRatios(t testing.TB, ss []rateScenario) []float64 {
 // without bound. Over 60 engines (1 to 64 slots, capacities 0.2 to 1 300 requests/s) the
 // search lands within the 5 % tolerance of the capacity every time.
 func TestRateSearchFindsConstantCapacity(t *testing.T) {
+	t.Parallel()
 	ss := rateScenarios(1, 60, load.Arrival{Pattern: load.ArrivalConstant}, 32)
 	ratios := truthRatios(t, ss)
 	for i, r := range ratios {
@@ -56,6 +57,7 @@ func TestRateSearchFindsConstantCapacity(t *testing.T) {
 // by more than the tolerance. With 128 measured requests per slot and at least 4 slots it
 // stayed within 12 % below (the test allows 15 %) and its median within 6 % below (7 %).
 func TestRateSearchFindsPoissonCapacity(t *testing.T) {
+	t.Parallel()
 	var ss []rateScenario
 	for _, s := range rateScenarios(1, 60, load.Arrival{Pattern: load.ArrivalPoisson}, 128) {
 		if s.engine.Slots >= 4 && len(ss) < 24 {
@@ -81,6 +83,7 @@ func TestRateSearchFindsPoissonCapacity(t *testing.T) {
 // requests at 8.4/s span 7.5 s, in which the queue gains 64 × (1 − 8/8.4) ≈ 3 requests (the
 // last one waits about 0.4 s). 5 % below it, both guards hold.
 func TestRateJustAboveCapacityFailsByBacklog(t *testing.T) {
+	t.Parallel()
 	s := rateScenario{
 		engine:  simengine.FixedService{Slots: 8, Service: time.Second, FirstToken: 100 * time.Millisecond},
 		arrival: load.Arrival{Pattern: load.ArrivalConstant}, warmups: 8, measured: 64, thresholdMs: 1000,

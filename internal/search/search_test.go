@@ -63,6 +63,7 @@ func sides(trials []Outcome) (concurrencies []int, indexes []int, passes []bool)
 }
 
 func TestRunBoundaries(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		name              string
 		min, max, k       int
@@ -178,6 +179,7 @@ func TestRunBoundaries(t *testing.T) {
 // 40 the grid runs 3 trials at each of 1..41 (123 trials); the search probes about log2(40)
 // levels and confirms two.
 func TestRunCheaperThanGrid(t *testing.T) {
+	t.Parallel()
 	r := &scripted{t: t, pass: upTo(40)}
 	res, err := Run(context.Background(), Config{Min: 1, Max: 64, ConfirmationTrials: 3}, r)
 	if err != nil {
@@ -198,6 +200,7 @@ func TestRunCheaperThanGrid(t *testing.T) {
 }
 
 func TestRunNonMonotone(t *testing.T) {
+	t.Parallel()
 	// The probe at 4 fails by noise; the confirmation trials at 4 pass, and 5..10 pass too.
 	// The grid (confirmation trials only) would also say 10: the boundary is right, and the
 	// passes above a failed trial are reported.
@@ -222,6 +225,7 @@ func TestRunNonMonotone(t *testing.T) {
 }
 
 func TestRunGuardBand(t *testing.T) {
+	t.Parallel()
 	// p95 (Value) rises 10 per level and the threshold is 200: level 19 is at 190, within the
 	// 10 % band, and so is 18 (180); 17 (170) is not. One confirmation trial at 18 fails by
 	// noise, which the grid would have met first. Without the guard the search reports 19.
@@ -305,6 +309,7 @@ func TestRunGuardBand(t *testing.T) {
 // and run no trial twice. The guarded case walks the guard below a noisy boundary: 18's third
 // trial fails, so the resumed search must also find 17/18 and the same trials.
 func TestRunResume(t *testing.T) {
+	t.Parallel()
 	guarded := func(q Request) float64 {
 		if q.Concurrency == 18 && q.Kind == Confirmation && q.Index == 3 {
 			return 205
@@ -378,6 +383,7 @@ func testResume(t *testing.T, cfg Config, pass func(Request) bool, value func(Re
 }
 
 func TestRunCancelled(t *testing.T) {
+	t.Parallel()
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	r := &scripted{t: t, pass: upTo(30), stopAfter: 4, cancel: cancel}
@@ -395,6 +401,7 @@ func TestRunCancelled(t *testing.T) {
 }
 
 func TestRunRunnerError(t *testing.T) {
+	t.Parallel()
 	boom := errors.New("endpoint unreachable")
 	calls := 0
 	res, err := Run(context.Background(), Config{Min: 1, Max: 8, ConfirmationTrials: 3}, RunnerFunc(func(context.Context, Request) (Outcome, error) {
@@ -413,6 +420,7 @@ func TestRunRunnerError(t *testing.T) {
 }
 
 func TestRunInvalidConfig(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		name string
 		cfg  Config
@@ -456,6 +464,7 @@ func seq(k int) []int {
 // A grid runs exactly its levels, k confirmation trials each, never a probe, every level
 // whatever the others gave; the boundary is the first failing level and the one before.
 func TestRunGrid(t *testing.T) {
+	t.Parallel()
 	cases := []struct {
 		name            string
 		levels          []int
@@ -515,6 +524,7 @@ func deref(p *int) any {
 // Where the boundary is at the minimum or just above it, the grid runs almost nothing, so any
 // probe would cost more than the grid: the search runs exactly the grid's trials there.
 func TestRunLowBoundaryRunsOnlyTheGrid(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		name     string
 		boundary int
@@ -542,6 +552,7 @@ func TestRunLowBoundaryRunsOnlyTheGrid(t *testing.T) {
 // (80) the line still says 20, so the next probe is at 24, which fails. Without a threshold
 // the gallop doubles.
 func TestGallopFollowsValues(t *testing.T) {
+	t.Parallel()
 	value := func(q Request) float64 { return float64(q.Concurrency * 10) }
 	pass := func(q Request) bool { return value(q) < 200 }
 	probes := func(cfg Config) []int {
@@ -578,6 +589,7 @@ func TestGallopFollowsValues(t *testing.T) {
 // requests failed it measured nothing, there is no chord, and the bracket is bisected (16)
 // and walked a level at a time from there.
 func TestWalkSkipsClearLevels(t *testing.T) {
+	t.Parallel()
 	value := func(q Request) float64 { return float64(q.Concurrency * 10) }
 	pass := func(q Request) bool { return value(q) < 200 }
 	cfg := Config{Min: 1, Max: 64, ConfirmationTrials: 3, Threshold: 200, GuardBand: 0.07}

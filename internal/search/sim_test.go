@@ -472,6 +472,7 @@ func BenchmarkSearchVsGrid(b *testing.B) {
 // its grid, and the search costs at most 19.0 % of the grid's request-seconds on the issue's
 // set and 21.0 % over the nine more.
 func TestSearchVsGridGoals(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("simulates thousands of trials")
 	}
