@@ -9,7 +9,9 @@
 #
 # Environment: SEARCH_VS_GRID_PORT (default 18081), SEARCH_VS_GRID_PARALLEL (server slots, default
 # 2: the quickstart's), SEARCH_VS_GRID_CTX_PER_SLOT (context tokens per slot, default 2048; the
-# server gets slots x this as --ctx-size, since llama.cpp splits --ctx-size among its slots).
+# server gets slots x this as --ctx-size, since llama.cpp splits --ctx-size among its slots),
+# SEARCH_VS_GRID_THREADS (llama-server --threads; default: llama.cpp's own choice; on a CPU that
+# other work shares, 1 keeps a preempted worker thread from stalling every decode step).
 # More slots move the boundary up: the grid costs about 3 (c*+1) trials and the search grows with
 # log c*, so the ratio the issue asks about needs a boundary of about 16 or more, e.g.
 #
@@ -19,9 +21,14 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 parallel="${SEARCH_VS_GRID_PARALLEL:-2}"
 per_slot="${SEARCH_VS_GRID_CTX_PER_SLOT:-2048}"
-if ! [[ "$parallel" =~ ^[1-9][0-9]*$ && "$per_slot" =~ ^[1-9][0-9]*$ ]]; then
-	echo "SEARCH_VS_GRID_PARALLEL and SEARCH_VS_GRID_CTX_PER_SLOT must be positive integers" >&2
+threads="${SEARCH_VS_GRID_THREADS:-}"
+if ! [[ "$parallel" =~ ^[1-9][0-9]*$ && "$per_slot" =~ ^[1-9][0-9]*$ && "$threads" =~ ^([1-9][0-9]*)?$ ]]; then
+	echo "SEARCH_VS_GRID_PARALLEL, SEARCH_VS_GRID_CTX_PER_SLOT and SEARCH_VS_GRID_THREADS must be positive integers" >&2
 	exit 2
+fi
+thread_flags=()
+if [[ -n "$threads" ]]; then
+	thread_flags=(--threads "$threads")
 fi
 scripts/setup-host.sh
 image=$(scripts/build-llamacpp-image.sh)
@@ -30,14 +37,14 @@ port="${SEARCH_VS_GRID_PORT:-18081}"
 name="llmserve-search-vs-grid-$$"
 docker run -d --rm --name "$name" -p "127.0.0.1:$port:8080" -v "$model:/models/tiny-llama.gguf:ro" \
 	"$image" --model /models/tiny-llama.gguf --alias tiny --ctx-size "$((parallel * per_slot))" --parallel "$parallel" --metrics \
-	--host 0.0.0.0 --port 8080 >/dev/null
+	"${thread_flags[@]}" --host 0.0.0.0 --port 8080 >/dev/null
 trap 'docker rm -f "$name" >/dev/null 2>&1 || true' EXIT
 for _ in $(seq 1 120); do
 	curl -fsS "http://127.0.0.1:$port/health" >/dev/null 2>&1 && break
 	sleep 0.5
 done
 go build -o ".cache/searchvsgrid" ./cmd/searchvsgrid
-echo "server: $parallel slots, --ctx-size $((parallel * per_slot))"
+echo "server: $parallel slots, --ctx-size $((parallel * per_slot)), threads ${threads:-llama.cpp default}"
 echo "load before: $(cut -d' ' -f1-3 /proc/loadavg)"
 ".cache/searchvsgrid" -endpoint "http://127.0.0.1:$port" -model tiny "$@"
 echo "load after: $(cut -d' ' -f1-3 /proc/loadavg)"
