@@ -25,6 +25,7 @@ func near(want float64) knownvalue.Check {
 // parallelism 4) with its three passing trials at 216.732, 206.125 and 216.189 output
 // tokens/s.
 func TestAccCapacityReportCost(t *testing.T) {
+	t.Parallel()
 	tps := (216.7322698155348 + 206.12497099146285 + 216.18929659395707) / 3
 	const addr = "data.llmserve_capacity_report.priced"
 	at := func(k string) tfjsonpath.Path { return tfjsonpath.New("cost").AtMapKey("8K / 1K").AtMapKey(k) }
@@ -77,6 +78,7 @@ data "llmserve_capacity_report" "priced" {
 // render the costs from it, and a data source reading that document back has them without
 // being given a price again.
 func TestAccCapacityReportCostRendered(t *testing.T) {
+	t.Parallel()
 	contains := func(parts ...string) knownvalue.Check {
 		return knownvalue.StringFunc(func(s string) error {
 			for _, p := range parts {

@@ -46,6 +46,7 @@ var (
 )
 
 func TestAccCapacityReportDataSource(t *testing.T) {
+	t.Parallel()
 	ref := referencePath(t)
 	const addr = "data.llmserve_capacity_report.test"
 	checks := []statecheck.StateCheck{
@@ -102,6 +103,7 @@ func TestAccCapacityReportDataSource(t *testing.T) {
 // TestAccCapacityReportDataSource_missingBoundaries checks that a workload without a
 // boundary is a null map entry, which a gate can test with `!= null`.
 func TestAccCapacityReportDataSource_missingBoundaries(t *testing.T) {
+	t.Parallel()
 	raw, err := os.ReadFile(referencePath(t))
 	if err != nil {
 		t.Fatal(err)
@@ -148,6 +150,7 @@ func TestAccCapacityReportDataSource_missingBoundaries(t *testing.T) {
 }
 
 func TestAccCapacityReportDataSource_errors(t *testing.T) {
+	t.Parallel()
 	ref := referencePath(t)
 	bad := filepath.Join(t.TempDir(), "bad.json")
 	if err := os.WriteFile(bad, []byte(`{"schema_version": 1, "workloads": [{"label": 7}]}`), 0o600); err != nil {
@@ -199,6 +202,7 @@ func TestAccCapacityReportDataSource_errors(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
 			resource.Test(t, resource.TestCase{
 				ProtoV6ProviderFactories: testAccProtoV6ProviderFactories,
 				Steps: []resource.TestStep{{
@@ -214,6 +218,7 @@ func TestAccCapacityReportDataSource_errors(t *testing.T) {
 // verified is true when they hold, and a changed records file, or a document forged to agree
 // with itself but not with its records, is an error naming what differs.
 func TestAccCapacityReportDataSource_records(t *testing.T) {
+	t.Parallel()
 	doc, recs := recordedPath(t, "result.json"), recordedPath(t, "records")
 	raw, err := os.ReadFile(doc)
 	if err != nil {
@@ -305,6 +310,7 @@ func TestCapacityReportSchemaMatchesResource(t *testing.T) {
 // A replay's result read back: the rate and speedup maps by label, and the trials verified
 // against their records (rate, speedup and open-loop guards recomputed bit for bit).
 func TestAccCapacityReportDataSource_replay(t *testing.T) {
+	t.Parallel()
 	dir, err := filepath.Abs(filepath.Join("..", "results", "testdata", "replay"))
 	if err != nil {
 		t.Fatal(err)

@@ -25,6 +25,7 @@ func compareDoc(t *testing.T, name string) string {
 }
 
 func TestAccFunctionCompare(t *testing.T) {
+	t.Parallel()
 	base, same, slower := compareDoc(t, "baseline"), compareDoc(t, "same"), compareDoc(t, "slower")
 	resource.Test(t, resource.TestCase{
 		ProtoV6ProviderFactories: testAccProtoV6ProviderFactories,
@@ -67,6 +68,7 @@ output "other_only"       { value = local.other.only_in_baseline }
 }
 
 func TestAccFunctionCompare_badDocument(t *testing.T) {
+	t.Parallel()
 	resource.Test(t, resource.TestCase{
 		ProtoV6ProviderFactories: testAccProtoV6ProviderFactories,
 		TerraformVersionChecks:   []tfversion.TerraformVersionCheck{tfversion.SkipBelow(tfversion.Version1_8_0)},
@@ -82,6 +84,7 @@ output "x" { value = provider::llmserve::compare(file(%q), "{}") }
 // The data source's baseline gives the same comparison, and a precondition on it fails the
 // run with the workload and its figures.
 func TestAccCapacityReportBaseline(t *testing.T) {
+	t.Parallel()
 	base, slower := compareDoc(t, "baseline"), compareDoc(t, "slower")
 	config := func(gate bool) string {
 		c := fmt.Sprintf(`

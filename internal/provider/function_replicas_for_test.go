@@ -10,6 +10,7 @@ import (
 )
 
 func TestAccFunctionReplicasFor(t *testing.T) {
+	t.Parallel()
 	step := func(call, want string) resource.TestStep {
 		return resource.TestStep{
 			Config:      `output "n" { value = provider::llmserve::` + call + ` }`,

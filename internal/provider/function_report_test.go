@@ -31,6 +31,7 @@ func goldenRendering(t *testing.T, name string) string {
 }
 
 func TestAccFunctionReports(t *testing.T) {
+	t.Parallel()
 	ref := referencePath(t)
 	resource.Test(t, resource.TestCase{
 		ProtoV6ProviderFactories: testAccProtoV6ProviderFactories,
@@ -70,6 +71,7 @@ output "stamped" {
 // TestAccFunctionReports_composesWithDataSource gates on the data source and publishes the
 // report from the same file, the way a configuration would.
 func TestAccFunctionReports_composesWithDataSource(t *testing.T) {
+	t.Parallel()
 	resource.Test(t, resource.TestCase{
 		ProtoV6ProviderFactories: testAccProtoV6ProviderFactories,
 		TerraformVersionChecks:   []tfversion.TerraformVersionCheck{tfversion.SkipBelow(tfversion.Version1_8_0)},
@@ -113,6 +115,7 @@ func forgedCapacity(t *testing.T) string {
 const forgedCapacityError = `workloads[0].maximum_passing_concurrency: workload "64 / 8": maximum_passing_concurrency states 6, but its trials give 4`
 
 func TestAccFunctionReports_errors(t *testing.T) {
+	t.Parallel()
 	forged := forgedCapacity(t)
 	cases := []struct {
 		name     string
@@ -135,6 +138,7 @@ func TestAccFunctionReports_errors(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
 			resource.Test(t, resource.TestCase{
 				ProtoV6ProviderFactories: testAccProtoV6ProviderFactories,
 				TerraformVersionChecks:   []tfversion.TerraformVersionCheck{tfversion.SkipBelow(tfversion.Version1_8_0)},

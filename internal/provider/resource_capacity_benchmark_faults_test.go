@@ -161,8 +161,10 @@ const faultedRequest = 14
 // boundary is found as without the fault, and the failure is kept in results_json,
 // workload_results and the progress file.
 func TestAccCapacityBenchmark_faults(t *testing.T) {
+	t.Parallel()
 	for name, f := range faults {
 		t.Run(name, func(t *testing.T) {
+			t.Parallel()
 			engine := newBoundaryEngine(t)
 			proxy := &faultProxy{next: engine, schedule: func(n int64) fault {
 				if n == faultedRequest {
@@ -218,6 +220,7 @@ func TestAccCapacityBenchmark_faults(t *testing.T) {
 
 // A 503 on the first streamed request (the preflight) is retried: it is not measured.
 func TestAccCapacityBenchmark_preflight503(t *testing.T) {
+	t.Parallel()
 	engine := newBoundaryEngine(t)
 	proxy := &faultProxy{next: engine, schedule: func(n int64) fault {
 		if n == 1 {
@@ -246,6 +249,7 @@ func TestAccCapacityBenchmark_preflight503(t *testing.T) {
 // trial at the minimum, and its failing entirely is the error itself, so no trial finished:
 // the journal holds none, and the next apply measures the minimum afresh.
 func TestAccCapacityBenchmark_allFailAtMinimum(t *testing.T) {
+	t.Parallel()
 	engine := newBoundaryEngine(t)
 	proxy := &faultProxy{next: engine, schedule: func(n int64) fault {
 		if n >= 2 {

@@ -23,6 +23,7 @@ import (
 // With records_directory, every trial names its records file, and recomputing the trials from
 // them gives the document's numbers exactly.
 func TestAccCapacityBenchmark_grid(t *testing.T) {
+	t.Parallel()
 	recordsDir := t.TempDir()
 	engine := newBoundaryEngine(t)
 	srv := httptest.NewServer(engine)

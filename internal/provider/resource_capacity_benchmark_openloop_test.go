@@ -71,6 +71,7 @@ func TestAccCapacityBenchmark_openLoopRate(t *testing.T) {
 }
 
 func TestAccCapacityBenchmark_openLoopBadConfig(t *testing.T) {
+	t.Parallel()
 	base := `
 resource "llmserve_capacity_benchmark" "test" {
   endpoint  = "http://127.0.0.1:1"

@@ -120,6 +120,7 @@ func TestAccCapacityBenchmark_replaySpeedup(t *testing.T) {
 }
 
 func TestAccCapacityBenchmark_replayBadConfig(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	bad := filepath.Join(dir, "bad.jsonl")
 	if err := os.WriteFile(bad, []byte("{\"timestamp\": 0, \"input_length\": 64, \"output_length\": 8}\n{\"timestamp\": 5, \"input_length\": 64}\n"), 0o600); err != nil {
@@ -161,6 +162,7 @@ resource "llmserve_capacity_benchmark" "test" {
 // A trace whose path another resource gives is not known at plan: the workload is still a
 // replay (no input_tokens asked for), and the file is checked once the path is known.
 func TestAccCapacityBenchmark_replayTracePathUnknownAtPlan(t *testing.T) {
+	t.Parallel()
 	resource.Test(t, resource.TestCase{
 		ProtoV6ProviderFactories: testAccProtoV6ProviderFactories,
 		Steps: []resource.TestStep{{

@@ -20,6 +20,7 @@ import (
 // counter is DCGM's blank, has its 100 W integrated over the same window, and the totals add
 // them; joules per output token divide by the 8 × 8 output tokens. Bad URLs fail at plan.
 func TestAccCapacityBenchmark_telemetry(t *testing.T) {
+	t.Parallel()
 	engine := newBoundaryEngine(t)
 	srv := httptest.NewServer(engine)
 	defer srv.Close()

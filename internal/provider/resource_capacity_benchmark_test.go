@@ -63,6 +63,7 @@ output "capacity" {
 }
 
 func TestAccCapacityBenchmark_boundary(t *testing.T) {
+	t.Parallel()
 	engine := newBoundaryEngine(t)
 	srv := httptest.NewServer(engine)
 	defer srv.Close()
@@ -296,6 +297,7 @@ resource "llmserve_capacity_benchmark" "bad" {
 // nothing in state: the next apply plans a plain create (not a replace of a tainted
 // half-result) and, once the server is there, measures.
 func TestAccCapacityBenchmark_failedApplyLeavesNoState(t *testing.T) {
+	t.Parallel()
 	engine := newBoundaryEngine(t)
 	srv := httptest.NewServer(engine)
 	defer srv.Close()
@@ -406,6 +408,7 @@ resource "llmserve_capacity_benchmark" "gate" {
 // spelling of the same value, "300s", also re-runs it: the framework applies the type's
 // semantic equality to read and applied state, not to a plan.)
 func TestAccCapacityBenchmark_durationSpelling(t *testing.T) {
+	t.Parallel()
 	srv := httptest.NewServer(newBoundaryEngine(t))
 	defer srv.Close()
 	config := func(stall string) string { return oneTrialBenchmark(srv.URL, fmt.Sprintf("stall_timeout = %q", stall)) }
