@@ -6,9 +6,9 @@ import (
 	"testing"
 )
 
-// TestDefaults checks the defaults a server gets when its configuration leaves port and
-// tensor_parallel_size out: each engine's documented port (shared/ENGINES.md, host/port row)
-// and one accelerator, which every engine accepts and passes as a tensor-parallel size of 1.
+// TestDefaults checks the defaults a server gets when its configuration leaves port,
+// tensor_parallel_size and accelerator out: each engine's documented port (shared/ENGINES.md,
+// host/port row), one accelerator, and the CPU; every engine accepts them together.
 func TestDefaults(t *testing.T) {
 	for e, want := range map[Name]int{SGLang: 30000, VLLM: 8000, LlamaCpp: 8080} {
 		if got := DefaultPort(e); got != want {
@@ -19,7 +19,7 @@ func TestDefaults(t *testing.T) {
 		t.Errorf("DefaultTensorParallel = %d, want 1", DefaultTensorParallel)
 	}
 	for _, e := range Names {
-		s := Spec{Engine: e, Model: "/models/m.gguf", TensorParallel: DefaultTensorParallel, Port: DefaultPort(e), Accelerator: CPU}
+		s := Spec{Engine: e, Model: "/models/m.gguf", TensorParallel: DefaultTensorParallel, Port: DefaultPort(e), Accelerator: DefaultAccelerator}
 		if problems := s.Validate(); len(problems) > 0 {
 			t.Errorf("%s with the defaults does not validate: %v", e, problems)
 		}

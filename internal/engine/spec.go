@@ -25,6 +25,10 @@ const (
 // Accelerators lists every accelerator, in documentation order.
 var Accelerators = []Accelerator{CPU, CUDA, XPU}
 
+// DefaultAccelerator is the accelerator of a server that names none: the CPU, which every
+// engine this provider launches supports.
+const DefaultAccelerator = CPU
+
 // supportedAccelerators is which engine this provider can launch on which device family.
 // llama.cpp runs on Intel GPUs only through a SYCL build whose image layout and device
 // selection differ from the CPU/CUDA builds; until that is tested it is refused rather than

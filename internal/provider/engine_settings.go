@@ -225,7 +225,7 @@ func engineSettingsAttributes(ctx context.Context) map[string]schema.Attribute {
 			Validators:          []validator.Float64{fractionValidator{}},
 			MarkdownDescription: "Fraction of accelerator memory for weights and KV cache, in (0, 1]: SGLang `--mem-fraction-static`, vLLM `--gpu-memory-utilization`. The engine's default when omitted."},
 		"speculative": speculativeAttribute(),
-		"accelerator": schema.StringAttribute{Optional: true, Computed: true, Default: stringdefault.StaticString(string(engine.CPU)), PlanModifiers: replace,
+		"accelerator": schema.StringAttribute{Optional: true, Computed: true, Default: stringdefault.StaticString(string(engine.DefaultAccelerator)), PlanModifiers: replace,
 			Validators:          []validator.String{stringvalidator.OneOf(enumStrings(engine.Accelerators)...)},
 			MarkdownDescription: "`xpu` (Intel GPUs: maps `/dev/dri`, adds the `render` and `video` groups, host IPC), `cuda` (NVIDIA device request, host IPC) or `cpu` (default)."},
 		"port": schema.Int64Attribute{Optional: true, Computed: true, PlanModifiers: []planmodifier.Int64{enginePortDefault, int64planmodifier.RequiresReplace()},
@@ -323,7 +323,7 @@ func (m engineSettings) spec(ctx context.Context) (engine.Spec, diag.Diagnostics
 		ContextLength:      int(m.ContextLength.ValueInt64()),
 		MaxRunningRequests: int(m.MaxRunningRequests.ValueInt64()),
 		MemFraction:        m.MemFraction.ValueFloat64(),
-		Accelerator:        engine.Accelerator(orString(m.Accelerator.ValueString(), string(engine.CPU))),
+		Accelerator:        acceleratorOf(m.Accelerator),
 		Port:               int(m.Port.ValueInt64()),
 		EngineVersion:      m.EngineVersion.ValueString(),
 	}
@@ -348,6 +348,12 @@ func (m engineSettings) spec(ctx context.Context) (engine.Spec, diag.Diagnostics
 		}
 	}
 	return s, diags
+}
+
+// acceleratorOf is the configured accelerator, engine.DefaultAccelerator when omitted (a plan
+// default reads the configuration, before the schema's default applies).
+func acceleratorOf(v types.String) engine.Accelerator {
+	return engine.Accelerator(orString(v.ValueString(), string(engine.DefaultAccelerator)))
 }
 
 // specKnown says whether every value the launch spec depends on is known, so it can be

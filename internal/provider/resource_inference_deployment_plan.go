@@ -81,7 +81,7 @@ var acceleratorResourceDefault = planDefault[types.String]{
 		if accel.IsUnknown() {
 			return types.String{}, false
 		}
-		return types.StringValue(kubernetes.DefaultAcceleratorResource(engine.Accelerator(orString(accel.ValueString(), string(engine.CPU))))), true
+		return types.StringValue(kubernetes.DefaultAcceleratorResource(acceleratorOf(accel))), true
 	},
 }
 
@@ -98,7 +98,7 @@ var acceleratorCountDefault = planDefault[types.Int64]{
 		}
 		name := res.ValueString()
 		if res.IsNull() {
-			name = kubernetes.DefaultAcceleratorResource(engine.Accelerator(orString(accel.ValueString(), string(engine.CPU))))
+			name = kubernetes.DefaultAcceleratorResource(acceleratorOf(accel))
 		}
 		return types.Int64Value(kubernetes.DefaultAcceleratorCount(name, tp.ValueInt64())), true
 	},
