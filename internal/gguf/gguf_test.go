@@ -106,6 +106,7 @@ func constant(n int, v float32) func() []float32 {
 }
 
 func TestWriteHeaderAndMetadataBytes(t *testing.T) {
+	t.Parallel()
 	f := &File{Metadata: []KV{{"a", uint32(7)}, {"b", "hi"}}}
 	var buf bytes.Buffer
 	if _, err := f.WriteTo(&buf); err != nil {
@@ -131,6 +132,7 @@ func TestWriteHeaderAndMetadataBytes(t *testing.T) {
 }
 
 func TestWriteArraysAndScalars(t *testing.T) {
+	t.Parallel()
 	f := &File{Metadata: []KV{
 		{"s", []string{"x", "yz"}},
 		{"f", []float32{1.5, -2}},
@@ -165,6 +167,7 @@ func TestWriteArraysAndScalars(t *testing.T) {
 }
 
 func TestTensorOffsetsAndAlignment(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		name      string
 		alignment uint32
@@ -244,6 +247,7 @@ func TestTensorOffsetsAndAlignment(t *testing.T) {
 }
 
 func TestWriteRejectsInvalidFiles(t *testing.T) {
+	t.Parallel()
 	ok := Tensor{Name: "t", Shape: []uint64{1}, Type: TensorF32, Values: constant(1, 0)}
 	tests := []struct {
 		name string
@@ -270,6 +274,7 @@ func TestWriteRejectsInvalidFiles(t *testing.T) {
 }
 
 func TestFloat16Bits(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		in   float32
 		want uint16

@@ -24,6 +24,7 @@ func writeModel(t *testing.T, cfg LlamaConfig) []byte {
 }
 
 func TestRandomLlamaIsDeterministic(t *testing.T) {
+	t.Parallel()
 	cfg := tinyConfig()
 	a, b := writeModel(t, cfg), writeModel(t, cfg)
 	if !bytes.Equal(a, b) {
@@ -39,6 +40,7 @@ func TestRandomLlamaIsDeterministic(t *testing.T) {
 // generator (and to every benchmark figure measured with it) is a deliberate
 // one: update the digest in the same change and say why.
 func TestDefaultModelDigest(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("writes the 49 MB default model")
 	}
@@ -50,6 +52,7 @@ func TestDefaultModelDigest(t *testing.T) {
 }
 
 func TestRandomLlamaMetadata(t *testing.T) {
+	t.Parallel()
 	cfg := tinyConfig()
 	p := parse(t, writeModel(t, cfg), 32)
 	if p.version != 3 {
@@ -88,6 +91,7 @@ func TestRandomLlamaMetadata(t *testing.T) {
 }
 
 func TestRandomLlamaTensors(t *testing.T) {
+	t.Parallel()
 	cfg := tinyConfig()
 	p := parse(t, writeModel(t, cfg), 32)
 	// Shapes in ggml order {n_in, n_out}; kv width = head size 4 * 2 kv heads.
@@ -155,6 +159,7 @@ func f16(h uint16) float32 {
 }
 
 func TestRandomLlamaGenerationGuards(t *testing.T) {
+	t.Parallel()
 	cfg := tinyConfig()
 	b := writeModel(t, cfg)
 	p := parse(t, b, 32)
@@ -226,6 +231,7 @@ func TestRandomLlamaGenerationGuards(t *testing.T) {
 }
 
 func TestNewVocabulary(t *testing.T) {
+	t.Parallel()
 	v, err := NewVocabulary(3000, 7)
 	if err != nil {
 		t.Fatal(err)
@@ -287,6 +293,7 @@ func TestNewVocabulary(t *testing.T) {
 }
 
 func TestLlamaConfigValidate(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		name   string
 		modify func(*LlamaConfig)
@@ -318,6 +325,7 @@ func TestLlamaConfigValidate(t *testing.T) {
 }
 
 func TestParameters(t *testing.T) {
+	t.Parallel()
 	// tinyConfig by hand: per layer q,o 16*16*2=512, k,v 16*8*2=256,
 	// ffn 3*16*24=1152, norms 32 -> 1952; 2 layers 3904; embd+output
 	// 2*600*16=19200; output norm 16. Total 23120.

@@ -3,6 +3,7 @@ package results
 import "testing"
 
 func TestWorkloadSearchBound(t *testing.T) {
+	t.Parallel()
 	n := func(v int) *int { return &v }
 	for _, tc := range []struct {
 		name       string

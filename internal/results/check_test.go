@@ -8,6 +8,7 @@ import (
 // Documents that parse as JSON of the right shape but cannot be a result are refused, each
 // with the JSON path of the impossible value.
 func TestParseRefusesImpossibleDocuments(t *testing.T) {
+	t.Parallel()
 	ref := string(readReference(t))
 	tests := []struct {
 		name, old, new string
@@ -57,6 +58,7 @@ func TestParseRefusesImpossibleDocuments(t *testing.T) {
 // A confirmation trial that says it ran at another concurrency than its side's boundary is
 // refused; where it says nothing, the side's level is implied.
 func TestParseRefusesTrialAtAnotherLevel(t *testing.T) {
+	t.Parallel()
 	d := parseReference(t)
 	d.Workloads[1].FailingTrials[2].Concurrency = 9
 	out, err := Marshal(d)
@@ -77,6 +79,7 @@ func TestParseRefusesTrialAtAnotherLevel(t *testing.T) {
 
 // A trial's concurrency key, when present, is at least 1.
 func TestParseRefusesTrialConcurrencyBelowOne(t *testing.T) {
+	t.Parallel()
 	d := parseReference(t)
 	d.Workloads[0].PassingTrials[0].Concurrency = 11
 	out, err := Marshal(d)

@@ -10,6 +10,7 @@ import (
 )
 
 func TestMarshalErrors(t *testing.T) {
+	t.Parallel()
 	cases := []struct {
 		name string
 		doc  *Document
@@ -56,6 +57,7 @@ func obj(v any, keys ...any) map[string]any {
 }
 
 func TestParseErrors(t *testing.T) {
+	t.Parallel()
 	cases := []struct {
 		name string
 		data []byte
@@ -135,6 +137,7 @@ func TestParseErrors(t *testing.T) {
 }
 
 func TestParseErrorsAreCapped(t *testing.T) {
+	t.Parallel()
 	// Every trial's every number mistyped: thousands of problems, a bounded message.
 	data := mutated(t, func(m map[string]any) {
 		for _, w := range m["workloads"].([]any) {

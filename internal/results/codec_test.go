@@ -40,6 +40,7 @@ func decodeAny(t *testing.T, data []byte) any {
 }
 
 func TestParseReferenceValues(t *testing.T) {
+	t.Parallel()
 	d := parseReference(t)
 	type boundary struct {
 		label             string
@@ -83,6 +84,7 @@ func TestParseReferenceValues(t *testing.T) {
 }
 
 func TestRoundTripReference(t *testing.T) {
+	t.Parallel()
 	in := readReference(t)
 	d := parseReference(t)
 	out, err := Marshal(d)
@@ -109,6 +111,7 @@ func TestRoundTripReference(t *testing.T) {
 // TestRoundTripUnknownKeys adds keys this version does not know at every level, including
 // nulls and number literals float64 cannot hold, and checks they come back literally.
 func TestRoundTripUnknownKeys(t *testing.T) {
+	t.Parallel()
 	in := readReference(t)
 	var m map[string]any
 	dec := json.NewDecoder(bytes.NewReader(in))
@@ -165,6 +168,7 @@ func intp(i int) *int { return &i }
 // TestMarshalFromScratchHasReferenceShape builds a document in code, as the benchmark
 // resource does, and checks it has every key of the reference with the same JSON types.
 func TestMarshalFromScratchHasReferenceShape(t *testing.T) {
+	t.Parallel()
 	// Every statistic is written for a Stats built in code: they must be in order.
 	st := func(base float64) Stats {
 		return Stats{Avg: base + 1, Min: base, Max: base + 2, P1: base, P5: base, P10: base, P25: base + 0.5, P50: base + 1, P75: base + 1.5, P90: base + 2, P95: base + 2, P99: base + 2}
@@ -271,6 +275,7 @@ func shapeDiff(path string, ref, ours any, problems *[]string) {
 }
 
 func TestMarshalDoesNotModifyInput(t *testing.T) {
+	t.Parallel()
 	d := &Document{Workloads: []Workload{{Label: "a"}}}
 	if _, err := Marshal(d); err != nil {
 		t.Fatal(err)
@@ -281,6 +286,7 @@ func TestMarshalDoesNotModifyInput(t *testing.T) {
 }
 
 func TestParseNullsAndWholeFloats(t *testing.T) {
+	t.Parallel()
 	d, err := Parse(mutated(t, func(m map[string]any) {
 		obj(m, "workloads", 0)["maximum_passing_concurrency"] = nil
 		obj(m, "experiment")["speculative_mode"] = nil
@@ -345,6 +351,7 @@ func FuzzParse(f *testing.F) {
 // Objectives, each trial's objective values, goodput and bound_by survive a round trip, and
 // a document with both the legacy slo and slos keeps both.
 func TestObjectivesRoundTrip(t *testing.T) {
+	t.Parallel()
 	goodput := 0.0
 	doc := &Document{
 		SLOs: []SLO{
@@ -395,6 +402,7 @@ func TestObjectivesRoundTrip(t *testing.T) {
 // Every trial of a workload, with full statistics, kind, verdict and stopped_early, is
 // written and read back unchanged; stopped_early is written even when false.
 func TestAllTrialsRoundTrip(t *testing.T) {
+	t.Parallel()
 	full := Stats{Avg: 1, Min: 0.5, Max: 3, Std: 0.25, P1: 0.5, P5: 0.6, P10: 0.7, P25: 0.8, P50: 1, P75: 1.2, P90: 2, P95: 2.5, P99: 2.9}
 	doc := &Document{
 		SLOs: []SLO{{Metric: MetricTTFT, Percentile: 95, ThresholdMs: 10, Comparison: StrictlyLessThan}},
@@ -434,6 +442,7 @@ func TestAllTrialsRoundTrip(t *testing.T) {
 // An error summary is optional and additive: it round-trips, and a reader that does not know
 // it still finds a schema v1 document.
 func TestRoundTripErrorSummary(t *testing.T) {
+	t.Parallel()
 	d := parseReference(t)
 	d.Workloads[0].FailingTrials[0].ErrorSummary = []ErrorCount{
 		{Kind: "http_status", HTTPStatus: 503, Count: 2, Example: "HTTP 503 from http://h:1/v1/chat/completions: overloaded"},
@@ -466,6 +475,7 @@ func TestRoundTripErrorSummary(t *testing.T) {
 // A server that reports no KV pool (llama.cpp) is null in the document and "not reported" in
 // the Markdown, never a pool of 0 tokens.
 func TestUnreportedTokenPoolIsNull(t *testing.T) {
+	t.Parallel()
 	doc := `{"schema_version":1,"experiment":{"image_tag":"","image_digest":"","model":"m","checkpoint":"","hardware":"","driver":"","kernel":"","tensor_parallelism":1,"context_length":2048,"physical_token_pool":null,"speculative_mode":null},` +
 		`"aiperf":{"version":"x","arrival_pattern":"a","streaming":true,"server_token_count":true,"temperature":0,"ignore_eos":true,"warmups_per_trial":0,"measured_requests_per_trial":1,"independent_trials_per_boundary_side":1,"cache_policy":"not flushed"},` +
 		`"slo":{"metric":"time_to_first_token","percentile":95,"threshold_ms":1000,"comparison":"strictly_less_than","all_confirmation_trials_must_pass":true},"workloads":[],` +

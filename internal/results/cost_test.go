@@ -6,6 +6,7 @@ import (
 )
 
 func TestCosts(t *testing.T) {
+	t.Parallel()
 	seven := 7
 	d := &Document{
 		Experiment: Experiment{TensorParallelism: 4, Replicas: 2},

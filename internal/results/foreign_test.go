@@ -7,6 +7,7 @@ import (
 )
 
 func TestAIPerfExportHint(t *testing.T) {
+	t.Parallel()
 	ref, err := os.ReadFile("testdata/reference.json")
 	if err != nil {
 		t.Fatal(err)

@@ -8,6 +8,7 @@ import (
 // A rate search's headline comes from its trials' rates and guards, and the Markdown
 // report tells its capacity in requests per second, at the search's edges too.
 func TestRateHeadlineAndMarkdown(t *testing.T) {
+	t.Parallel()
 	slos := []SLO{{Metric: MetricTTFT, Percentile: 95, ThresholdMs: 100}}
 	trial := func(rate float64, p95 float64, missed ...string) Trial {
 		return Trial{Kind: "confirmation", Trial: 1, RequestRate: rate, TTFTMs: Stats{P95: p95},

@@ -26,6 +26,7 @@ func withErrors(t Trial, n int) Trial { t.Correctness.Errors = n; return t }
 func stopped(t Trial) Trial { t.StoppedEarly = true; return t }
 
 func TestDeriveHeadline(t *testing.T) {
+	t.Parallel()
 	objs := []SLO{ttft95, itl95}
 	conf := func(c int, ttft, itl float64) Trial { return ht("confirmation", c, ttft, itl) }
 	probe := func(c int, ttft, itl float64) Trial { return ht("probe", c, ttft, itl) }
@@ -96,6 +97,7 @@ func TestDeriveHeadline(t *testing.T) {
 // The reference document has no list of trials: its sides, judged by ttft_ms.p95 against
 // 10 000 ms, give its own boundaries (DESIGN.md: 11, 7 and 5 users).
 func TestDeriveHeadlineReference(t *testing.T) {
+	t.Parallel()
 	d := parseReference(t)
 	want := [][2]int{{11, 12}, {7, 8}, {5, 6}}
 	for i, w := range d.Workloads {
@@ -120,6 +122,7 @@ func TestDeriveHeadlineReference(t *testing.T) {
 // The recorded run (testdata/recorded, a real benchmark of the simulated engine): the
 // headline and every verdict derive from its trials as the benchmark wrote them.
 func TestDeriveHeadlineRecorded(t *testing.T) {
+	t.Parallel()
 	d := readRecorded(t)
 	w := d.Workloads[0]
 	h, err := DeriveHeadline(d.Objectives(), w)
@@ -152,6 +155,7 @@ func readRecorded(t *testing.T) *Document {
 // trials is refused by Parse, naming the workload, the field, the stated and the derived
 // value.
 func TestParseRefusesContradictingHeadline(t *testing.T) {
+	t.Parallel()
 	raw, err := os.ReadFile("testdata/recorded/result.json")
 	if err != nil {
 		t.Fatal(err)

@@ -8,6 +8,7 @@ import (
 // Notes are an additive key of ours: written when present, read back as typed values, and a
 // mistyped one is reported with its path.
 func TestWorkloadNotesRoundTrip(t *testing.T) {
+	t.Parallel()
 	doc := &Document{SchemaVersion: 1, SLOs: []SLO{{Metric: MetricTTFT, Percentile: 95, ThresholdMs: 1, Comparison: StrictlyLessThan}}, Workloads: []Workload{{Label: "a", Notes: []string{"concurrency 5 passed although 4 failed"}}}}
 	raw, err := Marshal(doc)
 	if err != nil {
@@ -32,6 +33,7 @@ func TestWorkloadNotesRoundTrip(t *testing.T) {
 // Optional keys present with zero values survive a round trip: the typed writer would omit
 // them, so the reader keeps them as read.
 func TestZeroValuedOptionalKeysRoundTrip(t *testing.T) {
+	t.Parallel()
 	doc := `{"schema_version":1,"experiment":{"image_tag":"","image_digest":"","model":"m","checkpoint":"","hardware":"","driver":"","kernel":"","tensor_parallelism":1,"context_length":1,"physical_token_pool":1,"speculative_mode":null},
 "aiperf":{"version":"v","arrival_pattern":"a","streaming":true,"server_token_count":true,"temperature":0,"ignore_eos":true,"warmups_per_trial":1,"measured_requests_per_trial":1,"independent_trials_per_boundary_side":1,"cache_policy":"c"},
 "slo":{"metric":"time_to_first_token","percentile":95,"threshold_ms":10,"comparison":"strictly_less_than","all_confirmation_trials_must_pass":true},
@@ -56,6 +58,7 @@ func TestZeroValuedOptionalKeysRoundTrip(t *testing.T) {
 }
 
 func TestEmptyWorkloadLabelRejected(t *testing.T) {
+	t.Parallel()
 	raw, err := Marshal(&Document{SchemaVersion: 1, Workloads: []Workload{{Label: ""}}})
 	if err != nil {
 		t.Fatal(err)
@@ -66,6 +69,7 @@ func TestEmptyWorkloadLabelRejected(t *testing.T) {
 }
 
 func TestMarkdownShowsNotes(t *testing.T) {
+	t.Parallel()
 	c := 64
 	doc := &Document{SchemaVersion: 1, Workloads: []Workload{{Label: "a", MaximumPassingConcurrency: &c,
 		Notes: []string{"every concurrency tried passed, up to 64: capacity is at least 64; raise search.max_concurrency to find the boundary"}}}}

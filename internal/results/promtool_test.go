@@ -26,6 +26,7 @@ func promtool(t *testing.T) string {
 // promtool check metrics reports nothing on the renderings of the reference, of a
 // multi-objective recorded run and of a replay by speedup (its rate and speedup families) (it found 163 problems before: a quantile label on gauges).
 func TestOpenMetricsPassesPromtoolCheck(t *testing.T) {
+	t.Parallel()
 	bin := promtool(t)
 	raw, err := ReadFile(filepath.Join("testdata", "replay", "result.json"))
 	if err != nil {
@@ -48,6 +49,7 @@ func TestOpenMetricsPassesPromtoolCheck(t *testing.T) {
 // An archived result stamped with the time it was measured backfills into a Prometheus
 // TSDB block with promtool tsdb create-blocks-from openmetrics; unstamped, it is refused.
 func TestOpenMetricsBackfillsWithPromtool(t *testing.T) {
+	t.Parallel()
 	bin := promtool(t)
 	dir := t.TempDir()
 	at := time.Date(2026, 12, 1, 9, 30, 0, 0, time.UTC)

@@ -36,6 +36,7 @@ func pricedWithEnergy(t *testing.T) *Document {
 }
 
 func TestAcceleratorsAndPriceRoundTrip(t *testing.T) {
+	t.Parallel()
 	d := pricedWithEnergy(t)
 	raw, err := Marshal(d)
 	if err != nil {
@@ -75,6 +76,7 @@ func TestAcceleratorsAndPriceRoundTrip(t *testing.T) {
 // Markdown and an absent sample in OpenMetrics, and the reference without them renders as
 // before (its golden files).
 func TestRenderingsShowCostAndEnergy(t *testing.T) {
+	t.Parallel()
 	d := pricedWithEnergy(t)
 	md := Markdown(d)
 	for _, want := range []string{
@@ -115,6 +117,7 @@ func TestRenderingsShowCostAndEnergy(t *testing.T) {
 }
 
 func TestCostAndEnergyOpenMetricsPassPromtool(t *testing.T) {
+	t.Parallel()
 	bin := promtool(t)
 	cmd := exec.Command(bin, "check", "metrics")
 	cmd.Stdin = strings.NewReader(OpenMetrics(pricedWithEnergy(t)))

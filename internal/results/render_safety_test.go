@@ -25,6 +25,7 @@ func svgIsSafe(t testing.TB, svg string) {
 
 // Whatever the values, the chart's coordinates stay short and finite.
 func TestSVGExtremeValues(t *testing.T) {
+	t.Parallel()
 	for _, v := range []float64{1e300, math.MaxFloat64, 1e-300, 0, math.Inf(1), math.NaN()} {
 		d := parseReference(t)
 		d.Workloads[0].PassingTrials[0].TTFTMs.P95 = v
@@ -37,6 +38,7 @@ func TestSVGExtremeValues(t *testing.T) {
 
 // Labels reach spreadsheets and pages as text only.
 func TestRenderingsNeutraliseLabels(t *testing.T) {
+	t.Parallel()
 	labels := []string{"=HYPERLINK(\"http://evil\")", "+1", "-2+3", "@SUM(A1)", "\tx", "\rx", "a\x1b[31mred\x1b[0m\u202eb\nc"}
 	d := parseReference(t)
 	for i := range d.Workloads {

@@ -39,6 +39,7 @@ func golden(t *testing.T, name, got string) {
 }
 
 func TestGoldenRenderings(t *testing.T) {
+	t.Parallel()
 	d := parseReference(t)
 	cases := []struct {
 		name   string
@@ -57,6 +58,7 @@ func TestGoldenRenderings(t *testing.T) {
 }
 
 func TestCSVShape(t *testing.T) {
+	t.Parallel()
 	out := CSV(parseReference(t))
 	rows, err := csv.NewReader(strings.NewReader(out)).ReadAll()
 	if err != nil {
@@ -146,6 +148,7 @@ func gauge(fams map[string]*dto.MetricFamily, name string, labels map[string]str
 }
 
 func TestOpenMetricsParses(t *testing.T) {
+	t.Parallel()
 	fams := parseOpenMetrics(t, OpenMetrics(parseReference(t)))
 	trial := func(w, side, n string, extra ...string) map[string]string {
 		l := map[string]string{"workload": w, "side": side, "trial": n}
@@ -227,6 +230,7 @@ func svgCounts(t *testing.T, svg string) map[string]int {
 }
 
 func TestSVGStructure(t *testing.T) {
+	t.Parallel()
 	svg := SVG(parseReference(t))
 	c := svgCounts(t, svg)
 	want := map[string]int{
@@ -252,6 +256,7 @@ func TestSVGStructure(t *testing.T) {
 // filled markers by whether they met the objective, probes as rings, a failed probe stopped
 // early at its value with an arrow up (a lower bound), not moved onto the threshold.
 func TestSVGDrawsEveryTrial(t *testing.T) {
+	t.Parallel()
 	doc := parseReference(t)
 	doc.Workloads = doc.Workloads[:1]
 	w := &doc.Workloads[0]
@@ -289,6 +294,7 @@ func TestSVGDrawsEveryTrial(t *testing.T) {
 }
 
 func TestRenderingsOnEdgeDocuments(t *testing.T) {
+	t.Parallel()
 	base := parseReference(t)
 	noneFailed := *base
 	noneFailed.Workloads = []Workload{{Label: `a "quoted" <label> & | pipe`, ConfiguredISL: 128, ConfiguredOSL: 16,
@@ -342,6 +348,7 @@ func TestRenderingsOnEdgeDocuments(t *testing.T) {
 // A trial whose measured requests failed is "error" in the results document; the CSV and
 // Markdown say the same, and OpenMetrics counts it as not having met the objectives.
 func TestRenderingsCallErroredTrialsError(t *testing.T) {
+	t.Parallel()
 	d := parseReference(t)
 	d.Workloads[0].PassingTrials[0].Correctness.Errors = 2 // its percentiles still meet the SLO
 	rows, err := csv.NewReader(strings.NewReader(CSV(d))).ReadAll()
@@ -371,6 +378,7 @@ func TestRenderingsCallErroredTrialsError(t *testing.T) {
 // A workload label with a carriage return or other control characters still gives an
 // exposition that parses, with the label neutralised rather than raw.
 func TestOpenMetricsNeutralisesControlCharacters(t *testing.T) {
+	t.Parallel()
 	d := parseReference(t)
 	d.Workloads[0].Label = "2K\r\n512\x00\t\"x\"\\"
 	out := OpenMetrics(d)

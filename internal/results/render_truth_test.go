@@ -9,6 +9,7 @@ import (
 // With several objectives the Markdown verdict names the objective that failed, with its
 // value, not whichever objective no column shows; the summary shows bound_by.
 func TestMarkdownNamesTheFailingObjective(t *testing.T) {
+	t.Parallel()
 	d := readRecorded(t) // p95 TTFT < 300 ms and p95 ITL < 1000 ms; 5 fails on TTFT
 	md := Markdown(d)
 	for _, want := range []string{
@@ -47,6 +48,7 @@ func TestMarkdownNamesTheFailingObjective(t *testing.T) {
 // A capacity the search did not bound prints as "≥ N"; one below the lowest level tried
 // says so.
 func TestMarkdownBoundedCapacity(t *testing.T) {
+	t.Parallel()
 	objs := []SLO{ttft95, itl95}
 	ceiling := Workload{Label: "c", MaximumPassingConcurrency: intp(16), AllTrials: []Trial{ht("confirmation", 16, 10, 1)}}
 	floor := Workload{Label: "f", FirstFailingConcurrency: intp(8), BoundBy: []string{"p95 time_to_first_token"}, AllTrials: []Trial{ht("confirmation", 8, 200, 1)}}
@@ -65,6 +67,7 @@ func TestMarkdownBoundedCapacity(t *testing.T) {
 // CSV has one row per trial, every trial: the recorded run's 11 (probes, one stopped early,
 // and confirmation trials at every level), not the 4 at its boundary.
 func TestCSVEveryTrial(t *testing.T) {
+	t.Parallel()
 	d := readRecorded(t)
 	rows, err := csv.NewReader(strings.NewReader(CSV(d))).ReadAll()
 	if err != nil {
@@ -94,6 +97,7 @@ func TestCSVEveryTrial(t *testing.T) {
 // A workload searched by request rate renders its rates, bounded or not, without the
 // concurrency it does not have.
 func TestRenderingsOfARateSearch(t *testing.T) {
+	t.Parallel()
 	objs := []SLO{ttft95, itl95}
 	rate := func(r float64) *float64 { return &r }
 	found := Workload{Label: "r", MaximumPassingRequestRate: rate(2.5), FirstFailingRequestRate: rate(3)}
@@ -118,6 +122,7 @@ func TestRenderingsOfARateSearch(t *testing.T) {
 // A replay searched by speedup: Markdown states the speedup with its rate, CSV each trial's
 // rate and speedup and the boundary's sides, OpenMetrics both boundaries as gauges.
 func TestRenderingsOfASpeedupSearch(t *testing.T) {
+	t.Parallel()
 	objs := []SLO{ttft95}
 	trial := func(n int, rate, speedup, ttft float64, missed ...string) Trial {
 		return Trial{Kind: "confirmation", Trial: n, RequestRate: rate, Speedup: speedup,

@@ -10,6 +10,7 @@ import (
 // A trial's per-replica proof survives a round trip, a replica without counters stays
 // without them, and a malformed entry is refused with its path.
 func TestRoundTripReplicaChecks(t *testing.T) {
+	t.Parallel()
 	d := parseReference(t)
 	hits, prompts := 22.0, 4096.0
 	want := []ReplicaCheck{

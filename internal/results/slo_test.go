@@ -6,6 +6,7 @@ import (
 )
 
 func TestSLOJudgement(t *testing.T) {
+	t.Parallel()
 	goodput := 87.5
 	trial := Trial{
 		TTFTMs:                     Stats{P50: 100, P95: 10000, P99: 12000},
@@ -67,6 +68,7 @@ func TestSLOJudgement(t *testing.T) {
 // The reference records p50/p95/p99 only: p90 of its trials is unknown, not zero, while a
 // trial written by this provider has every statistic.
 func TestStatsRecordedKeys(t *testing.T) {
+	t.Parallel()
 	ref := parseReference(t).Workloads[0].PassingTrials[0]
 	p90 := SLO{Metric: MetricTTFT, Percentile: 90}
 	if _, err := p90.Value(ref); err == nil {
@@ -90,6 +92,7 @@ func TestStatsRecordedKeys(t *testing.T) {
 }
 
 func TestValidateSLOs(t *testing.T) {
+	t.Parallel()
 	ttft := SLO{Metric: "time_to_first_token", Percentile: 95, ThresholdMs: 10000, Comparison: "strictly_less_than"}
 	cases := []struct {
 		name string
@@ -131,6 +134,7 @@ func TestValidateSLOs(t *testing.T) {
 }
 
 func TestSLOWording(t *testing.T) {
+	t.Parallel()
 	cases := []struct {
 		slo            SLO
 		str, sentence  string
@@ -164,6 +168,7 @@ func TestSLOWording(t *testing.T) {
 }
 
 func TestWorkloadTrialsConcurrency(t *testing.T) {
+	t.Parallel()
 	w := Workload{
 		MaximumPassingConcurrency: intp(11),
 		FirstFailingConcurrency:   nil,
@@ -190,6 +195,7 @@ func TestWorkloadTrialsConcurrency(t *testing.T) {
 }
 
 func TestChartHelpers(t *testing.T) {
+	t.Parallel()
 	steps := []struct {
 		raw, want float64
 	}{
@@ -250,6 +256,7 @@ func TestChartHelpers(t *testing.T) {
 // A trial whose percentiles meet the SLO but that had failed requests was never passed by
 // the benchmark, and the document calls it "error"; the renderings must say the same.
 func TestSLOVerdictFailsTrialWithErrors(t *testing.T) {
+	t.Parallel()
 	slo := SLO{Metric: "time_to_first_token", Percentile: 95, ThresholdMs: 10000, Comparison: "strictly_less_than"}
 	trial := Trial{TTFTMs: Stats{P95: 500}}
 	if got := Verdict([]SLO{slo}, trial); got != "pass" {

@@ -70,6 +70,7 @@ func svgTexts(t *testing.T, svg string) (width float64, texts []svgText) {
 // headings) ends inside the chart, for one workload, several, several objectives and a long
 // label (the one-workload chart cut its subtitle and legend).
 func TestSVGCutsNothing(t *testing.T) {
+	t.Parallel()
 	one := parseReference(t)
 	one.Workloads = one.Workloads[:1]
 	long := readRecorded(t)
@@ -92,6 +93,7 @@ func TestSVGCutsNothing(t *testing.T) {
 // share one x (no spread suggesting fractional concurrency); a probe stopped early is a
 // lower bound at its value.
 func TestSVGEveryObjectiveNoJitter(t *testing.T) {
+	t.Parallel()
 	d := readRecorded(t)
 	svg := SVG(d)
 	c := svgCounts(t, svg)
@@ -130,6 +132,7 @@ func TestSVGEveryObjectiveNoJitter(t *testing.T) {
 // Markers that land on each other at one concurrency carry a count: the reference's 8K / 1K
 // and 16K / 2K sides are three trials each within a few pixels.
 func TestSVGCountsStackedMarkers(t *testing.T) {
+	t.Parallel()
 	svg := SVG(parseReference(t))
 	if n := strings.Count(svg, `>×3</text>`); n != 4 {
 		t.Errorf("%d stacks of three, want 4 (both sides of 8K / 1K and 16K / 2K)", n)
