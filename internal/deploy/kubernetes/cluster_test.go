@@ -98,7 +98,6 @@ func TestWaitRolloutGone(t *testing.T) {
 // A container that cannot start fails the rollout at once, with the pod's state, its events
 // (secrets redacted) and its log lines; a ready pod is not diagnosed.
 func TestWaitRolloutCrashLoopDiagnosed(t *testing.T) {
-	t.Parallel()
 	d := small()
 	crashing := pod(d, "qwen-a", false)
 	crashing.Spec.NodeName = "node-1"

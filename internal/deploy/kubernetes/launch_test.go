@@ -90,7 +90,6 @@ func TestLaunchNewNamesWhatItCouldNotRemove(t *testing.T) {
 
 // ServerInfo asks a ready replica; with none ready it gives up at its timeout, empty.
 func TestServerInfo(t *testing.T) {
-	t.Parallel()
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.URL.Path == "/props" {
 			_, _ = w.Write([]byte(`{"build_info":"b6500-abc1234","default_generation_settings":{"n_ctx":4096},"total_slots":2}`))
