@@ -13,10 +13,14 @@
 # SEARCH_VS_GRID_THREADS (llama-server --threads; default: llama.cpp's own choice; on a CPU that
 # other work shares, 1 keeps a preempted worker thread from stalling every decode step).
 # More slots move the boundary up: the grid costs about 3 (c*+1) trials and the search grows with
-# log c*, so the ratio the issue asks about needs a boundary of about 16 or more, e.g.
+# log c*, so the ratio the issue asks about needs a boundary of about 16 or more. What was run
+# for issue 23 (boundary 6-12 on the shared 2-core host; about 7 minutes a search/grid pair):
 #
-#   SEARCH_VS_GRID_PARALLEL=32 scripts/search-vs-grid-llamacpp.sh -runs 3 -input 64 -output 16 \
-#     -ttft-ms 2000 -measured 32 -max 40
+#   SEARCH_VS_GRID_PARALLEL=32 SEARCH_VS_GRID_CTX_PER_SLOT=512 SEARCH_VS_GRID_THREADS=1 \
+#     scripts/search-vs-grid-llamacpp.sh -runs 3 -input 256 -output 4 -ttft-ms 6000 -max 48
+#
+# Short prompts (64 tokens) leave p95 TTFT nearly flat in concurrency on this model, so a
+# boundary there moves with the host's load more than with the server's.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 parallel="${SEARCH_VS_GRID_PARALLEL:-2}"
