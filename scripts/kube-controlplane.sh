@@ -223,6 +223,9 @@ start() {
 	local t0
 	t0=$(date +%s.%N)
 	certs
+	# Each start is a fresh cluster: a stopped one's etcd data would hold its nodes and pods,
+	# and creating the nodes again would conflict.
+	rm -rf "$dir/etcd"
 	start_bg etcd "$etcd_root/usr/bin/etcd" --name default --data-dir "$dir/etcd" \
 		--listen-client-urls "http://127.0.0.1:$(port 1)" --advertise-client-urls "http://127.0.0.1:$(port 1)" \
 		--listen-peer-urls "http://127.0.0.1:$(port 2)" --initial-advertise-peer-urls "http://127.0.0.1:$(port 2)" \
