@@ -98,30 +98,6 @@ func (d *podDouble) flushes() (n int, afterIdle []bool) {
 
 func (d *podDouble) close() { _ = d.srv.Close() }
 
-// generations counts the generations every double answered so far, those of pods since
-// deleted included.
-func (e *kubeEngines) generations() int {
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	n := 0
-	count := func(d *podDouble) {
-		for _, ev := range d.calls.Events() {
-			if ev == "gen" {
-				n++
-			}
-		}
-	}
-	for _, d := range e.retired {
-		count(d)
-	}
-	for _, pe := range e.engines {
-		if pe.double != nil {
-			count(pe.double)
-		}
-	}
-	return n
-}
-
 // doubles are the pod doubles running now, by the base URL that reaches each on the pod
 // network (what the deployment's replica_endpoints lists).
 func (e *kubeEngines) doubles() map[string]*podDouble {

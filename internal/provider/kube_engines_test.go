@@ -77,7 +77,6 @@ type kubeEngines struct {
 	mu      sync.Mutex
 	engines map[string]*podEngine      // by pod name
 	proxies map[string]*serviceForward // by Service name
-	retired []*podDouble               // doubles whose pod is gone, kept for their call logs
 	started atomic.Int64
 }
 
@@ -154,23 +153,18 @@ func (e *kubeEngines) sync(ctx context.Context) {
 	defer e.mu.Unlock()
 	live := map[string]bool{}
 	for _, p := range pods.Items {
-		if p.DeletionTimestamp == nil && p.Status.PodIP != "" && p.Status.Phase == corev1.PodRunning {
-			live[p.Name] = true
+		if p.DeletionTimestamp != nil || p.Status.PodIP == "" || p.Status.Phase != corev1.PodRunning {
+			continue
+		}
+		live[p.Name] = true
+		if _, ok := e.engines[p.Name]; !ok {
+			e.engines[p.Name] = e.run(p)
 		}
 	}
-	// Gone pods' engines stop first: a replacement pod may get the same IP.
 	for name, pe := range e.engines {
 		if !live[name] {
 			pe.kill()
-			if pe.double != nil {
-				e.retired = append(e.retired, pe.double)
-			}
 			delete(e.engines, name)
-		}
-	}
-	for _, p := range pods.Items {
-		if _, ok := e.engines[p.Name]; live[p.Name] && !ok {
-			e.engines[p.Name] = e.run(p)
 		}
 	}
 	svcs, err := e.cs.CoreV1().Services(e.ns).List(ctx, sel)
