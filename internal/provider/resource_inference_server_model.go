@@ -47,12 +47,16 @@ const (
 	metaSecrets   = "secrets_version"
 )
 
+// hostNetwork says whether the container shares the host's network namespace
+// (network_mode = "host"): nothing is published and the engine binds bind_address itself.
+func (m inferenceServerModel) hostNetwork() bool { return m.NetworkMode.ValueString() == "host" }
+
 // launchSpec is the engine settings' launch spec as this resource runs it, listening where
 // its placement says (deploy.Placement.ListenAddress: bind_address with host networking).
 func (m inferenceServerModel) launchSpec(ctx context.Context) (engine.Spec, diag.Diagnostics) {
 	spec, diags := m.spec(ctx)
 	if !m.BindAddress.IsUnknown() {
-		spec.ListenAddress = deploy.Placement{BindAddress: m.BindAddress.ValueString(), HostNetwork: m.NetworkMode.ValueString() == "host"}.ListenAddress()
+		spec.ListenAddress = deploy.Placement{BindAddress: m.BindAddress.ValueString(), HostNetwork: m.hostNetwork()}.ListenAddress()
 	}
 	return spec, diags
 }
@@ -113,7 +117,7 @@ func (m inferenceServerModel) placement(ctx context.Context) (deploy.Placement, 
 		ModelHostPath:      m.ModelHostPath.ValueString(),
 		HostPort:           int(m.HostPort.ValueInt64()),
 		BindAddress:        m.BindAddress.ValueString(),
-		HostNetwork:        m.NetworkMode.ValueString() == "host",
+		HostNetwork:        m.hostNetwork(),
 		ShmSizeBytes:       m.ShmSizeMB.ValueInt64() << 20,
 		RestartPolicy:      m.RestartPolicy.ValueString(),
 		StopTimeoutSeconds: int(m.StopGraceSeconds.ValueInt64()),

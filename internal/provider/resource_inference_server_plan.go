@@ -62,7 +62,7 @@ func (r *inferenceServerResource) ModifyPlan(ctx context.Context, req resource.M
 	if resp.Diagnostics.HasError() {
 		return
 	}
-	if plan.Running.ValueBool() && !state.Running.ValueBool() && config.HostPort.IsNull() && plan.NetworkMode.ValueString() != "host" {
+	if plan.Running.ValueBool() && !state.Running.ValueBool() && config.HostPort.IsNull() && !plan.hostNetwork() {
 		resp.Diagnostics.Append(resp.Plan.SetAttribute(ctx, path.Root("host_port"), types.Int64Unknown())...)
 		resp.Diagnostics.Append(resp.Plan.SetAttribute(ctx, path.Root("endpoint"), types.StringUnknown())...)
 	}
@@ -83,7 +83,7 @@ func (r *inferenceServerResource) planKnownOutputs(ctx context.Context, req reso
 		return
 	}
 	bind, port := plan.BindAddress.ValueString(), plan.HostPort
-	if plan.NetworkMode.ValueString() == "host" {
+	if plan.hostNetwork() {
 		bind, port = "", types.Int64Value(int64(spec.Port))
 	}
 	if port.IsNull() || port.IsUnknown() {
