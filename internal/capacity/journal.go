@@ -226,6 +226,7 @@ func OpenJournal(path string, cfg Config) (*Journal, error) {
 			"it is not this provider's to append to: give another path", path)
 	}
 	j.history, j.needNewline, j.file, j.ignored = read.history, read.unterminated, f, read.ignored
+	j.history, j.ignored.suspect = vetHistory(read.history, read.lines, cfg)
 	return j, nil
 }
 
@@ -234,6 +235,10 @@ type ignoredLines struct {
 	otherConfig int // another configuration's trials (or another provider version's fingerprint)
 	damaged     int // cut short, not JSON, too long, or no trial this provider could have run
 	delivered   int // trials of a run of this configuration that finished and was delivered
+	// foreign counts lines that are not the journal's at all (another program's, a note
+	// typed into the file), firstForeign the first one's line number.
+	foreign, firstForeign int
+	suspect               []suspectLine // this configuration's trials their own figures or the configuration contradict
 }
 
 // Ignored says, one reason a sentence, which lines of the journal were not reused and why;
@@ -250,12 +255,24 @@ func (j *Journal) Ignored() []string {
 	if n := j.ignored.damaged; n > 0 {
 		out = append(out, fmt.Sprintf("%d damaged %s (cut short, not valid JSON or no trial), skipped", n, plural(n, "line", "lines")))
 	}
+	if n := j.ignored.foreign; n > 0 {
+		out = append(out, fmt.Sprintf("%d %s not written by this provider (the first: line %d), skipped: only the journal's own lines are read", n, plural(n, "line", "lines"), j.ignored.firstForeign))
+	}
+	for i, s := range j.ignored.suspect {
+		if i == maxSuspectListed {
+			n := len(j.ignored.suspect) - i
+			out = append(out, fmt.Sprintf("%d more %s of this configuration not reused for such reasons; their trials are measured again", n, plural(n, "line", "lines")))
+			break
+		}
+		out = append(out, fmt.Sprintf("line %d not reused: %s; its trial is measured again", s.line, s.why))
+	}
 	return out
 }
 
 // journalRead is what readJournal found.
 type journalRead struct {
 	history      []JournalEntry // this configuration's trials since its last completed run
+	lines        []int          // the line number of each of history's trials, from 1
 	ignored      ignoredLines
 	ours         bool  // some line was written by a journal
 	bytes        int64 // length of the file
@@ -270,6 +287,7 @@ func readJournal(r io.Reader, fingerprint string) (journalRead, error) {
 	br := bufio.NewReaderSize(r, 64<<10)
 	var line []byte
 	tooLong := false
+	number := 0
 	for {
 		chunk, err := br.ReadSlice('\n')
 		out.bytes += int64(len(chunk))
@@ -287,9 +305,27 @@ func readJournal(r io.Reader, fingerprint string) (journalRead, error) {
 		if len(chunk) > 0 {
 			out.unterminated = chunk[len(chunk)-1] != '\n'
 		}
-		if bytes.HasPrefix(line, []byte(journalPrefix)) {
+		if len(line) > 0 || tooLong || len(chunk) > 0 {
+			number++
+		}
+		switch {
+		case bytes.HasPrefix(line, []byte(journalPrefix)):
 			out.ours = true
+			before := len(out.history)
 			out.history = journalLine(out.history, line, fingerprint, &out.ignored)
+			switch {
+			case len(out.history) > before:
+				out.lines = append(out.lines, number)
+			case out.history == nil:
+				out.lines = nil
+			}
+		case tooLong || len(bytes.TrimSpace(line)) == 0:
+			// counted as damaged above, or an empty line (the newline a journal adds after
+			// a line a crash cut short)
+		default:
+			if out.ignored.foreign++; out.ignored.foreign == 1 {
+				out.ignored.firstForeign = number
+			}
 		}
 		line, tooLong = line[:0], false
 		if err == io.EOF {

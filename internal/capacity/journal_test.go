@@ -13,8 +13,21 @@ import (
 	"github.com/llmserve/terraform-provider-llmserve/internal/results"
 )
 
-func probeEntry(c int) JournalEntry {
-	return JournalEntry{Time: time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC), Workload: "64 / 8", Concurrency: c, Kind: "probe", Index: 1, Pass: true}
+func probeEntry(c int) JournalEntry { return measuredEntry(c, "probe", 1, 100) }
+
+// measuredEntry is a full trial of testConfig's workload as a run journals it: 8 measured
+// requests whose TTFT is p95 ms every one (so every statistic is p95), judged against
+// testConfig's objective, p95 TTFT under 150 ms.
+func measuredEntry(c int, kind string, index int, p95 float64) JournalEntry {
+	pass := p95 < 150
+	st := results.Stats{Avg: p95, Min: p95, Max: p95, P1: p95, P5: p95, P10: p95, P25: p95, P50: p95, P75: p95, P90: p95, P95: p95, P99: p95}
+	slos := []results.SLOResult{{Metric: "time_to_first_token", Percentile: 95, Value: p95, Met: pass}}
+	m := &results.Trial{Trial: index, Concurrency: c, TTFTMs: st, RequestLatencyMs: st, SLOs: slos,
+		Correctness: results.Correctness{WarmupRecords: 1, ProfilingRecords: 8, HTTP200: 9}}
+	e := JournalEntry{Time: time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC), Workload: "64 / 8", Concurrency: c, Kind: kind, Index: index,
+		Pass: pass, SLOs: slos, Closeness: p95 / 150, Requests: 9, Metrics: m}
+	e.Verdict = e.verdict()
+	return e
 }
 
 // journalLineOf is the line a journal of cfg writes for t.
@@ -39,35 +52,35 @@ func TestJournalRobustness(t *testing.T) {
 	tests := []struct {
 		name    string
 		content string
-		want    []int // concurrencies of the history after appending a record at 9
+		want    []int // concurrencies of the history after appending a record at 4
 		wantErr string
 	}{
-		{name: "new file", want: []int{9}},
-		{name: "empty file", content: "", want: []int{9}},
+		{name: "new file", want: []int{4}},
+		{name: "empty file", content: "", want: []int{4}},
 		{
 			name:    "truncated last line does not swallow the next record",
 			content: ours(1) + "\n" + ours(2)[:40],
-			want:    []int{1, 9},
+			want:    []int{1, 4},
 		},
 		{
 			name:    "lines of another configuration and another program are skipped",
 			content: ours(1) + "\n" + journalLineOf(t, other, probeEntry(2)) + "\n" + `{"fingerprint":"` + cfg.Fingerprint() + `","kind":"probe","concurrency":3}` + "\nplain text\n",
-			want:    []int{1, 9},
+			want:    []int{1, 4},
 		},
 		{
 			name:    "an over-long line is skipped, not fatal",
 			content: ours(1) + "\n" + journalPrefix + strings.Repeat("x", maxJournalLine+10) + "\n" + ours(2) + "\n",
-			want:    []int{1, 2, 9},
+			want:    []int{1, 2, 4},
 		},
 		{
 			name:    "records no run could have produced are skipped",
 			content: ours(0) + "\n" + ours(-4) + "\n" + strings.Replace(ours(3), `"kind":"probe"`, `"kind":"warmup"`, 1) + "\n" + ours(1) + "\n",
-			want:    []int{1, 9},
+			want:    []int{1, 4},
 		},
 		{
 			name:    "a completed run is not replayed",
 			content: ours(1) + "\n" + journalLineOf(t, cfg, JournalEntry{Kind: kindRunCompleted}) + "\n" + ours(2) + "\n",
-			want:    []int{2, 9},
+			want:    []int{2, 4},
 		},
 		{
 			name:    "a file that is not a journal is never appended to",
@@ -97,7 +110,7 @@ func TestJournalRobustness(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if err := j.Append(probeEntry(9)); err != nil {
+			if err := j.Append(probeEntry(4)); err != nil {
 				t.Fatal(err)
 			}
 			j.Close()
@@ -254,5 +267,143 @@ func TestJournalEntryNamesItsLevel(t *testing.T) {
 		if _, ok := f["concurrency"]; ok != (tc.e.Rate == 0) {
 			t.Errorf("%s: log fields %v: concurrency only for a closed-loop trial", tc.line, f)
 		}
+	}
+}
+
+// TestJournalIsEvidence: a line is reused only when its own figures and the configuration
+// bear it out; every other line is named in the warning with its number and why, and every
+// line that is not the journal's is counted.
+func TestJournalIsEvidence(t *testing.T) {
+	t.Parallel()
+	cfg := testConfig("http://a:1")
+	line := func(e JournalEntry) string { return journalLineOf(t, cfg, e) }
+	edit := func(e JournalEntry, f func(*JournalEntry)) JournalEntry {
+		m := *e.Metrics
+		e.Metrics = &m
+		f(&e)
+		return e
+	}
+	good1, good2 := probeEntry(1), measuredEntry(2, "confirmation", 1, 100)
+	tests := []struct {
+		name  string
+		lines []string
+		want  []int    // concurrencies reused
+		warn  []string // in the warning, in order
+	}{
+		{
+			name:  "a duplicated line with an edited p95: neither copy is reused",
+			lines: []string{line(good1), line(good2), line(measuredEntry(2, "confirmation", 1, 90))},
+			want:  []int{1},
+			warn: []string{
+				`line 2 not reused: lines 2, 3 record the same trial (workload "64 / 8", concurrency 2, confirmation 1): a run records each trial once, so no copy is reused; its trial is measured again`,
+				`line 3 not reused: lines 2, 3 record the same trial`,
+			},
+		},
+		{
+			name: "pass beside a p95 ten times the threshold",
+			lines: []string{line(good1), line(edit(measuredEntry(2, "confirmation", 1, 1500), func(e *JournalEntry) {
+				e.Pass, e.Verdict = true, "pass"
+			}))},
+			want: []int{1},
+			warn: []string{`line 2 not reused: it says pass, but its own figures give fail (p95 time_to_first_token 1500 ms, the objective p95 TTFT < 150 ms); its trial is measured again`},
+		},
+		{
+			name: "a met flag edited beside its value",
+			lines: []string{line(edit(measuredEntry(2, "confirmation", 1, 1500), func(e *JournalEntry) {
+				e.Pass, e.Verdict, e.Closeness = true, "pass", 0.5
+				e.SLOs = []results.SLOResult{{Metric: "time_to_first_token", Percentile: 95, Value: 1500, Met: true}}
+				e.Metrics.SLOs = e.SLOs
+			}))},
+			warn: []string{`line 1 not reused: it says p95 time_to_first_token was met, but its value 1500 ms misses the objective p95 TTFT < 150 ms`},
+		},
+		{
+			name: "an objective value that is not its statistic",
+			lines: []string{line(edit(measuredEntry(2, "confirmation", 1, 1500), func(e *JournalEntry) {
+				e.Pass, e.Verdict, e.Closeness = true, "pass", 100.0/150
+				e.SLOs = []results.SLOResult{{Metric: "time_to_first_token", Percentile: 95, Value: 100, Met: true}}
+				e.Metrics.SLOs = e.SLOs
+			}))},
+			warn: []string{`line 1 not reused: its p95 time_to_first_token value 100 ms is not the p95 time_to_first_token its own statistics give (1500 ms)`},
+		},
+		{
+			name: "percentiles out of order",
+			lines: []string{line(edit(good2, func(e *JournalEntry) {
+				e.Metrics.TTFTMs.P50 = 120
+			}))},
+			warn: []string{`line 1 not reused: its metrics cannot be a measurement: trial.ttft_ms.p50: 120 is above p75 100: percentiles rise with the rank`},
+		},
+		{
+			name:  "closeness the values do not give",
+			lines: []string{line(edit(good2, func(e *JournalEntry) { e.Closeness = 0.01 }))},
+			warn:  []string{`line 1 not reused: it states closeness 0.01, but its objective values give 0.666667`},
+		},
+		{
+			name: "objective values beside the metrics' differ",
+			lines: []string{line(edit(good2, func(e *JournalEntry) {
+				e.SLOs = []results.SLOResult{{Metric: "time_to_first_token", Percentile: 95, Value: 10, Met: true}}
+			}))},
+			warn: []string{`line 1 not reused: its objective values differ from those in its metrics`},
+		},
+		{
+			name: "off the configuration: another workload, a level outside the bounds, a confirmation too many, no metrics",
+			lines: []string{
+				line(edit(good2, func(e *JournalEntry) { e.Workload = "8K / 1K" })),
+				line(measuredEntry(9, "probe", 1, 100)),
+				line(measuredEntry(2, "confirmation", 3, 100)),
+				line(JournalEntry{Workload: "64 / 8", Concurrency: 3, Kind: "probe", Index: 1, Pass: true}),
+				line(good1),
+			},
+			want: []int{1},
+			warn: []string{
+				`line 1 not reused: workload "8K / 1K" is not one of the configuration's`,
+				`line 2 not reused: concurrency 9 lies outside search.min_concurrency to max_concurrency (1 to 5)`,
+				`line 3 not reused: it is confirmation 3, but trial.confirmation_trials is 2`,
+				`line 4 not reused: it carries no metrics, so its verdict cannot be checked against its figures`,
+			},
+		},
+		{
+			name:  "lines that are not the journal's are counted",
+			lines: []string{line(good1), "TODO: re-run the 8K workload", "", `{"note":"by hand"}`, line(good2)},
+			want:  []int{1, 2},
+			warn:  []string{`2 lines not written by this provider (the first: line 2), skipped: only the journal's own lines are read`},
+		},
+		{
+			name:  "a trial with failed requests is kept as a record, whatever it says, and a later good copy is reused",
+			lines: []string{line(edit(good2, func(e *JournalEntry) { e.Errors, e.Pass = 3, true })), line(good2)},
+			want:  []int{2, 2},
+		},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			path := filepath.Join(t.TempDir(), "p.jsonl")
+			if err := os.WriteFile(path, []byte(strings.Join(tc.lines, "\n")+"\n"), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			j, err := OpenJournal(path, cfg)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer j.Close()
+			var got []int
+			for _, e := range j.History() {
+				got = append(got, e.Concurrency)
+			}
+			if !equalInts(got, tc.want) {
+				t.Errorf("reused %v, want %v", got, tc.want)
+			}
+			warning := strings.Join(j.Ignored(), "\n")
+			at := 0
+			for _, w := range tc.warn {
+				i := strings.Index(warning[at:], w)
+				if i < 0 {
+					t.Fatalf("warning %q lacks (in order) %q", warning, w)
+				}
+				at += i + len(w)
+			}
+			if len(tc.warn) == 0 && warning != "" {
+				t.Errorf("warning %q for a journal of good lines", warning)
+			}
+		})
 	}
 }

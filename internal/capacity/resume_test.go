@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"slices"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -122,7 +123,7 @@ func TestJournalSaysWhatItIgnored(t *testing.T) {
 		}
 	}
 	trial := func(c int) JournalEntry {
-		return JournalEntry{Workload: "64 / 8", Concurrency: c, Kind: "confirmation", Index: 1, Pass: true}
+		return measuredEntry(c, "confirmation", 1, 100)
 	}
 	write(other, trial(1), trial(2))
 	write(cfg, trial(1))
@@ -328,5 +329,96 @@ func TestCapacityZeroWarns(t *testing.T) {
 	if len(ws) != 1 || !strings.Contains(ws[0].Summary, "no capacity") ||
 		!strings.Contains(ws[0].Detail, "p95 TTFT was") || !strings.Contains(ws[0].Detail, "< 1 ms") || !strings.Contains(ws[0].Detail, "× the limit") {
 		t.Fatalf("warnings %+v", ws)
+	}
+}
+
+// TestResumeFromAForgedJournal: a finished run's journal, with a confirmation trial copied
+// with a lowered p95, a failing one turned into a pass and a note typed into the file, is
+// resumed. The forged lines are measured again and named in the warning, the note counted,
+// and the result passes every check a reader of documents makes (Parse: the document's
+// face and CheckHeadline), with each trial once.
+func TestResumeFromAForgedJournal(t *testing.T) {
+	t.Parallel()
+	eng := twoSlotEngine(t, simengine.Options{Protocol: simengine.SGLang, Version: "0.5.10"})
+	srv := httptest.NewServer(eng)
+	defer srv.Close()
+	cfg := testConfig(srv.URL)
+	path := filepath.Join(t.TempDir(), "p.jsonl")
+	if _, err := Resume(context.Background(), cfg, Files{ProgressFile: path}); err != nil {
+		t.Fatal(err)
+	}
+	entries := journalTrialsOf(t, path, cfg)
+	pi := slices.IndexFunc(entries, func(e JournalEntry) bool { return e.Kind == "confirmation" && e.Pass })
+	fi := slices.IndexFunc(entries, func(e JournalEntry) bool { return e.Kind == "confirmation" && !e.Pass && e.Errors == 0 })
+	if pi < 0 || fi < 0 {
+		t.Fatalf("the run journaled no passing and failing confirmation trials: %+v", entries)
+	}
+	var lines []string
+	var forgedDup, forgedPass, note int // their line numbers
+	for i, e := range entries {
+		lines = append(lines, journalLineOf(t, cfg, e))
+		switch i {
+		case pi: // the same trial again, its p95 edited
+			d := e
+			m := *e.Metrics
+			m.TTFTMs.P95 *= 0.5
+			d.Metrics = &m
+			lines = append(lines, journalLineOf(t, cfg, d))
+			forgedDup = len(lines)
+		case fi: // replaced by a pass
+			lines = lines[:len(lines)-1]
+			f := e
+			f.Pass, f.Verdict = true, "pass"
+			lines = append(lines, journalLineOf(t, cfg, f))
+			forgedPass = len(lines)
+		}
+		if i == 0 {
+			lines = append(lines, "TODO: re-run the 8K workload with the new image")
+			note = len(lines)
+		}
+	}
+	if err := os.WriteFile(path, []byte(strings.Join(lines, "\n")+"\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+
+	rep, err := Resume(context.Background(), cfg, Files{ProgressFile: path})
+	if err != nil {
+		t.Fatal(err)
+	}
+	warning := strings.Join(rep.Resumed.Ignored, "\n")
+	for _, want := range []string{
+		fmt.Sprintf("line %d not reused: lines %d, %d record the same trial (workload \"64 / 8\", concurrency %d, confirmation %d)", forgedDup-1, forgedDup-1, forgedDup, entries[pi].Concurrency, entries[pi].Index),
+		fmt.Sprintf("line %d not reused: it says pass, but its own figures give fail (p95 time_to_first_token", forgedPass),
+		fmt.Sprintf("1 line not written by this provider (the first: line %d)", note),
+	} {
+		if !strings.Contains(warning, want) {
+			t.Errorf("warning %q lacks %q", warning, want)
+		}
+	}
+	if want := len(entries) - 2; rep.Resumed.Trials != want {
+		t.Errorf("resumed %d trials, want the %d unforged ones", rep.Resumed.Trials, want)
+	}
+	data, err := results.Marshal(rep.Document)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := results.Parse(data); err != nil {
+		t.Fatalf("the resumed result fails the document checks: %v", err)
+	}
+	seen := map[string]bool{}
+	for i, w := range rep.Document.Workloads {
+		if c := results.CheckHeadline(rep.Document.Objectives(), i, w); len(c) > 0 {
+			t.Errorf("CheckHeadline: %v", c)
+		}
+		for _, tr := range w.AllTrials {
+			key := fmt.Sprintf("%s %d at c=%d", tr.Kind, tr.Trial, tr.Concurrency)
+			if seen[key] {
+				t.Errorf("the result holds %s twice", key)
+			}
+			seen[key] = true
+		}
+		if !nearThreshold(w.AllTrials) && (w.MaximumPassingConcurrency == nil || *w.MaximumPassingConcurrency != 2) {
+			t.Errorf("maximum passing concurrency %v, want 2", w.MaximumPassingConcurrency)
+		}
 	}
 }

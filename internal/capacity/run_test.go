@@ -432,7 +432,7 @@ func TestJournalCompletedRunIsNotReplayed(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, c := range []int{1, 2} {
-		if err := j.Append(JournalEntry{Workload: "64 / 8", Concurrency: c, Kind: "probe", Index: 1, Pass: true}); err != nil {
+		if err := j.Append(probeEntry(c)); err != nil {
 			t.Fatal(err)
 		}
 	}
