@@ -15,6 +15,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/llmserve/terraform-provider-llmserve/internal/load"
 	"github.com/llmserve/terraform-provider-llmserve/internal/results"
 	"github.com/llmserve/terraform-provider-llmserve/internal/simengine"
 )
@@ -420,5 +421,36 @@ func TestResumeFromAForgedJournal(t *testing.T) {
 		if !nearThreshold(w.AllTrials) && (w.MaximumPassingConcurrency == nil || *w.MaximumPassingConcurrency != 2) {
 			t.Errorf("maximum passing concurrency %v, want 2", w.MaximumPassingConcurrency)
 		}
+	}
+}
+
+// TestJournalOfARateSearchIsReusable: every line a real rate search journals passes the
+// journal's checks, so an interrupted rate search resumes from all of them.
+func TestJournalOfARateSearchIsReusable(t *testing.T) {
+	t.Parallel()
+	srv := httptest.NewServer(twoSlotEngine(t, simengine.Options{}))
+	defer srv.Close()
+	cfg := testConfig(srv.URL)
+	cfg.WarmupRequests, cfg.MeasuredRequests, cfg.ConfirmationTrials = 2, 16, 1
+	cfg.OpenLoop = &OpenLoop{Arrival: load.Arrival{Pattern: load.ArrivalConstant}, MinRate: 3, MaxRate: 12, Tolerance: 0.25}
+	path := filepath.Join(t.TempDir(), "p.jsonl")
+	if _, err := Resume(context.Background(), cfg, Files{ProgressFile: path}); err != nil {
+		t.Fatal(err)
+	}
+	entries := journalTrialsOf(t, path, cfg)
+	var lines []string
+	for _, e := range entries {
+		lines = append(lines, journalLineOf(t, cfg, e))
+	}
+	if err := os.WriteFile(path, []byte(strings.Join(lines, "\n")+"\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	j, err := OpenJournal(path, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer j.Close()
+	if len(j.History()) != len(entries) || len(j.Ignored()) > 0 {
+		t.Errorf("reused %d of %d lines; ignored: %q", len(j.History()), len(entries), j.Ignored())
 	}
 }
