@@ -18,7 +18,9 @@ func NewReportCSVFunction() function.Function {
 			"the confirmation trials at the boundary, empty for the others), trial, concurrency, the " +
 			"first objective's value and the verdict, every latency percentile, throughput and " +
 			"correctness counter, `kind` (`probe`/`confirmation`), `stopped_early`, and for an open-loop " +
-			"trial its `request_rate` (a replay's also its `speedup`; empty otherwise). Numbers are " +
+			"trial its `request_rate` (a replay's also its `speedup`; empty otherwise) and its guards: " +
+			"`offered_rate`, `completion_rate`, `backlog_growth`, `backlog_allowance`, `kept_up` and " +
+			"`missed_guards` (space-separated). Numbers are " +
 			"unrounded; a probe stopped early has metrics over the requests that finished. Columns are " +
 			"only ever appended, so reading by position is safe.",
 		render: results.CSV,

@@ -18,7 +18,9 @@ func NewReportOpenMetricsFunction() function.Function {
 			"concurrency, SLO verdict, latency percentiles in seconds (label `percentile`, e.g. `\"95\"`; " +
 			"Prometheus reserves `quantile` for summaries), throughput and error counts. A search by rate adds " +
 			"`llmserve_maximum_passing_requests_per_second`, `llmserve_first_failing_requests_per_second` and " +
-			"each trial's `llmserve_trial_requests_per_second`; a replay by speedup `llmserve_maximum_passing_speedup`, " +
+			"each trial's `llmserve_trial_requests_per_second`, `llmserve_trial_offered_requests_per_second`, " +
+			"`llmserve_trial_completed_requests_per_second`, `llmserve_trial_backlog_growth_requests` and " +
+			"`llmserve_trial_kept_up`; a replay by speedup `llmserve_maximum_passing_speedup`, " +
 			"`llmserve_first_failing_speedup` and `llmserve_trial_speedup`. `promtool check " +
 			"metrics` reports nothing on it. With a second argument, an RFC 3339 time, every sample is " +
 			"stamped with it, so an archived result can be backfilled: `promtool tsdb create-blocks-from " +

@@ -24,6 +24,7 @@ var CSVHeader = []string{
 	"completion_tokens_total", "finish_reason_length", "errors", "cancelled", "output_length_mismatches",
 	"kind", "stopped_early",
 	"request_rate", "speedup",
+	"offered_rate", "completion_rate", "backlog_growth", "backlog_allowance", "kept_up", "missed_guards",
 }
 
 // CSV renders one row per trial, every number as recorded (unrounded): every entry of a
@@ -32,7 +33,8 @@ var CSVHeader = []string{
 // on both sides. side is passing or failing for the confirmation trials at the boundary,
 // empty for the others. Unknown values (no concurrency, an SLO the trial cannot be judged
 // by) are empty cells. An open-loop trial states its request_rate (and a replay's trial its
-// speedup), and its side says whether that rate is the maximum passing or the first failing.
+// speedup) with the figures of its guards, and its side says whether that rate is the
+// maximum passing or the first failing.
 func CSV(d *Document) string {
 	var b strings.Builder
 	w := csv.NewWriter(&b)
@@ -53,7 +55,7 @@ func CSV(d *Document) string {
 			}
 			c := t.Correctness
 			f, i := formatFloat, strconv.Itoa
-			_ = w.Write([]string{
+			_ = w.Write(append([]string{
 				csvText(wl.Label), i(wl.ConfiguredISL), i(wl.ConfiguredOSL), string(st.Side), i(t.Trial), conc,
 				sloValue, Verdict(d.Objectives(), t),
 				f(t.TTFTMs.P50), f(t.TTFTMs.P95), f(t.TTFTMs.P99),
@@ -69,7 +71,7 @@ func CSV(d *Document) string {
 				i(c.CompletionTokensTotal), i(c.FinishReasonLength), i(c.Errors), strconv.FormatBool(c.Cancelled), f(c.OutputLengthMismatches),
 				kindOf(t), strconv.FormatBool(t.StoppedEarly),
 				optional(t.RequestRate), optional(t.Speedup),
-			})
+			}, openLoopCells(t.OpenLoop)...))
 		}
 	}
 	w.Flush()
@@ -102,6 +104,17 @@ func everyTrial(w Workload) []SideTrial {
 		out = append(out, st)
 	}
 	return out
+}
+
+// openLoopCells are an open-loop trial's guards: the rate it offered and the rate the server
+// completed, the backlog's growth and its allowance, whether it kept up and the guards it
+// missed (space-separated); empty cells for a closed-loop trial.
+func openLoopCells(o *OpenLoopTrial) []string {
+	if o == nil {
+		return []string{"", "", "", "", "", ""}
+	}
+	return []string{formatFloat(o.OfferedRate), formatFloat(o.CompletionRate), formatFloat(o.BacklogGrowth), formatFloat(o.BacklogAllowance),
+		strconv.FormatBool(o.KeptUp), strings.Join(o.Missed, " ")}
 }
 
 // optional is a number that is 0 when absent, as an empty cell then.

@@ -36,7 +36,9 @@ func Markdown(d *Document) string {
 		row("Tensor parallelism", strconv.Itoa(e.TensorParallelism))
 	}
 	if e.ContextLength > 0 {
-		row("Context length", fmt.Sprintf("%d tokens (physical token pool %s)", e.ContextLength, tokenPool(e.PhysicalTokenPool)))
+		// The server's context for one request: llama.cpp divides its --ctx-size among its
+		// slots, so this is a slot's share there, not the whole configured context.
+		row("Context length", fmt.Sprintf("%d tokens per request (per slot); physical token pool %s", e.ContextLength, tokenPool(e.PhysicalTokenPool)))
 	}
 	if s := e.SpeculativeMode; s != nil {
 		row("Speculative decoding", fmt.Sprintf("%s, %d steps, top-k %d, %d draft tokens", mdText(s.Algorithm), s.Steps, s.TopK, s.DraftTokens))
@@ -65,7 +67,13 @@ func Markdown(d *Document) string {
 	row("Cache", mdText(p.CachePolicy))
 	b.WriteString("\n")
 
-	b.WriteString("## Summary\n\n| Workload | ISL / OSL | Maximum passing concurrency | First failing concurrency | Bound by |\n|---|---:|---:|---:|---|\n")
+	// One axis for every workload names the columns; workloads searched along different axes
+	// say theirs in each cell.
+	level := "level"
+	if a := documentAxis(d); a != nil {
+		level = a.Name()
+	}
+	fmt.Fprintf(&b, "## Summary\n\n| Workload | ISL / OSL | Maximum passing %s | First failing %s | Bound by |\n|---|---:|---:|---:|---|\n", level, level)
 	for _, w := range d.Workloads {
 		fmt.Fprintf(&b, "| %s | %d / %d | %s | %s | %s |\n", mdText(w.Label), w.ConfiguredISL, w.ConfiguredOSL,
 			capacityText(w, "none (even the lowest failed)"),
@@ -75,12 +83,25 @@ func Markdown(d *Document) string {
 	writeCosts(&b, d)
 
 	for _, w := range d.Workloads {
+		ax := w.Axis()
 		fmt.Fprintf(&b, "## %s\n\n", mdText(w.Label))
-		fmt.Fprintf(&b, "%d input / %d output tokens configured", w.ConfiguredISL, w.ConfiguredOSL)
+		if w.TraceFile != "" || w.TraceSHA256 != "" {
+			// A replay sends the trace's own lengths: its figures are the trace's means.
+			trace := mdCode(w.TraceFile)
+			if trace == "" {
+				trace = "sha256 " + mdCode(w.TraceSHA256)
+			}
+			fmt.Fprintf(&b, "Replay of the recorded trace %s: %d input / %d output tokens per request on average", trace, w.ConfiguredISL, w.ConfiguredOSL)
+			if m := traceMeanRate(w); m > 0 {
+				fmt.Fprintf(&b, ", %s requests/s as recorded", significant(m, 3))
+			}
+		} else {
+			fmt.Fprintf(&b, "%d input / %d output tokens configured", w.ConfiguredISL, w.ConfiguredOSL)
+		}
 		if w.ServerPromptTokens.Max > 0 {
 			fmt.Fprintf(&b, " (%s–%s prompt tokens as the server counted them)", formatFloat(w.ServerPromptTokens.Min), formatFloat(w.ServerPromptTokens.Max))
 		}
-		fmt.Fprintf(&b, ". Maximum passing concurrency **%s**, first failing **%s**", capacityText(w, "none"), boundaryText(w.FirstFailingConcurrency, "none"))
+		fmt.Fprintf(&b, ". Maximum passing %s **%s**, first failing **%s**", ax.Name(), capacityText(w, "none"), firstFailingText(w, "none"))
 		if by := boundByText(objs, w); by != "–" {
 			fmt.Fprintf(&b, ", bound by %s", mdText(by))
 		}
@@ -97,19 +118,35 @@ func Markdown(d *Document) string {
 			b.WriteString("No confirmation trials recorded.\n\n")
 			continue
 		}
-		b.WriteString("| Side | Concurrency | Trial | TTFT p50 (ms) | TTFT p95 (ms) | TTFT p99 (ms) | ITL p50 (ms) | Output (tok/s) | Per-user avg (tok/s) | Verdict |\n")
-		b.WriteString("|---|---:|---:|---:|---:|---:|---:|---:|---:|---|\n")
+		// An open-loop trial also shows the rate it offered and the rate the server completed:
+		// the guard that says whether it kept up.
+		openLoop := false
+		for _, st := range trials {
+			openLoop = openLoop || st.Trial.OpenLoop != nil
+		}
+		kept, keptRule := "", ""
+		if openLoop {
+			kept, keptRule = " Offered / completed (requests/s) |", "---:|"
+		}
+		fmt.Fprintf(&b, "| Side | %s | Trial |%s TTFT p50 (ms) | TTFT p95 (ms) | TTFT p99 (ms) | ITL p50 (ms) | Output (tok/s) | Per-user avg (tok/s) | Verdict |\n", ax.Column(), kept)
+		fmt.Fprintf(&b, "|---|---:|---:|%s---:|---:|---:|---:|---:|---:|---|\n", keptRule)
 		for _, st := range trials {
 			t := st.Trial
 			verdict := verdictText(objs, t)
-			fmt.Fprintf(&b, "| %s | %s | %d | %s | %s | %s | %s | %s | %s | %s |\n",
-				st.Side, concurrencyText(st.Concurrency), t.Trial,
+			if openLoop {
+				kept = " – |"
+				if o := t.OpenLoop; o != nil {
+					kept = " " + significant(o.OfferedRate, 3) + " / " + significant(o.CompletionRate, 3) + " |"
+				}
+			}
+			fmt.Fprintf(&b, "| %s | %s | %d |%s %s | %s | %s | %s | %s | %s | %s |\n",
+				st.Side, levelCell(ax, st), t.Trial, kept,
 				fixed(t.TTFTMs.P50, 1), fixed(t.TTFTMs.P95, 1), fixed(t.TTFTMs.P99, 1), fixed(t.ITLMs.P50, 2),
 				fixed(t.OutputThroughputTPS, 1), fixed(t.PerUserOutputThroughputTPS.Avg, 1), mdText(verdict))
 		}
 		b.WriteString("\n")
-		writeServerView(&b, trials)
-		writeAccelerators(&b, trials)
+		writeServerView(&b, ax, trials)
+		writeAccelerators(&b, ax, trials)
 	}
 
 	c := d.CorrectnessTotal
@@ -151,6 +188,9 @@ func verdictText(objs []SLO, t Trial) string {
 			extra = append(extra, fmt.Sprintf("%s %s %s", lead, fixed(v, 1), s.Unit()))
 		}
 	}
+	// An open-loop trial that met every objective fails when the server did not keep up
+	// with its rate: say which guard, with its figures, not "met".
+	missed = append(missed, t.OpenLoop.MissedGuards()...)
 	verdict := Verdict(objs, t)
 	switch verdict {
 	case VerdictFail:
@@ -170,44 +210,49 @@ func verdictText(objs []SLO, t Trial) string {
 	return verdict
 }
 
-// capacityText is the maximum passing concurrency (or request rate, for a search by rate) as
-// a reader should take it: "≥ N" when every level tried passed (the search's ceiling, not the
-// capacity), "none, below N" when even the lowest failed.
+// capacityText is the maximum passing level along the workload's axis as a reader should
+// take it: "≥ N" when every level tried passed (the search's ceiling, not the capacity),
+// "none, below N" when even the lowest failed.
 func capacityText(w Workload, none string) string {
-	mp, ff := boundaryText(w.MaximumPassingConcurrency, none), boundaryText(w.FirstFailingConcurrency, none)
-	if w.MaximumPassingRequestRate != nil || w.FirstFailingRequestRate != nil {
-		mp, ff = openText(w.MaximumPassingRequestRate, w.MaximumPassingSpeedup, none), openText(w.FirstFailingRequestRate, w.FirstFailingSpeedup, none)
-	}
+	ax := w.Axis()
+	mp, ff := ax.Boundary()
 	switch w.SearchBound() {
 	case BoundCeiling:
-		return "≥ " + mp
+		return "≥ " + levelText(ax, mp, none)
 	case BoundFloor:
-		return none + ", below " + ff
+		return none + ", below " + levelText(ax, ff, none)
 	}
-	return mp
+	return levelText(ax, mp, none)
 }
 
-// firstFailingText is the first failing concurrency, or request rate for a search by rate.
+// firstFailingText is the first failing level along the workload's axis.
 func firstFailingText(w Workload, none string) string {
-	if w.MaximumPassingRequestRate != nil || w.FirstFailingRequestRate != nil {
-		return openText(w.FirstFailingRequestRate, w.FirstFailingSpeedup, none)
-	}
-	return boundaryText(w.FirstFailingConcurrency, none)
+	ax := w.Axis()
+	_, ff := ax.Boundary()
+	return levelText(ax, ff, none)
 }
 
-// openText is a rate boundary, with a replay's speedup first: "speedup 1.5 (7.5 requests/s)".
-func openText(rate, speedup *float64, none string) string {
-	if rate != nil && speedup != nil {
-		return "speedup " + formatFloat(*speedup) + " (" + rateText(rate, none) + ")"
-	}
-	return rateText(rate, none)
-}
-
-func rateText(r *float64, none string) string {
-	if r == nil {
+func levelText(ax Axis, v *float64, none string) string {
+	if v == nil {
 		return none
 	}
-	return formatFloat(*r) + " requests/s"
+	return ax.Text(*v)
+}
+
+// levelTextOf is a trial's level with its unit, "?" when it does not say.
+func levelTextOf(ax Axis, st SideTrial) string {
+	if v, ok := ax.Level(st); ok {
+		return ax.Text(v)
+	}
+	return "?"
+}
+
+// levelCell is a trial's level in a table under the axis' column, "?" when it does not say.
+func levelCell(ax Axis, st SideTrial) string {
+	if v, ok := ax.Level(st); ok {
+		return ax.Cell(v)
+	}
+	return "?"
 }
 
 // boundByText names what failed the first failing level: bound_by, or for documents older
@@ -225,6 +270,9 @@ func boundByText(objs []SLO, w Workload) string {
 	out := make([]string, len(by))
 	for i, k := range by {
 		out[i] = k
+		if g := guardName(k); g != "" {
+			out[i] = g
+		}
 		for _, s := range objs {
 			if s.Key() == k {
 				out[i] = strings.TrimSuffix(s.String(), " "+symbols[s.Comparison]+" "+formatFloat(s.ThresholdMs)+" "+s.Unit())
@@ -232,20 +280,6 @@ func boundByText(objs []SLO, w Workload) string {
 		}
 	}
 	return strings.Join(out, ", ")
-}
-
-func boundaryText(c *int, none string) string {
-	if c == nil {
-		return none
-	}
-	return strconv.Itoa(*c)
-}
-
-func concurrencyText(c int) string {
-	if c == 0 {
-		return "?"
-	}
-	return strconv.Itoa(c)
 }
 
 func boolCount(b bool) int {
@@ -318,7 +352,7 @@ func tokenPool(p *int) string {
 
 // writeServerView renders what the engine itself saw in each trial (its metrics) and the
 // proof that the cache was cold, beside the client's table, when the document has them.
-func writeServerView(b *strings.Builder, trials []SideTrial) {
+func writeServerView(b *strings.Builder, ax Axis, trials []SideTrial) {
 	present := false
 	for _, st := range trials {
 		present = present || st.Trial.Server != nil || st.Trial.Correctness.CachedPromptTokens != nil || len(st.Trial.Notes) > 0
@@ -327,7 +361,7 @@ func writeServerView(b *strings.Builder, trials []SideTrial) {
 		return
 	}
 	b.WriteString("Server-side view (the engine's own metrics during each trial):\n\n")
-	b.WriteString("| Side | Concurrency | Trial | Server TTFT p50 / p95 (ms) | Server latency p50 / p95 (ms) | Queue p95 (ms) | Peak running | Peak queued | Peak KV use | Cached prompt tokens |\n")
+	fmt.Fprintf(b, "| Side | %s | Trial | Server TTFT p50 / p95 (ms) | Server latency p50 / p95 (ms) | Queue p95 (ms) | Peak running | Peak queued | Peak KV use | Cached prompt tokens |\n", ax.Column())
 	b.WriteString("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n")
 	dash := "–"
 	lat := func(l *ServerLatency, both bool) string {
@@ -362,14 +396,14 @@ func writeServerView(b *strings.Builder, trials []SideTrial) {
 			}
 		}
 		fmt.Fprintf(b, "| %s | %s | %d | %s | %s | %s | %s | %s | %s | %s |\n",
-			st.Side, concurrencyText(st.Concurrency), t.Trial, lat(sv.TTFTMs, true), lat(sv.RequestLatencyMs, true), lat(sv.QueueTimeMs, false),
+			st.Side, levelCell(ax, st), t.Trial, lat(sv.TTFTMs, true), lat(sv.RequestLatencyMs, true), lat(sv.QueueTimeMs, false),
 			num(sv.PeakRunningRequests, false), num(sv.PeakQueuedRequests, false), num(sv.PeakKVCacheUsage, true), cached)
 	}
 	b.WriteString("\n")
 	notes := false
 	for _, st := range trials {
 		for _, n := range st.Trial.Notes {
-			fmt.Fprintf(b, "> **Note** (%s trial %d at concurrency %s): %s\n", st.Side, st.Trial.Trial, concurrencyText(st.Concurrency), mdText(n))
+			fmt.Fprintf(b, "> **Note** (%s trial %d at %s %s): %s\n", st.Side, st.Trial.Trial, ax.Name(), levelTextOf(ax, st), mdText(n))
 			notes = true
 		}
 	}

@@ -42,7 +42,7 @@ func writeCosts(b *strings.Builder, d *Document) {
 
 // writeAccelerators renders the accelerators' figures of each trial that has them (summed
 // over the devices; utilisation averaged), and what could not be measured.
-func writeAccelerators(b *strings.Builder, trials []SideTrial) {
+func writeAccelerators(b *strings.Builder, ax Axis, trials []SideTrial) {
 	present := false
 	for _, st := range trials {
 		present = present || st.Trial.Accelerators != nil
@@ -51,7 +51,7 @@ func writeAccelerators(b *strings.Builder, trials []SideTrial) {
 		return
 	}
 	b.WriteString("Accelerators (their exporters, over each trial's measured requests, all devices):\n\n")
-	b.WriteString("| Side | Concurrency | Trial | Devices | Mean / peak power (W) | Utilisation (%) | Peak memory (GiB) | Energy (J) | J per output token | Energy from |\n")
+	fmt.Fprintf(b, "| Side | %s | Trial | Devices | Mean / peak power (W) | Utilisation (%%) | Peak memory (GiB) | Energy (J) | J per output token | Energy from |\n", ax.Column())
 	b.WriteString("|---|---:|---:|---:|---:|---:|---:|---:|---:|---|\n")
 	dash := "–"
 	num := func(f *float64, scale float64, decimals int) string {
@@ -75,10 +75,10 @@ func writeAccelerators(b *strings.Builder, trials []SideTrial) {
 		if t.EnergySource != "" {
 			source = mdText(strings.ReplaceAll(t.EnergySource, "_", " "))
 		}
-		fmt.Fprintf(b, "| %s | %s | %d | %d | %s | %s | %s | %s | %s | %s |\n", st.Side, concurrencyText(st.Concurrency), st.Trial.Trial, len(a.Devices),
+		fmt.Fprintf(b, "| %s | %s | %d | %d | %s | %s | %s | %s | %s | %s |\n", st.Side, levelCell(ax, st), st.Trial.Trial, len(a.Devices),
 			power, num(t.MeanUtilizationPercent, 1, 1), num(t.PeakMemoryUsedBytes, 1.0/(1<<30), 1), num(t.EnergyJ, 1, 1), num(t.JoulesPerOutputToken, 1, 4), source)
 		for _, w := range a.Warnings {
-			notes = append(notes, fmt.Sprintf("> **Telemetry** (%s trial %d at concurrency %s): %s\n", st.Side, st.Trial.Trial, concurrencyText(st.Concurrency), mdText(w)))
+			notes = append(notes, fmt.Sprintf("> **Telemetry** (%s trial %d at %s %s): %s\n", st.Side, st.Trial.Trial, ax.Name(), levelTextOf(ax, st), mdText(w)))
 		}
 	}
 	b.WriteString("\n")

@@ -180,6 +180,23 @@ func openMetrics(d *Document, stamp string) string {
 			}
 		})
 	}
+	if byRate {
+		openLoop := func(name string, v func(*OpenLoopTrial) float64) func(trialRow, []string) {
+			return func(r trialRow, l []string) {
+				if o := r.st.Trial.OpenLoop; o != nil {
+					sample(name, v(o), l...)
+				}
+			}
+		}
+		each("llmserve_trial_offered_requests_per_second", "Rate the open-loop trial's measured requests were due at on its schedule.",
+			openLoop("llmserve_trial_offered_requests_per_second", func(o *OpenLoopTrial) float64 { return o.OfferedRate }))
+		each("llmserve_trial_completed_requests_per_second", "Rate the server completed the open-loop trial's measured requests at; below the offered rate it did not keep up.",
+			openLoop("llmserve_trial_completed_requests_per_second", func(o *OpenLoopTrial) float64 { return o.CompletionRate }))
+		each("llmserve_trial_backlog_growth_requests", "Fitted rise of the requests in flight over the open-loop trial.",
+			openLoop("llmserve_trial_backlog_growth_requests", func(o *OpenLoopTrial) float64 { return o.BacklogGrowth }))
+		each("llmserve_trial_kept_up", "1 when the server kept up with the open-loop trial's rate (both guards held), 0 when it did not.",
+			openLoop("llmserve_trial_kept_up", func(o *OpenLoopTrial) float64 { return float64(boolCount(o.KeptUp)) }))
+	}
 	if bySpeedup {
 		each("llmserve_trial_speedup", "Speedup at which the trial replayed the recorded trace.", func(r trialRow, l []string) {
 			if v := r.st.Trial.Speedup; v > 0 {

@@ -74,7 +74,8 @@ func TestCSVShape(t *testing.T) {
 		"server_completion_tokens_min,server_completion_tokens_max,warmup_records,unique_warmup_prompts," +
 		"warmup_profile_prompt_overlap,profiling_records,http_200,unique_prompts,unique_outputs,generated_chunks," +
 		"generated_utf8_bytes,completion_tokens_total,finish_reason_length,errors,cancelled,output_length_mismatches," +
-		"kind,stopped_early,request_rate,speedup"
+		"kind,stopped_early,request_rate,speedup," +
+		"offered_rate,completion_rate,backlog_growth,backlog_allowance,kept_up,missed_guards"
 	if got := strings.Join(rows[0], ","); got != header {
 		t.Errorf("header =\n%s\nwant\n%s", got, header)
 	}

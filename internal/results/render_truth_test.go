@@ -139,7 +139,7 @@ func TestRenderingsOfASpeedupSearch(t *testing.T) {
 		t.Fatalf("headline %+v", h)
 	}
 	d := &Document{SLOs: objs, Workloads: []Workload{w}}
-	if md := Markdown(d); !strings.Contains(md, "| speedup 1.25 (6.25 requests/s) | speedup 1.5 (7.5 requests/s) |") {
+	if md := Markdown(d); !strings.Contains(md, "| 1.25× (6.25 requests/s) | 1.5× (7.5 requests/s) |") {
 		t.Errorf("Markdown lacks the speedups:\n%s", md)
 	}
 	rows, err := csv.NewReader(strings.NewReader(CSV(d))).ReadAll()

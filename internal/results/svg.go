@@ -17,11 +17,11 @@ const (
 	svgColumns   = 3
 	svgMargin    = 24.0
 	svgPanelW    = 380.0
-	svgPanelH    = 300.0
+	svgPanelH    = 314.0
 	svgPanelGap  = 20.0
 	svgPlotLeft  = 62.0 // room for y tick labels and the axis title
 	svgPlotRight = 18.0
-	svgPlotTop   = 44.0 // room for the panel title and the boundary line
+	svgPlotTop   = 58.0 // room for the panel title and the boundary's two lines
 	svgPlotBot   = 50.0 // room for x tick labels and the axis title
 	svgArrow     = 16.0 // length of the arrow of a value that is a lower bound
 
@@ -108,9 +108,17 @@ func SVG(d *Document) string {
 	}
 	rows := max((panels+cols-1)/cols, 1)
 
-	title := charted[0].label + " against concurrency"
+	// The x axis is each workload's own; the title names it when they share one.
+	against := "the level searched"
+	if a := documentAxis(d); a != nil {
+		against = a.Name()
+		if _, rate := a.(rateAxis); rate {
+			against = "offered request rate"
+		}
+	}
+	title := charted[0].label + " against " + against
 	if len(charted) > 1 {
-		title = "Every objective against concurrency"
+		title = "Every objective against " + against
 	}
 	if d.Experiment.Model != "" {
 		title += " · " + d.Experiment.Model
@@ -123,16 +131,26 @@ func SVG(d *Document) string {
 	if len(notCharted) > 0 {
 		sub += " (not charted: the trials do not record " + strings.Join(notCharted, ", ") + ")"
 	}
-	allTrials, stopped := false, false
+	allTrials, stopped, lagged := false, false, false
 	for _, w := range d.Workloads {
 		allTrials = allTrials || len(w.AllTrials) > 0
 		for _, t := range w.AllTrials {
 			stopped = stopped || t.StoppedEarly
 		}
+		for _, p := range chartPoints(w, charted[0]) {
+			lagged = lagged || p.lagged
+		}
 	}
-	legend := legendItems(allTrials, stopped, charted[0].hasThreshold)
+	legend := legendItems(allTrials, stopped, lagged, charted[0].hasThreshold)
 
-	gridW := float64(cols)*svgPanelW + float64(cols-1)*svgPanelGap
+	// A panel is as wide as its heading and its boundary lines need, so none is squeezed.
+	panelW := svgPanelW
+	for _, w := range d.Workloads {
+		for _, line := range panelLines(w, objs) {
+			panelW = max(panelW, svgPlotLeft+textWidth(line.text, line.size, line.bold)+4)
+		}
+	}
+	gridW := float64(cols)*panelW + float64(cols-1)*svgPanelGap
 	width := 2*svgMargin + max(gridW, textWidth(title, 18, true), textWidth(sub, 12, false))
 	// The legend wraps onto as many lines as the width needs.
 	var legendLines [][]legendItem
@@ -172,9 +190,9 @@ func SVG(d *Document) string {
 	for i, w := range d.Workloads {
 		for j, o := range charted {
 			k := i*len(charted) + j
-			x := svgMargin + float64(k%cols)*(svgPanelW+svgPanelGap)
+			x := svgMargin + float64(k%cols)*(panelW+svgPanelGap)
 			y := headerH + float64(k/cols)*(svgPanelH+svgPanelGap)
-			writePanel(&b, i, x, y, w, o, objs)
+			writePanel(&b, i, x, y, panelW, w, o, objs)
 		}
 	}
 	b.WriteString("</svg>\n")
@@ -187,7 +205,7 @@ type legendItem struct {
 	draw  func(x, y float64) string
 }
 
-func legendItems(allTrials, stopped, withThreshold bool) []legendItem {
+func legendItems(allTrials, stopped, lagged, withThreshold bool) []legendItem {
 	item := func(text string, markerW float64, marker func(x, y float64) string) legendItem {
 		return legendItem{width: markerW + 8 + textWidth(text, 12, false) + 22, draw: func(x, y float64) string {
 			return marker(x, y) + fmt.Sprintf(`<text x="%s" y="%s">%s</text>`, num(x+markerW), num(y+4), esc(text))
@@ -206,6 +224,9 @@ func legendItems(allTrials, stopped, withThreshold bool) []legendItem {
 			return probeMarker(x, y, colorPassing, "passing probe", "") + probeMarker(x+16, y, colorFailing, "failing probe", "")
 		}))
 	}
+	if lagged {
+		out = append(out, item("met, but the server did not keep up with the rate", 12, func(x, y float64) string { return laggedMarker(x, y, "") }))
+	}
 	if stopped {
 		out = append(out, item("stopped early: at least this", 14, func(x, y float64) string {
 			return boundArrow(x, y+6, y-10, colorFailing)
@@ -220,7 +241,7 @@ func legendItems(allTrials, stopped, withThreshold bool) []legendItem {
 }
 
 type point struct {
-	c     int
+	x     float64 // the trial's level on the workload's axis
 	v     float64
 	met   bool
 	label string // for the tooltip: "passing side, trial 2" or "probe 1"
@@ -229,43 +250,60 @@ type point struct {
 	// unjudged: a probe stopped early that states nothing of this objective (it stopped on
 	// another); drawn grey, a lower bound too.
 	unjudged bool
+	// lagged: an open-loop trial that met this objective but failed because the server did
+	// not keep up with its rate (guards names the guards it missed, with their figures).
+	lagged bool
+	guards string
+}
+
+// keptUp marks a point that met its objective while the server did not keep up.
+func (p *point) keptUp(t Trial) {
+	if g := t.OpenLoop.MissedGuards(); p.met && len(g) > 0 {
+		p.lagged, p.guards = true, strings.Join(g, "; ")
+	}
 }
 
 // chartPoints are the workload's trials to draw for one objective: every trial the search
 // ran when the document lists them (probes as rings), else the confirmation trials of both
 // sides, each marked by whether it met this objective.
 func chartPoints(w Workload, o chartObjective) []point {
+	ax := w.Axis()
 	var pts []point
 	if len(w.AllTrials) == 0 {
 		for _, st := range w.Trials() {
 			v, err := o.value(st.Trial)
-			if err != nil || st.Concurrency == 0 || math.IsNaN(v) || math.IsInf(v, 0) {
+			x, ok := ax.Level(st)
+			if err != nil || !ok || math.IsNaN(v) || math.IsInf(v, 0) {
 				continue
 			}
 			met, ok := o.met(st.Trial)
 			if !ok {
 				met = st.Side == SidePassing
 			}
-			pts = append(pts, point{c: st.Concurrency, v: v, met: met, label: fmt.Sprintf("%s side, trial %d", st.Side, st.Trial.Trial)})
+			p := point{x: x, v: v, met: met, label: fmt.Sprintf("%s side, trial %d", st.Side, st.Trial.Trial)}
+			p.keptUp(st.Trial)
+			pts = append(pts, p)
 		}
 		return pts
 	}
 	for _, t := range w.AllTrials {
 		v, err := o.value(t)
-		if err != nil || t.Concurrency == 0 || math.IsNaN(v) || math.IsInf(v, 0) {
+		x, ok := ax.Level(SideTrial{Concurrency: t.Concurrency, Trial: t})
+		if err != nil || !ok || math.IsNaN(v) || math.IsInf(v, 0) {
 			continue
 		}
 		met, ok := o.met(t)
 		if !ok && (!t.StoppedEarly || o.only) {
 			met, ok = t.Verdict == VerdictPass, true
 		}
-		p := point{c: t.Concurrency, v: v, met: met, probe: t.Kind == "probe", label: fmt.Sprintf("%s %d", t.Kind, t.Trial)}
+		p := point{x: x, v: v, met: met, probe: t.Kind == "probe", label: fmt.Sprintf("%s %d", t.Kind, t.Trial)}
 		if t.StoppedEarly {
 			p.label += " (stopped early)"
 			// What finished before the stop understates a missed objective: its value is a
 			// lower bound, drawn with an arrow up rather than moved anywhere.
 			p.bound, p.unjudged = !met, !ok
 		}
+		p.keptUp(t)
 		pts = append(pts, p)
 	}
 	return pts
@@ -285,15 +323,45 @@ func chartable(d *Document, s SLO) bool {
 	return err == nil
 }
 
-func writePanel(b *strings.Builder, index int, x0, y0 float64, w Workload, o chartObjective, objs []SLO) {
+// panelLine is one line of text above a panel's plot.
+type panelLine struct {
+	text string
+	size float64
+	bold bool
+}
+
+// panelLines are the lines above a workload's plot: its heading, then both sides of its
+// boundary, then what bound it.
+func panelLines(w Workload, objs []SLO) []panelLine {
+	heading := w.Label
+	if w.ConfiguredISL > 0 || w.ConfiguredOSL > 0 {
+		heading += fmt.Sprintf(" (ISL %d / OSL %d)", w.ConfiguredISL, w.ConfiguredOSL)
+	}
+	by := "bound by " + boundByText(objs, w)
+	if by == "bound by –" {
+		by = "bound by nothing within the bounds"
+	}
+	return []panelLine{
+		{heading, 14, true},
+		{"max. passing " + capacityText(w, "none") + " · first failing " + firstFailingText(w, "none"), 12, false},
+		{by, 12, false},
+	}
+}
+
+func writePanel(b *strings.Builder, index int, x0, y0, panelW float64, w Workload, o chartObjective, objs []SLO) {
+	ax := w.Axis()
 	pts := chartPoints(w, o)
 	threshold := o.slo.ThresholdMs
-	maxC, maxV := 1, 0.0
+	maxC, maxV := 0.0, 0.0
+	if ax.Whole() {
+		maxC = 1
+	}
 	for _, p := range pts {
-		maxC = max(maxC, p.c)
+		maxC = max(maxC, p.x)
 		maxV = max(maxV, p.v)
 	}
-	for _, c := range []*int{w.MaximumPassingConcurrency, w.FirstFailingConcurrency} {
+	mp, ff := ax.Boundary()
+	for _, c := range []*float64{mp, ff} {
 		if c != nil {
 			maxC = max(maxC, *c)
 		}
@@ -315,14 +383,27 @@ func writePanel(b *strings.Builder, index int, x0, y0 float64, w Workload, o cha
 		yTicks, yStep = 5, 0.2
 	}
 	yMax := yTicks * yStep
-	// One spare unit right of the highest concurrency keeps its markers off the frame; the
-	// axis then ends on a whole tick so grid lines stay inside the plot.
-	xStep := math.Max(1, math.Round(niceStep(float64(maxC+1)/8)))
-	xTicks := math.Ceil(float64(maxC+1) / xStep)
+	// One spare unit right of the highest concurrency (a tenth of the highest rate or
+	// speed-up) keeps its markers off the frame; the axis then ends on a whole tick so grid
+	// lines stay inside the plot.
+	var xStep, xTicks float64
+	if ax.Whole() {
+		xStep = math.Max(1, math.Round(niceStep((maxC+1)/8)))
+		xTicks = math.Ceil((maxC + 1) / xStep)
+	} else {
+		if !(maxC > 0) || math.IsInf(maxC, 0) {
+			maxC = 1
+		}
+		xStep = niceStep(maxC * 1.1 / 6)
+		xTicks = math.Ceil(maxC * 1.1 / xStep)
+	}
+	if !(xTicks >= 1 && xTicks <= 40) {
+		xTicks, xStep = 5, math.Max(maxC, 1)/5
+	}
 	xMax := xTicks * xStep
 
 	plotX, plotY := x0+svgPlotLeft, y0+svgPlotTop
-	plotW, plotH := svgPanelW-svgPlotLeft-svgPlotRight, svgPanelH-svgPlotTop-svgPlotBot
+	plotW, plotH := panelW-svgPlotLeft-svgPlotRight, svgPanelH-svgPlotTop-svgPlotBot
 	px := func(c float64) float64 { return plotX + c/xMax*plotW }
 	py := func(v float64) float64 { return plotY + plotH - v/scale/yMax*plotH }
 
@@ -331,19 +412,15 @@ func writePanel(b *strings.Builder, index int, x0, y0 float64, w Workload, o cha
 		id += "-" + strings.ReplaceAll(strings.ToLower(o.label), " ", "-")
 	}
 	fmt.Fprintf(b, `<g class="workload" id="%s">`+"\n", esc(id))
-	heading := w.Label
-	if w.ConfiguredISL > 0 || w.ConfiguredOSL > 0 {
-		heading += fmt.Sprintf(" (ISL %d / OSL %d)", w.ConfiguredISL, w.ConfiguredOSL)
+	room := panelW - svgPlotLeft
+	for i, line := range panelLines(w, objs) {
+		attrs := fmt.Sprintf(` fill="%s"`, colorMuted)
+		if line.bold {
+			attrs = ` font-size="14" font-weight="bold"`
+		}
+		b.WriteString(fitText(plotX, y0+16+15*float64(i), line.text, room, line.size, line.bold, attrs))
+		b.WriteString("\n")
 	}
-	room := svgPanelW - svgPlotLeft
-	b.WriteString(fitText(plotX, y0+16, heading, room, 14, true, ` font-size="14" font-weight="bold"`))
-	b.WriteString("\n")
-	status := "max. passing " + capacityText(w, "none") + " · first failing " + firstFailingText(w, "none")
-	if by := boundByText(objs, w); by != "–" {
-		status += " · bound by " + by
-	}
-	b.WriteString(fitText(plotX, y0+32, status, room, 12, false, fmt.Sprintf(` fill="%s"`, colorMuted)))
-	b.WriteString("\n")
 
 	// Grid and tick labels.
 	for i := 0.0; i <= yTicks; i++ {
@@ -359,7 +436,7 @@ func writePanel(b *strings.Builder, index int, x0, y0 float64, w Workload, o cha
 		fmt.Fprintf(b, `<text x="%s" y="%s" text-anchor="middle" fill="%s">%s</text>`+"\n", num(x), num(plotY+plotH+16), colorMuted, tick(c, xStep))
 	}
 	fmt.Fprintf(b, `<rect x="%s" y="%s" width="%s" height="%s" fill="none" stroke="%s"/>`+"\n", num(plotX), num(plotY), num(plotW), num(plotH), colorAxis)
-	fmt.Fprintf(b, `<text x="%s" y="%s" text-anchor="middle">Concurrency (users in flight)</text>`+"\n", num(plotX+plotW/2), num(plotY+plotH+38))
+	fmt.Fprintf(b, `<text x="%s" y="%s" text-anchor="middle">%s</text>`+"\n", num(plotX+plotW/2), num(plotY+plotH+38), esc(ax.Title()))
 	ly := plotY + plotH/2
 	fmt.Fprintf(b, `<text x="%s" y="%s" text-anchor="middle" transform="rotate(-90 %s %s)">%s (%s)</text>`+"\n",
 		num(x0+16), num(ly), num(x0+16), num(ly), esc(o.label), unit)
@@ -378,20 +455,24 @@ func writePanel(b *strings.Builder, index int, x0, y0 float64, w Workload, o cha
 			num(plotX+6), num(y-6), colorThreshold, esc(symbols[o.slo.Comparison]), formatFloat(threshold/scale), unit)
 	}
 
-	// Trials at one concurrency share one x; where their markers land on top of each other,
-	// a count says how many there are.
+	// Trials at one level share one x; where their markers land on top of each other, a
+	// count says how many there are.
 	type stack struct {
 		n             int
 		x, yMin, yMax float64
 	}
-	stacks := map[[2]int]*stack{}
-	var order [][2]int
+	type stackKey struct {
+		x    float64
+		kind int
+	}
+	stacks := map[stackKey]*stack{}
+	var order []stackKey
 	for _, p := range pts {
-		key := [2]int{p.c, boolCount(p.met) + 2*boolCount(p.probe)}
+		key := stackKey{p.x, boolCount(p.met) + 2*boolCount(p.probe) + 4*boolCount(p.lagged)}
 		y := py(p.v)
 		st := stacks[key]
 		if st == nil {
-			st = &stack{x: px(float64(p.c)), yMin: y, yMax: y}
+			st = &stack{x: px(p.x), yMin: y, yMax: y}
 			stacks[key] = st
 			order = append(order, key)
 		}
@@ -409,11 +490,14 @@ func writePanel(b *strings.Builder, index int, x0, y0 float64, w Workload, o cha
 		if p.bound {
 			at = "at least "
 		}
-		tip := fmt.Sprintf("%s at concurrency %d: %s %s%s %s", p.label, p.c, o.label, at, fixed(p.v, 1), o.unit)
-		x, y := px(float64(p.c)), py(p.v)
+		tip := fmt.Sprintf("%s at %s %s: %s %s%s %s", p.label, ax.Name(), ax.Text(p.x), o.label, at, fixed(p.v, 1), o.unit)
+		x, y := px(p.x), py(p.v)
 		color := colorFailing
 		if p.unjudged {
 			color, tip = colorMuted, tip+", not judged on this objective"
+		}
+		if p.lagged {
+			tip += ", but the server did not keep up: " + p.guards
 		}
 		if p.bound {
 			b.WriteString(boundArrow(x, y, max(plotY, y-svgArrow-6), color))
@@ -421,6 +505,8 @@ func writePanel(b *strings.Builder, index int, x0, y0 float64, w Workload, o cha
 		switch {
 		case p.unjudged:
 			b.WriteString(probeMarker(x, y, colorMuted, "unjudged probe", tip))
+		case p.lagged:
+			b.WriteString(laggedMarker(x, y, tip))
 		case p.probe && p.met:
 			b.WriteString(probeMarker(x, y, colorPassing, "passing probe", tip))
 		case p.probe:
@@ -446,6 +532,14 @@ func boundArrow(x, from, to float64, color string) string {
 func probeMarker(x, y float64, color, class, tip string) string {
 	return fmt.Sprintf(`<circle class="%s" cx="%s" cy="%s" r="4" fill="none" stroke="%s" stroke-width="1.5">%s</circle>`,
 		class, num(x), num(y), color, tooltip(tip))
+}
+
+// laggedMarker is a hollow red diamond: the trial met the objective drawn, yet failed
+// because the server did not keep up with the rate it was offered.
+func laggedMarker(x, y float64, tip string) string {
+	const r = 5.5
+	return fmt.Sprintf(`<path class="not-kept-up" d="M%s %sL%s %sL%s %sL%s %sZ" fill="#ffffff" stroke="%s" stroke-width="2">%s</path>`,
+		num(x), num(y-r), num(x+r), num(y), num(x), num(y+r), num(x-r), num(y), colorFailing, tooltip(tip))
 }
 
 func passMarker(x, y float64, tip string) string {

@@ -7,7 +7,8 @@ terraform {
   }
 }
 
-# p95 TTFT of every confirmation trial against concurrency, per workload, with the SLO line,
+# p95 TTFT of every trial against concurrency (or offered request rate, or a replay's
+# speed-up), per workload, with the SLO line,
 # as an SVG image for a README or a dashboard.
 output "capacity_chart" {
   value = provider::llmserve::report_svg(file("${path.module}/results.json"))
