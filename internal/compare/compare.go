@@ -26,10 +26,11 @@
 package compare
 
 import (
+	"cmp"
 	"fmt"
+	"hash/fnv"
 	"math"
 	"slices"
-	"sort"
 	"strings"
 
 	"github.com/llmserve/terraform-provider-llmserve/internal/results"
@@ -302,7 +303,7 @@ func observations(slo results.SLO, w results.Workload, samples Samples, resample
 	}
 	higher := slo.Info().HigherIsBetter
 	out := map[int][]obs{}
-	for i, t := range trials {
+	for _, t := range trials {
 		if t.StoppedEarly || t.Concurrency < 1 || t.Verdict == "error" || t.Correctness.Errors > 0 {
 			continue
 		}
@@ -317,12 +318,30 @@ func observations(slo results.SLO, w results.Workload, samples Samples, resample
 		b := math.NaN()
 		if samples != nil && !slo.Info().PerTrial {
 			if vs, ok := samples(w.Label, t, slo.Metric); ok && len(vs) >= 2 {
-				b = bootstrapVar(vs, slo.Percentile, higher, resamples, uint64(i+1)*0x9e3779b97f4a7c15^uint64(t.Concurrency))
+				b = bootstrapVar(vs, slo.Percentile, higher, resamples, trialSeed(t, x))
 			}
 		}
 		out[t.Concurrency] = append(out[t.Concurrency], obs{level: t.Concurrency, x: x, bvar: b, pass: slo.Meets(v)})
 	}
+	// The trials of a level in a canonical order, so that sums over them do not depend on
+	// the order the document lists them in.
+	for _, os := range out {
+		slices.SortFunc(os, func(a, b obs) int {
+			if c := cmp.Compare(a.x, b.x); c != 0 {
+				return c
+			}
+			return cmp.Compare(a.bvar, b.bvar)
+		})
+	}
 	return out
+}
+
+// trialSeed seeds a trial's bootstrap from what the trial is (its level, index, kind and
+// value), not where the document lists it.
+func trialSeed(t results.Trial, x float64) uint64 {
+	h := fnv.New64a()
+	fmt.Fprintf(h, "%d/%d/%s/%x", t.Concurrency, t.Trial, t.Kind, math.Float64bits(x))
+	return h.Sum64()
 }
 
 // transform is ln v, negated where higher is better; goodput (percent, may be 0) is floored
@@ -356,8 +375,11 @@ func compareObjective(bslo, slo results.SLO, bw, cw results.Workload, nObjective
 	// Pooled within-level spread of both runs, and the mean bootstrap variance.
 	ss, df := 0.0, 0
 	bsum, bn := 0.0, 0
+	// Levels in ascending order, never a map's order: a float sum's last digit depends on the
+	// order of its terms, and a provider function must return the same bits every call.
 	for _, m := range []map[int][]obs{bo, co} {
-		for _, os := range m {
+		for _, c := range sortedLevels(m) {
+			os := m[c]
 			mean := meanX(os)
 			for _, x := range os {
 				ss += (x.x - mean) * (x.x - mean)
@@ -382,13 +404,12 @@ func compareObjective(bslo, slo results.SLO, bw, cw results.Workload, nObjective
 		variance, ob.NoiseSource = l*l, "assumed"
 	}
 
-	levels := make([]int, 0, len(co))
-	for c := range co {
+	var levels []int
+	for _, c := range sortedLevels(co) {
 		if _, ok := bo[c]; ok {
 			levels = append(levels, c)
 		}
 	}
-	sort.Ints(levels)
 	if len(levels) == 0 {
 		return ob
 	}
@@ -435,6 +456,16 @@ func compareObjective(bslo, slo results.SLO, bw, cw results.Workload, nObjective
 		ob.Verdict = Improved
 	}
 	return ob
+}
+
+// sortedLevels are m's levels, ascending.
+func sortedLevels(m map[int][]obs) []int {
+	out := make([]int, 0, len(m))
+	for c := range m {
+		out = append(out, c)
+	}
+	slices.Sort(out)
+	return out
 }
 
 func meanX(os []obs) float64 {
