@@ -17,6 +17,7 @@ import (
 	"github.com/llmserve/terraform-provider-llmserve/internal/attrpath"
 	"github.com/llmserve/terraform-provider-llmserve/internal/load"
 	"github.com/llmserve/terraform-provider-llmserve/internal/metrics"
+	"github.com/llmserve/terraform-provider-llmserve/internal/problem"
 	"github.com/llmserve/terraform-provider-llmserve/internal/records"
 	"github.com/llmserve/terraform-provider-llmserve/internal/results"
 	"github.com/llmserve/terraform-provider-llmserve/internal/search"
@@ -42,16 +43,22 @@ type OpenLoop struct {
 	Speedup bool `json:",omitempty"`
 }
 
-// DefaultRateTolerance is the relative step between neighbouring rates the search tries.
+// DefaultRateTolerance is the relative step between neighbouring rates the search tries
+// when search.rate.tolerance (or search.speedup.tolerance) is not set: the provider fills it
+// in for an unset attribute, so a tolerance written as 0 is refused, never replaced.
 const DefaultRateTolerance = 0.05
+
+// MinRequestRate is the lowest search.rate.min: one request every 1000 s, a trial of 16
+// requests over four and a half hours. Slower rates are a unit slip (requests per hour or
+// per day), and at 1e-300 requests/s the schedule's times overflow.
+const MinRequestRate = 1e-3
+
+// MinSpeedup is the lowest search.speedup.min: the trace replayed 1000 times slower.
+const MinSpeedup = 1e-3
 
 // Ladder is the rates the search may try.
 func (o OpenLoop) Ladder() search.Ladder {
-	tol := o.Tolerance
-	if tol == 0 {
-		tol = DefaultRateTolerance
-	}
-	return search.Ladder{Min: o.MinRate, Max: o.MaxRate, Tolerance: tol}
+	return search.Ladder{Min: o.MinRate, Max: o.MaxRate, Tolerance: o.Tolerance}
 }
 
 // pattern is the document's arrival_pattern for an open-loop run.
@@ -84,12 +91,26 @@ func (v *validation) openLoop(c Config) {
 		}
 		v.fail(p, "Invalid arrival", "%v", err)
 	}
+	if o.Arrival.Burstiness != 0 && o.Arrival.Pattern != load.ArrivalGamma {
+		v.add(problem.Problem{Path: arrival.At("burstiness"), Summary: "Burstiness without gamma", Reads: []attrpath.Path{arrival.At("pattern")},
+			Detail: fmt.Sprintf("arrival.burstiness (%g) is the shape of gamma gaps and would be ignored with pattern = %q: set pattern = %q to use it, or remove burstiness.",
+				o.Arrival.Burstiness, o.Arrival.Pattern, load.ArrivalGamma)})
+	}
 	if o.MaxInFlight < 0 {
 		v.fail(arrival.At("max_in_flight"), "Value too small", "must be at least 1 when set, got %d", o.MaxInFlight)
 	}
 	rate := attrpath.Root("search").At("rate")
-	if err := o.Ladder().Validate(); err != nil {
-		v.fail(rate, "Invalid rate search", "%v", err)
+	switch {
+	case !(o.MinRate >= MinRequestRate) || math.IsInf(o.MinRate, 0):
+		v.fail(rate.At("min"), "Value too small", "must be at least %g requests/s (one request every %g s), got %g; "+
+			"the rate is in requests per second: for 2 requests a minute write %g", MinRequestRate, 1/MinRequestRate, o.MinRate, 2.0/60)
+	case !(o.Tolerance > 0 && o.Tolerance < 1):
+		v.fail(rate.At("tolerance"), "Invalid rate search", "must be in (0, 1), the relative step between neighbouring rates tried, got %g; "+
+			"remove it for the default %g", o.Tolerance, DefaultRateTolerance)
+	default:
+		if err := o.Ladder().Validate(); err != nil {
+			v.fail(rate, "Invalid rate search", "%v", err)
+		}
 	}
 	if len(c.ConcurrencyLevels) > 0 {
 		v.fail(attrpath.Root("search").At("concurrency_levels"), "Two searches", "cannot be set with search.rate: a benchmark searches either concurrency or request rate")

@@ -147,3 +147,62 @@ func TestOpenLoopValidation(t *testing.T) {
 		}
 	}
 }
+
+// TestOpenLoopExplicitValues: a value the user wrote is honoured or refused at its path,
+// never replaced by a default or ignored.
+func TestOpenLoopExplicitValues(t *testing.T) {
+	t.Parallel()
+	rate := func(f func(o *OpenLoop)) *OpenLoop {
+		o := &OpenLoop{Arrival: load.Arrival{Pattern: load.ArrivalPoisson}, MinRate: 1, MaxRate: 4, Tolerance: 0.25}
+		f(o)
+		return o
+	}
+	speedup := func(f func(o *OpenLoop)) *OpenLoop {
+		o := &OpenLoop{Speedup: true, MinRate: 0.5, MaxRate: 2, Tolerance: 0.25}
+		f(o)
+		return o
+	}
+	tests := []struct {
+		name       string
+		open       *OpenLoop
+		path, want string // want "" : no problem at path
+	}{
+		{"tolerance 0 is refused, not run at the default", rate(func(o *OpenLoop) { o.Tolerance = 0 }), "search.rate.tolerance",
+			"search.rate.tolerance must be in (0, 1), the relative step between neighbouring rates tried, got 0; remove it for the default 0.05"},
+		{"tolerance 1", rate(func(o *OpenLoop) { o.Tolerance = 1 }), "search.rate.tolerance", "must be in (0, 1)"},
+		{"a valid tolerance", rate(func(o *OpenLoop) {}), "search.rate.tolerance", ""},
+		{"burstiness with poisson", rate(func(o *OpenLoop) { o.Arrival.Burstiness = 2 }), "arrival.burstiness",
+			`arrival.burstiness (2) is the shape of gamma gaps and would be ignored with pattern = "poisson": set pattern = "gamma" to use it, or remove burstiness.`},
+		{"burstiness with constant", rate(func(o *OpenLoop) { o.Arrival = load.Arrival{Pattern: load.ArrivalConstant, Burstiness: 0.5} }), "arrival.burstiness", `would be ignored with pattern = "constant"`},
+		{"burstiness with gamma", rate(func(o *OpenLoop) { o.Arrival = load.Arrival{Pattern: load.ArrivalGamma, Burstiness: 0.5} }), "arrival.burstiness", ""},
+		{"rate.min 1e-300", rate(func(o *OpenLoop) { o.MinRate = 1e-300 }), "search.rate.min",
+			"search.rate.min must be at least 0.001 requests/s (one request every 1000 s), got 1e-300"},
+		{"rate.min negative", rate(func(o *OpenLoop) { o.MinRate = -2 }), "search.rate.min", "got -2"},
+		{"rate.min at the bound", rate(func(o *OpenLoop) { o.MinRate = 0.001 }), "search.rate.min", ""},
+		{"speedup.min 1e-300", speedup(func(o *OpenLoop) { o.MinRate = 1e-300 }), "search.speedup.min", "must be a factor of at least 0.001"},
+		{"speedup tolerance 0", speedup(func(o *OpenLoop) { o.Tolerance = 0 }), "search.speedup.tolerance", "must be in (0, 1)"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			cfg := testConfig("http://127.0.0.1:1")
+			cfg.StallTimeout, cfg.RequestTimeout = 1, 1
+			cfg.OpenLoop = tc.open
+			var at []string
+			for _, p := range cfg.Validate() {
+				if p.Path.String() != tc.path {
+					continue
+				}
+				at = append(at, p.Detail)
+				if tc.want == "" {
+					t.Errorf("problem at %s: %s", tc.path, p.Detail)
+				} else if !strings.Contains(p.Detail, tc.want) {
+					t.Errorf("problem at %s says %q, want %q", tc.path, p.Detail, tc.want)
+				}
+			}
+			if tc.want != "" && len(at) == 0 {
+				t.Errorf("no problem at %s", tc.path)
+			}
+		})
+	}
+}

@@ -102,8 +102,10 @@ func (v *validation) speedupSearch(c Config) {
 	o := c.OpenLoop
 	l := o.Ladder()
 	switch {
-	case !(l.Min > 0) || math.IsInf(l.Min, 0):
-		v.fail(sp.At("min"), "Invalid speedup search", "must be a positive factor (1 replays the trace as recorded), got %g", l.Min)
+	case !(l.Min >= MinSpeedup) || math.IsInf(l.Min, 0):
+		v.fail(sp.At("min"), "Invalid speedup search", "must be a factor of at least %g (1 replays the trace as recorded, 0.5 half as fast), got %g", MinSpeedup, l.Min)
+	case !(l.Tolerance > 0 && l.Tolerance < 1):
+		v.fail(sp.At("tolerance"), "Invalid speedup search", "must be in (0, 1), the relative step between neighbouring speedups tried, got %g; remove it for the default %g", l.Tolerance, DefaultRateTolerance)
 	case !(l.Max >= l.Min) || math.IsInf(l.Max, 0):
 		v.add(problem.Problem{Path: sp.At("max"), Summary: "Invalid speedup search", Reads: []attrpath.Path{sp.At("min")},
 			Detail: fmt.Sprintf("%s (%g) is below search.speedup.min (%g); raise max or lower min.", sp.At("max"), l.Max, l.Min)})

@@ -132,6 +132,11 @@ const XPUAffinityEnv = "ZE_AFFINITY_MASK"
 // levelZeroDevice is one entry of ZE_AFFINITY_MASK: a device index or device.sub-device.
 var levelZeroDevice = regexp.MustCompile(`^[0-9]+(\.[0-9]+)?$`)
 
+// cudaDevice is an NVIDIA device as the NVIDIA container toolkit takes it (Docker's device
+// requests, NVIDIA_VISIBLE_DEVICES): an index, a GPU UUID ("GPU-8f3c…"), or a MIG device's
+// UUID ("MIG-…", and the older "MIG-GPU-<uuid>/<gi>/<ci>"), as nvidia-smi -L lists them.
+var cudaDevice = regexp.MustCompile(`^([0-9]+|GPU-[0-9A-Fa-f][0-9A-Fa-f-]*|MIG-[0-9A-Za-z][0-9A-Za-z/-]*)$`)
+
 // LaunchRecord is what a container remembers about how it was launched (in SpecLabel), so it can
 // be imported into the same configuration without guessing from its argv.
 type LaunchRecord struct {

@@ -122,6 +122,9 @@ func (p Placement) Validate(s engine.Spec) []problem.Problem {
 		case s.Accelerator == engine.XPU && !levelZeroDevice.MatchString(id):
 			add(f, "must be a Level Zero device index (\"0\") or device.sub-device (\"0.1\"), as sycl-ls or xpu-smi discovery number them, got %q", id)
 			continue
+		case s.Accelerator == engine.CUDA && !cudaDevice.MatchString(id):
+			add(f, "must be a GPU index (\"0\") or a GPU or MIG UUID (\"GPU-…\", \"MIG-…\"), as nvidia-smi -L shows them, got %q", id)
+			continue
 		case strings.TrimSpace(id) == "" || strings.ContainsFunc(id, unicode.IsControl):
 			add(f, "must be a GPU index or UUID (as nvidia-smi -L shows), got %q", id)
 			continue

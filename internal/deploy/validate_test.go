@@ -47,6 +47,12 @@ func TestPlacementValidate(t *testing.T) {
 		{"gpu ids on cpu", cpu, with(func(p *Placement) { p.GPUIDs = []string{"0"} }), "gpu_ids", `with "cpu" it would be ignored`},
 		{"gpu ids duplicate", cuda, with(func(p *Placement) { p.GPUIDs = []string{"0", "0"} }), "gpu_ids[1]", "already listed as gpu_ids[0]"},
 		{"gpu ids cuda", cuda, with(func(p *Placement) { p.GPUIDs = []string{"0", "GPU-1a2b"} }), "", ""},
+		{"gpu ids cuda mig", cuda, with(func(p *Placement) {
+			p.GPUIDs = []string{"MIG-4f1e2b7c-1234-5678-9abc-def012345678", "MIG-GPU-8f3c2b1a-0000-1111-2222-333344445555/1/0"}
+		}), "", ""},
+		{"gpu ids cuda cpu", cuda, with(func(p *Placement) { p.GPUIDs = []string{"cpu"} }), "gpu_ids[0]", `must be a GPU index ("0") or a GPU or MIG UUID`},
+		{"gpu ids cuda negative", cuda, with(func(p *Placement) { p.GPUIDs = []string{"0", "-1"} }), "gpu_ids[1]", `got "-1"`},
+		{"gpu ids cuda level zero sub-device", cuda, with(func(p *Placement) { p.GPUIDs = []string{"0.1"} }), "gpu_ids[0]", `got "0.1"`},
 		// Intel GPUs through the Level Zero affinity mask: indices or device.sub-device.
 		{"gpu ids xpu", xpu, with(func(p *Placement) { p.GPUIDs = []string{"2", "3.1"} }), "", ""},
 		{"gpu ids xpu uuid", xpu, with(func(p *Placement) { p.GPUIDs = []string{"0", "GPU-1a2b"} }), "gpu_ids[1]", "Level Zero device index"},

@@ -223,13 +223,17 @@ func (r *valueReader) int(p attrpath.Path, v attr.Value, def int) int {
 	return def
 }
 
-func (r *valueReader) float(p attrpath.Path, v attr.Value) float64 {
+func (r *valueReader) float(p attrpath.Path, v attr.Value) float64 { return r.floatOr(p, v, 0) }
+
+// floatOr reads a number, or def when it is unset (or unknown): an attribute written as 0
+// reaches the domain as 0, which its rules honour or refuse, never as the default.
+func (r *valueReader) floatOr(p attrpath.Path, v attr.Value, def float64) float64 {
 	if f, ok := v.(basetypes.Float64Valuable); ok && r.known(p, v) {
 		fv, d := f.ToFloat64Value(r.ctx)
 		r.diags.Append(d...)
 		return fv.ValueFloat64()
 	}
-	return 0
+	return def
 }
 
 // duration reads a Go duration. One that does not parse is the attribute type's error,

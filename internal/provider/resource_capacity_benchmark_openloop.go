@@ -56,7 +56,7 @@ func arrivalAttribute() schema.SingleNestedAttribute {
 			"burstiness": schema.Float64Attribute{
 				Optional: true,
 				MarkdownDescription: "The gamma shape (`pattern = \"gamma\"` only): below 1 burstier than Poisson, above 1 more " +
-					"regular; 1 is Poisson. Required with `gamma`.",
+					"regular; 1 is Poisson. Required with `gamma`, refused with another pattern.",
 			},
 			"max_in_flight": schema.Int64Attribute{
 				Optional: true,
@@ -74,9 +74,9 @@ func rateSearchAttribute() schema.SingleNestedAttribute {
 		MarkdownDescription: "Search the request rate instead of the concurrency (open loop): the highest rate, in requests " +
 			"per second, at which every confirmation trial passes, found to `tolerance` over the rates `min`, " +
 			"`min × (1 + tolerance)`, … up to `max`. " + descOpenLoopRule + " The answer is " +
-			"`maximum_passing_request_rate`. Replaces the concurrency search (leave `concurrency_levels` unset).",
+			"`maximum_passing_request_rate`. Replaces the concurrency search (leave `concurrency_levels`, `min_concurrency` and `max_concurrency` unset).",
 		Attributes: map[string]schema.Attribute{
-			"min": schema.Float64Attribute{Required: true, MarkdownDescription: "Lowest rate tried, requests per second."},
+			"min": schema.Float64Attribute{Required: true, MarkdownDescription: "Lowest rate tried, requests per second; at least 0.001 (one request every 1000 s)."},
 			"max": schema.Float64Attribute{Required: true, MarkdownDescription: "Highest rate tried, requests per second."},
 			"tolerance": schema.Float64Attribute{
 				Optional: true,
@@ -184,7 +184,7 @@ func speedupSearchAttribute() schema.SingleNestedAttribute {
 			"the trace once as recorded, with its confirmation trials. Every workload needs a `trace`; leave `arrival`, " +
 			"`search.rate` and `concurrency_levels` unset.",
 		Attributes: map[string]schema.Attribute{
-			"min": schema.Float64Attribute{Required: true, MarkdownDescription: "Lowest speedup tried (1 is the trace as recorded, 0.5 half as fast)."},
+			"min": schema.Float64Attribute{Required: true, MarkdownDescription: "Lowest speedup tried (1 is the trace as recorded, 0.5 half as fast); at least 0.001."},
 			"max": schema.Float64Attribute{Required: true, MarkdownDescription: "Highest speedup tried."},
 			"tolerance": schema.Float64Attribute{
 				Optional: true,
@@ -206,7 +206,7 @@ func (r *valueReader) openLoopConfig(arrival, search attr.Value) *capacity.OpenL
 			Speedup:   true,
 			MinRate:   r.float(p.At("min"), speedup["min"]),
 			MaxRate:   r.float(p.At("max"), speedup["max"]),
-			Tolerance: r.float(p.At("tolerance"), speedup["tolerance"]),
+			Tolerance: r.floatOr(p.At("tolerance"), speedup["tolerance"], capacity.DefaultRateTolerance),
 		}
 		return o // search.rate beside it: ValidateConfig refuses both
 	}
@@ -218,7 +218,7 @@ func (r *valueReader) openLoopConfig(arrival, search attr.Value) *capacity.OpenL
 	o := &capacity.OpenLoop{
 		MinRate:   r.float(p.At("min"), rate["min"]),
 		MaxRate:   r.float(p.At("max"), rate["max"]),
-		Tolerance: r.float(p.At("tolerance"), rate["tolerance"]),
+		Tolerance: r.floatOr(p.At("tolerance"), rate["tolerance"], capacity.DefaultRateTolerance),
 		Arrival:   load.Arrival{Pattern: load.ArrivalPoisson},
 	}
 	ap := attrpath.Root("arrival")

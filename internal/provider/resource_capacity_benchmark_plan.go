@@ -4,6 +4,7 @@ package provider
 
 import (
 	"context"
+	"fmt"
 
 	"github.com/hashicorp/terraform-plugin-framework/attr"
 	"github.com/hashicorp/terraform-plugin-framework/path"
@@ -35,6 +36,18 @@ func (r *capacityBenchmarkResource) ValidateConfig(ctx context.Context, req reso
 		if rate, speedup := f["rate"], f["speedup"]; rate != nil && speedup != nil && !rate.IsNull() && !speedup.IsNull() {
 			resp.Diagnostics.AddAttributeError(path.Root("search").AtName("speedup"), "Two searches",
 				"search.speedup replays recorded traces and search.rate drives synthetic prompts at a rate; a benchmark searches one: remove one of them.")
+		}
+		for _, axis := range []string{"rate", "speedup"} {
+			if v := f[axis]; v == nil || v.IsNull() {
+				continue
+			}
+			for _, bound := range []string{"min_concurrency", "max_concurrency"} {
+				if v := f[bound]; v != nil && !v.IsNull() {
+					resp.Diagnostics.AddAttributeError(path.Root("search").AtName(bound), "Concurrency bound beside a "+axis+" search",
+						fmt.Sprintf("search.%s bounds a concurrency search, and search.%s searches %s instead, so it would be ignored: remove search.%s, or remove search.%s to search concurrency.",
+							bound, axis, map[string]string{"rate": "the request rate", "speedup": "a trace's speedup"}[axis], bound, axis))
+				}
+			}
 		}
 		if !f["concurrency_levels"].IsNull() && (!f["min_concurrency"].IsNull() || !f["max_concurrency"].IsNull()) {
 			resp.Diagnostics.AddAttributeError(path.Root("search").AtName("concurrency_levels"), "Grid and search bounds both set",
