@@ -396,6 +396,9 @@ func (r *trialRunner) runRate(ctx context.Context, q search.RateRequest) (search
 	if idleUnverified {
 		trial.Notes = append(trial.Notes, idleUnverifiedNote)
 	}
+	if !keep.BacklogJudged && !res.Stopped {
+		trial.Notes = append(trial.Notes, backlogUnjudgedNote(keep.BacklogSamples))
+	}
 	// Warmups are the schedule's first arrivals, with no pause before the measured ones, so
 	// the engine's prefix-cache counter cannot be read over the measured requests alone.
 	s.sawCacheReports(res.Requests)
@@ -415,6 +418,14 @@ func (r *trialRunner) runRate(ctx context.Context, q search.RateRequest) (search
 	trial.Timing = &timing
 	out.Detail = &trial
 	return out, nil
+}
+
+// backlogUnjudgedNote says that the backlog guard did not judge a trial with too few samples
+// (metrics.MinBacklogSamples): whether it kept up was judged by the completion guard alone.
+func backlogUnjudgedNote(samples int) string {
+	return fmt.Sprintf("the backlog guard did not judge this trial: it had %d in-flight %s after the first response and judges on %d, "+
+		"so whether the server kept up was judged by the completion rate alone; raise trial.measured_requests (or, for a replay, "+
+		"replay a longer trace) for both guards to judge", samples, plural(samples, "sample", "samples"), metrics.MinBacklogSamples)
 }
 
 // scheduledRate is (n − 1) over the span of a schedule's sends; 0 with fewer than two.

@@ -5,6 +5,7 @@ import (
 	"net/http/httptest"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/llmserve/terraform-provider-llmserve/internal/load"
 	"github.com/llmserve/terraform-provider-llmserve/internal/records"
@@ -204,5 +205,51 @@ func TestOpenLoopExplicitValues(t *testing.T) {
 				t.Errorf("no problem at %s", tc.path)
 			}
 		})
+	}
+}
+
+// TestRateSearchNeverBelowATrialThatKeptUp is the issue's run: search.rate from 8 to 16
+// requests/s with 8 measured requests and no warmups against a server that serves each
+// request in about 80 ms (16 slots). Every trial keeps up, but the backlog guard can get at
+// most 7 samples; it used to fail every trial for the eighth and report "even the lowest rate
+// tried, 8 requests/s, failed". The guard does not judge such a trial and says so in its
+// notes; the search reports a capacity of at least 8 requests/s.
+func TestRateSearchNeverBelowATrialThatKeptUp(t *testing.T) {
+	t.Parallel()
+	m := simengine.DefaultModel()
+	m.Slots, m.DecodeStep, m.DecodePerSeq, m.TrialNoise, m.RequestNoise = 16, 10*time.Millisecond, 0, 0, 0
+	eng, err := simengine.NewServer(simengine.Options{Model: m, ModelName: "sim"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := httptest.NewServer(eng)
+	defer srv.Close()
+	cfg := testConfig(srv.URL)
+	cfg.SLOs[0].ThresholdMs = 1000
+	cfg.WarmupRequests, cfg.MeasuredRequests, cfg.ConfirmationTrials = 0, 8, 1
+	cfg.OpenLoop = &OpenLoop{Arrival: load.Arrival{Pattern: load.ArrivalConstant}, MinRate: 8, MaxRate: 16, Tolerance: 0.25}
+	doc, err := Run(context.Background(), cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	w := doc.Workloads[0]
+	if w.MaximumPassingRequestRate == nil || *w.MaximumPassingRequestRate < 8 {
+		t.Fatalf("maximum passing rate %v, notes %q; want at least 8 requests/s", w.MaximumPassingRequestRate, w.Notes)
+	}
+	for _, n := range w.Notes {
+		if strings.Contains(n, "even the lowest rate") {
+			t.Errorf("note %q", n)
+		}
+	}
+	unjudged := 0
+	for _, tr := range w.AllTrials {
+		for _, n := range tr.Notes {
+			if strings.Contains(n, "the backlog guard did not judge this trial") && strings.Contains(n, "judges on 8") {
+				unjudged++
+			}
+		}
+	}
+	if unjudged == 0 {
+		t.Errorf("no trial says the backlog guard did not judge it: %+v", w.AllTrials)
 	}
 }

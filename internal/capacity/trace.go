@@ -42,7 +42,8 @@ func (w Workload) blockTokens() int {
 }
 
 // minTraceMeasured is the fewest measured requests a trace must leave after its warmups: the
-// backlog guard needs 8 samples, and fewer fail every trial as too short.
+// backlog guard judges on 8 samples (metrics.MinBacklogSamples), and with fewer requests it
+// could never judge a trial.
 const minTraceMeasured = 8
 
 // traceWorkload checks a trace workload's own settings: the file read and fit to replay, and

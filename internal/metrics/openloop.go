@@ -32,9 +32,13 @@ import (
 // one once n is over about five times the level (constant arrivals; Poisson arrivals need
 // far more, their own randomness being of the order of √n).
 //
-// A trial with fewer than MinBacklogSamples samples fails the backlog guard: its sends ended
-// (nearly) before its first response, so it cannot show whether the server kept up; it needs
-// more measured requests.
+// A trial with fewer than MinBacklogSamples samples is not judged by the backlog guard
+// (KeepUp.BacklogJudged is false, and the trial says so): a fit through a handful of points
+// tells nothing, and failing the trial for it would fail a server that kept up for lack of
+// samples the trial could never give. Eight measured requests without warmups give at most
+// seven (the first is sent before any response can come back), and a rate whose requests
+// are all sent before the first response gives none. Such a trial is judged by the
+// completion guard alone; more measured requests let both judge.
 type OpenLoopRule struct {
 	Epsilon float64 // ε: the completion rate may fall short of the offered rate by this share
 	Backlog float64 // β: the backlog growth allowed, as a share of the mean in-flight count
@@ -43,7 +47,8 @@ type OpenLoopRule struct {
 // DefaultOpenLoopRule is ε = 5 % and β = 25 %.
 func DefaultOpenLoopRule() OpenLoopRule { return OpenLoopRule{Epsilon: 0.05, Backlog: 0.25} }
 
-// MinBacklogSamples is the fewest in-flight samples the backlog guard judges on.
+// MinBacklogSamples is the fewest in-flight samples the backlog guard judges on; with fewer
+// it does not judge.
 const MinBacklogSamples = 8
 
 // minBacklogAllowance is the backlog growth always allowed, in requests: a count that moves
@@ -72,8 +77,11 @@ type KeepUp struct {
 	BacklogAllowance float64
 	InFlightMean     float64
 	BacklogSamples   int
-	ResidualSD       float64  // the samples' root-mean-square distance from the fitted line
-	Missed           []string // MissedCompletionRate, MissedBacklog; empty when it kept up
+	// BacklogJudged is whether the backlog guard judged the trial: false with fewer than
+	// MinBacklogSamples samples, when only the completion guard did.
+	BacklogJudged bool
+	ResidualSD    float64  // the samples' root-mean-square distance from the fitted line
+	Missed        []string // MissedCompletionRate, MissedBacklog; empty when it kept up
 }
 
 // Pass reports whether both guards held.
@@ -135,7 +143,8 @@ func (r OpenLoopRule) KeptUp(records []load.RequestResult) KeepUp {
 		k.ResidualSD = math.Sqrt(ss / float64(len(ts)))
 	}
 	k.BacklogAllowance = max(minBacklogAllowance, r.Backlog*k.InFlightMean, backlogNoiseZ*k.ResidualSD)
-	if len(ns) < MinBacklogSamples || k.BacklogGrowth > k.BacklogAllowance {
+	k.BacklogJudged = len(ns) >= MinBacklogSamples
+	if k.BacklogJudged && k.BacklogGrowth > k.BacklogAllowance {
 		k.Missed = append(k.Missed, MissedBacklog)
 	}
 	return k

@@ -56,15 +56,51 @@ func TestKeptUp(t *testing.T) {
 		t.Errorf("failing requests: %+v", k)
 	}
 
-	// All sends before the first response: nothing shows whether the server kept up.
+	// All sends before the first response: the backlog guard has no sample and does not
+	// judge; the completions, 10/s as offered, say the server kept up.
 	recs := openRecords(0, nil)
 	for i := range recs {
 		recs[i].Done = recs[i].Done.Add(5 * time.Second)
 		recs[i].LastContent = recs[i].Done
 	}
 	k = rule.KeptUp(recs)
-	if k.BacklogSamples != 0 || !slices.Contains(k.Missed, MissedBacklog) {
+	if k.BacklogSamples != 0 || k.BacklogJudged || !k.Pass() {
 		t.Errorf("too short: %+v", k)
+	}
+	// ... and a server that did not keep up still fails by the completion guard.
+	for i := range recs {
+		recs[i].Done = recs[i].Done.Add(time.Duration(i) * 50 * time.Millisecond)
+		recs[i].LastContent = recs[i].Done
+	}
+	if k = rule.KeptUp(recs); k.BacklogJudged || !slices.Equal(k.Missed, []string{MissedCompletionRate}) {
+		t.Errorf("too short and too slow: %+v", k)
+	}
+}
+
+// TestBacklogGuardNeedsSamplesItCanGet is the trial: 8 measured requests at 8/s, no
+// warmups, each served in 50 ms, so 7.997 of 8 requests/s complete with a flat backlog. The
+// first request is sent before any response, so the guard can get 7 samples, never 8: it
+// must not judge, and the trial keeps up. With 9 measured requests it gets 8 and judges.
+func TestBacklogGuardNeedsSamplesItCanGet(t *testing.T) {
+	rule := DefaultOpenLoopRule()
+	trial := func(n int) []load.RequestResult {
+		base := time.Unix(1000, 0)
+		var out []load.RequestResult
+		for i := range n {
+			due := base.Add(time.Duration(i) * 125 * time.Millisecond)
+			done := due.Add(50*time.Millisecond + time.Duration(i)*time.Microsecond) // 7.997/s over 7 gaps
+			out = append(out, load.RequestResult{Index: i, Due: due, Dispatched: due, Sent: due, FirstContent: due.Add(20 * time.Millisecond),
+				LastContent: done, Done: done, HTTPStatus: 200})
+		}
+		return out
+	}
+	k := rule.KeptUp(trial(8))
+	if k.BacklogSamples != 7 || k.BacklogJudged || !k.Pass() || k.CompletionRate < 7.99 || k.CompletionRate >= 8 {
+		t.Errorf("8 measured requests: %+v; want 7 samples, the backlog unjudged, kept up", k)
+	}
+	k = rule.KeptUp(trial(9))
+	if k.BacklogSamples != 8 || !k.BacklogJudged || !k.Pass() {
+		t.Errorf("9 measured requests: %+v; want 8 samples, judged, kept up", k)
 	}
 }
 

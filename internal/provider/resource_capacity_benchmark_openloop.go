@@ -30,7 +30,8 @@ const descOpenLoopRule = "A trial at a rate passes only if every objective holds
 	"its completion rate (successful responses per second, first to last) is at least 95 % of the offered rate " +
 	"(ε = 5 %), and its backlog did not grow (the in-flight count, sampled at each measured send from the first " +
 	"response on and fitted against time, rises over the trial by no more than the largest of 2 requests, 25 % of " +
-	"its mean and twice its scatter about the fitted line). A rate above capacity therefore fails even when the " +
+	"its mean and twice its scatter about the fitted line; with fewer than 8 such samples, as 8 measured requests without " +
+	"warmups give, the backlog guard does not judge and the trial's notes say so). A rate above capacity therefore fails even when the " +
 	"trial is too short for its latencies to blow up. A probe stops as soon as an objective or the completion rate " +
 	"is certain to fail. A trial whose load generator missed its schedule (send lateness p99 over 10 ms or a " +
 	"quarter of the mean gap, whichever is larger) measured the client, not the server: it is run once more, and a " +
