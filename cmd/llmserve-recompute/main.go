@@ -48,7 +48,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 		fs.Usage()
 		return 2
 	}
-	raw, err := os.ReadFile(*resultsPath)
+	raw, err := results.ReadFile(*resultsPath)
 	if err != nil {
 		fmt.Fprintln(stderr, "llmserve-recompute:", err)
 		return 1

@@ -14,6 +14,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/llmserve/terraform-provider-llmserve/internal/localfile"
 	"github.com/llmserve/terraform-provider-llmserve/internal/metrics"
 	"github.com/llmserve/terraform-provider-llmserve/internal/results"
 	"github.com/llmserve/terraform-provider-llmserve/internal/search"
@@ -179,6 +180,11 @@ const (
 // so anything this long is not a record, and is skipped rather than read into memory.
 const maxJournalLine = 4 << 20
 
+// JournalFile is what a progress journal may be: a regular file of at most 256 MiB, which it
+// reads whole when a run starts. A trial's line is a few kilobytes, so that is tens of
+// thousands of trials.
+var JournalFile = localfile.Kind{Noun: "progress journal (progress_file)", MaxBytes: 256 << 20}
+
 // Journal appends finished trials to a file, one JSON object per line.
 type Journal struct {
 	file        *os.File
@@ -199,21 +205,14 @@ func OpenJournal(path string, cfg Config) (*Journal, error) {
 	if path == "" {
 		return j, nil
 	}
-	// Checked before opening: opening a FIFO may block, and reading a device may not end.
-	if fi, err := os.Stat(path); err == nil && !fi.Mode().IsRegular() {
-		return nil, fmt.Errorf("progress file %s is not a regular file (%s); give the path of a file the provider may create", path, fi.Mode().Type())
+	// localfile: a regular file within JournalFile's bound, checked on the descriptor, opened
+	// without blocking (a FIFO cannot hang the open, a device is never read).
+	f, err := localfile.OpenAppend(path, JournalFile)
+	if localfile.IsRefused(err) {
+		return nil, fmt.Errorf("progress_file: %w", err)
 	}
-	f, err := os.OpenFile(path, os.O_CREATE|os.O_RDWR|os.O_APPEND, 0o644)
 	if err != nil {
 		return nil, fmt.Errorf("open progress file %s: %w; give a writable path", path, err)
-	}
-	fi, err := f.Stat()
-	if err == nil && !fi.Mode().IsRegular() { // replaced between the two looks
-		err = fmt.Errorf("not a regular file (%s)", fi.Mode().Type())
-	}
-	if err != nil {
-		f.Close()
-		return nil, fmt.Errorf("progress file %s: %w", path, err)
 	}
 	read, err := readJournal(f, j.fingerprint)
 	if err != nil {

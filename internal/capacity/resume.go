@@ -16,6 +16,7 @@ import (
 
 	"github.com/llmserve/terraform-provider-llmserve/internal/attrpath"
 	"github.com/llmserve/terraform-provider-llmserve/internal/engine"
+	"github.com/llmserve/terraform-provider-llmserve/internal/localfile"
 	"github.com/llmserve/terraform-provider-llmserve/internal/results"
 )
 
@@ -238,12 +239,15 @@ func startLine(cfg Config, files Files, j *Journal) string {
 	return s
 }
 
+// progressLogFile is the human log: written, never read back, so it has no size bound.
+var progressLogFile = localfile.Kind{Noun: "progress log"}
+
 // openProgressLog opens the human log for appending; like the journal, only a regular file.
 func openProgressLog(path string) (*os.File, error) {
-	if fi, err := os.Stat(path); err == nil && !fi.Mode().IsRegular() {
-		return nil, fmt.Errorf("progress log %s is not a regular file (%s); give the path of a file the provider may create", path, fi.Mode().Type())
+	f, err := localfile.OpenLog(path, progressLogFile)
+	if localfile.IsRefused(err) {
+		return nil, fmt.Errorf("progress log: %w", err)
 	}
-	f, err := os.OpenFile(path, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
 	if err != nil {
 		return nil, fmt.Errorf("open progress log %s: %w; give a writable path", path, err)
 	}

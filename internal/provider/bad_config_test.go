@@ -349,7 +349,7 @@ func badConfigs(t *testing.T) []badConfig {
   path    = "results.json"
   content = "{}"
 }`, "content", `path and content are both set; set only one`},
-		{"report path is a directory", `data "llmserve_capacity_report" "r" { path = ` + q(dir) + ` }`, "path", `is not a regular file`},
+		{"report path is a directory", `data "llmserve_capacity_report" "r" { path = ` + q(dir) + ` }`, "path", `is a directory, not a regular file`},
 		{"report path missing", `data "llmserve_capacity_report" "r" { path = ` + q(dir+"/missing.json") + ` }`, "missing.json", `no such file or directory`},
 
 		// Provider: the Docker Engine connection.

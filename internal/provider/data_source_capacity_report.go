@@ -89,7 +89,7 @@ func (d *capacityReportDataSource) Schema(_ context.Context, _ datasource.Schema
 				Optional: true,
 				MarkdownDescription: "Path of the results document on the machine running Terraform. A relative " +
 					"path is taken from Terraform's working directory; prefer `\"${path.module}/results.json\"`. " +
-					"It must be a regular file of at most 64 MiB (a FIFO or device is refused before it is read).",
+					fileRule(results.File),
 				Validators: []validator.String{nonEmptyString{}},
 			},
 			"content": schema.StringAttribute{

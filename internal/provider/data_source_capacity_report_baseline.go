@@ -12,6 +12,8 @@ import (
 	"github.com/hashicorp/terraform-plugin-framework/types"
 
 	"github.com/llmserve/terraform-provider-llmserve/internal/compare"
+	"github.com/llmserve/terraform-provider-llmserve/internal/localfile"
+	"github.com/llmserve/terraform-provider-llmserve/internal/records"
 	"github.com/llmserve/terraform-provider-llmserve/internal/results"
 )
 
@@ -35,12 +37,12 @@ func addBaselineAttributes(attrs map[string]schema.Attribute) {
 			"Terraform with `llmserve-recompute -check` (see the \"Verify a result against its records\" guide). With a " +
 			"`baseline` (and `baseline_records_directory`) the comparison also estimates noise by a bootstrap over " +
 			"each trial's requests, which matters where a level was measured once. A relative path is taken from " +
-			"Terraform's working directory.",
+			"Terraform's working directory. " + recordsRule,
 		Validators: []validator.String{nonEmptyString{}},
 	}
 	attrs["baseline_records_directory"] = schema.StringAttribute{
 		Optional:            true,
-		MarkdownDescription: "The `records_directory` of the baseline's benchmark; see `records_directory`.",
+		MarkdownDescription: "The `records_directory` of the baseline's benchmark; see `records_directory`. A records file the rules refuse is an error naming the baseline's workload, trial and `records_file`; a missing one only leaves that trial without per-request samples.",
 		Validators:          []validator.String{nonEmptyString{}, printableValidator{}, stringvalidator.AlsoRequires(path.MatchRoot("baseline"))},
 	}
 	attrs["comparison"] = schema.ObjectAttribute{
@@ -50,6 +52,11 @@ func addBaselineAttributes(attrs map[string]schema.Attribute) {
 			"\n\nAttributes: " + comparisonAttributesDescription,
 	}
 }
+
+// recordsRule is what a records file under records_directory may be (records.Path,
+// records.File).
+var recordsRule = "Each `records_file` a document names must stay inside the directory (a relative path without `..`, " +
+	"and no symbolic link leading out of it) and be a regular file of at most " + localfile.Size(records.File.MaxBytes) + "."
 
 // compareWithBaseline sets m.Comparison: doc compared with m.Baseline, or null.
 func (m *capacityReportModel) compareWithBaseline(ctx context.Context, doc *results.Document) diag.Diagnostics {
@@ -66,7 +73,15 @@ func (m *capacityReportModel) compareWithBaseline(ctx context.Context, doc *resu
 	}
 	var o compare.Options
 	if !m.BaselineRecordsDirectory.IsNull() {
-		o.Baseline = compare.RecordsSamples(m.BaselineRecordsDirectory.ValueString())
+		dir := m.BaselineRecordsDirectory.ValueString()
+		// A missing records file falls back on the trials' spread; one the reader refuses
+		// (outside the directory, a FIFO, a device, too large) is an error, never a fallback.
+		if err := records.CheckFiles(base, dir); err != nil {
+			diags.AddAttributeError(path.Root("baseline_records_directory"), "Refused baseline records file",
+				fmt.Sprintf("baseline_records_directory %s: the baseline document's %v.", dir, err))
+			return diags
+		}
+		o.Baseline = compare.RecordsSamples(dir)
 	}
 	if !m.RecordsDirectory.IsNull() {
 		o.Current = compare.RecordsSamples(m.RecordsDirectory.ValueString())

@@ -184,7 +184,7 @@ func TestAccCapacityReportDataSource_errors(t *testing.T) {
 		{"negative metric", fmt.Sprintf(`data "llmserve_capacity_report" "test" {
   content = replace(file(%q), "\"p95\": 7095.03604365", "\"p95\": -1")
 }`, ref), `workloads[0].passing_trials[0].ttft_ms.p95: -1 is negative`},
-		{"device", `data "llmserve_capacity_report" "test" { path = "/dev/zero" }`, `/dev/zero is not a regular file`},
+		{"device", `data "llmserve_capacity_report" "test" { path = "/dev/zero" }`, `/dev/zero is a character device, not a regular file`},
 		// Impossible on their face, with the JSON path.
 		{"duplicate key", fmt.Sprintf(`data "llmserve_capacity_report" "test" {
   content = replace(file(%q), "\"label\": \"2K / 512\",", "\"label\": \"2K / 512\", \"label\": \"8K / 1K\",")
@@ -198,7 +198,7 @@ func TestAccCapacityReportDataSource_errors(t *testing.T) {
   path              = %q
   records_directory = %q
 }`, ref, recordedPath(t, "records")), `the document names no records file`},
-		{"FIFO", fmt.Sprintf(`data "llmserve_capacity_report" "test" { path = %q }`, fifo), `is not a regular file`},
+		{"FIFO", fmt.Sprintf(`data "llmserve_capacity_report" "test" { path = %q }`, fifo), `is a named pipe (FIFO), not a regular file`},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {

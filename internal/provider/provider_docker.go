@@ -43,7 +43,7 @@ func dockerProviderAttributes() map[string]schema.Attribute {
 		"cert_path": schema.StringAttribute{
 			Optional:            true,
 			Validators:          []validator.String{printableValidator{}},
-			MarkdownDescription: "Directory holding `ca.pem`, `cert.pem` and `key.pem`. Falls back to `DOCKER_CERT_PATH`. `DOCKER_TLS_VERIFY=1` makes TLS mandatory for `tcp://`.",
+			MarkdownDescription: "Directory holding `ca.pem`, `cert.pem` and `key.pem`. Falls back to `DOCKER_CERT_PATH`. `DOCKER_TLS_VERIFY=1` makes TLS mandatory for `tcp://`. " + fileRule(docker.PEMFile),
 		},
 		"ssh_private_key": schema.StringAttribute{
 			Optional:            true,
@@ -54,7 +54,7 @@ func dockerProviderAttributes() map[string]schema.Attribute {
 		"ssh_known_hosts_file": schema.StringAttribute{
 			Optional:            true,
 			Validators:          []validator.String{printableValidator{}},
-			MarkdownDescription: "known_hosts file that must hold the `ssh://` host's key (default `~/.ssh/known_hosts`). Host keys are always checked.",
+			MarkdownDescription: "known_hosts file that must hold the `ssh://` host's key (default `~/.ssh/known_hosts`). Host keys are always checked. " + fileRule(docker.KnownHostsFile),
 		},
 		"ssh_socket_path": schema.StringAttribute{
 			Optional:            true,

@@ -22,7 +22,7 @@ func kubernetesProviderBlock() schema.Block {
 			"a kubeconfig (`config_path`, else `KUBECONFIG`, else `~/.kube/config`; `config_context` picks a context) or `host` with `token` or " +
 			"`client_certificate`/`client_key` and `cluster_ca_certificate`. The kubeconfig is read and the API server contacted only when a resource needs them.",
 		Attributes: map[string]schema.Attribute{
-			"config_path":    schema.StringAttribute{Optional: true, Validators: printable, MarkdownDescription: "Path of a kubeconfig file (`~` expands). Falls back to `KUBECONFIG`, then `~/.kube/config`. Ignored when `host` is set."},
+			"config_path":    schema.StringAttribute{Optional: true, Validators: printable, MarkdownDescription: "Path of a kubeconfig file (`~` expands). Falls back to `KUBECONFIG`, then `~/.kube/config`. Ignored when `host` is set. " + fileRule(kubernetes.KubeconfigFile)},
 			"config_context": schema.StringAttribute{Optional: true, Validators: printable, MarkdownDescription: "Context of the kubeconfig to use; its current context when omitted."},
 			"host":           schema.StringAttribute{Optional: true, Validators: printable, MarkdownDescription: "API server URL, e.g. `https://203.0.113.10:6443`. When set, no kubeconfig is read."},
 			"token":          schema.StringAttribute{Optional: true, Validators: printable, Sensitive: true, MarkdownDescription: "Bearer token for `host`."},

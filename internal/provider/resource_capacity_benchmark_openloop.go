@@ -164,7 +164,7 @@ func traceAttribute() schema.SingleNestedAttribute {
 				Validators: []validator.String{stringvalidator.LengthAtLeast(1), printableValidator{}},
 				MarkdownDescription: "Path of the trace file, read at plan (every line checked) and again at apply; relative to " +
 					"the directory Terraform runs in, so write `${path.module}/trace.jsonl` in quotes. Its SHA-256 is kept in " +
-					"`results_json` (`trace_sha256`), and a changed file is a new measurement for `progress_file`.",
+					"`results_json` (`trace_sha256`), and a changed file is a new measurement for `progress_file`. " + fileRule(trace.File),
 			},
 			"block_tokens": schema.Int64Attribute{
 				Optional:            true,

@@ -165,7 +165,7 @@ func (r *capacityBenchmarkResource) Schema(ctx context.Context, _ resource.Schem
 					"Trials recorded there for the same configuration are reused when an interrupted run (an interrupted apply, a server that went away, a timeout) is applied again: " +
 					"only the trials not yet finished are measured, and the apply warns how many it reused and which lines it ignored (another configuration, damaged lines) and why. " +
 					"Trials with failed requests are kept as a record but measured again. " +
-					"Must be a file path: not empty (omit the attribute for no journal) and not a directory.",
+					"Must be a file path: not empty (omit the attribute for no journal) and not a directory. " + fileRule(capacity.JournalFile),
 			},
 			"progress_log": schema.StringAttribute{
 				Optional:   true,

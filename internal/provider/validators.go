@@ -18,6 +18,8 @@ import (
 	"github.com/hashicorp/terraform-plugin-framework/path"
 	"github.com/hashicorp/terraform-plugin-framework/resource/schema"
 	"github.com/hashicorp/terraform-plugin-framework/schema/validator"
+
+	"github.com/llmserve/terraform-provider-llmserve/internal/localfile"
 )
 
 // A rule is one plan-time check of a known value: what it accepts (for the docs and
@@ -258,4 +260,10 @@ func positiveTimeouts(ctx context.Context, opts timeouts.Opts) schema.Attribute 
 		}
 	}
 	return attr
+}
+
+// fileRule states, for an attribute's docs, what a file the provider reads there may be
+// (internal/localfile): the one sentence every file-bearing attribute carries.
+func fileRule(k localfile.Kind) string {
+	return "It must be a regular file of at most " + localfile.Size(k.MaxBytes) + " (a FIFO, device, socket or directory is refused by name before it is read)."
 }

@@ -3,9 +3,9 @@ package records
 import (
 	"errors"
 	"fmt"
-	"path/filepath"
 
 	"github.com/llmserve/terraform-provider-llmserve/internal/load"
+	"github.com/llmserve/terraform-provider-llmserve/internal/localfile"
 	"github.com/llmserve/terraform-provider-llmserve/internal/metrics"
 	"github.com/llmserve/terraform-provider-llmserve/internal/results"
 )
@@ -41,13 +41,13 @@ func Recompute(doc *results.Document, dir string) ([]Recomputed, error) {
 			if t.RecordsFile == "" {
 				continue
 			}
-			if !filepath.IsLocal(filepath.FromSlash(t.RecordsFile)) {
-				return out, fmt.Errorf("workload %q %s trial %d at %s: records_file %q is not a relative path inside the records directory", w.Label, t.Kind, t.Trial, level(t), t.RecordsFile)
-			}
-			path := filepath.Join(dir, filepath.FromSlash(t.RecordsFile))
-			lines, sum, err := Read(path)
+			path, err := Path(dir, t.RecordsFile)
 			if err != nil {
 				return out, fmt.Errorf("workload %q %s trial %d at %s: %w", w.Label, t.Kind, t.Trial, level(t), err)
+			}
+			lines, sum, err := Read(path)
+			if err != nil {
+				return out, fmt.Errorf("workload %q %s trial %d at %s: records_file %q: %w", w.Label, t.Kind, t.Trial, level(t), t.RecordsFile, err)
 			}
 			if t.RecordsSHA256 != "" && sum != t.RecordsSHA256 {
 				return out, fmt.Errorf("workload %q %s trial %d at %s: %s has SHA-256 %s, the document says %s: the file was changed or is not this run's",
@@ -66,6 +66,44 @@ func Recompute(doc *results.Document, dir string) ([]Recomputed, error) {
 		}
 	}
 	return out, nil
+}
+
+// Path is the file a trial's records_file names under dir (localfile.Within: a local name
+// whose resolved path stays inside dir). A refusal names the field: records_file "../x" is not
+// a relative path inside the directory.
+func Path(dir, recordsFile string) (string, error) {
+	p, err := localfile.Within(dir, recordsFile)
+	switch {
+	case localfile.IsRefused(err): // the error names the file itself
+		return "", fmt.Errorf("records_file %w", err)
+	case err != nil:
+		return "", fmt.Errorf("records_file %q: %w", recordsFile, err)
+	}
+	return p, nil
+}
+
+// CheckFiles looks at every records file doc names under dir without reading one: each must
+// be inside dir and, where it exists, a regular file within File's bound. A missing file is
+// not an error (a comparison falls back on the spread of repeated trials); a refused one is,
+// naming the workload, the trial and its records_file.
+func CheckFiles(doc *results.Document, dir string) error {
+	for _, w := range doc.Workloads {
+		for _, t := range w.AllTrials {
+			if t.RecordsFile == "" {
+				continue
+			}
+			p, err := Path(dir, t.RecordsFile)
+			if err == nil {
+				if err = localfile.Check(p, File); err != nil {
+					err = fmt.Errorf("records_file %q: %w", t.RecordsFile, err)
+				}
+			}
+			if localfile.IsRefused(err) {
+				return fmt.Errorf("workload %q %s trial %d at %s: %w", w.Label, t.Kind, t.Trial, level(t), err)
+			}
+		}
+	}
+	return nil
 }
 
 // level names where a trial ran, for messages: "concurrency 4", "2.5 requests/s" or

@@ -42,7 +42,7 @@ func TestVerifyRefusesPathsOutsideTheDirectory(t *testing.T) {
 		d, dir := recorded(t)
 		d.Workloads[0].AllTrials[0].RecordsFile = bad
 		_, err := Verify(d, dir)
-		if err == nil || !strings.Contains(err.Error(), "is not a relative path inside the records directory") {
+		if err == nil || !strings.Contains(err.Error(), "is not a relative path inside the directory") {
 			t.Errorf("%s: %v", bad, err)
 		}
 	}

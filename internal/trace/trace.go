@@ -19,8 +19,9 @@ import (
 	"fmt"
 	"io"
 	"math"
-	"os"
 	"time"
+
+	"github.com/llmserve/terraform-provider-llmserve/internal/localfile"
 )
 
 // MooncakeBlockTokens is the tokens a hash_ids entry stands for in Mooncake's traces.
@@ -51,9 +52,13 @@ type Trace struct {
 	Requests    []Request `json:"-"`
 }
 
-// ReadFile reads and parses the trace at path.
+// File is what a trace file may be: a regular file of at most 256 MiB. Mooncake's published
+// traces are under 10 MB; a million requests with their hash_ids are about 200 MB.
+var File = localfile.Kind{Noun: "trace file (Mooncake JSONL)", MaxBytes: 256 << 20}
+
+// ReadFile reads and parses the trace at path (localfile: a regular file within File's bound).
 func ReadFile(path string, blockTokens int) (*Trace, error) {
-	raw, err := os.ReadFile(path)
+	raw, err := localfile.ReadFile(path, File)
 	if err != nil {
 		return nil, fmt.Errorf("read trace: %w", err)
 	}

@@ -20,6 +20,8 @@ import (
 	"github.com/docker/docker/client"
 	"golang.org/x/crypto/ssh"
 	"golang.org/x/crypto/ssh/knownhosts"
+
+	"github.com/llmserve/terraform-provider-llmserve/internal/localfile"
 )
 
 // DefaultHost is the local engine socket, used when neither configuration nor DOCKER_HOST
@@ -125,6 +127,13 @@ func NewClient(c Config) (*client.Client, error) {
 	return cli, nil
 }
 
+// PEMFile is a TLS file of cert_path: a regular file of at most 1 MiB (a certificate chain is
+// a few kilobytes).
+var PEMFile = localfile.Kind{Noun: "PEM file", MaxBytes: 1 << 20}
+
+// KnownHostsFile is ssh_known_hosts_file: a regular file of at most 64 MiB.
+var KnownHostsFile = localfile.Kind{Noun: "ssh known_hosts file", MaxBytes: 64 << 20}
+
 func (c Config) tlsConfig(serverName string) (*tls.Config, error) {
 	ca, cert, key := []byte(c.CAPEM), []byte(c.CertPEM), []byte(c.KeyPEM)
 	if c.CAPEM == "" && c.CertPEM == "" && c.KeyPEM == "" && c.CertPath != "" {
@@ -134,7 +143,7 @@ func (c Config) tlsConfig(serverName string) (*tls.Config, error) {
 				return nil
 			}
 			var b []byte
-			b, err = os.ReadFile(filepath.Join(c.CertPath, name))
+			b, err = localfile.ReadFile(filepath.Join(c.CertPath, name), PEMFile)
 			if err != nil {
 				err = fmt.Errorf("reading TLS material from cert_path (DOCKER_CERT_PATH) %s: %w", c.CertPath, err)
 			}
@@ -200,7 +209,13 @@ func newSSHDialer(c Config, u *url.URL) (*sshDialer, error) {
 	}
 	// Host keys are always checked: a Docker socket is root on the host, so a
 	// man-in-the-middle must not be accepted silently.
-	hostKeys, err := knownhosts.New(khFile)
+	// knownhosts opens the file itself; looked at first so a FIFO or a device there is
+	// refused rather than read.
+	err = localfile.Check(khFile, KnownHostsFile)
+	var hostKeys ssh.HostKeyCallback
+	if err == nil {
+		hostKeys, err = knownhosts.New(khFile)
+	}
 	if err != nil {
 		return nil, fmt.Errorf("reading ssh known hosts %s: %w; add the engine host's key (ssh-keyscan) or set ssh_known_hosts_file", khFile, err)
 	}

@@ -17,6 +17,8 @@ import (
 	k8s "k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
+
+	"github.com/llmserve/terraform-provider-llmserve/internal/localfile"
 )
 
 // Config is how to reach the API server, in the conventions of the Kubernetes provider:
@@ -64,6 +66,11 @@ func (c Config) RESTConfig() (*rest.Config, error) {
 		if err != nil {
 			return nil, err
 		}
+		// client-go opens the file itself; looked at first so a FIFO or a device there is
+		// refused rather than read.
+		if err := localfile.Check(p, KubeconfigFile); err != nil {
+			return nil, fmt.Errorf("kubernetes: config_path: %w", err)
+		}
 		rules.ExplicitPath = p
 	}
 	overrides := &clientcmd.ConfigOverrides{CurrentContext: c.ConfigContext}
@@ -76,6 +83,9 @@ func (c Config) RESTConfig() (*rest.Config, error) {
 	}
 	return cfg, nil
 }
+
+// KubeconfigFile is config_path: a regular file of at most 16 MiB.
+var KubeconfigFile = localfile.Kind{Noun: "kubeconfig", MaxBytes: 16 << 20}
 
 func expandHome(p string) (string, error) {
 	if p != "~" && !strings.HasPrefix(p, "~/") {
