@@ -197,6 +197,8 @@ func (r *capacityBenchmarkResource) Schema(ctx context.Context, _ resource.Schem
 					"the mean and peak power (W), mean utilisation (%), peak memory used (bytes), energy (J: the exporter's energy counter over the measured requests where it has one, " +
 					"`DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION` or `xpum_energy_joules_total`, else its power integrated over the scrapes; `energy_source` says which) and joules per output token. " +
 					"A figure no exporter gave is `null`, never 0; a scrape that fails is a warning in the trial, never a failed trial. " +
+					"A device's series given twice (or by two endpoints) count once; an energy counter that goes back is read as a reset; " +
+					"a value beyond any accelerator (power over 3000 W, memory used over 1 TiB, utilisation over 100 %) is `null`; each is a warning in the trial. " +
 					"DCGM exporter reads its GPUs every 30 s unless started with a shorter collection interval (`-c 1000` or `DCGM_EXPORTER_INTERVAL=1000`): set it, or the power of a short trial is one reading. " +
 					"URLs with credentials or a query string are refused (they would be stored in state), and so is the same exporter twice. " +
 					"Changing the list re-runs the benchmark; it is not part of the progress journal's configuration, so an interrupted run resumes with it.",

@@ -7,6 +7,7 @@
 package telemetry
 
 import (
+	"fmt"
 	"math"
 	"sort"
 	"strings"
@@ -23,6 +24,9 @@ type Reading struct {
 	EnergyJ     *float64
 	UtilPercent *float64
 	MemoryBytes *float64
+	// Notes say what the scrape held that was not taken as is: a device's series given more
+	// than once (counted once).
+	Notes []string
 }
 
 // The exporters this package reads.
@@ -40,8 +44,11 @@ type exporter struct {
 	blank                            float64 // values at or above it are the exporter's "no value"
 	energyBlank                      float64
 	device                           func(labels map[string]string) (id string, ok bool)
-	tileLabel                        string // a series per tile carries it; "" when none
-	skip                             func(labels map[string]string) bool
+	// alias, when set, names a device by another label than its id (DCGM's gpu index beside
+	// its UUID): a series that carries only the alias is the same device, not another one.
+	alias     func(labels map[string]string) (alias, id string, ok bool)
+	tileLabel string // a series per tile carries it; "" when none
+	skip      func(labels map[string]string) bool
 }
 
 // dcgm is NVIDIA's dcgm-exporter with its default counters, etc/default-counters.csv
@@ -73,6 +80,16 @@ var dcgm = exporter{
 			id += "/" + mig // a MIG instance of the GPU
 		}
 		return id, id != ""
+	},
+	alias: func(l map[string]string) (string, string, bool) {
+		if l["UUID"] == "" || l["gpu"] == "" {
+			return "", "", false
+		}
+		alias, id := l["gpu"], l["UUID"]
+		if mig := l["GPU_I_ID"]; mig != "" {
+			alias, id = alias+"/"+mig, id+"/"+mig
+		}
+		return alias, id, true
 	},
 }
 
@@ -147,12 +164,25 @@ func (e exporter) readings(fams map[string]*dto.MetricFamily) []Reading {
 		}
 		return r
 	}
-	for _, q := range []quantity{
+	quantities := []quantity{
 		{e.power, 1, e.blank, false, func(r *Reading, v float64) { r.PowerW = &v }},
 		{e.energy, e.energyToJ, e.energyBlank, false, func(r *Reading, v float64) { r.EnergyJ = &v }},
 		{e.util, e.utilToPercent, e.blank, true, func(r *Reading, v float64) { r.UtilPercent = &v }},
 		{e.memory, e.memToB, e.blank, false, func(r *Reading, v float64) { r.MemoryBytes = &v }},
-	} {
+	}
+	aliases := map[string]string{}
+	if e.alias != nil {
+		for _, q := range quantities {
+			if f := family(fams, q.names); f != nil {
+				for _, m := range f.GetMetric() {
+					if alias, id, ok := e.alias(labels(m)); ok {
+						aliases[alias] = id
+					}
+				}
+			}
+		}
+	}
+	for _, q := range quantities {
 		f := family(fams, q.names)
 		if f == nil {
 			continue
@@ -160,6 +190,8 @@ func (e exporter) readings(fams map[string]*dto.MetricFamily) []Reading {
 		type acc struct {
 			whole          *float64 // the device's own series
 			tileSum, tiles float64
+			tileSeen       map[string]bool
+			copies         int // series of the device (or of one of its tiles) given again
 		}
 		vals := map[string]*acc{}
 		for _, m := range f.GetMetric() {
@@ -171,6 +203,9 @@ func (e exporter) readings(fams map[string]*dto.MetricFamily) []Reading {
 			if !ok {
 				continue
 			}
+			if canonical, known := aliases[id]; known {
+				id = canonical
+			}
 			v, ok := value(m)
 			if !ok || v < 0 || v >= q.blank || math.IsNaN(v) || math.IsInf(v, 0) {
 				continue
@@ -180,15 +215,31 @@ func (e exporter) readings(fams map[string]*dto.MetricFamily) []Reading {
 				a = &acc{}
 				vals[id] = a
 			}
-			if e.tileLabel != "" && l[e.tileLabel] != "" {
+			if tile := l[e.tileLabel]; e.tileLabel != "" && tile != "" {
+				if a.tileSeen[tile] {
+					a.copies++
+					continue
+				}
+				if a.tileSeen == nil {
+					a.tileSeen = map[string]bool{}
+				}
+				a.tileSeen[tile] = true
 				a.tileSum += v
 				a.tiles++
+				continue
+			}
+			if a.whole != nil {
+				a.copies++ // the same device again: one device, its first series
 				continue
 			}
 			w := v
 			a.whole = &w
 		}
 		for id, a := range vals {
+			if a.copies > 0 {
+				r := get(id)
+				r.Notes = append(r.Notes, fmt.Sprintf("%s given %d more %s for the same device, counted once", f.GetName(), a.copies, plural(a.copies, "time", "times")))
+			}
 			switch {
 			case a.whole != nil:
 				q.set(get(id), *a.whole*q.scale)
@@ -235,4 +286,11 @@ func value(m *dto.Metric) (float64, bool) {
 		return m.GetUntyped().GetValue(), true
 	}
 	return 0, false
+}
+
+func plural(n int, one, many string) string {
+	if n == 1 {
+		return one
+	}
+	return many
 }

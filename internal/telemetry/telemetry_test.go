@@ -267,3 +267,111 @@ func TestWatchHungExporterHoldsNothing(t *testing.T) {
 		t.Fatalf("warnings %q", got.Warnings)
 	}
 }
+
+// watchFor scrapes the endpoints every 20 ms over 200 ms of measured requests.
+func watchFor(t *testing.T, endpoints []Endpoint) *results.AcceleratorTelemetry {
+	t.Helper()
+	w := Start(context.Background(), endpoints, 20*time.Millisecond)
+	w.MarkMeasured()
+	time.Sleep(200 * time.Millisecond)
+	return w.Finish(context.Background()).Summary(1000)
+}
+
+func warned(got *results.AcceleratorTelemetry, want string) bool {
+	for _, w := range got.Warnings {
+		if strings.Contains(w, want) {
+			return true
+		}
+	}
+	return false
+}
+
+// A device's series given more than once, whether repeated as they are or with only the
+// gpu index label, is one device, counted once and said; so is a device two endpoints give
+// (the same exporter under two URLs). The totals stay 400.5 W, not doubled.
+func TestWatchDuplicateSeriesAreOneDevice(t *testing.T) {
+	t.Run("in one scrape", func(t *testing.T) {
+		u := serve(t, &telemetrytest.DCGM{EnergyStepMJ: 1000, DuplicateSeries: true})
+		got := watchFor(t, []Endpoint{{"telemetry_endpoints[0]", NewHTTPSource(u, nil)}})
+		if len(got.Devices) != 2 || got.Total.MeanPowerW == nil || !near(*got.Total.MeanPowerW, 400.5) || *got.Total.PeakPowerW != 400.5 {
+			t.Fatalf("devices %+v, total %+v", got.Devices, got.Total)
+		}
+		if !warned(got, "telemetry_endpoints[0] device "+telemetrytest.GPU0+": DCGM_FI_DEV_POWER_USAGE given 2 more times for the same device, counted once") {
+			t.Errorf("warnings %q", got.Warnings)
+		}
+	})
+	t.Run("from two endpoints", func(t *testing.T) {
+		d := &telemetrytest.DCGM{EnergyStepMJ: 1000}
+		u0, u1 := serve(t, d), serve(t, d)
+		got := watchFor(t, []Endpoint{{"telemetry_endpoints[0]", NewHTTPSource(u0, nil)}, {"telemetry_endpoints[1]", NewHTTPSource(u1, nil)}})
+		if len(got.Devices) != 2 || got.Total.MeanPowerW == nil || !near(*got.Total.MeanPowerW, 400.5) {
+			t.Fatalf("devices %+v, total %+v", got.Devices, got.Total)
+		}
+		if !warned(got, "telemetry_endpoints[1] device "+telemetrytest.GPU0+" is also given by telemetry_endpoints[0] (the same exporter under two URLs?): counted once") {
+			t.Errorf("warnings %q", got.Warnings)
+		}
+	})
+}
+
+// An energy counter that goes back (the exporter restarted) is a reset: the energy still
+// comes from the counter, 2 J a scrape across the reset, and the warning says so.
+func TestWatchEnergyCounterReset(t *testing.T) {
+	// Scrape 1 is the round before the measured requests, scrape 2 the one they start with,
+	// the last the one after the load: the reset at scrape 3 falls inside the window.
+	d := &telemetrytest.DCGM{EnergyStepMJ: 2000, ResetAt: 3}
+	u := serve(t, d)
+	got := watchFor(t, []Endpoint{{"telemetry_endpoints[0]", NewHTTPSource(u, nil)}})
+	if got.Scrapes < 2 {
+		t.Fatalf("%d scrapes in the window", got.Scrapes)
+	}
+	g0 := got.Devices[0]
+	if e := *g0.EnergyJ; g0.EnergySource != results.EnergyFromCounter || e != 2*float64(got.Scrapes-1) && e != 2*float64(got.Scrapes) {
+		t.Fatalf("GPU 0 energy %v from %s, want %d J from the counter", *g0.EnergyJ, g0.EnergySource, 2*(got.Scrapes-1))
+	}
+	if !warned(got, "its energy counter went back from ") || !warned(got, "read as a reset") {
+		t.Errorf("warnings %q", got.Warnings)
+	}
+}
+
+// Values beyond any accelerator (250 kW, 10 PB of memory) are unknown with a warning, never
+// a figure, and so are the totals that would hold them.
+func TestWatchOutOfBoundsIsUnknown(t *testing.T) {
+	u := serve(t, &telemetrytest.DCGM{EnergyStepMJ: 1000, GPU0PowerW: 250000, GPU0MemoryMiB: 10_000_000_000_000_000 >> 20})
+	got := watchFor(t, []Endpoint{{"telemetry_endpoints[0]", NewHTTPSource(u, nil)}})
+	g0 := got.Devices[0].AcceleratorFigures
+	if g0.MeanPowerW != nil || g0.PeakPowerW != nil || g0.PeakMemoryUsedBytes != nil {
+		t.Fatalf("GPU 0 figures %+v: out-of-bounds values kept", g0)
+	}
+	if got.Total.MeanPowerW != nil || got.Total.PeakPowerW != nil || got.Total.PeakMemoryUsedBytes != nil {
+		t.Fatalf("totals %+v hold out-of-bounds values", got.Total)
+	}
+	g1 := got.Devices[1].AcceleratorFigures
+	if g1.MeanPowerW == nil || !near(*g1.MeanPowerW, 100) {
+		t.Errorf("GPU 1 figures %+v", g1)
+	}
+	for _, want := range []string{
+		"telemetry_endpoints[0] device " + telemetrytest.GPU0 + ": power 250000 W is beyond any accelerator (at most 3000 W): read as unknown",
+		"telemetry_endpoints[0] device " + telemetrytest.GPU0 + ": memory used 1e+16 bytes is beyond any accelerator (at most 1 TiB): read as unknown",
+	} {
+		if !warned(got, want) {
+			t.Errorf("warnings %q lack %q", got.Warnings, want)
+		}
+	}
+}
+
+// An energy counter that rises faster than any accelerator draws is unknown.
+func TestCounterEnergyBounds(t *testing.T) {
+	at := time.Unix(1000, 0)
+	s := func(sec, j float64) sample {
+		return sample{at: at.Add(time.Duration(sec * float64(time.Second))), r: Reading{EnergyJ: &j}}
+	}
+	if e, _, w := counterEnergy([]sample{s(0, 100), s(1, 600), s(2, 1100)}); e == nil || *e != 1000 || len(w) != 0 {
+		t.Errorf("steady 500 W: %v %q", e, w)
+	}
+	if e, _, w := counterEnergy([]sample{s(0, 100), s(1, 600), s(2, 400)}); e == nil || *e != 900 || len(w) != 1 {
+		t.Errorf("a reset: %v %q, want 500 + 400 J", e, w)
+	}
+	if e, _, w := counterEnergy([]sample{s(0, 100), s(1, 250100)}); e != nil || len(w) != 1 || !strings.Contains(w[0], "250000 W, beyond any accelerator") {
+		t.Errorf("250 kW: %v %q", e, w)
+	}
+}

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"math"
 	"sort"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -220,6 +221,14 @@ func (rec *Recording) summary(outputTokens int) *results.AcceleratorTelemetry {
 		out.Warnings = append(out.Warnings, "no scrape fell within the measured requests: no figures")
 		return out
 	}
+	seen := make([]bool, len(rec.names)) // endpoints that gave a device, before any is left out as a duplicate
+	for _, r := range window {
+		for e, rs := range r.readings {
+			seen[e] = seen[e] || len(rs) > 0
+		}
+	}
+	window, warnings := rec.vet(window)
+	out.Warnings = append(out.Warnings, warnings...)
 	out.Scrapes = len(window)
 	first, last := window[0].at, window[len(window)-1].at
 	span := last.Sub(first).Seconds()
@@ -227,11 +236,9 @@ func (rec *Recording) summary(outputTokens int) *results.AcceleratorTelemetry {
 
 	series := map[deviceKey][]sample{}
 	var keys []deviceKey
-	seen := make([]bool, len(rec.names))
 	for _, r := range window {
 		for e, rs := range r.readings {
 			for _, d := range rs {
-				seen[e] = true
 				k := deviceKey{e, d.Exporter, d.Device}
 				if series[k] == nil {
 					keys = append(keys, k)
@@ -252,8 +259,8 @@ func (rec *Recording) summary(outputTokens int) *results.AcceleratorTelemetry {
 		return keys[i].exporter+keys[i].id < keys[j].exporter+keys[j].id
 	})
 	for _, k := range keys {
-		f, warn := figures(series[k], span, outputTokens)
-		if warn != "" {
+		f, warns := figures(series[k], span, outputTokens)
+		for _, warn := range warns {
 			out.Warnings = append(out.Warnings, fmt.Sprintf("%s device %s: %s", rec.names[k.endpoint], k.id, warn))
 		}
 		out.Devices = append(out.Devices, results.AcceleratorDevice{Endpoint: k.endpoint, Exporter: k.exporter, Device: printable(k.id), AcceleratorFigures: f})
@@ -293,7 +300,7 @@ func printable(s string) string {
 // figures are one device's figures over its samples; window is the span of the whole
 // window in seconds. A device whose samples cover less of it (a failed scrape at either end)
 // has its energy scaled from the mean power it showed, and says so.
-func figures(ss []sample, window float64, outputTokens int) (results.AcceleratorFigures, string) {
+func figures(ss []sample, window float64, outputTokens int) (results.AcceleratorFigures, []string) {
 	var f results.AcceleratorFigures
 	var power []sample
 	var util []float64
@@ -321,40 +328,139 @@ func figures(ss []sample, window float64, outputTokens int) (results.Accelerator
 	}
 
 	// Energy: the exporter's counter where it has one, else the power integrated.
+	var warns []string
 	var energy *float64
 	var covered float64
-	var first, last *sample
-	for i := range ss {
-		if ss[i].r.EnergyJ != nil {
-			if first == nil {
-				first = &ss[i]
-			}
-			last = &ss[i]
-		}
-	}
+	counted, cspan, cwarns := counterEnergy(ss)
+	warns = append(warns, cwarns...)
 	switch {
-	case first != nil && last != first && *last.r.EnergyJ >= *first.r.EnergyJ:
-		energy, covered = ptr(*last.r.EnergyJ-*first.r.EnergyJ), last.at.Sub(first.at).Seconds()
+	case counted != nil:
+		energy, covered = counted, cspan
 		f.EnergySource = results.EnergyFromCounter
 	case len(power) > 1 && powerSpan > 0:
 		energy, covered = ptr(integral), powerSpan
 		f.EnergySource = results.EnergyFromPower
 	}
-	var warn string
 	if energy != nil && window > 0 && covered < window*0.999 {
 		if covered <= 0 {
 			energy, f.EnergySource = nil, ""
-			warn = "too few scrapes for its energy"
+			warns = append(warns, "too few scrapes for its energy")
 		} else {
 			energy = ptr(*energy / covered * window)
-			warn = fmt.Sprintf("its scrapes covered %.1f s of the %.1f s window; its energy is scaled from that span's mean power", covered, window)
+			warns = append(warns, fmt.Sprintf("its scrapes covered %.1f s of the %.1f s window; its energy is scaled from that span's mean power", covered, window))
 		}
 	}
 	f.EnergyJ = energy
 	if energy != nil && outputTokens > 0 {
 		f.JoulesPerOutputToken = ptr(*energy / float64(outputTokens))
 	}
-	return f, warn
+	return f, warns
+}
+
+// counterEnergy is the energy an exporter's counter shows over the samples that carry it,
+// and the seconds they span: nil with fewer than two. A counter that goes back (the exporter
+// or the driver restarted and counts from 0 again) is a reset, as Prometheus's increase()
+// reads one: the value after it is the energy since the reset, and the warning says so. An
+// increase no accelerator can draw (over MaxPowerW on average) makes the energy unknown.
+func counterEnergy(ss []sample) (energy *float64, span float64, warns []string) {
+	var prev *sample
+	total := 0.0
+	n := 0
+	for i := range ss {
+		s := &ss[i]
+		if s.r.EnergyJ == nil {
+			continue
+		}
+		if prev == nil {
+			prev = s
+			continue
+		}
+		dt := s.at.Sub(prev.at).Seconds()
+		step := *s.r.EnergyJ - *prev.r.EnergyJ
+		if step < 0 {
+			warns = append(warns, fmt.Sprintf("its energy counter went back from %s J to %s J between two scrapes (an exporter or driver restart): "+
+				"read as a reset, the value after it counted as the energy since", formatJ(*prev.r.EnergyJ), formatJ(*s.r.EnergyJ)))
+			step = *s.r.EnergyJ
+		}
+		total += step
+		span += dt
+		n++
+		prev = s
+	}
+	if n == 0 {
+		return nil, 0, warns
+	}
+	// Over the whole span, not between two scrapes: exporters refresh the counter in steps
+	// (DCGM and XPU Manager about once a second), so two scrapes close together may see a
+	// whole step.
+	if span > 0 && total/span > MaxPowerW {
+		return nil, 0, append(warns, fmt.Sprintf("its energy counter rose by %s J in %.3g s, a mean power of %.6g W, beyond any accelerator (at most %g W): its energy is unknown",
+			formatJ(total), span, total/span, MaxPowerW))
+	}
+	return ptr(total), span, warns
+}
+
+func formatJ(v float64) string { return strconv.FormatFloat(v, 'f', -1, 64) }
+
+// Physical bounds: a reading beyond them is an exporter's fault (a unit slip, a corrupted
+// or misparsed value), read as unknown with a warning, never as a figure. The largest
+// accelerators draw about 1.2 kW (NVIDIA B200, AMD MI355X: 1.4 kW) and hold 288 GB; the bounds
+// leave room for the next generations while refusing a power in kilowatts read as watts
+// (250 kW) or a memory in bytes read as KiB.
+const (
+	MaxPowerW       = 3000.0
+	MaxMemoryBytes  = 1 << 40 // 1 TiB
+	MaxUtilization  = 100
+	utilizationSlop = 1e-6 // an average of tiles may round a hair above 100
+)
+
+// vet returns the window's rounds with each reading checked: a device an earlier endpoint
+// already gave (the same exporter reached under two URLs) is left out, as it would be
+// counted twice; a value beyond the physical bounds is removed (unknown). Each is said once
+// per device in the warnings, with the notes the readings carry (a series given twice).
+func (rec *Recording) vet(window []round) ([]round, []string) {
+	var warns []string
+	said := map[string]bool{}
+	say := func(w string) {
+		if !said[w] {
+			said[w] = true
+			warns = append(warns, w)
+		}
+	}
+	out := make([]round, len(window))
+	for i, r := range window {
+		out[i] = r
+		out[i].readings = make([][]Reading, len(r.readings))
+		owner := map[[2]string]int{} // (exporter, device) → the endpoint counted
+		for e, rs := range r.readings {
+			for _, d := range rs {
+				key := [2]string{d.Exporter, d.Device}
+				if first, dup := owner[key]; dup && first != e {
+					say(fmt.Sprintf("%s device %s is also given by %s (the same exporter under two URLs?): counted once, from %s", rec.names[e], d.Device, rec.names[first], rec.names[first]))
+					continue
+				}
+				owner[key] = e
+				name := fmt.Sprintf("%s device %s", rec.names[e], d.Device)
+				for _, n := range d.Notes {
+					say(name + ": " + n)
+				}
+				if d.PowerW != nil && *d.PowerW > MaxPowerW {
+					say(fmt.Sprintf("%s: power %.6g W is beyond any accelerator (at most %g W): read as unknown", name, *d.PowerW, MaxPowerW))
+					d.PowerW = nil
+				}
+				if d.MemoryBytes != nil && *d.MemoryBytes > MaxMemoryBytes {
+					say(fmt.Sprintf("%s: memory used %.6g bytes is beyond any accelerator (at most 1 TiB): read as unknown", name, *d.MemoryBytes))
+					d.MemoryBytes = nil
+				}
+				if d.UtilPercent != nil && *d.UtilPercent > MaxUtilization+utilizationSlop {
+					say(fmt.Sprintf("%s: utilisation %.6g %% is beyond 100 %%: read as unknown", name, *d.UtilPercent))
+					d.UtilPercent = nil
+				}
+				out[i].readings[e] = append(out[i].readings[e], d)
+			}
+		}
+	}
+	return out, warns
 }
 
 // total adds the devices up. A sum over some devices would pass for all of them, so a

@@ -19,6 +19,14 @@ type DCGM struct {
 	EnergyStepMJ int64
 	// FailEvery makes every FailEvery-th scrape answer 503; 0 never.
 	FailEvery int
+	// Faults an exporter shows in the field. DuplicateSeries gives every series of GPU 0
+	// twice more: once as it is, once with only its gpu index label. GPU0PowerW and
+	// GPU0MemoryMiB, when set, replace GPU 0's power and memory used. ResetAt, when set, makes
+	// GPU 0's energy counter restart from 0 at that scrape, as after an exporter restart.
+	DuplicateSeries bool
+	GPU0PowerW      float64
+	GPU0MemoryMiB   int64
+	ResetAt         int
 
 	mu      sync.Mutex
 	scrapes int
@@ -49,6 +57,27 @@ func (d *DCGM) ServeHTTP(w http.ResponseWriter, _ *http.Request) {
 	}
 	const gpu0 = `gpu="0",UUID="` + GPU0 + `",device="nvidia0",modelName="NVIDIA H100 80GB HBM3",Hostname="gpu-node"`
 	const gpu1 = `gpu="1",UUID="` + GPU1 + `",device="nvidia1",modelName="NVIDIA H100 80GB HBM3",Hostname="gpu-node"`
+	power, mem, energy := 300.5, 70000+n, 123456789000+n*d.EnergyStepMJ
+	if d.GPU0PowerW != 0 {
+		power = d.GPU0PowerW
+	}
+	if d.GPU0MemoryMiB != 0 {
+		mem = d.GPU0MemoryMiB
+	}
+	if d.ResetAt > 0 && n >= int64(d.ResetAt) {
+		energy = (n - int64(d.ResetAt) + 1) * d.EnergyStepMJ
+	}
+	var dup string
+	if d.DuplicateSeries {
+		const bare = `gpu="0"`
+		dup = fmt.Sprintf(`DCGM_FI_DEV_POWER_USAGE{%[1]s} %[3]g
+DCGM_FI_DEV_POWER_USAGE{%[2]s} %[3]g
+DCGM_FI_DEV_GPU_UTIL{%[1]s} 80
+DCGM_FI_DEV_GPU_UTIL{%[2]s} 80
+DCGM_FI_DEV_FB_USED{%[1]s} %[4]d
+DCGM_FI_DEV_FB_USED{%[2]s} %[4]d
+`, gpu0, bare, power, mem)
+	}
 	w.Header().Set("Content-Type", "text/plain; version=0.0.4; charset=utf-8")
 	_, _ = fmt.Fprintf(w, `# HELP DCGM_FI_DEV_SM_CLOCK SM clock frequency (in MHz).
 # TYPE DCGM_FI_DEV_SM_CLOCK gauge
@@ -56,7 +85,7 @@ DCGM_FI_DEV_SM_CLOCK{%[1]s} 1980
 DCGM_FI_DEV_SM_CLOCK{%[2]s} 1980
 # HELP DCGM_FI_DEV_POWER_USAGE Power draw (in W).
 # TYPE DCGM_FI_DEV_POWER_USAGE gauge
-DCGM_FI_DEV_POWER_USAGE{%[1]s} 300.5
+DCGM_FI_DEV_POWER_USAGE{%[1]s} %[5]g
 DCGM_FI_DEV_POWER_USAGE{%[2]s} 100
 # HELP DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION Total energy consumption since boot (in mJ).
 # TYPE DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION counter
@@ -70,5 +99,5 @@ DCGM_FI_DEV_GPU_UTIL{%[2]s} 40
 # TYPE DCGM_FI_DEV_FB_USED gauge
 DCGM_FI_DEV_FB_USED{%[1]s} %[4]d
 DCGM_FI_DEV_FB_USED{%[2]s} 1024
-`, gpu0, gpu1, 123456789000+n*d.EnergyStepMJ, 70000+n)
+%[6]s`, gpu0, gpu1, energy, mem, power, dup)
 }
