@@ -43,7 +43,7 @@ cd examples/quickstart
 vars=(-var "model_path=$model" -var "image=$image")
 case "$action" in
 apply)
-	step "terraform apply (deploy, wait until it generates, measure; tail -f examples/quickstart/capacity.progress.jsonl)"
+	step "terraform apply (deploy, wait until it generates, measure; follow it with: tail -f examples/quickstart/capacity.progress.log)"
 	"$terraform" apply -auto-approve -input=false "${vars[@]}"
 	step "capacity per workload (p95 TTFT SLO)"
 	"$terraform" output -json maximum_passing_concurrency
@@ -53,7 +53,7 @@ apply)
 destroy)
 	step "terraform destroy"
 	"$terraform" destroy -auto-approve -input=false "${vars[@]}"
-	rm -f capacity.progress.jsonl
+	rm -f capacity.progress.jsonl capacity.progress.log
 	;;
 *)
 	echo "usage: $0 apply|destroy" >&2

@@ -52,7 +52,13 @@ variable "measured_requests" {
 }
 
 variable "progress_file" {
-  description = "Where each finished trial is appended as a JSON line (default: beside this file)."
+  description = "The run's journal: each finished trial as a JSON line, what an interrupted apply resumes from (default: beside this file)."
+  type        = string
+  default     = ""
+}
+
+variable "progress_log" {
+  description = "The file to follow during the apply (tail -f): one readable line per finished trial with what is left (default: beside this file)."
   type        = string
   default     = ""
 }
@@ -91,7 +97,8 @@ resource "llmserve_capacity_benchmark" "tiny" {
   triggers   = { container = llmserve_inference_server.tiny.id }
   experiment = llmserve_inference_server.tiny.experiment
 
-  progress_file = var.progress_file != "" ? var.progress_file : "${path.root}/capacity.progress.jsonl"
+  progress_file = var.progress_file != "" ? var.progress_file : "${path.root}/capacity.progress.jsonl" # the journal a re-apply resumes from
+  progress_log  = var.progress_log != "" ? var.progress_log : "${path.root}/capacity.progress.log"     # tail -f this one
 
   lifecycle {
     postcondition {

@@ -71,6 +71,7 @@ func (c Config) ResultWarnings(doc *results.Document) []problem.Problem {
 				w.Label, BoundNote(w, len(c.ConcurrencyLevels) > 0), names, w.Label)})
 	}
 	out = append(out, c.shortRateTrials(doc)...)
+	out = append(out, noiseWarnings(doc.Objectives(), doc)...)
 	if warm := WarmCacheTrials(doc); len(warm) > 0 {
 		out = append(out, problem.Problem{Warning: true,
 			Summary: "Prompts were served from a cache that should have been cold",

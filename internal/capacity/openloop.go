@@ -317,9 +317,11 @@ func (r *trialRunner) runRate(ctx context.Context, q search.RateRequest) (search
 	// cover the whole trial.
 	accel := telemetry.Start(ctx, s.telemetry, s.cfg.TelemetryInterval)
 	watch := watchServer(ctx, s.control, s.engine)
+	hostStart := sampleHost()
 	loadStart := time.Now()
 	res, err := load.RunOpenTrial(ctx, s.client, spec)
 	loadEnd := time.Now()
+	host := hostLoad(hostStart, sampleHost())
 	waitedOut := stop.decidedByWaiting()
 	view := watch.finish(ctx)
 	accelerators := accel.Finish(ctx)
@@ -393,6 +395,7 @@ func (r *trialRunner) runRate(ctx context.Context, q search.RateRequest) (search
 	trial.Server = view
 	trial.Accelerators = accelerators.Summary(outputTokens(res.Requests)) // warmups included, as the window is
 	trial.Replicas = r.replicas.results()
+	trial.Host = host
 	if idleUnverified {
 		trial.Notes = append(trial.Notes, idleUnverifiedNote)
 	}

@@ -1,7 +1,8 @@
 package capacity
 
 // What a person following a long run reads: one line per finished trial (time, workload,
-// concurrency, trial kind and number, verdict, each objective against its threshold, the
+// concurrency or the rate scheduled and offered, trial kind and number, verdict, each
+// objective against its threshold, the guard an open-loop trial missed, the
 // trial's duration, and for the run: trials done, elapsed, what is left), written to the
 // progress log and the provider's log as the run goes.
 
@@ -10,6 +11,7 @@ import (
 	"fmt"
 	"math"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -27,19 +29,20 @@ type runWatch struct {
 	say   func(line string) // nil: nobody reads the lines
 
 	mu        sync.Mutex
-	outcomes  map[string][]search.Outcome // by workload, in the search's order
-	measured  int                         // trials this run measured
-	good      int                         // finished trials without failed requests, reused ones included
-	reused    int                         // trials taken from the journal
-	reusedBy  []string                    // workloads with reused trials, in order
-	trialTime time.Duration               // wall-clock of the trials this run measured
-	current   string                      // the trial running now, "" between trials
-	step      string                      // what it is doing
-	lastError string                      // the last failed request's error, for a server that went away
+	outcomes  map[string][]search.Outcome     // by workload, in the search's order
+	rates     map[string][]search.RateOutcome // a rate (or speed-up) search's, likewise
+	measured  int                             // trials this run measured
+	good      int                             // finished trials without failed requests, reused ones included
+	reused    int                             // trials taken from the journal
+	reusedBy  []string                        // workloads with reused trials, in order
+	trialTime time.Duration                   // wall-clock of the trials this run measured
+	current   string                          // the trial running now, "" between trials
+	step      string                          // what it is doing
+	lastError string                          // the last failed request's error, for a server that went away
 }
 
 func newRunWatch(cfg Config, slos []results.SLO, say func(string)) *runWatch {
-	return &runWatch{cfg: cfg, slos: slos, start: time.Now(), say: say, outcomes: map[string][]search.Outcome{}}
+	return &runWatch{cfg: cfg, slos: slos, start: time.Now(), say: say, outcomes: map[string][]search.Outcome{}, rates: map[string][]search.RateOutcome{}}
 }
 
 // begin marks the trial that runs now.
@@ -96,11 +99,34 @@ func (w *runWatch) finished(workload string, o search.Outcome, e JournalEntry) {
 
 // finishedRate records one outcome of a rate search.
 func (w *runWatch) finishedRate(workload string, o search.RateOutcome, e JournalEntry) {
-	at := fmt.Sprintf("rate=%s/s", trimFloat(math.Round(o.Rate*1000)/1000))
-	if e.Speedup > 0 {
-		at = fmt.Sprintf("speedup=%s rate=%s/s", trimFloat(math.Round(e.Speedup*1000)/1000), trimFloat(math.Round(e.Rate*1000)/1000))
+	if w != nil {
+		w.mu.Lock()
+		w.rates[workload] = append(w.rates[workload], o)
+		w.mu.Unlock()
 	}
-	w.finishedAt(workload, at, o.Outcome, e)
+	w.finishedAt(workload, rateAt(e), o.Outcome, e)
+}
+
+// rateAt names where a rate trial ran: the rate it was scheduled at and the rate its measured
+// requests were really offered at (a Poisson schedule of a few requests offers far from its
+// mean), "rate 3.08/s offered 2.32/s", or for a replay "speedup 1.22× (6.1/s) offered 6.05/s".
+func rateAt(e JournalEntry) string {
+	at := "rate " + sig3(e.Rate) + "/s"
+	if e.Speedup > 0 {
+		at = "speedup " + sig3(e.Speedup) + "× (" + sig3(e.Rate) + "/s)"
+	}
+	if t := e.Metrics; t != nil && t.OpenLoop != nil && t.OpenLoop.OfferedRate > 0 {
+		at += " offered " + sig3(t.OpenLoop.OfferedRate) + "/s"
+	}
+	return at
+}
+
+// sig3 writes a rate to three significant digits: 3.0764 → "3.08", 12 → "12".
+func sig3(v float64) string {
+	if v == 0 || math.IsNaN(v) || math.IsInf(v, 0) {
+		return trimFloat(v)
+	}
+	return strconv.FormatFloat(v, 'g', 3, 64)
 }
 
 func (w *runWatch) finishedAt(workload, at string, o search.Outcome, e JournalEntry) {
@@ -155,6 +181,13 @@ func (w *runWatch) line(workload, at string, o search.Outcome, e JournalEntry) s
 	for _, r := range e.SLOs {
 		b.WriteString("  " + objectiveText(w.slos, r, e.ValueIsBound))
 	}
+	// An open-loop trial fails too when the server did not keep up with its rate: say which
+	// guard and by how much, or a FAIL reads beside objectives that were all met.
+	if t := e.Metrics; t != nil {
+		if g := t.OpenLoop.MissedGuards(); len(g) > 0 {
+			b.WriteString("  did not keep up: " + strings.Join(g, ", "))
+		}
+	}
 	if o.Failed > 0 {
 		fmt.Fprintf(&b, "  %d requests failed", o.Failed)
 	}
@@ -167,9 +200,7 @@ func (w *runWatch) line(workload, at string, o search.Outcome, e JournalEntry) s
 		fmt.Fprintf(&b, " (%d resumed)", w.reused)
 	}
 	fmt.Fprintf(&b, ", %s elapsed", round(time.Since(w.start).Seconds()))
-	if w.cfg.OpenLoop == nil { // the estimate plays out the concurrency search only
-		b.WriteString(", " + w.left(workload))
-	}
+	b.WriteString(", " + w.left(workload))
 	return b.String()
 }
 
@@ -242,10 +273,10 @@ func (w *runWatch) left(current string) string {
 		switch {
 		case wl.Label == current:
 			started = true
-			a, b := remainingTrials(w.cfg, w.outcomes[wl.Label])
+			a, b := w.remaining(wl.Label)
 			lo, hi = lo+a, hi+b
 		case started:
-			a, b := remainingTrials(w.cfg, nil)
+			a, b := w.remaining("")
 			lo, hi = lo+a, hi+b
 		}
 	}
@@ -265,6 +296,15 @@ func (w *runWatch) left(current string) string {
 		t += "–" + round(float64(hi)*mean)
 	}
 	return fmt.Sprintf("%s left (about %s)", n, t)
+}
+
+// remaining is the fewest and the most trials a workload's search can still ask for, after
+// what it has done ("": a workload not begun), along the run's axis.
+func (w *runWatch) remaining(workload string) (lo, hi int) {
+	if w.cfg.OpenLoop != nil {
+		return remainingRateTrials(w.cfg, w.rates[workload])
+	}
+	return remainingTrials(w.cfg, w.outcomes[workload])
 }
 
 // maxEstimateCandidates bounds the boundaries an estimate plays out: every level when the
@@ -333,4 +373,51 @@ func candidates(from, to int) []int {
 		out = append(out, from+int(float64(i)*float64(to-from)/float64(maxEstimateCandidates-1)))
 	}
 	return slices.Compact(out)
+}
+
+// remainingRateTrials is remainingTrials for a search over the rate (or speed-up) ladder: it
+// plays the rest of the search out against every rung the boundary may still lie at.
+func remainingRateTrials(cfg Config, done []search.RateOutcome) (lo, hi int) {
+	l := cfg.OpenLoop.Ladder()
+	if l.Validate() != nil {
+		return 0, 0
+	}
+	from, to := 0, l.Rungs()
+	for _, o := range done {
+		r, ok := l.Rung(o.Rate)
+		switch {
+		case !ok:
+		case o.Pass:
+			from = max(from, r)
+		default:
+			to = min(to, r-1)
+		}
+	}
+	if from > to {
+		from, to = 0, l.Rungs()
+	}
+	lo, hi = math.MaxInt, 0
+	for _, b := range candidates(from, to) {
+		n := 0
+		_, err := search.RunRate(context.Background(), search.RateConfig{
+			Ladder: l, ConfirmationTrials: cfg.ConfirmationTrials, History: done, Threshold: 1, GuardBand: guardBand,
+		}, func(_ context.Context, q search.RateRequest) (search.Outcome, error) {
+			n++
+			rung, _ := l.Rung(q.Rate)
+			pass := rung <= b
+			value := 2.0 // clear fails and passes: no guard trials
+			if pass {
+				value = 0.5
+			}
+			return search.Outcome{Pass: pass, Value: value}, nil
+		})
+		if err != nil {
+			continue
+		}
+		lo, hi = min(lo, n), max(hi, n)
+	}
+	if lo > hi {
+		return 0, 0
+	}
+	return lo, hi
 }

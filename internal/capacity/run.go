@@ -378,6 +378,7 @@ func (s *session) applyHeadline(out *results.Workload) error {
 		return fmt.Errorf("workload %q: %w", out.Label, err)
 	}
 	h.Apply(out)
+	out.TrialDisagreements = results.Disagreements(s.slos(), *out)
 	return nil
 }
 

@@ -91,9 +91,14 @@ func (v *validation) traceWorkload(c Config, i int, w Workload) {
 				w.TraceFile, nw, t.Requests[nw].Line)})
 	}
 	if measured := len(t.Requests) - c.WarmupRequests; measured < minTraceMeasured {
+		// Never a negative count: warmups that outnumber the trace leave nothing to measure.
+		leaves := fmt.Sprintf("it leaves %d measured", measured)
+		if measured <= 0 {
+			leaves = fmt.Sprintf("they take the whole trace and more (%d warmups for %d requests), leaving none measured", c.WarmupRequests, len(t.Requests))
+		}
 		v.add(problem.Problem{Path: tp.At("file"), Summary: "Trace too short", Reads: []attrpath.Path{attrpath.Root("trial").At("warmup_requests")},
-			Detail: fmt.Sprintf("%s has %d requests; after trial.warmup_requests (%d), the first requests replayed as warmups, it leaves %d measured, "+
-				"and a replay needs at least %d for the backlog guard; use a longer trace or lower trial.warmup_requests.", w.TraceFile, len(t.Requests), c.WarmupRequests, measured, minTraceMeasured)})
+			Detail: fmt.Sprintf("%s has %d requests; after trial.warmup_requests (%d), the first requests replayed as warmups, %s, "+
+				"and a replay needs at least %d for the backlog guard; use a longer trace or lower trial.warmup_requests.", w.TraceFile, len(t.Requests), c.WarmupRequests, leaves, minTraceMeasured)})
 	}
 }
 

@@ -50,10 +50,12 @@ func (r *trialRunner) RunTrial(ctx context.Context, req search.Request) (search.
 		return search.Outcome{}, err
 	}
 	watch.enter("while its requests ran")
+	hostStart := sampleHost()
 	run, err := r.load(ctx, req, prompts, clock)
 	if err != nil {
 		return search.Outcome{}, err
 	}
+	host := hostLoad(hostStart, sampleHost())
 	run.idleUnverified = idleUnverified
 	summaryStart := time.Now()
 	out, abort, err := r.judge(req, prompts, run)
@@ -61,6 +63,7 @@ func (r *trialRunner) RunTrial(ctx context.Context, req search.Request) (search.
 		return search.Outcome{}, err
 	}
 	trial := out.Detail.(*results.Trial)
+	trial.Host = host
 	if err := r.keepRecords(req, trial, run.res.Requests); err != nil {
 		return search.Outcome{}, err
 	}

@@ -314,6 +314,9 @@ func (s Spec) Args() []string {
 		flag("--alias", s.ServedModelName)
 		num("--ctx-size", s.ContextLength)
 		num("--parallel", s.MaxRunningRequests)
+		if llamaCppCacheRAM(s) {
+			num("--cache-ram", LlamaCppCacheRAMMiB)
+		}
 		if s.Accelerator == CUDA {
 			// Offload every layer; llama.cpp clamps the count to the model's layers.
 			a = append(a, "--n-gpu-layers", "999")
@@ -467,6 +470,48 @@ func joinQuoted[T ~string](vs []T) string {
 // the flags in extra_args.
 const llamaCppSpecRenameBuild = 10749
 
+// LlamaCppCacheRAMMiB is the host RAM the provider lets llama-server keep prompts' KV state
+// in. llama-server's own --cache-ram/-cram help reads "set the maximum cache size in MiB
+// (default: 8192, 0 for decision models, -1 - no limit, 0 - disable)" (env
+// LLAMA_ARG_CACHE_RAM; Debian's llama.cpp 0.7.0, build 11669; the cache came with
+// ggml-org/llama.cpp PR #16391, "server : host-memory prompt caching", October 2025): each
+// prompt a slot lets go of is copied to host memory, up to 8 GiB beside the weights and the
+// KV cache, whatever the model's size. The quickstart's llama-server grew to 6.47 GiB of
+// RSS for a 49 MB model that way. 512 MiB keeps a few prompts' state of a small or mid-sized
+// model (a 4096-token prompt of an 8B model is about 512 MiB in f16 KV) and bounds the
+// server's memory; the benchmark itself sends cache_prompt: false, so its figures do not
+// depend on it. A --cache-ram (or -cram) in extra_args replaces it (0 turns the cache off,
+// -1 lifts the limit).
+const LlamaCppCacheRAMMiB = 512
+
+// llamaCppCacheRAMBuild is the first build known to take --cache-ram: Debian's 0.7.0 (build
+// 11669) prints it, and the PR that added it is from October 2025; the build it first shipped
+// in is not pinned down, so an image that says it is older (engine_version) keeps
+// llama-server's own default rather than fail on an unknown flag.
+const llamaCppCacheRAMBuild = 11669
+
+// llamaCppCacheRAM reports whether the launch passes --cache-ram LlamaCppCacheRAMMiB: for a
+// build known to take it (or an unknown version, which gets the current flags) unless
+// extra_args sets it.
+func llamaCppCacheRAM(s Spec) bool {
+	if hasFlag(s.ExtraArgs, "--cache-ram") || hasFlag(s.ExtraArgs, "-cram") {
+		return false
+	}
+	n, ok := llamaCppBuild(s.EngineVersion)
+	return !ok || n >= llamaCppCacheRAMBuild
+}
+
+// llamaCppBuild reads a llama.cpp build number ("b8846", "b8846-abc1234" or "8846"); false
+// when the version is empty or not a build.
+func llamaCppBuild(version string) (int, bool) {
+	v := strings.TrimPrefix(strings.ToLower(strings.TrimSpace(version)), "b")
+	if i := strings.IndexAny(v, "-+ "); i >= 0 {
+		v = v[:i]
+	}
+	n, err := strconv.Atoi(v)
+	return n, err == nil && n > 0
+}
+
 // llamaCppBuildRE is a llama.cpp release as users write it: the build ("b8846" or "8846"),
 // optionally with the commit as build_info reports it ("b8846-abc1234").
 var llamaCppBuildRE = regexp.MustCompile(`^[bB]?[0-9]+(-[0-9a-f]{7,40})?$`)
@@ -475,10 +520,6 @@ var llamaCppBuildRE = regexp.MustCompile(`^[bB]?[0-9]+(-[0-9a-f]{7,40})?$`)
 // "8846") predates the speculative-flag rename. An unknown or unparsable version gets the
 // current flags.
 func llamaCppLegacyDraftFlags(version string) bool {
-	v := strings.TrimPrefix(strings.ToLower(strings.TrimSpace(version)), "b")
-	if i := strings.IndexAny(v, "-+ "); i >= 0 {
-		v = v[:i]
-	}
-	n, err := strconv.Atoi(v)
-	return err == nil && n > 0 && n < llamaCppSpecRenameBuild
+	n, ok := llamaCppBuild(version)
+	return ok && n < llamaCppSpecRenameBuild
 }

@@ -72,7 +72,7 @@ func TestCommandOtherEngines(t *testing.T) {
 			spec: Spec{Engine: LlamaCpp, Model: "/models/tiny.gguf", ServedModelName: "tiny", TensorParallel: 1,
 				ContextLength: 8192, MaxRunningRequests: 4, Accelerator: CPU, Port: 8080, ExtraArgs: []string{"--threads", "2"}},
 			want: []string{"llama-server", "--model", "/models/tiny.gguf", "--alias", "tiny", "--ctx-size", "8192",
-				"--parallel", "4", "--metrics", "--host", "0.0.0.0", "--port", "8080", "--threads", "2"},
+				"--parallel", "4", "--cache-ram", "512", "--metrics", "--host", "0.0.0.0", "--port", "8080", "--threads", "2"},
 		},
 		{
 			name: "custom entrypoint",
@@ -326,5 +326,39 @@ func TestVLLMSpeculativeWithoutDraftModel(t *testing.T) {
 		if p := s.Validate(); len(p) != 0 {
 			t.Errorf("method %q: problems %v", m, p)
 		}
+	}
+}
+
+// llama-server's host prompt cache defaults to 8 GiB; the launch bounds it to 512 MiB, unless
+// extra_args sets it or the image is a build older than the flag.
+func TestLlamaCppCacheRAM(t *testing.T) {
+	base := Spec{Engine: LlamaCpp, Model: "/m.gguf", TensorParallel: 1, Accelerator: CPU, Port: 8080}
+	for _, tc := range []struct {
+		name    string
+		version string
+		extra   []string
+		want    string // the --cache-ram value in argv, "" when the launch passes none
+	}{
+		{"current upstream", "", nil, "512"},
+		{"Debian's build", "b11669", nil, "512"},
+		{"set in extra_args", "", []string{"--cache-ram", "0"}, "0"},
+		{"short form in extra_args", "", []string{"-cram", "2048"}, ""},
+		{"older build", "b8846", nil, ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			s := base
+			s.EngineVersion, s.ExtraArgs = tc.version, tc.extra
+			args := s.Args()
+			n := 0
+			for _, a := range args {
+				if a == "--cache-ram" {
+					n++
+				}
+			}
+			got, _ := flagValue(args, "--cache-ram")
+			if got != tc.want || n > 1 {
+				t.Errorf("args %q: --cache-ram %q (%d times), want %q once", args, got, n, tc.want)
+			}
+		})
 	}
 }

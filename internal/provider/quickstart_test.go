@@ -3,7 +3,9 @@ package provider
 import (
 	"fmt"
 	"math"
+	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/hashicorp/terraform-plugin-testing/config"
@@ -47,6 +49,7 @@ func TestAccQuickstart_llamaCpp(t *testing.T) {
 	t.Setenv("TF_ACC_PROVIDER_NAMESPACE", "llmserve")
 
 	const bench = "llmserve_capacity_benchmark.tiny"
+	progressLog := filepath.Join(t.TempDir(), "progress.log")
 	labels := []string{"256 / 32", "1024 / 32"}
 	notNullMap := knownvalue.MapExact(map[string]knownvalue.Check{labels[0]: knownvalue.NotNull(), labels[1]: knownvalue.NotNull()})
 
@@ -61,6 +64,7 @@ func TestAccQuickstart_llamaCpp(t *testing.T) {
 				"image":             config.StringVariable(quickstartImage),
 				"measured_requests": config.IntegerVariable(quickstartMeasured),
 				"progress_file":     config.StringVariable(filepath.Join(t.TempDir(), "progress.jsonl")),
+				"progress_log":      config.StringVariable(progressLog),
 			},
 			ConfigStateChecks: []statecheck.StateCheck{
 				// Every workload found a failing level within 1..8: llama-server runs 2 slots,
@@ -71,7 +75,7 @@ func TestAccQuickstart_llamaCpp(t *testing.T) {
 					knownvalue.ListPartial(map[int]knownvalue.Check{0: knownvalue.StringExact("llama-server")})),
 				statecheck.ExpectKnownOutputValue("maximum_passing_concurrency", knownvalue.MapSizeExact(2)),
 			},
-			Check: checkQuickstartResults(t, bench, labels),
+			Check: resource.ComposeTestCheckFunc(checkQuickstartResults(t, bench, labels), checkProgressLog(progressLog)),
 		}},
 	})
 }
@@ -139,4 +143,49 @@ func deref(p *int) any {
 		return nil
 	}
 	return *p
+}
+
+// checkProgressLog: the quickstart's progress_log has a readable line per finished trial,
+// each with what is left.
+func checkProgressLog(path string) resource.TestCheckFunc {
+	return func(*terraform.State) error {
+		raw, err := os.ReadFile(path)
+		if err != nil {
+			return fmt.Errorf("the quickstart's progress_log: %w", err)
+		}
+		lines := strings.Split(strings.TrimSpace(string(raw)), "\n")
+		trials := 0
+		for _, l := range lines {
+			if strings.Contains(l, " elapsed, ") {
+				trials++
+			}
+		}
+		if trials < 4 {
+			return fmt.Errorf("progress_log has %d trial lines, want one per trial (at least 4):\n%s", trials, raw)
+		}
+		return nil
+	}
+}
+
+// The quickstart tells a person to follow its readable progress_log, not the JSON journal.
+func TestQuickstartSetsAndShowsProgressLog(t *testing.T) {
+	t.Parallel()
+	for path, want := range map[string][]string{
+		"../../examples/quickstart/main.tf": {"progress_log  = var.progress_log", "tail -f"},
+		"../../scripts/quickstart.sh":       {"tail -f examples/quickstart/capacity.progress.log"},
+		"../../README.md":                   {"tail -f examples/quickstart/capacity.progress.log"},
+	} {
+		raw, err := os.ReadFile(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, w := range want {
+			if !strings.Contains(string(raw), w) {
+				t.Errorf("%s does not say %q", path, w)
+			}
+		}
+		if strings.Contains(string(raw), "tail -f examples/quickstart/capacity.progress.jsonl") {
+			t.Errorf("%s tells users to tail -f the JSON journal", path)
+		}
+	}
 }

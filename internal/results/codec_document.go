@@ -190,8 +190,36 @@ func (r *reader) workload(o *object) Workload {
 	}
 	w.BoundBy = o.optionalStrings("bound_by")
 	w.Notes = o.optionalStrings("notes")
+	if v, p := o.optional("trial_disagreements"); v != nil {
+		w.TrialDisagreements = r.trialDisagreements(p, v)
+		if len(w.TrialDisagreements) == 0 {
+			o.keepAsWritten("trial_disagreements")
+		}
+	}
 	o.finish()
 	return w
+}
+
+func (r *reader) trialDisagreements(path string, v *node) []TrialDisagreement {
+	if v.kind != kindArray {
+		r.fail(path, "expected array, got %s", v.kind)
+		return nil
+	}
+	var out []TrialDisagreement
+	for i, it := range v.items {
+		do := r.asObject(joinIndex(path, i), it)
+		if do == nil {
+			continue
+		}
+		var d TrialDisagreement
+		do.plain(&d)
+		do.optionalValue("concurrency", &d.Concurrency)
+		do.optionalValue("request_rate", &d.RequestRate)
+		do.optionalValue("speedup", &d.Speedup)
+		do.finish()
+		out = append(out, d)
+	}
+	return out
 }
 
 func (r *reader) trials(o *object, key string) []Trial {
@@ -290,6 +318,12 @@ func (r *reader) trial(o *object) Trial {
 		if to := r.asObject(p, v); to != nil {
 			timing := plainBlock[TrialTiming](to)
 			t.Timing = &timing
+		}
+	}
+	if v, p := o.optional("host"); v != nil {
+		if ho := r.asObject(p, v); ho != nil {
+			host := plainBlock[HostLoad](ho)
+			t.Host = &host
 		}
 	}
 	o.finish()

@@ -114,6 +114,9 @@ type Workload struct {
 	// Notes are additive: what the search observed that a reader should know, such as a
 	// non-monotone capacity curve.
 	Notes []string `json:"notes,omitempty"`
+	// TrialDisagreements are the levels whose confirmation trials disagree by more than
+	// their size explains (noise.go); absent when they agree. Additive.
+	TrialDisagreements []TrialDisagreement `json:"trial_disagreements,omitempty"`
 }
 
 // Trial is the full metrics of one confirmation trial.
@@ -181,6 +184,24 @@ type Trial struct {
 	// Replicas is what each replica of a replicated deployment proved for this trial, in the
 	// order of the benchmark's replica_endpoints; absent when they were not given. Additive.
 	Replicas []ReplicaCheck `json:"replicas,omitempty"`
+	// Host is the load generator's own machine during the trial's load (Linux: /proc);
+	// absent where it cannot be read. Additive.
+	Host *HostLoad `json:"host,omitempty"`
+}
+
+// HostLoad is what the machine running the load generator did during a trial's load, read
+// from /proc/loadavg and /proc/stat as the load began and as it ended: another job beside
+// the benchmark, or a hypervisor taking the CPU (steal), moves the figures without any
+// change to the server.
+type HostLoad struct {
+	CPUs int `json:"cpus"`
+	// LoadAvg1mStart and LoadAvg1mEnd are the 1-minute load average as the load began and ended.
+	LoadAvg1mStart float64 `json:"load_avg_1m_start"`
+	LoadAvg1mEnd   float64 `json:"load_avg_1m_end"`
+	// BusyPercent is the share of all CPUs' time that was not idle over the load, StealPercent
+	// the share a hypervisor gave to other guests.
+	BusyPercent  float64 `json:"busy_percent"`
+	StealPercent float64 `json:"steal_percent"`
 }
 
 // ReplicaCheck is one replica's part in a trial: a flush through a Service reaches one
