@@ -97,8 +97,9 @@ type StoppedError struct {
 	Where   string // the trial and its step, or "between trials"
 	Kept    int    // finished trials a resumed run reuses
 	File    string // the progress file they are kept in; "" when none is set
-	LastErr string // StopServerGone: what the server last said
-	Cause   error
+	LastErr string // StopServerGone: what the server last said; otherwise what the run was waiting on, when it knows
+
+	Cause error
 }
 
 // StopReason is why a run stopped part-way.
@@ -125,6 +126,9 @@ func (e *StoppedError) Error() string {
 		fmt.Fprintf(&b, "timed out (timeouts.create) during %s", e.Where)
 	default:
 		fmt.Fprintf(&b, "interrupted during %s", e.Where)
+	}
+	if e.Why != StopServerGone && e.LastErr != "" {
+		fmt.Fprintf(&b, ", waiting on the server: %s", e.LastErr)
 	}
 	if e.File == "" {
 		if e.Kept > 0 {
@@ -265,6 +269,12 @@ func (w *runWatch) explain(ctx context.Context, err error) error {
 		st := &StoppedError{Why: StopInterrupted, Where: w.where(), Kept: good, Cause: err}
 		if errors.Is(ctxErr, context.DeadlineExceeded) {
 			st.Why = StopTimedOut
+		}
+		// A wait the server kept refusing ends with the context; its last answer says why
+		// the run was still waiting.
+		var refused *engine.FlushRefusedError
+		if errors.As(err, &refused) {
+			st.LastErr = "the cache flush " + refused.Answer()
 		}
 		return st
 	}

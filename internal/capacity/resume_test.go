@@ -454,3 +454,44 @@ func TestJournalOfARateSearchIsReusable(t *testing.T) {
 		t.Errorf("reused %d of %d lines; ignored: %q", len(j.History()), len(entries), j.Ignored())
 	}
 }
+
+// TestTimeoutQuotesTheFlushsLastAnswer: a flush the server answers 400 until timeouts.create
+// passes ends in a timeout that quotes the server's last answer, status and body, with the
+// API key redacted, instead of only "timed out during the connection check".
+func TestTimeoutQuotesTheFlushsLastAnswer(t *testing.T) {
+	t.Parallel()
+	const key = "sk-flush-secret-42"
+	eng := twoSlotEngine(t, simengine.Options{Protocol: simengine.SGLang, Version: "0.5.10", APIKey: key})
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if strings.HasPrefix(r.URL.Path, "/flush_cache") {
+			http.Error(w, "pending requests (client "+key+")", http.StatusBadRequest)
+			return
+		}
+		eng.ServeHTTP(w, r)
+	}))
+	defer srv.Close()
+	cfg := testConfig(srv.URL)
+	cfg.APIKey = key
+	cfg.IdleTimeout = time.Hour
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
+	defer cancel()
+	_, err := Resume(ctx, cfg, Files{})
+	var stopped *StoppedError
+	if !errors.As(err, &stopped) || stopped.Why != StopTimedOut {
+		t.Fatalf("err %v, want a timeout", err)
+	}
+	msg := err.Error()
+	t.Log(msg)
+	for _, want := range []string{
+		"timed out (timeouts.create) during the connection check, waiting on the server: the cache flush POST " + srv.URL + "/flush_cache refused ",
+		`(last answer HTTP 400: "pending requests (client `,
+		"raise timeouts.create",
+	} {
+		if !strings.Contains(msg, want) {
+			t.Errorf("message %q lacks %q", msg, want)
+		}
+	}
+	if strings.Contains(msg, key) {
+		t.Errorf("message %q holds the API key", msg)
+	}
+}

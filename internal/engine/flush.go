@@ -135,6 +135,29 @@ func (c *Client) flushVLLM(ctx context.Context) (CacheFlush, error) {
 // proxy's page, an error object) is not a flush.
 var sglangFlushed = []byte("Cache flushed")
 
+// FlushRefusedError is a flush the server kept refusing until the caller's context ended
+// (Terraform's interrupt, timeouts.create): the server's last answer, status and body
+// (redacted, one line), is what the user needs to know, whatever stopped the wait.
+type FlushRefusedError struct {
+	URL      string // the server's base URL, redacted
+	Attempts int
+	Status   int
+	Body     string
+	Err      error // the context's error
+}
+
+// Answer is the refusal in a phrase: `POST http://…/flush_cache refused 12 times (last
+// answer HTTP 400: "pending requests")`.
+func (e *FlushRefusedError) Answer() string {
+	return fmt.Sprintf("POST %s/flush_cache refused %d %s (last answer HTTP %d: %q)", e.URL, e.Attempts, map[bool]string{true: "time", false: "times"}[e.Attempts == 1], e.Status, e.Body)
+}
+
+func (e *FlushRefusedError) Error() string {
+	return fmt.Sprintf("cache flush: POST %s/flush_cache still refused after %d attempts (last answer HTTP %d: %q): %v", e.URL, e.Attempts, e.Status, e.Body, e.Err)
+}
+
+func (e *FlushRefusedError) Unwrap() error { return e.Err }
+
 // flushSGLang posts /flush_cache with the admin key where one is set (SGLang with
 // --admin-api-key guards it, S3 @auth_level(ADMIN_OPTIONAL)). A 400 means requests were
 // running or waiting (or another flush is pending); it is retried with backoff until the idle
@@ -148,8 +171,7 @@ func (c *Client) flushSGLang(ctx context.Context) (CacheFlush, error) {
 	// the server to stop refusing, and the error says so.
 	var refusal []byte
 	ended := func(refused int) error {
-		return fmt.Errorf("cache flush: POST %s/flush_cache still refused after %d attempts (last answer HTTP 400: %q): %w",
-			c.redacted, refused, c.secrets.OneLine(refusal), ctx.Err())
+		return &FlushRefusedError{URL: c.redacted, Attempts: refused, Status: http.StatusBadRequest, Body: c.secrets.OneLine(refusal), Err: ctx.Err()}
 	}
 	for attempt := 1; ; attempt++ {
 		status, body, err := c.callAdmin(ctx, http.MethodPost, path, nil)
