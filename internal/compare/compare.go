@@ -1,8 +1,13 @@
 // Package compare tells whether a capacity result is worse than a baseline result of the same
 // protocol: per workload present in both, the two capacities and their difference, each
-// objective's value at the concurrency levels both runs measured, and a verdict (regressed,
-// improved or unchanged) that holds only when the change is larger than the noise the trials
-// themselves show. It reads results documents and knows nothing of Terraform.
+// objective's value at the levels both runs measured (concurrencies, offered request rates or
+// replay speed-ups: each workload on its own axis), and a verdict. It reads results documents
+// and knows nothing of Terraform.
+//
+// The verdict decides three ways, as Chromium's Pinpoint does (different / same / need more
+// runs): regressed or improved when the change is beyond the noise and at least MinChange;
+// unchanged only when it is shown to be small, its confidence interval inside ±Band (an
+// equivalence test); inconclusive otherwise, with what would decide it.
 //
 // The method (documented for users in the "Gate on change" guide):
 //
@@ -17,12 +22,18 @@
 //     percentile over each trial's requests estimates the same variance from one trial; the
 //     larger of the two estimates is used.
 //   - t = D / (s / √Σ weights), judged against Student's t with the pooled degrees of freedom at
-//     a two-sided false-alarm level of Alpha (split over the objectives). A workload regressed
-//     when an objective's t passes the critical value and D is at least MinChange; improved
-//     when an objective moved the other way likewise and none regressed; otherwise unchanged.
-//   - Without any level measured by both runs, the boundaries decide: regressed when the
-//     current run failed at a level at or below the baseline's maximum passing concurrency
-//     (the baseline passed every confirmation trial there), improved the other way round.
+//     a two-sided false-alarm level of Alpha (split over the objectives); D ± critical·se is the
+//     change's confidence interval. An objective regressed when t passes the critical value and
+//     D is at least MinChange; improved likewise the other way; unchanged when the interval lies
+//     inside ±Band; else inconclusive. A workload regressed when an objective did; else
+//     inconclusive when one was; else improved when one was; else unchanged.
+//   - The capacities: a maximum passing level that moved by more than one of the levels the
+//     runs tried is never unchanged. Down by two or more where the current run failed a level
+//     the baseline passed in every confirmation trial: regressed, whatever the common levels
+//     show (and improved the other way round, unless an objective regressed); without such a
+//     contradiction, inconclusive.
+//   - Without any level measured by both runs, the boundaries decide as above: a contradiction
+//     is a regression (or an improvement); none is inconclusive, never unchanged.
 package compare
 
 import (
@@ -38,20 +49,26 @@ import (
 
 // Verdicts.
 const (
-	Regressed    = "regressed"
-	Improved     = "improved"
-	Unchanged    = "unchanged"
+	Regressed = "regressed"
+	Improved  = "improved"
+	Unchanged = "unchanged"
+	// Inconclusive: the change is neither beyond the noise nor shown to be within ±Band; the
+	// workload's notes say what would decide it.
+	Inconclusive = "inconclusive"
 	Incomparable = "incomparable" // the protocols differ for this workload; see Result.Refused
 )
 
 // Defaults of Options.
 const (
 	// DefaultAlpha is the two-sided false-alarm level per workload: the chance that two runs of
-	// the same server are called anything but unchanged, as the t test sees it.
+	// the same server are called regressed or improved, as the t test sees it.
 	DefaultAlpha = 0.05
 	// DefaultMinChange is the smallest relative change of an objective's value called a
 	// regression or an improvement, however sure the test is: 5 %.
 	DefaultMinChange = 0.05
+	// DefaultBand is the equivalence band: unchanged means the change's confidence interval
+	// lies within ±10 %.
+	DefaultBand = 0.10
 	// FallbackNoise is the relative spread of one trial assumed when no level has repeated
 	// trials and no records are present (every level measured once). It is what the project's
 	// repeated runs show for a quiet server, and is flagged in the workload's notes.
@@ -62,6 +79,7 @@ const (
 type Options struct {
 	Alpha     float64 // DefaultAlpha when 0
 	MinChange float64 // DefaultMinChange when 0
+	Band      float64 // DefaultBand when 0
 	// Baseline and Current, when set, return one trial's per-request values of a metric (its
 	// successful measured requests), read from the trial's records file; ok is false when the
 	// trial has none. They feed the bootstrap estimate of noise.
@@ -79,7 +97,7 @@ type Result struct {
 	// sentences; when not empty no workload has a verdict (Incomparable).
 	Refused []string
 	// Flagged lists differences of setup that leave the numbers comparable but that a reader
-	// should know (another model, engine image, threshold, number of confirmation trials).
+	// should know (another model name, engine image, threshold, number of confirmation trials).
 	Flagged []string
 	// Workloads are those present in both documents, in the current document's order.
 	Workloads []Workload
@@ -90,16 +108,25 @@ type Result struct {
 // Workload is the comparison of one workload.
 type Workload struct {
 	Label string
-	// Capacities: the maximum passing concurrency (nil: even the minimum failed).
+	// Axis is what the workload's capacity was searched over (the current run's).
+	Axis Axis
+	// Capacities: the maximum passing concurrency (nil: even the minimum failed, or the
+	// workload was searched on another axis).
 	BaselineCapacity, CurrentCapacity *int
 	// CapacityChange is current − baseline, nil when either is nil.
 	CapacityChange *int
-	Objectives     []Objective
-	Verdict        string
+	// BaselineMaximumPassing and CurrentMaximumPassing are the maximum passing level on the
+	// workload's axis (a concurrency, requests per second or a speed-up); nil when none passed.
+	BaselineMaximumPassing, CurrentMaximumPassing *float64
+	// CapacitySteps is how many of the levels the runs tried the maximum passing level moved
+	// (negative: down).
+	CapacitySteps int
+	Objectives    []Objective
+	Verdict       string
 	// Reason says in one sentence why the verdict is what it is, with the figures.
 	Reason string
 	// Notes say what a reader should know about how the verdict was reached (no noise
-	// estimate, no level in common, a refused workload).
+	// estimate, no level in common, what would decide an inconclusive verdict).
 	Notes []string
 }
 
@@ -111,6 +138,9 @@ type Objective struct {
 	// Change is the pooled relative change of the objective's value at those levels: +0.15
 	// means 15 % worse (higher latency, lower throughput). NaN without a common level.
 	Change float64
+	// Low and High bound Change's confidence interval (the same relative terms); NaN without
+	// a common level.
+	Low, High float64
 	// Noise is the standard error of Change (relative), NaN without a common level.
 	Noise float64
 	// NoiseSource says where Noise came from: "trials" (spread of repeated trials),
@@ -120,11 +150,17 @@ type Objective struct {
 	T           float64 // Change / Noise in log terms; NaN without a common level
 	Critical    float64 // the t value Change must pass
 	Verdict     string
+	// Decide says, for an inconclusive objective, what would decide it.
+	Decide string
 }
 
-// Level is one concurrency both runs measured in full, with the objective's mean value.
+// Level is one level both runs measured in full, with the objective's mean value.
 type Level struct {
-	Concurrency               int
+	// Concurrency is the level on the concurrency axis, 0 on the others.
+	Concurrency int
+	// At is the level on the workload's axis: a concurrency, an offered request rate
+	// (requests per second) or a speed-up.
+	At                        float64
 	Baseline, Current         float64 // geometric mean over the level's trials, in Unit
 	BaselineN, CurrentN       int     // trials
 	BaselinePass, CurrentPass bool    // every trial at the level met the objective
@@ -137,6 +173,9 @@ func Compare(baseline, current *results.Document, o Options) Result {
 	}
 	if o.MinChange <= 0 {
 		o.MinChange = DefaultMinChange
+	}
+	if o.Band <= 0 {
+		o.Band = DefaultBand
 	}
 	if o.Resamples <= 0 {
 		o.Resamples = 400
@@ -177,14 +216,25 @@ func (r Result) Regressed() []Workload {
 }
 
 func compareWorkload(bd, cd *results.Document, bw, cw results.Workload, refused bool, o Options) Workload {
-	w := Workload{Label: cw.Label, BaselineCapacity: bw.MaximumPassingConcurrency, CurrentCapacity: cw.MaximumPassingConcurrency}
+	axis := axisOf(cw)
+	w := Workload{Label: cw.Label, Axis: axis}
+	if axis == AxisConcurrency {
+		w.BaselineCapacity, w.CurrentCapacity = bw.MaximumPassingConcurrency, cw.MaximumPassingConcurrency
+	}
 	if w.BaselineCapacity != nil && w.CurrentCapacity != nil {
 		d := *w.CurrentCapacity - *w.BaselineCapacity
 		w.CapacityChange = &d
 	}
+	w.BaselineMaximumPassing, _ = axis.boundary(bw)
+	w.CurrentMaximumPassing, _ = axis.boundary(cw)
 	if refused {
 		w.Verdict = Incomparable
 		w.Reason = "not compared: the protocols differ (see the refused differences)"
+		return w
+	}
+	if ba := axisOf(bw); ba != axis {
+		w.Verdict = Incomparable
+		w.Reason = fmt.Sprintf("not compared: the baseline was searched by %s, the current run by %s", strings.ReplaceAll(string(ba), "_", " "), strings.ReplaceAll(string(axis), "_", " "))
 		return w
 	}
 	if diffs := shapeDifferences(bw, cw); len(diffs) > 0 {
@@ -192,70 +242,152 @@ func compareWorkload(bd, cd *results.Document, bw, cw results.Workload, refused 
 		w.Reason = "not compared: the workload's shape differs: " + strings.Join(diffs, "; ")
 		return w
 	}
+	w.CapacitySteps = capacitySteps(axis, bw, cw)
 	objectives := cd.Objectives()
-	worse, better := []string{}, []string{}
+	byVerdict := map[string][]string{}
 	common := false
 	for _, slo := range objectives {
-		ob := compareObjective(baselineSLO(bd, slo), slo, bw, cw, len(objectives), o)
+		ob := compareObjective(axis, baselineSLO(bd, slo), slo, bw, cw, len(objectives), max(cd.AIPerf.IndependentTrialsPerBoundarySide, 1), o)
 		if len(ob.Levels) > 0 {
 			common = true
+			byVerdict[ob.Verdict] = append(byVerdict[ob.Verdict], describe(axis, ob, o))
 		}
 		if ob.NoiseSource == "assumed" {
 			w.Notes = append(w.Notes, fmt.Sprintf("%s: no level has repeated trials and no records are present; the noise assumed is %.0f %% per trial", ob.Key, FallbackNoise*100))
 		}
-		switch ob.Verdict {
-		case Regressed:
-			worse = append(worse, describe(ob))
-		case Improved:
-			better = append(better, describe(ob))
+		if ob.Decide != "" {
+			w.Notes = append(w.Notes, ob.Key+": to decide, "+ob.Decide)
 		}
 		w.Objectives = append(w.Objectives, ob)
 	}
-	switch {
-	case !common:
-		w.Notes = append(w.Notes, "no concurrency level was measured in full by both runs; the verdict is read from the boundaries alone")
-		w.Verdict, w.Reason = boundaryVerdict(bw, cw)
-	case len(worse) > 0:
-		w.Verdict = Regressed
-		w.Reason = strings.Join(worse, "; ") + "; " + capacityPhrase(w)
-	case len(better) > 0:
-		w.Verdict = Improved
-		w.Reason = strings.Join(better, "; ") + "; " + capacityPhrase(w)
-	default:
-		w.Verdict = Unchanged
-		parts := []string{}
-		for _, ob := range w.Objectives {
-			if len(ob.Levels) > 0 {
-				parts = append(parts, describe(ob))
-			}
+	contradiction := boundaryContradiction(axis, bw, cw)
+	capacity := capacityPhrase(w, bw, cw)
+	if !common {
+		w.Notes = append(w.Notes, "no level was measured in full by both runs; the verdict is read from the boundaries alone")
+		switch {
+		case contradiction != "" && w.CapacitySteps < 0:
+			w.Verdict, w.Reason = Regressed, contradiction+"; "+capacity
+		case contradiction != "":
+			w.Verdict, w.Reason = Improved, contradiction+"; "+capacity
+		default:
+			w.Verdict = Inconclusive
+			w.Reason = "no level in common and the boundaries do not contradict each other, so nothing can be told; " + capacity
+			w.Notes = append(w.Notes, "to decide, measure both runs over a common range of levels (the same search bounds)")
 		}
-		w.Reason = strings.Join(parts, "; ") + "; " + capacityPhrase(w)
+		return w
+	}
+	// The objectives decide first: regressed, then inconclusive, improved, unchanged.
+	verdict := Unchanged
+	for _, v := range []string{Regressed, Inconclusive, Improved} {
+		if len(byVerdict[v]) > 0 {
+			verdict = v
+			break
+		}
+	}
+	w.Verdict = verdict
+	w.Reason = strings.Join(byVerdict[verdict], "; ")
+	if verdict == Unchanged {
+		w.Reason = fmt.Sprintf("within ± %.0f %%: %s", o.Band*100, w.Reason)
+	}
+	w.Reason += "; " + capacity
+	// A capacity that moved by more than one level is never unchanged.
+	switch {
+	case w.CapacitySteps <= -2 && verdict != Regressed:
+		if contradiction != "" {
+			w.Verdict = Regressed
+			w.Reason = fmt.Sprintf("%s, %d levels down: %s; the values at the common levels alone: %s", capacity, -w.CapacitySteps, contradiction, w.Reason)
+		} else {
+			w.Verdict = Inconclusive
+			w.Reason = fmt.Sprintf("%s, %d levels down, which the values at the common levels do not show: %s", capacity, -w.CapacitySteps, w.Reason)
+		}
+	case w.CapacitySteps >= 2 && verdict != Regressed && verdict != Improved:
+		if contradiction != "" {
+			w.Verdict = Improved
+			w.Reason = fmt.Sprintf("%s, %d levels up: %s; the values at the common levels alone: %s", capacity, w.CapacitySteps, contradiction, w.Reason)
+		} else {
+			w.Verdict = Inconclusive
+			w.Reason = fmt.Sprintf("%s, %d levels up, which the values at the common levels do not show: %s", capacity, w.CapacitySteps, w.Reason)
+		}
+	}
+	if w.Verdict != verdict && verdict == Unchanged {
+		// The objectives' own verdict stays theirs; the workload's says why it differs.
+		w.Notes = append(w.Notes, "the maximum passing level moved by more than one level, so the workload is not unchanged")
 	}
 	return w
 }
 
-// describe is one objective's change in words: "p95 time_to_first_token +15.2 % (± 2.1 %,
-// t = 6.8) at concurrency 8, 9: 812 → 935 ms at 9".
-func describe(ob Objective) string {
-	levels := make([]string, len(ob.Levels))
-	for i, l := range ob.Levels {
-		levels[i] = fmt.Sprint(l.Concurrency)
+// boundaryContradiction says where one run failed a level the other passed in every
+// confirmation trial, assuming the capacity curve is monotone: the current run failing at or
+// below the baseline's maximum passing level (or the baseline at or below the current's). Empty
+// when the boundaries do not contradict each other.
+func boundaryContradiction(a Axis, bw, cw results.Workload) string {
+	bp, bf := a.boundary(bw)
+	cp, cf := a.boundary(cw)
+	switch {
+	case bp != nil && cf != nil && levelKey(*cf) <= levelKey(*bp):
+		return fmt.Sprintf("the current run failed at %s, which the baseline passed", a.noun(*cf))
+	case cp != nil && bf != nil && levelKey(*bf) <= levelKey(*cp):
+		return fmt.Sprintf("the current run passed %s, which the baseline failed", a.noun(*bf))
 	}
-	last := ob.Levels[len(ob.Levels)-1]
-	return fmt.Sprintf("%s %+.1f %% (noise ± %.1f %%, t = %.1f, needs %.1f) at concurrency %s: %s → %s %s at %d",
-		ob.Key, ob.Change*100, ob.Noise*100, ob.T, ob.Critical, strings.Join(levels, ", "),
-		num(last.Baseline), num(last.Current), ob.Unit, last.Concurrency)
+	return ""
 }
 
-func capacityPhrase(w Workload) string {
-	return "capacity " + capStr(w.BaselineCapacity) + " → " + capStr(w.CurrentCapacity)
+// describe is one objective's change in words: "p95 time_to_first_token +15.2 % (noise ± 2.1 %,
+// t = 6.8, needs 2.3; interval +10.4 to +20.1 %) at concurrency 8, 9: 812 → 935 ms at 9". The
+// level quoted is the one whose own change is closest to the pooled one on the same side, so
+// its figures point the way the verdict does.
+func describe(a Axis, ob Objective, o Options) string {
+	levels := make([]float64, len(ob.Levels))
+	for i, l := range ob.Levels {
+		levels[i] = l.At
+	}
+	rep := representative(ob)
+	extra := ""
+	if ob.Verdict == Inconclusive {
+		extra = fmt.Sprintf(", neither beyond the noise and %.0f %% nor within ± %.0f %%", o.MinChange*100, o.Band*100)
+	}
+	return fmt.Sprintf("%s %+.1f %% (noise ± %.1f %%, t = %.1f, needs %.1f; interval %+.1f to %+.1f %%%s) at %s: %s → %s %s at %s",
+		ob.Key, ob.Change*100, ob.Noise*100, ob.T, ob.Critical, ob.Low*100, ob.High*100, extra, a.phrase(levels),
+		num(rep.Baseline), num(rep.Current), ob.Unit, a.noun(rep.At))
 }
 
-func capStr(c *int) string {
-	if c == nil {
+// representative is the common level whose change has the pooled change's sign and is
+// closest to it.
+func representative(ob Objective) Level {
+	best, bestDist := ob.Levels[len(ob.Levels)-1], math.Inf(1)
+	pooled := math.Log1p(ob.Change)
+	for _, l := range ob.Levels {
+		d := math.Log(l.Current / l.Baseline)
+		if math.IsNaN(d) || (pooled > 0 && d <= 0) || (pooled < 0 && d >= 0) {
+			continue
+		}
+		// Ties go to the higher level, nearer the boundary.
+		if dist := math.Abs(d - pooled); dist <= bestDist {
+			best, bestDist = l, dist
+		}
+	}
+	return best
+}
+
+func capacityPhrase(w Workload, bw, cw results.Workload) string {
+	_, bf := w.Axis.boundary(bw)
+	_, cf := w.Axis.boundary(cw)
+	s := w.Axis.title() + " " + levelStr(w.Axis, w.BaselineMaximumPassing) + " → " + levelStr(w.Axis, w.CurrentMaximumPassing)
+	if w.Axis != AxisConcurrency {
+		s += " (first failing " + levelStr(w.Axis, bf) + " → " + levelStr(w.Axis, cf) + ")"
+	}
+	return s
+}
+
+// levelStr is a boundary on its axis, or "none".
+func levelStr(a Axis, v *float64) string {
+	if v == nil {
 		return "none"
 	}
-	return fmt.Sprint(*c)
+	if a == AxisConcurrency {
+		return fmt.Sprint(*v)
+	}
+	return a.noun(*v)
 }
 
 func num(v float64) string {
@@ -268,43 +400,30 @@ func num(v float64) string {
 	return fmt.Sprintf("%.2f", v)
 }
 
-// boundaryVerdict judges from the boundaries alone: a level the baseline passed in every
-// confirmation trial that the current run failed is a regression (and the reverse an
-// improvement), assuming the capacity curve is monotone.
-func boundaryVerdict(bw, cw results.Workload) (string, string) {
-	bp, bf, cp, cf := bw.MaximumPassingConcurrency, bw.FirstFailingConcurrency, cw.MaximumPassingConcurrency, cw.FirstFailingConcurrency
-	phrase := fmt.Sprintf("capacity %s → %s (first failing %s → %s)", capStr(bp), capStr(cp), capStr(bf), capStr(cf))
-	switch {
-	case bp != nil && cf != nil && *cf <= *bp:
-		return Regressed, fmt.Sprintf("the current run failed at concurrency %d, which the baseline passed; %s", *cf, phrase)
-	case cp != nil && bf != nil && *bf <= *cp:
-		return Improved, fmt.Sprintf("the current run passed concurrency %d, which the baseline failed; %s", *bf, phrase)
-	}
-	return Unchanged, "the boundaries do not contradict each other; " + phrase
-}
-
 // obs is one trial's transformed value of an objective.
 type obs struct {
-	level int
-	x     float64 // ln value, negated where higher is better
-	bvar  float64 // bootstrap variance of x; NaN without records
-	pass  bool
+	x    float64 // ln value, negated where higher is better
+	bvar float64 // bootstrap variance of x; NaN without records
+	pass bool
 }
 
-// observations are the full trials' values of an objective, by level.
-func observations(slo results.SLO, w results.Workload, samples Samples, resamples int) map[int][]obs {
+// observations are the full trials' values of an objective, by level on the axis.
+func observations(a Axis, slo results.SLO, w results.Workload, samples Samples, resamples int) map[float64][]obs {
 	trials := w.AllTrials
 	if len(trials) == 0 {
 		for _, st := range w.Trials() {
 			t := st.Trial
-			t.Concurrency = st.Concurrency
+			if a == AxisConcurrency {
+				t.Concurrency = st.Concurrency
+			}
 			trials = append(trials, t)
 		}
 	}
 	higher := slo.Info().HigherIsBetter
-	out := map[int][]obs{}
+	out := map[float64][]obs{}
 	for _, t := range trials {
-		if t.StoppedEarly || t.Concurrency < 1 || t.Verdict == "error" || t.Correctness.Errors > 0 {
+		at := a.at(t)
+		if t.StoppedEarly || at <= 0 || t.Verdict == "error" || t.Correctness.Errors > 0 {
 			continue
 		}
 		v, err := slo.Value(t)
@@ -321,7 +440,8 @@ func observations(slo results.SLO, w results.Workload, samples Samples, resample
 				b = bootstrapVar(vs, slo.Percentile, higher, resamples, trialSeed(t, x))
 			}
 		}
-		out[t.Concurrency] = append(out[t.Concurrency], obs{level: t.Concurrency, x: x, bvar: b, pass: slo.Meets(v)})
+		k := levelKey(at)
+		out[k] = append(out[k], obs{x: x, bvar: b, pass: slo.Meets(v)})
 	}
 	// The trials of a level in a canonical order, so that sums over them do not depend on
 	// the order the document lists them in.
@@ -340,7 +460,7 @@ func observations(slo results.SLO, w results.Workload, samples Samples, resample
 // value), not where the document lists it.
 func trialSeed(t results.Trial, x float64) uint64 {
 	h := fnv.New64a()
-	fmt.Fprintf(h, "%d/%d/%s/%x", t.Concurrency, t.Trial, t.Kind, math.Float64bits(x))
+	fmt.Fprintf(h, "%d/%g/%g/%d/%s/%x", t.Concurrency, t.RequestRate, t.Speedup, t.Trial, t.Kind, math.Float64bits(x))
 	return h.Sum64()
 }
 
@@ -367,17 +487,17 @@ func baselineSLO(bd *results.Document, slo results.SLO) results.SLO {
 	return slo
 }
 
-func compareObjective(bslo, slo results.SLO, bw, cw results.Workload, nObjectives int, o Options) Objective {
-	ob := Objective{Key: slo.Key(), Unit: slo.Unit(), Change: math.NaN(), Noise: math.NaN(), T: math.NaN(), Verdict: Unchanged}
-	bo := observations(bslo, bw, o.Baseline, o.Resamples)
-	co := observations(slo, cw, o.Current, o.Resamples)
+func compareObjective(a Axis, bslo, slo results.SLO, bw, cw results.Workload, nObjectives, confirmations int, o Options) Objective {
+	ob := Objective{Key: slo.Key(), Unit: slo.Unit(), Change: math.NaN(), Low: math.NaN(), High: math.NaN(), Noise: math.NaN(), T: math.NaN(), Verdict: Inconclusive}
+	bo := observations(a, bslo, bw, o.Baseline, o.Resamples)
+	co := observations(a, slo, cw, o.Current, o.Resamples)
 
-	// Pooled within-level spread of both runs, and the mean bootstrap variance.
+	// Pooled within-level spread of both runs, and the mean bootstrap variance. Levels in
+	// ascending order, never a map's order: a float sum's last digit depends on the order of
+	// its terms, and a provider function must return the same bits every call.
 	ss, df := 0.0, 0
 	bsum, bn := 0.0, 0
-	// Levels in ascending order, never a map's order: a float sum's last digit depends on the
-	// order of its terms, and a provider function must return the same bits every call.
-	for _, m := range []map[int][]obs{bo, co} {
+	for _, m := range []map[float64][]obs{bo, co} {
 		for _, c := range sortedLevels(m) {
 			os := m[c]
 			mean := meanX(os)
@@ -404,7 +524,7 @@ func compareObjective(bslo, slo results.SLO, bw, cw results.Workload, nObjective
 		variance, ob.NoiseSource = l*l, "assumed"
 	}
 
-	var levels []int
+	var levels []float64
 	for _, c := range sortedLevels(co) {
 		if _, ok := bo[c]; ok {
 			levels = append(levels, c)
@@ -413,6 +533,7 @@ func compareObjective(bslo, slo results.SLO, bw, cw results.Workload, nObjective
 	if len(levels) == 0 {
 		return ob
 	}
+	higher := slo.Info().HigherIsBetter
 	sumW, sumWD := 0.0, 0.0
 	ds, ws := make([]float64, len(levels)), make([]float64, len(levels))
 	for i, c := range levels {
@@ -422,9 +543,12 @@ func compareObjective(bslo, slo results.SLO, bw, cw results.Workload, nObjective
 		ds[i], ws[i] = d, wt
 		sumW += wt
 		sumWD += wt * d
-		ob.Levels = append(ob.Levels, Level{Concurrency: c,
-			Baseline: untransform(meanX(b), slo.Info().HigherIsBetter), Current: untransform(meanX(cu), slo.Info().HigherIsBetter),
-			BaselineN: len(b), CurrentN: len(cu), BaselinePass: allPass(b), CurrentPass: allPass(cu)})
+		l := Level{At: c, Baseline: untransform(meanX(b), higher), Current: untransform(meanX(cu), higher),
+			BaselineN: len(b), CurrentN: len(cu), BaselinePass: allPass(b), CurrentPass: allPass(cu)}
+		if a == AxisConcurrency {
+			l.Concurrency = int(c)
+		}
+		ob.Levels = append(ob.Levels, l)
 	}
 	d := sumWD / sumW
 	// The levels' own disagreement: if the server changed, every level moved alike; if the
@@ -448,19 +572,52 @@ func compareObjective(bslo, slo results.SLO, bw, cw results.Workload, nObjective
 	se = max(se, 1e-9)
 	ob.Change, ob.Noise, ob.T = math.Expm1(d), math.Expm1(se), d/se
 	ob.Critical = tQuantile(1-o.Alpha/(2*float64(nObjectives)), dof)
-	minLog := math.Log1p(o.MinChange)
+	lo, hi := d-ob.Critical*se, d+ob.Critical*se
+	ob.Low, ob.High = math.Expm1(lo), math.Expm1(hi)
+	minLog, band := math.Log1p(o.MinChange), math.Log1p(o.Band)
 	switch {
 	case ob.T >= ob.Critical && d >= minLog:
 		ob.Verdict = Regressed
 	case ob.T <= -ob.Critical && d <= -minLog:
 		ob.Verdict = Improved
+	case lo > -band && hi < band:
+		ob.Verdict = Unchanged
+	default:
+		ob.Verdict = Inconclusive
+		ob.Decide = decide(ob, d, se, band, confirmations, o)
 	}
 	return ob
 }
 
+// decide says what would turn an inconclusive objective into a finding: the standard error
+// must shrink until the interval leaves zero by MinChange or fits inside the band, and it
+// shrinks with the square root of the trials at the common levels (and, for a percentile,
+// of the requests per trial); a scatter of the levels beyond the trials' spread is the host.
+func decide(ob Objective, d, se, band float64, confirmations int, o Options) string {
+	target := (band - math.Abs(d)) / ob.Critical
+	if math.Abs(d) >= math.Log1p(o.MinChange) || target <= 0 {
+		target = math.Abs(d) / ob.Critical
+	}
+	var parts []string
+	if target > 0 {
+		factor := math.Ceil((se / target) * (se / target))
+		switch {
+		case factor <= 16:
+			parts = append(parts, fmt.Sprintf("about %.0f× the trials at the common levels in both runs (confirmation_trials = %.0f instead of %d)", factor, math.Ceil(float64(confirmations)*factor), confirmations))
+		default:
+			parts = append(parts, "far more trials than a run makes (the change sits on the edge of the band)")
+		}
+	}
+	parts = append(parts, "more measured_requests per trial (a percentile over more requests spreads less)")
+	if ob.NoiseSource == "levels" {
+		parts = append(parts, "a quieter host: the levels scatter beyond what the trials at each level show (load on the machine during a run)")
+	}
+	return strings.Join(parts, "; or ")
+}
+
 // sortedLevels are m's levels, ascending.
-func sortedLevels(m map[int][]obs) []int {
-	out := make([]int, 0, len(m))
+func sortedLevels(m map[float64][]obs) []float64 {
+	out := make([]float64, 0, len(m))
 	for c := range m {
 		out = append(out, c)
 	}
@@ -500,6 +657,13 @@ func (r Result) Summary() string {
 	}
 	for _, w := range r.Workloads {
 		fmt.Fprintf(&b, "%s: %s: %s\n", w.Label, w.Verdict, w.Reason)
+		if w.Verdict == Inconclusive {
+			for _, n := range w.Notes {
+				if strings.Contains(n, "to decide") {
+					fmt.Fprintf(&b, "  %s\n", n)
+				}
+			}
+		}
 	}
 	for _, l := range r.OnlyInBaseline {
 		fmt.Fprintf(&b, "%s: only in the baseline\n", l)

@@ -50,7 +50,8 @@ func fingerprint(r Result) string {
 	ws := slices.Clone(r.Workloads)
 	slices.SortFunc(ws, func(a, b Workload) int { return strings.Compare(a.Label, b.Label) })
 	for _, w := range ws {
-		fmt.Fprintf(&b, "%s %s %q %q %s %s\n", w.Label, w.Verdict, w.Reason, w.Notes, capStr(w.BaselineCapacity), capStr(w.CurrentCapacity))
+		fmt.Fprintf(&b, "%s %s %q %q %s %s %d\n", w.Label, w.Verdict, w.Reason, w.Notes,
+			levelStr(w.Axis, w.BaselineMaximumPassing), levelStr(w.Axis, w.CurrentMaximumPassing), w.CapacitySteps)
 		for _, o := range w.Objectives {
 			fmt.Fprintf(&b, "  %+v\n", o)
 		}

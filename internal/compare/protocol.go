@@ -2,6 +2,7 @@ package compare
 
 import (
 	"fmt"
+	"path"
 	"slices"
 	"strings"
 
@@ -24,20 +25,23 @@ func protocolDifferences(b, c *results.Document) (refused, flagged []string) {
 		}
 	}
 	bp, cp := b.AIPerf, c.AIPerf
+	be, ce := b.Experiment, c.Experiment
+	switch same, why := sameModel(be, ce); {
+	case !same:
+		refused = append(refused, fmt.Sprintf("model differs: baseline %s, current %s; compare a model with itself", model(be), model(ce)))
+	case why != "":
+		flagged = append(flagged, fmt.Sprintf("model named differently: baseline %s, current %s; %s", model(be), model(ce), why))
+	}
 	if bp.MeasuredRequestsPerTrial != cp.MeasuredRequestsPerTrial {
 		refused = append(refused, fmt.Sprintf("measured requests per trial differ: baseline %d, current %d; a percentile over another number of requests has another spread and bias",
 			bp.MeasuredRequestsPerTrial, cp.MeasuredRequestsPerTrial))
 	}
 	if bp.ArrivalPattern != cp.ArrivalPattern {
-		refused = append(refused, fmt.Sprintf("arrival pattern differs: baseline %q, current %q", bp.ArrivalPattern, cp.ArrivalPattern))
+		refused = append(refused, fmt.Sprintf("arrival pattern differs: baseline %s, current %s", quoted(bp.ArrivalPattern), quoted(cp.ArrivalPattern)))
 	}
 	if bp.Streaming != cp.Streaming || bp.IgnoreEOS != cp.IgnoreEOS || bp.Temperature != cp.Temperature {
 		refused = append(refused, fmt.Sprintf("request shape differs: baseline streaming=%v ignore_eos=%v temperature=%v, current streaming=%v ignore_eos=%v temperature=%v",
 			bp.Streaming, bp.IgnoreEOS, bp.Temperature, cp.Streaming, cp.IgnoreEOS, cp.Temperature))
-	}
-	be, ce := b.Experiment, c.Experiment
-	if be.Model != ce.Model || be.Checkpoint != ce.Checkpoint {
-		refused = append(refused, fmt.Sprintf("model differs: baseline %s, current %s; compare a model with itself", model(be), model(ce)))
 	}
 	if bi, ci := imageRepository(be.ImageTag), imageRepository(ce.ImageTag); bi != ci && bi != "" && ci != "" {
 		refused = append(refused, fmt.Sprintf("engine image differs: baseline %s, current %s; a new tag of the same image is compared, another engine is not", bi, ci))
@@ -49,7 +53,7 @@ func protocolDifferences(b, c *results.Document) (refused, flagged []string) {
 		flagged = append(flagged, fmt.Sprintf("confirmation trials per boundary side: baseline %d, current %d", bp.IndependentTrialsPerBoundarySide, cp.IndependentTrialsPerBoundarySide))
 	}
 	if bp.CachePolicy != cp.CachePolicy {
-		flagged = append(flagged, fmt.Sprintf("cache policy: baseline %q, current %q", bp.CachePolicy, cp.CachePolicy))
+		flagged = append(flagged, fmt.Sprintf("cache policy: baseline %s, current %s", quoted(bp.CachePolicy), quoted(cp.CachePolicy)))
 	}
 	for _, f := range []struct {
 		name string
@@ -62,7 +66,7 @@ func protocolDifferences(b, c *results.Document) (refused, flagged []string) {
 		{"speculative decoding", spec(be.SpeculativeMode), spec(ce.SpeculativeMode)},
 	} {
 		if f.b != f.c {
-			flagged = append(flagged, fmt.Sprintf("%s: baseline %v, current %v", f.name, f.b, f.c))
+			flagged = append(flagged, fmt.Sprintf("%s: baseline %s, current %s", f.name, shown(f.b), shown(f.c)))
 		}
 	}
 	return refused, flagged
@@ -99,9 +103,86 @@ func keys(slos []results.SLO) string {
 
 func model(e results.Experiment) string {
 	if e.Checkpoint != "" {
-		return fmt.Sprintf("%q (%s)", e.Model, e.Checkpoint)
+		return fmt.Sprintf("%s (%s)", quoted(e.Model), e.Checkpoint)
 	}
-	return fmt.Sprintf("%q", e.Model)
+	return quoted(e.Model)
+}
+
+// notRecorded is how a value a document left empty reads in a sentence.
+const notRecorded = "(not recorded)"
+
+// quoted is s in quotes, or notRecorded when empty.
+func quoted(s string) string {
+	if s == "" {
+		return notRecorded
+	}
+	return fmt.Sprintf("%q", s)
+}
+
+// shown is v for a sentence, or notRecorded for an empty string or a zero count.
+func shown(v any) string {
+	switch x := v.(type) {
+	case string:
+		if x == "" {
+			return notRecorded
+		}
+	case int:
+		if x == 0 {
+			return notRecorded
+		}
+	}
+	return fmt.Sprint(v)
+}
+
+// sameModel tells whether two documents measured the same model, and when the names differ
+// why they are taken to be the same. A model is named by a hub id ("Qwen/Qwen3-8B"), a file
+// path ("/models/tiny-llama.gguf") or a served alias ("tiny"); the same file under another
+// directory is the same model, and so is anything under an alias of a run that recorded no
+// experiment (the benchmark then knows only the name the server answers to, which a server
+// chooses freely): those are flagged, not refused. Two identities that both say what they are
+// (hub ids or files, or both runs with their experiment) and differ are two models. Two
+// checkpoints (revisions) that are both recorded must agree.
+func sameModel(b, c results.Experiment) (bool, string) {
+	if b.Checkpoint != "" && c.Checkpoint != "" && b.Checkpoint != c.Checkpoint {
+		return false, ""
+	}
+	if b.Model == c.Model {
+		return true, ""
+	}
+	bi, ci := modelIdentity(b.Model), modelIdentity(c.Model)
+	switch {
+	case bi != "" && bi == ci:
+		return true, "the same model file (" + bi + ")"
+	case b.Checkpoint != "" && b.Checkpoint == c.Checkpoint:
+		return true, "the same checkpoint"
+	case b.Model == "" || c.Model == "":
+		return true, "one run did not record its model: make sure it is the same"
+	case isAlias(b.Model) && !hasExperiment(b), isAlias(c.Model) && !hasExperiment(c):
+		return true, "an alias the server answers to, in a run that recorded no experiment: make sure it is the same model"
+	}
+	return false, ""
+}
+
+// modelIdentity is a model file's name without its directory and extension, lower case
+// ("/models/Tiny-Llama.gguf" → "tiny-llama"); a hub id or alias as it is.
+func modelIdentity(m string) string {
+	base := path.Base(strings.ReplaceAll(m, "\\", "/"))
+	if ext := path.Ext(base); strings.EqualFold(ext, ".gguf") || strings.EqualFold(ext, ".safetensors") || strings.EqualFold(ext, ".bin") {
+		return strings.ToLower(strings.TrimSuffix(base, ext))
+	}
+	if strings.HasPrefix(m, "/") || strings.HasPrefix(m, "./") {
+		return strings.ToLower(base)
+	}
+	return m
+}
+
+// isAlias is a name that is neither a hub id (owner/name) nor a path.
+func isAlias(m string) bool { return !strings.ContainsAny(m, "/\\") && path.Ext(m) == "" }
+
+// hasExperiment tells whether the run recorded its deployment (the benchmark's experiment,
+// which the inference server fills in), not only the name it asked the server for.
+func hasExperiment(e results.Experiment) bool {
+	return e.ImageTag != "" || e.ImageDigest != "" || e.Hardware != ""
 }
 
 // imageRepository is an image reference without its tag or digest: the engine, not its

@@ -67,21 +67,21 @@ func envInt(name string, def int) int {
 	return def
 }
 
-// BenchmarkRates measures the comparison's false-alarm and detection rates on the simulated
-// engine through the capacity run path: for each seeded pair, two runs of the same server
+// BenchmarkRates measures the comparison's verdicts on the simulated engine through the
+// capacity run path, in wall-clock time: for each seeded pair, two runs of the same server
 // (different noise seeds) and a run of the same server made 15 % slower (every cost × 1.15).
-// It reports the share of same-server pairs called unchanged and of slower-server pairs
-// called regressed. COMPARE_PAIRS sets the number of pairs (default 20), COMPARE_TIMESCALE the
+// It reports the shares of each verdict (reportRates); on a loaded machine the wall clock adds
+// noise the trials show, which should turn into inconclusive verdicts, not false ones. COMPARE_PAIRS sets the number of pairs (default 20), COMPARE_TIMESCALE the
 // wall time per model time (default 0.25).
 //
 //	go test -run '^$' -bench BenchmarkRates -benchtime 1x ./internal/compare/
 func BenchmarkRates(b *testing.B) {
 	pairs := envInt("COMPARE_PAIRS", 20)
 	timeScale := envFloat("COMPARE_TIMESCALE", 0.25)
-	opts := compare.Options{Alpha: envFloat("COMPARE_ALPHA", 0)}
+	opts := compare.Options{Alpha: envFloat("COMPARE_ALPHA", 0), Band: envFloat("COMPARE_BAND", 0)}
 	ctx := context.Background()
 	for range b.N {
-		unchanged, regressed := 0, 0
+		sameV, slowerV := map[string]int{}, map[string]int{}
 		for i := range pairs {
 			seed := uint64(1000 + 3*i)
 			base, err := rateRun(ctx, rateModel(seed, 1), timeScale, "")
@@ -98,19 +98,13 @@ func BenchmarkRates(b *testing.B) {
 			}
 			rs := compare.Compare(base, same, opts)
 			rw := compare.Compare(base, slow, opts)
-			if rs.Workloads[0].Verdict == compare.Unchanged {
-				unchanged++
-			}
-			if rw.Workloads[0].Verdict == compare.Regressed {
-				regressed++
-			}
+			sameV[rs.Workloads[0].Verdict]++
+			slowerV[rw.Workloads[0].Verdict]++
 			if testing.Verbose() {
 				fmt.Printf("pair %2d same: %-9s %s\n", i, rs.Workloads[0].Verdict, rs.Workloads[0].Reason)
 				fmt.Printf("pair %2d slow: %-9s %s\n", i, rw.Workloads[0].Verdict, rw.Workloads[0].Reason)
 			}
 		}
-		b.ReportMetric(100*float64(unchanged)/float64(pairs), "%same-unchanged")
-		b.ReportMetric(100*float64(regressed)/float64(pairs), "%slower-regressed")
-		b.ReportMetric(float64(pairs), "pairs")
+		reportRates(b, pairs, sameV, slowerV)
 	}
 }

@@ -101,20 +101,22 @@ func slowerModel(m simengine.Model, seed uint64, f float64) simengine.Model {
 	return m
 }
 
-// BenchmarkRatesVirtual measures the false-alarm and detection rates on the simulated engine
-// in virtual time, over COMPARE_PAIRS (default 200) seeded pairs per scenario: two runs of
-// the same server with different noise seeds must be called unchanged, a run of the server
-// made 15 % slower (every cost × 1.15) regressed. Reference protocol shape: 8 warmups, 64
-// measured requests, 3 confirmation trials.
+// BenchmarkRatesVirtual measures the verdicts' rates on the simulated engine in virtual time,
+// over COMPARE_PAIRS (default 200) seeded pairs per scenario: two runs of the same server with
+// different noise seeds, and a run of the server made 15 % slower (every cost × 1.15).
+// Reported: the share of same-server pairs called regressed (a false alarm, at most 5 %),
+// unchanged and inconclusive; the share of slower pairs called regressed (at least 95 %) and
+// unchanged (wrong: at most 5 %). Reference protocol shape: 8 warmups, 64 measured requests,
+// 3 confirmation trials. COMPARE_BAND sets the equivalence band (default DefaultBand).
 //
 //	go test -run '^$' -bench BenchmarkRatesVirtual -benchtime 1x ./internal/compare/
 func BenchmarkRatesVirtual(b *testing.B) {
 	pairs := envInt("COMPARE_PAIRS", 200)
-	opts := compare.Options{Alpha: envFloat("COMPARE_ALPHA", 0)}
+	opts := compare.Options{Alpha: envFloat("COMPARE_ALPHA", 0), Band: envFloat("COMPARE_BAND", 0)}
 	for _, sc := range virtualScenarios() {
 		b.Run(sc.name, func(b *testing.B) {
 			for range b.N {
-				unchanged, regressed, improvedSlow := 0, 0, 0
+				same, slow := map[string]int{}, map[string]int{}
 				for i := range pairs {
 					seed := uint64(1 + 3*i)
 					run := func(seed uint64, f float64) *results.Document {
@@ -124,27 +126,30 @@ func BenchmarkRatesVirtual(b *testing.B) {
 						}
 						return d
 					}
-					base, same, slow := run(seed, 1), run(seed+1, 1), run(seed+2, 1.15)
-					rs := compare.Compare(base, same, opts).Workloads[0]
-					rw := compare.Compare(base, slow, opts).Workloads[0]
-					if rs.Verdict == compare.Unchanged {
-						unchanged++
-					} else if testing.Verbose() {
+					base, sameRun, slowRun := run(seed, 1), run(seed+1, 1), run(seed+2, 1.15)
+					rs := compare.Compare(base, sameRun, opts).Workloads[0]
+					rw := compare.Compare(base, slowRun, opts).Workloads[0]
+					same[rs.Verdict]++
+					slow[rw.Verdict]++
+					if testing.Verbose() {
 						fmt.Printf("%s pair %d same: %s: %s\n", sc.name, i, rs.Verdict, rs.Reason)
-					}
-					if rw.Verdict == compare.Regressed {
-						regressed++
-					} else if testing.Verbose() {
 						fmt.Printf("%s pair %d slower: %s: %s\n", sc.name, i, rw.Verdict, rw.Reason)
 					}
-					if rw.Verdict == compare.Improved {
-						improvedSlow++
-					}
 				}
-				b.ReportMetric(100*float64(unchanged)/float64(pairs), "%same-unchanged")
-				b.ReportMetric(100*float64(regressed)/float64(pairs), "%slower-regressed")
-				b.ReportMetric(float64(pairs), "pairs")
+				reportRates(b, pairs, same, slow)
 			}
 		})
 	}
+}
+
+// reportRates reports the verdicts' shares in percent of the pairs.
+func reportRates(b *testing.B, pairs int, same, slow map[string]int) {
+	pct := func(n int) float64 { return 100 * float64(n) / float64(pairs) }
+	b.ReportMetric(pct(same[compare.Regressed]), "%same-regressed")
+	b.ReportMetric(pct(same[compare.Unchanged]), "%same-unchanged")
+	b.ReportMetric(pct(same[compare.Inconclusive]), "%same-inconclusive")
+	b.ReportMetric(pct(slow[compare.Regressed]), "%slower-regressed")
+	b.ReportMetric(pct(slow[compare.Unchanged]), "%slower-unchanged")
+	b.ReportMetric(pct(slow[compare.Inconclusive]), "%slower-inconclusive")
+	b.ReportMetric(float64(pairs), "pairs")
 }

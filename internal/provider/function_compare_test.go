@@ -3,6 +3,7 @@ package provider
 import (
 	"fmt"
 	"path/filepath"
+	"regexp"
 	"testing"
 
 	"github.com/hashicorp/terraform-plugin-testing/helper/resource"
@@ -39,6 +40,9 @@ locals {
 }
 output "same_regressed"   { value = local.same.regressed }
 output "same_verdict"     { value = local.same.workloads["1K / 16"].verdict }
+output "same_inconclusive" { value = local.same.inconclusive }
+output "same_to_decide"   { value = local.same.workloads["1K / 16"].objectives[0].to_decide }
+output "same_interval"    { value = [local.same.workloads["1K / 16"].objectives[0].change_low_percent, local.same.workloads["1K / 16"].objectives[0].change_high_percent] }
 output "slower_regressed" { value = local.slower.regressed }
 output "slower_workload"  { value = local.slower.workloads["1K / 16"] }
 output "slower_summary"   { value = local.slower.summary }
@@ -48,7 +52,25 @@ output "other_only"       { value = local.other.only_in_baseline }
 `, base, same, slower, referencePath(t)),
 			ConfigStateChecks: []statecheck.StateCheck{
 				statecheck.ExpectKnownOutputValue("same_regressed", knownvalue.ListExact(nil)),
-				statecheck.ExpectKnownOutputValue("same_verdict", knownvalue.StringExact("unchanged")),
+				// The same server measured +8.3 % with an interval of -9 to +29 %: not shown to
+				// be unchanged (issue 32), and the comparison says what would decide it.
+				statecheck.ExpectKnownOutputValue("same_verdict", knownvalue.StringExact("inconclusive")),
+				statecheck.ExpectKnownOutputValue("same_inconclusive", knownvalue.ListExact([]knownvalue.Check{knownvalue.StringExact("1K / 16")})),
+				statecheck.ExpectKnownOutputValue("same_to_decide", knownvalue.StringRegexp(regexp.MustCompile(`confirmation_trials = \d+ instead of 3`))),
+				statecheck.ExpectKnownOutputValue("same_interval", knownvalue.ListExact([]knownvalue.Check{
+					knownvalue.Float64Func(func(v float64) error {
+						if v > -5 || v < -15 {
+							return fmt.Errorf("low %.1f %%, want about -9 %%", v)
+						}
+						return nil
+					}),
+					knownvalue.Float64Func(func(v float64) error {
+						if v < 20 || v > 40 {
+							return fmt.Errorf("high %.1f %%, want about +29 %%", v)
+						}
+						return nil
+					}),
+				})),
 				statecheck.ExpectKnownOutputValue("slower_regressed", knownvalue.ListExact([]knownvalue.Check{knownvalue.StringExact("1K / 16")})),
 				statecheck.ExpectKnownOutputValueAtPath("slower_workload", tfjsonpath.New("verdict"), knownvalue.StringExact("regressed")),
 				statecheck.ExpectKnownOutputValueAtPath("slower_workload", tfjsonpath.New("objectives").AtSliceIndex(0).AtMapKey("objective"), knownvalue.StringExact("p95 time_to_first_token")),
