@@ -40,6 +40,9 @@ type JournalEntry struct {
 	DurationS   float64 `json:"duration_s,omitempty"` // the trial's wall-clock, preparation included
 	Pass        bool    `json:"pass"`
 	Fingerprint string  `json:"fingerprint"` // which configuration measured it
+	// FingerprintParts hashes each setting the fingerprint covers (FingerprintParts), so a
+	// line of another configuration says which differ; absent from older lines.
+	FingerprintParts map[string]string `json:"fingerprint_parts,omitempty"`
 	// SLOs is each objective's value. Closeness is the largest objective value relative to
 	// its threshold (at least 1: missed), the search's guard band reads it.
 	SLOs         []results.SLOResult `json:"slos"`
@@ -189,6 +192,7 @@ var JournalFile = localfile.Kind{Noun: "progress journal (progress_file)", MaxBy
 type Journal struct {
 	file        *os.File
 	fingerprint string
+	parts       map[string]string // FingerprintParts of the configuration
 	history     []JournalEntry
 	ignored     ignoredLines
 	// needNewline: the file ends in a line a crash cut short; the next record starts on a
@@ -201,7 +205,7 @@ type Journal struct {
 // path gives a journal that records nothing. It refuses anything but a regular file, and a
 // non-empty file in which this provider never wrote: it appends only to its own journal.
 func OpenJournal(path string, cfg Config) (*Journal, error) {
-	j := &Journal{fingerprint: cfg.Fingerprint()}
+	j := &Journal{fingerprint: cfg.Fingerprint(), parts: cfg.FingerprintParts()}
 	if path == "" {
 		return j, nil
 	}
@@ -231,9 +235,10 @@ func OpenJournal(path string, cfg Config) (*Journal, error) {
 
 // ignoredLines counts the journal's own lines an open did not reuse, by why.
 type ignoredLines struct {
-	otherConfig int // another configuration's trials (or another provider version's fingerprint)
-	damaged     int // cut short, not JSON, too long, or no trial this provider could have run
-	delivered   int // trials of a run of this configuration that finished and was delivered
+	otherConfig int                 // another configuration's trials (or another provider version's fingerprint)
+	otherParts  []map[string]string // each such trial's FingerprintParts (nil for older lines)
+	damaged     int                 // cut short, not JSON, too long, or no trial this provider could have run
+	delivered   int                 // trials of a run of this configuration that finished and was delivered
 	// foreign counts lines that are not the journal's at all (another program's, a note
 	// typed into the file), firstForeign the first one's line number.
 	foreign, firstForeign int
@@ -246,7 +251,7 @@ type ignoredLines struct {
 func (j *Journal) Ignored() []string {
 	var out []string
 	if n := j.ignored.otherConfig; n > 0 {
-		out = append(out, fmt.Sprintf("%d %s of another configuration (endpoint, model, workloads, objectives, search or trial settings, triggers or experiment differ), not reused", n, plural(n, "trial", "trials")))
+		out = append(out, fmt.Sprintf("%d %s of another configuration (%s), not reused", n, plural(n, "trial", "trials"), otherConfigText(j.parts, j.ignored.otherParts)))
 	}
 	if n := j.ignored.delivered; n > 0 {
 		out = append(out, fmt.Sprintf("%d %s of an earlier run of this configuration that finished and was delivered, not reused: a new apply measures afresh", n, plural(n, "trial", "trials")))
@@ -347,6 +352,7 @@ func journalLine(history []JournalEntry, line []byte, fingerprint string, ignore
 	if t.Fingerprint != fingerprint {
 		if t.Kind != kindRunCompleted {
 			ignored.otherConfig++
+			ignored.otherParts = append(ignored.otherParts, t.FingerprintParts)
 		}
 		return history
 	}
@@ -373,7 +379,7 @@ func (j *Journal) Append(t JournalEntry) error {
 	if j.file == nil {
 		return nil
 	}
-	t.Format, t.Fingerprint = journalFormat, j.fingerprint
+	t.Format, t.Fingerprint, t.FingerprintParts = journalFormat, j.fingerprint, j.parts
 	line, err := json.Marshal(t)
 	if err != nil {
 		return fmt.Errorf("encode trial record: %w", err)

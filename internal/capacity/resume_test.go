@@ -94,7 +94,7 @@ func TestJournalRoundTripsEveryField(t *testing.T) {
 		t.Fatalf("read back %d trials, want 1; ignored: %v", len(got), j2.Ignored())
 	}
 	got := j2.History()[0]
-	e.Format, e.Fingerprint = journalFormat, cfg.Fingerprint()
+	e.Format, e.Fingerprint, e.FingerprintParts = journalFormat, cfg.Fingerprint(), cfg.FingerprintParts()
 	if !reflect.DeepEqual(got, e) {
 		t.Errorf("read back\n%+v\nwant\n%+v", got, e)
 	}
