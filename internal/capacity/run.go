@@ -101,32 +101,8 @@ func run(ctx context.Context, cfg Config) (*results.Document, runStats, error) {
 
 // workloadLine reads "maximum passing concurrency 4, first failing 5 (bound by p95 time_to_first_token)".
 func workloadLine(w results.Workload) string {
-	num := func(p *int) string {
-		if p == nil {
-			return "none"
-		}
-		return fmt.Sprint(*p)
-	}
-	rate := func(p *float64) string {
-		if p == nil {
-			return "none"
-		}
-		return fmt.Sprintf("%.4g", *p)
-	}
-	s := fmt.Sprintf("maximum passing concurrency %s, first failing %s", num(w.MaximumPassingConcurrency), num(w.FirstFailingConcurrency))
-	switch {
-	case w.MaximumPassingSpeedup != nil || w.FirstFailingSpeedup != nil:
-		speedup := func(sp, r *float64) string {
-			if sp == nil || r == nil {
-				return "none"
-			}
-			return fmt.Sprintf("%.4g (%.4g requests/s)", *sp, *r)
-		}
-		s = fmt.Sprintf("maximum passing speedup %s, first failing %s", speedup(w.MaximumPassingSpeedup, w.MaximumPassingRequestRate),
-			speedup(w.FirstFailingSpeedup, w.FirstFailingRequestRate))
-	case w.MaximumPassingRequestRate != nil || w.FirstFailingRequestRate != nil:
-		s = fmt.Sprintf("maximum passing rate %s requests/s, first failing %s", rate(w.MaximumPassingRequestRate), rate(w.FirstFailingRequestRate))
-	}
+	mp, ff := w.BoundaryText()
+	s := fmt.Sprintf("maximum passing %s %s, first failing %s", w.Axis().Name(), mp, ff)
 	if len(w.BoundBy) > 0 {
 		s += " (bound by " + strings.Join(w.BoundBy, ", ") + ")"
 	}

@@ -238,8 +238,8 @@ func TestWorkloadLineNamesItsAxis(t *testing.T) {
 		want string
 	}{
 		{results.Workload{MaximumPassingConcurrency: &four, FirstFailingConcurrency: &five}, "maximum passing concurrency 4, first failing 5"},
-		{results.Workload{MaximumPassingRequestRate: f(2.5), FirstFailingRequestRate: f(3.125)}, "maximum passing rate 2.5 requests/s, first failing 3.125"},
-		{results.Workload{MaximumPassingRequestRate: f(6.25), MaximumPassingSpeedup: f(1.25), BoundBy: nil}, "maximum passing speedup 1.25 (6.25 requests/s), first failing none"},
+		{results.Workload{MaximumPassingRequestRate: f(2.5), FirstFailingRequestRate: f(3.125)}, "maximum passing request rate 2.5 requests/s, first failing 3.12 requests/s"},
+		{results.Workload{MaximumPassingRequestRate: f(6.25), MaximumPassingSpeedup: f(1.25), BoundBy: nil}, "maximum passing speed-up ≥ 1.25× (6.25 requests/s), first failing none"},
 	} {
 		if got := workloadLine(tc.w); got != tc.want {
 			t.Errorf("workloadLine = %q, want %q", got, tc.want)

@@ -46,6 +46,14 @@ func (w Workload) Axis() Axis {
 	return concurrencyAxis{w: w}
 }
 
+// BoundaryText is w's maximum passing and first failing level along its axis as the
+// renderings write them, with their units and rounding: "4" and "5", "5.86 requests/s" and
+// "7.32 requests/s", "1.22× (6.1 requests/s)"; a bound by the search reads "≥ 8 requests/s"
+// or "none, below 3 requests/s", a missing side "none".
+func (w Workload) BoundaryText() (maxPassing, firstFailing string) {
+	return capacityText(w, "none"), firstFailingText(w, "none")
+}
+
 // concurrencyAxis is a closed-loop search: whole users in flight.
 type concurrencyAxis struct{ w Workload }
 
