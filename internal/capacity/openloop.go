@@ -37,6 +37,9 @@ type OpenLoop struct {
 	// recorded (the trial's open_loop.cap_bound), and the server that needs it has not kept
 	// up with the schedule, which the completion guard then shows.
 	MaxInFlight int
+	// MaxInFlightSet says max_in_flight was written, so a MaxInFlight below 1 is the value
+	// the user wrote (refused, and named as written), not "no cap".
+	MaxInFlightSet bool `json:"-"`
 	// Speedup makes the search replay every workload's trace (Workload.TraceFile) instead:
 	// MinRate and MaxRate then bound the speedup, the factor the recorded offsets are
 	// divided by, and the answer is the highest speedup that passes (trace.go).
@@ -96,7 +99,7 @@ func (v *validation) openLoop(c Config) {
 			Detail: fmt.Sprintf("arrival.burstiness (%g) is the shape of gamma gaps and would be ignored with pattern = %q: set pattern = %q to use it, or remove burstiness.",
 				o.Arrival.Burstiness, o.Arrival.Pattern, load.ArrivalGamma)})
 	}
-	if o.MaxInFlight < 0 {
+	if o.MaxInFlight < 0 || o.MaxInFlightSet && o.MaxInFlight < 1 {
 		v.fail(arrival.At("max_in_flight"), "Value too small", "must be at least 1 when set, got %d", o.MaxInFlight)
 	}
 	rate := attrpath.Root("search").At("rate")

@@ -127,12 +127,11 @@ func OpenLog(path string, k Kind) (*os.File, error) {
 
 func open(path string, flag int, k Kind) (*os.File, error) {
 	// Looked at first, so a device is never opened (opening one may act: a tape rewinds).
+	// A failed look (a missing file) is left to the open, whose error says "open".
 	if fi, err := os.Stat(path); err == nil {
 		if err := check(path, fi, k); err != nil {
 			return nil, err
 		}
-	} else if !errors.Is(err, fs.ErrNotExist) || flag&os.O_CREATE == 0 {
-		return nil, err
 	}
 	// Non-blocking: a FIFO put in the file's place since the look opens at once, and is
 	// refused below.

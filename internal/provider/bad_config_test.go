@@ -350,6 +350,14 @@ func badConfigs(t *testing.T) []badConfig {
   content = "{}"
 }`, "content", `path and content are both set; set only one`},
 		{"report path is a directory", `data "llmserve_capacity_report" "r" { path = ` + q(dir) + ` }`, "path", `is a directory, not a regular file`},
+		// Issue 33: messages name their cause. The price overflowed into the computed
+		// cost_per_million_output_tokens, and max_in_flight = 0 read "got -1".
+		{"cost_per_hour overflows", `data "llmserve_capacity_report" "r" {
+  path          = ` + q(referencePath(t)) + `
+  cost_per_hour = 1.7e308
+}`, "cost_per_hour", `cost_per_hour = 1.7e+308 overflows: workload "2K / 512"'s cost_per_million_output_tokens`},
+		{"max_in_flight zero", bench(map[string]string{"search": `{ rate = { min = 1, max = 4 } }`, "arrival": `{ pattern = "poisson", max_in_flight = 0 }`}), "arrival.max_in_flight",
+			`must be at least 1 when set, got 0`},
 		{"report path missing", `data "llmserve_capacity_report" "r" { path = ` + q(dir+"/missing.json") + ` }`, "missing.json", `no such file or directory`},
 
 		// Provider: the Docker Engine connection.

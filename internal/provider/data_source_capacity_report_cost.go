@@ -2,6 +2,8 @@ package provider
 
 import (
 	"context"
+	"fmt"
+	"math"
 
 	"github.com/hashicorp/terraform-plugin-framework-validators/float64validator"
 	"github.com/hashicorp/terraform-plugin-framework-validators/int64validator"
@@ -86,6 +88,20 @@ func (m *capacityReportModel) setCost(ctx context.Context, doc *results.Document
 	}
 	out := map[string]costValue{}
 	for _, c := range doc.Costs(*doc.Price) {
+		if name, v := c.Overflow(); name != "" {
+			// The figure is computed; the cause is the price it was computed from.
+			at, price := path.Root("cost_per_hour"), fmt.Sprintf("cost_per_hour = %g", doc.Price.PerHour)
+			if m.CostPerHour.IsNull() {
+				at, price = path.Root("path"), fmt.Sprintf("the document's price.per_hour = %g", doc.Price.PerHour)
+				if m.Path.IsNull() {
+					at = path.Root("content")
+				}
+			}
+			diags.AddAttributeError(at, "Price overflows",
+				fmt.Sprintf("%s overflows: workload %q's %s (the price divided by its output throughput or its capacity) comes to %g, beyond the largest number a float64 holds (%g). "+
+					"Give the price per hour in a unit that keeps it below that (for example thousands of the currency).", price, c.Label, name, v, math.MaxFloat64))
+			return diags
+		}
 		v := costValue{OutputTokensPerSecond: c.OutputTokensPerSecond, OutputTokensPerSecondPerAccelerator: c.OutputTokensPerSecondPerAccelerator,
 			CostPerMillionOutputTokens: c.CostPerMillionOutputTokens, CostPerConcurrentUserHour: c.CostPerConcurrentUserHour}
 		if c.Accelerators > 0 {

@@ -37,6 +37,12 @@ output "none"     { value = provider::llmserve::replicas_for(0, 0, 0) }
 			step("replicas_for(10, null, 0.2)", "capacity is null: no concurrency tried passed"),
 			step("replicas_for(10, 7, 20)", "headroom is the fraction of each replica's capacity kept free"),
 			step("replicas_for(-1, 7, 0.2)", "users must be a number of concurrent users, 0 or more; got -1"),
+			// Issue 33: these reached the framework's "unexpected error ... report this to the
+			// provider developer"; each is an argument error naming the argument.
+			step("replicas_for(1/0, 7, 0.2)", `Invalid value for "users" parameter: users is infinite`),
+			step("replicas_for(10, 7.5, 0.2)", `Invalid value for "capacity" parameter: capacity must be a whole number of concurrent users (maximum_passing_concurrency is one), got 7.5`),
+			step("replicas_for(10, 7, 1/0)", `Invalid value for "headroom" parameter: headroom is infinite`),
+			step("replicas_for(10, 1e30, 0.2)", `Invalid value for "capacity" parameter: capacity must be a whole number`),
 		},
 	})
 }

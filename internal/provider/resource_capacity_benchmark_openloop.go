@@ -229,9 +229,9 @@ func (r *valueReader) openLoopConfig(arrival, search attr.Value) *capacity.OpenL
 			Burstiness: r.float(ap.At("burstiness"), a["burstiness"]),
 		}
 		o.MaxInFlight = r.int(ap.At("max_in_flight"), a["max_in_flight"], 0)
-		if v, ok := a["max_in_flight"]; ok && !v.IsNull() && !v.IsUnknown() && o.MaxInFlight < 1 {
-			o.MaxInFlight = -1 // set to 0 or below: Validate says so
-		}
+		v, ok := a["max_in_flight"]
+		o.MaxInFlightSet = ok && !v.IsNull() && !v.IsUnknown() // 0 written is refused by Validate as 0
+
 	}
 	return o
 }

@@ -35,6 +35,20 @@ type WorkloadCost struct {
 	CostPerConcurrentUserHour           *float64
 }
 
+// Overflow names the first figure of c that is not a finite number (a price so large that
+// dividing it gives infinity), with its value; "" when every figure is finite.
+func (c WorkloadCost) Overflow() (string, float64) {
+	for _, f := range []struct {
+		name string
+		v    *float64
+	}{{"cost_per_million_output_tokens", c.CostPerMillionOutputTokens}, {"cost_per_concurrent_user_hour", c.CostPerConcurrentUserHour}} {
+		if f.v != nil && (math.IsInf(*f.v, 0) || math.IsNaN(*f.v)) {
+			return f.name, *f.v
+		}
+	}
+	return "", 0
+}
+
 // Costs are the cost figures of every workload, in document order.
 func (d *Document) Costs(p Price) []WorkloadCost {
 	acc := p.Accelerators

@@ -31,6 +31,11 @@ const MooncakeBlockTokens = 512
 // 16K-token prompt.
 const MaxLineBytes = 1 << 20
 
+// MaxSpan bounds a trace's span, its last arrival after its first: a year (BurstGPT's
+// published trace spans 121 days). Offsets are kept as time.Duration, which ends at 292 years;
+// a longer span is refused as too long rather than wrapping around into nonsense.
+const MaxSpan = 366 * 24 * time.Hour
+
 // Request is one line of a trace.
 type Request struct {
 	Line int // 1-based line number in the file, for messages
@@ -123,6 +128,11 @@ func Parse(r io.Reader, blockTokens int) (*Trace, error) {
 		}
 		if len(t.Requests) == 0 {
 			first = ts
+		}
+		if span := ts - first; span > float64(MaxSpan/time.Millisecond) {
+			return nil, fmt.Errorf("trace line %d: timestamp: %g ms is %.4g days after the first request's %g ms (line %d); a trace may span at most %d days (%d ms): "+
+				"check the unit (timestamps are milliseconds, not microseconds or nanoseconds) or cut the trace", n, ts, span/float64(24*time.Hour/time.Millisecond), first, t.Requests[0].Line,
+				MaxSpan/(24*time.Hour), MaxSpan/time.Millisecond)
 		}
 		prev = ts
 		in, err := length(n, "input_length", l.InputLength)

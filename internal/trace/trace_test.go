@@ -69,6 +69,11 @@ func TestParseRefuses(t *testing.T) {
 		{"negative hash", `{"timestamp": 1, "input_length": 600, "output_length": 1, "hash_ids": [1, -2]}`, "trace line 1: hash_ids[1]: must be a non-negative whole number, got -2"},
 		{"hash not a number", `{"timestamp": 1, "input_length": 600, "output_length": 1, "hash_ids": ["a"]}`, "trace line 1: hash_ids: expected a numbers list, got string"},
 		// 600 tokens are two blocks of 512; three hash_ids cannot fit.
+		// Issue 33: 1e13 ms (317 years) overflowed time.Duration and read as "every request
+		// has the same timestamp".
+		{"317-year span", ok + `{"timestamp": 1e13, "input_length": 3, "output_length": 1}`,
+			"trace line 2: timestamp: 1e+13 ms is 1.157e+05 days after the first request's 0 ms (line 1); a trace may span at most 366 days (31622400000 ms)"},
+		{"a millisecond past a year", ok + `{"timestamp": 31622400001, "input_length": 3, "output_length": 1}`, "a trace may span at most 366 days"},
 		{"too many blocks", `{"timestamp": 1, "input_length": 600, "output_length": 1, "hash_ids": [1, 2, 3]}`, "trace line 1: hash_ids: 3 blocks of 512 tokens, but input_length 600 holds at most 2"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -101,5 +106,17 @@ func TestReadFile(t *testing.T) {
 	}
 	if _, err := ReadFile(filepath.Join(t.TempDir(), "missing.jsonl"), 512); err == nil || !strings.Contains(err.Error(), "no such file") {
 		t.Errorf("missing file: %v", err)
+	}
+}
+
+// A span of exactly MaxSpan is a trace, kept to the millisecond.
+func TestParseLongestSpan(t *testing.T) {
+	in := `{"timestamp": 5, "input_length": 3, "output_length": 1}` + "\n" + `{"timestamp": 31622400005, "input_length": 3, "output_length": 1}`
+	tr, err := Parse(strings.NewReader(in), MooncakeBlockTokens)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := tr.Requests[1].Offset; got != 366*24*time.Hour {
+		t.Errorf("offset %v, want 8784h (366 days)", got)
 	}
 }
