@@ -260,7 +260,24 @@ func compareWorkload(bd, cd *results.Document, bw, cw results.Workload, refused 
 		}
 		w.Objectives = append(w.Objectives, ob)
 	}
-	contradiction := boundaryContradiction(axis, bw, cw)
+	quiet := recordedNoise(bw, cw)
+	w.Notes = append(w.Notes, quiet...)
+	if len(quiet) > 0 {
+		for i, ob := range w.Objectives {
+			if ob.Verdict == Inconclusive && !strings.Contains(ob.Decide, "a quieter host") {
+				w.Objectives[i].Decide += "; or a quieter host: the runs recorded noise beyond the trials' size (see the notes)"
+				for j, n := range w.Notes {
+					if n == ob.Key+": to decide, "+ob.Decide {
+						w.Notes[j] = ob.Key + ": to decide, " + w.Objectives[i].Decide
+					}
+				}
+			}
+		}
+	}
+	contradiction, note := boundaryContradiction(axis, bw, cw)
+	if note != "" {
+		w.Notes = append(w.Notes, note)
+	}
 	capacity := capacityPhrase(w, bw, cw)
 	if !common {
 		w.Notes = append(w.Notes, "no level was measured in full by both runs; the verdict is read from the boundaries alone")
@@ -316,20 +333,67 @@ func compareWorkload(bd, cd *results.Document, bw, cw results.Workload, refused 
 	return w
 }
 
+// recordedNoise is what the runs recorded about their own noise as they ran: levels whose
+// confirmation trials disagree beyond their size (trial_disagreements) and trials during which
+// the load generator's machine was busy (another job, a hypervisor's steal). The comparison's
+// noise estimate already holds the spread; these say where it came from.
+func recordedNoise(bw, cw results.Workload) []string {
+	var out []string
+	for _, side := range []struct {
+		name string
+		w    results.Workload
+	}{{"baseline", bw}, {"current run", cw}} {
+		if n := len(side.w.TrialDisagreements); n > 0 {
+			d := side.w.TrialDisagreements[0]
+			out = append(out, fmt.Sprintf("the %s's confirmation trials disagree beyond their size at %d level(s) (%s: %s %.0f %% apart)",
+				side.name, n, d.LevelText(), d.Objective, d.SpreadPercent()))
+		}
+		busy := 0
+		for _, t := range side.w.AllTrials {
+			if h := t.Host; h != nil && (h.StealPercent >= 5 || (h.CPUs > 0 && h.LoadAvg1mEnd-h.LoadAvg1mStart > float64(h.CPUs))) {
+				busy++
+			}
+		}
+		if busy > 0 {
+			out = append(out, fmt.Sprintf("the %s's load generator was busy during %d trial(s) (CPU steal or a rising load average)", side.name, busy))
+		}
+	}
+	return out
+}
+
 // boundaryContradiction says where one run failed a level the other passed in every
 // confirmation trial, assuming the capacity curve is monotone: the current run failing at or
 // below the baseline's maximum passing level (or the baseline at or below the current's). Empty
-// when the boundaries do not contradict each other.
-func boundaryContradiction(a Axis, bw, cw results.Workload) string {
+// when the boundaries do not contradict each other, or when the run that failed passed a
+// higher level itself: its own curve then goes up and down, and its boundary is noise (a
+// burst of load on the host), not evidence; note says so.
+func boundaryContradiction(a Axis, bw, cw results.Workload) (contradiction, note string) {
 	bp, bf := a.boundary(bw)
 	cp, cf := a.boundary(cw)
 	switch {
 	case bp != nil && cf != nil && levelKey(*cf) <= levelKey(*bp):
-		return fmt.Sprintf("the current run failed at %s, which the baseline passed", a.noun(*cf))
+		if above := passedAbove(a, cw, *cf); above != nil {
+			return "", fmt.Sprintf("the current run failed at %s, which the baseline passed, but passed %s itself: its curve goes up and down, so its boundary is not evidence", a.noun(*cf), a.noun(*above))
+		}
+		return fmt.Sprintf("the current run failed at %s, which the baseline passed", a.noun(*cf)), ""
 	case cp != nil && bf != nil && levelKey(*bf) <= levelKey(*cp):
-		return fmt.Sprintf("the current run passed %s, which the baseline failed", a.noun(*bf))
+		if above := passedAbove(a, bw, *bf); above != nil {
+			return "", fmt.Sprintf("the baseline failed at %s, which the current run passed, but passed %s itself: its curve goes up and down, so its boundary is not evidence", a.noun(*bf), a.noun(*above))
+		}
+		return fmt.Sprintf("the current run passed %s, which the baseline failed", a.noun(*bf)), ""
 	}
-	return ""
+	return "", ""
+}
+
+// passedAbove is the highest level above failed where w passed a full trial, or nil.
+func passedAbove(a Axis, w results.Workload, failed float64) *float64 {
+	var best *float64
+	for _, t := range w.AllTrials {
+		if at := a.at(t); !t.StoppedEarly && t.Verdict == "pass" && levelKey(at) > levelKey(failed) && (best == nil || at > *best) {
+			best = &at
+		}
+	}
+	return best
 }
 
 // describe is one objective's change in words: "p95 time_to_first_token +15.2 % (noise ± 2.1 %,

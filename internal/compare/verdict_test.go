@@ -90,6 +90,21 @@ func TestCompareCapacityMovedMoreThanOneLevel(t *testing.T) {
 	}
 }
 
+// A run that failed a level but passed higher ones went up and down: its boundary is a burst
+// of noise, not a contradiction (the wall-clock rates showed the same server "regressed" 6 → 3
+// this way), so a drop of three levels is inconclusive, not regressed.
+func TestCompareNonMonotoneBoundaryIsNotEvidence(t *testing.T) {
+	base := levelsDoc(6, ptr(7), 0.02, map[int]float64{1: 200, 2: 300, 4: 500, 5: 600, 6: 700, 7: 1100})
+	cur := levelsDoc(3, ptr(4), 0.02, map[int]float64{1: 200, 2: 300, 5: 600, 6: 700, 7: 1100})
+	burst := trials(4, 500, 510, 1300) // one trial hit by load
+	burst[2].Verdict = "fail"
+	cur.Workloads[0].AllTrials = append(cur.Workloads[0].AllTrials, burst...)
+	w := Compare(base, cur, Options{}).Workloads[0]
+	if w.Verdict != Inconclusive || !strings.Contains(strings.Join(w.Notes, " "), "failed at concurrency 4, which the baseline passed, but passed concurrency 7 itself: its curve goes up and down") {
+		t.Errorf("verdict %s: %s (notes %q)", w.Verdict, w.Reason, w.Notes)
+	}
+}
+
 // The figure a summary quotes points the way the verdict does (issue 32: "regressed: … +37.0 %
 // … at concurrency 1, 2, 3, 4, 5: 1735 → 1643 ms at 5").
 func TestCompareSummaryFigureFollowsTheVerdict(t *testing.T) {
@@ -278,4 +293,28 @@ func readReplay() (*results.Document, error) {
 		return nil, err
 	}
 	return results.Parse(raw)
+}
+
+// What a run recorded about its own noise (issue 32's apply-time warnings: disagreeing
+// confirmation trials, a busy load generator) is said beside the verdict, and an inconclusive
+// verdict then names a quieter host.
+func TestCompareUsesRecordedNoise(t *testing.T) {
+	base := levelsDoc(4, ptr(5), 0.25, map[int]float64{3: 800, 4: 900, 5: 1100})
+	cur := levelsDoc(4, ptr(5), 0.25, map[int]float64{3: 864, 4: 972, 5: 1188})
+	cur.Workloads[0].TrialDisagreements = []results.TrialDisagreement{{Concurrency: 4, Objective: "p95 time_to_first_token", Low: 700, High: 1200}}
+	cur.Workloads[0].AllTrials[0].Host = &results.HostLoad{CPUs: 2, LoadAvg1mStart: 1, LoadAvg1mEnd: 9}
+	w := Compare(base, cur, Options{}).Workloads[0]
+	notes := strings.Join(w.Notes, "\n")
+	for _, want := range []string{
+		"the current run's confirmation trials disagree beyond their size at 1 level(s) (concurrency 4: p95 time_to_first_token 71 % apart)",
+		"the current run's load generator was busy during 1 trial(s)",
+		"to decide, about", "or a quieter host",
+	} {
+		if !strings.Contains(notes, want) {
+			t.Errorf("notes do not say %q:\n%s", want, notes)
+		}
+	}
+	if w.Verdict != Inconclusive || !strings.Contains(w.Objectives[0].Decide, "a quieter host") {
+		t.Errorf("verdict %s, to decide %q", w.Verdict, w.Objectives[0].Decide)
+	}
 }
