@@ -77,12 +77,12 @@ type Config struct {
 
 	// History holds trials finished by an earlier, interrupted run of the same
 	// configuration; they are reused instead of measured again.
-	History []JournalEntry
+	History []JournalEntry `json:"-"`
 	// Progress, when set, is called once per finished trial, in order.
-	Progress func(JournalEntry)
+	Progress func(JournalEntry) `json:"-"`
 	// ProgressLine, when set, receives one line a person reads per finished trial (verdict,
 	// objectives against thresholds, duration, trials done and left) and per finished workload.
-	ProgressLine func(string)
+	ProgressLine func(string) `json:"-"`
 }
 
 // Workload is one input/output shape to find the boundary for.

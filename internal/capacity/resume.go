@@ -30,6 +30,9 @@ type Files struct {
 	ProgressLog string
 	// Say, when set, also receives every human line (the provider's log).
 	Say func(line string)
+	// Trial, when set, receives every finished trial after the journal has it (the Docker
+	// runner streams them to the provider, which mirrors the journal where Terraform runs).
+	Trial func(JournalEntry)
 }
 
 // Report is what a run produced besides its document.
@@ -204,6 +207,9 @@ func Resume(ctx context.Context, cfg Config, files Files) (Report, error) {
 		}
 		if err := journal.Append(t); err != nil {
 			say(fmt.Sprintf("cannot append to the progress file %s: %v", files.ProgressFile, err))
+		}
+		if files.Trial != nil {
+			files.Trial(t)
 		}
 	}
 	cfg.ProgressLine = say

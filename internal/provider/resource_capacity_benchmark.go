@@ -73,7 +73,7 @@ func (r *capacityBenchmarkResource) Create(ctx context.Context, req resource.Cre
 
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
-	report, err := capacity.Resume(ctx, cfg, capacity.Files{
+	report, err := r.place(plan).run(ctx, cfg, capacity.Files{
 		ProgressFile: plan.ProgressFile.ValueString(),
 		ProgressLog:  plan.ProgressLog.ValueString(),
 		// One readable line per trial for TF_LOG=INFO, beside the progress log.
@@ -92,9 +92,10 @@ func (r *capacityBenchmarkResource) Create(ctx context.Context, req resource.Cre
 	}
 	if err != nil {
 		summary := "Capacity benchmark failed"
-		var stopped *capacity.StoppedError
-		if errors.As(err, &stopped) {
-			summary = stopped.Summary()
+		// A stopped run, and a runner's fault (interrupted, died, engine lost), have a title of their own.
+		var titled interface{ Summary() string }
+		if errors.As(err, &titled) {
+			summary = titled.Summary()
 		}
 		resp.Diagnostics.AddError(summary, err.Error())
 		return
@@ -139,8 +140,16 @@ func (r *capacityBenchmarkResource) Update(ctx context.Context, req resource.Upd
 	resp.Diagnostics.Append(resp.State.Set(ctx, &state)...)
 }
 
-// Delete only forgets the result; the server is left as it is.
-func (r *capacityBenchmarkResource) Delete(context.Context, resource.DeleteRequest, *resource.DeleteResponse) {
+// Delete forgets the result and removes what is left of its runner; the server is left as it is.
+func (r *capacityBenchmarkResource) Delete(ctx context.Context, req resource.DeleteRequest, resp *resource.DeleteResponse) {
+	var state capacityBenchmarkModel
+	resp.Diagnostics.Append(req.State.Get(ctx, &state)...)
+	if resp.Diagnostics.HasError() {
+		return
+	}
+	if err := r.removeRunners(ctx, state); err != nil {
+		resp.Diagnostics.AddAttributeError(path.Root("runner"), "Cannot remove the benchmark's runner", err.Error())
+	}
 }
 
 // failureWarning lists the trials with failed requests, a screenful at most. finished says

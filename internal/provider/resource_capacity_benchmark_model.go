@@ -41,6 +41,7 @@ type capacityBenchmarkModel struct {
 	ChunkTimes   types.Bool     `tfsdk:"record_chunk_times"`
 	Telemetry    types.List     `tfsdk:"telemetry_endpoints"`
 	Timeouts     timeouts.Value `tfsdk:"timeouts"`
+	Runner       types.Object   `tfsdk:"runner"`
 
 	MaximumPassingConcurrency types.Map    `tfsdk:"maximum_passing_concurrency"`
 	MaximumPassingRequestRate types.Map    `tfsdk:"maximum_passing_request_rate"`

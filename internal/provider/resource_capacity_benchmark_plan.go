@@ -26,6 +26,14 @@ func (r *capacityBenchmarkResource) ValidateConfig(ctx context.Context, req reso
 	resp.Diagnostics.Append(diags...)
 	resp.Diagnostics.Append(problemDiagnostics(cfg.Validate(), benchmarkProblem, unknown, true)...)
 
+	if _, _, ok := runnerSettings(m.Runner); ok {
+		for i, w := range cfg.Workloads {
+			if w.TraceFile != "" {
+				resp.Diagnostics.AddAttributeError(path.Root("workloads").AtListIndex(i).AtName("trace").AtName("file"), "Trace replay with a runner",
+					"A runner does not carry trace files to the engine host yet; replay this trace from where Terraform runs (remove runner) or measure synthetic workloads with the runner.")
+			}
+		}
+	}
 	if msg, bad := arrivalWithoutRate(m.Arrival, m.Search); bad {
 		resp.Diagnostics.AddAttributeError(path.Root("arrival"), "Arrival without a rate search", msg)
 	}
@@ -68,6 +76,9 @@ func (r *capacityBenchmarkResource) ModifyPlan(ctx context.Context, req resource
 	if req.Plan.Raw.IsNull() || !req.State.Raw.IsNull() {
 		return
 	}
+	var runnerValue types.Object
+	resp.Diagnostics.Append(req.Plan.GetAttribute(ctx, path.Root("runner"), &runnerValue)...)
+	r.checkRunnerImage(ctx, capacityBenchmarkModel{Runner: runnerValue}, resp)
 	var workloads types.List
 	resp.Diagnostics.Append(req.Plan.GetAttribute(ctx, path.Root("workloads"), &workloads)...)
 	if resp.Diagnostics.HasError() || workloads.IsNull() || workloads.IsUnknown() {

@@ -211,6 +211,7 @@ func (r *capacityBenchmarkResource) Schema(ctx context.Context, _ resource.Schem
 					"(`chunk_offsets_ns`): about 10 bytes per streamed chunk on disk (a records file is about 360 KiB per 1 000 requests without them, 5.3 MiB with them at 512 chunks per request). Default `false`.",
 				PlanModifiers: []planmodifier.Bool{boolplanmodifier.RequiresReplace()},
 			},
+			"runner": benchmarkRunnerAttribute(),
 			"timeouts": positiveTimeouts(ctx, timeouts.Opts{
 				Create:            true,
 				CreateDescription: "How long the whole benchmark may run, as a Go duration (`\"90m\"`, `\"36h\"`). Default `24h`; must be positive.",

@@ -80,6 +80,10 @@ func (r *reader) document(root *node) *Document {
 			d.Price = pr
 		}
 	}
+	if v, p := o.optional("runner"); v != nil {
+		rn := plainBlock[Runner](r.asObject(p, v))
+		d.Runner = &rn
+	}
 	o.finish()
 	return d
 }

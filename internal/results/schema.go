@@ -23,9 +23,21 @@ type Document struct {
 	// what capacity costs (Costs). Never written by a benchmark, so a new price re-runs
 	// nothing. Additive.
 	Price *Price `json:"price,omitempty"`
+	// Runner says where the load ran when it did not run in the Terraform process (the
+	// benchmark's runner); absent for a run from where Terraform runs. Additive.
+	Runner *Runner `json:"runner,omitempty"`
 
 	// extras keeps the keys Parse did not know, so Marshal can write them back.
 	extras extras
+}
+
+// Runner is where a benchmark's load ran: Kind "docker" is a container on the server's
+// Docker Engine (Host, the engine's address as the provider reached it) in the network
+// namespace Network names ("container:<server id>").
+type Runner struct {
+	Kind    string `json:"kind"`
+	Host    string `json:"host"`
+	Network string `json:"network"`
 }
 
 // Experiment says what was measured.

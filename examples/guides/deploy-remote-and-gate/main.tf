@@ -40,8 +40,10 @@ resource "llmserve_inference_server" "qwen" {
   speculative          = { algorithm = "EAGLE", steps = 7, topk = 1, draft_tokens = 8 }
   accelerator          = "xpu" # /dev/dri, render and video groups, host IPC
 
-  # Published on the host's network so this machine (and the benchmark) can reach it; with a
-  # fixed port the plan already shows the endpoint: http://gpu-host.example.com:30000.
+  # Published so that this machine can check the server generates before the benchmark starts;
+  # the benchmark itself does not use this port (it runs next to the server, see runner below),
+  # so restrict it to this machine with the host's firewall. With a fixed port the plan already
+  # shows the endpoint: http://gpu-host.example.com:30000.
   bind_address = "0.0.0.0"
   host_port    = 30000
   mounts       = [{ source = "/srv/huggingface", target = "/root/.cache/huggingface" }]
@@ -52,7 +54,11 @@ resource "llmserve_inference_server" "qwen" {
 }
 
 resource "llmserve_capacity_benchmark" "qwen" {
-  endpoint   = llmserve_inference_server.qwen.endpoint
+  # The load runs on the GPU host, in a runner container sharing the server container's
+  # network: it reaches SGLang on the container's loopback, the figures do not depend on the
+  # link to this machine, and an interrupted apply leaves the runner measuring.
+  runner     = { docker = { container = llmserve_inference_server.qwen.id } }
+  endpoint   = "http://127.0.0.1:${llmserve_inference_server.qwen.port}"
   model      = llmserve_inference_server.qwen.served_model_name
   experiment = llmserve_inference_server.qwen.experiment # recorded in results_json
 
