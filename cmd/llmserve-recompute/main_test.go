@@ -23,6 +23,7 @@ var lineKeys = []string{
 	"workload", "concurrency", "trial", "kind", "index", "sent_ns", "headers_ns", "first_token_ns", "last_token_ns",
 	"chunks", "prompt_tokens", "completion_tokens", "cached_tokens", "finish_reason", "http_status", "error_kind", "error",
 	"chunk_offsets_ns",
+	"prompt_hash", "output_hash", "output_code_points", "dominant_code_point", "dominant_code_points", "output_head",
 }
 
 // TestRecomputeMatchesTheBenchmark runs a real benchmark (closed-loop HTTP against the

@@ -196,8 +196,7 @@ func (s *session) measureRate(ctx context.Context, w Workload, history []search.
 	}
 	for _, o := range res.All {
 		if t, ok := o.Detail.(*results.Trial); ok && t != nil && o.Failed > 0 {
-			out.Notes = append(out.Notes, fmt.Sprintf("%s %d at %s: %d measured requests failed: %s",
-				o.Kind, o.Index, rateLevel(t), o.Failed, metrics.DescribeErrors(t.ErrorSummary)))
+			out.Notes = append(out.Notes, failedNote(o.Outcome, t, rateLevel(t)))
 		}
 	}
 	return out, nil
@@ -368,6 +367,7 @@ func (r *trialRunner) runRate(ctx context.Context, q search.RateRequest) (search
 	if err != nil && q.Kind == search.Confirmation && !errors.Is(err, metrics.ErrNoSuccessfulRequests) {
 		return search.Outcome{}, err
 	}
+	failDegenerate(&out, trial.Correctness.DegenerateOutputs)
 	trial.Trial = q.Index
 	trial.RequestRate, trial.Speedup = rateValue, speedup
 	arrival := ol.Arrival.Pattern

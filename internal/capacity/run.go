@@ -28,6 +28,11 @@ const guardBand = 0.07
 // failed: the server, not the load, is the problem, and there is no capacity to report.
 var ErrServerFailing = errors.New("every measured request failed")
 
+// ErrDegenerateOutput means most outputs of a full trial at the minimum concurrency were
+// degenerate (metrics.JudgeOutputs: empty, one code point repeated, the same for different
+// prompts): the server answers, but what it generates is broken, and its speed is no capacity.
+var ErrDegenerateOutput = errors.New("most outputs are degenerate")
+
 // Run measures every workload and returns the results document. On error it returns what
 // was finished so far (nil workloads are left out) together with the error; every finished
 // trial has also been passed to cfg.Progress. Resume wraps it with the progress files.
@@ -321,8 +326,7 @@ func (s *session) measure(ctx context.Context, w Workload, history []search.Outc
 	}
 	for _, o := range res.All {
 		if t, ok := o.Detail.(*results.Trial); ok && t != nil && o.Failed > 0 {
-			out.Notes = append(out.Notes, fmt.Sprintf("%s %d at concurrency %d: %d measured requests failed: %s",
-				o.Kind, o.Index, o.Concurrency, o.Failed, metrics.DescribeErrors(t.ErrorSummary)))
+			out.Notes = append(out.Notes, failedNote(o, t, fmt.Sprintf("concurrency %d", o.Concurrency)))
 		}
 	}
 	return out, nil

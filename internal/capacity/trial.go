@@ -231,6 +231,13 @@ func (r *trialRunner) judge(req search.Request, prompts trialPhases, run trialLo
 	if err != nil && req.Kind == search.Confirmation && !errors.Is(err, metrics.ErrNoSuccessfulRequests) {
 		return out, nil, err
 	}
+	if d := trial.Correctness.DegenerateOutputs; failDegenerate(&out, d) {
+		if abort == nil && !res.Stopped && req.Concurrency == s.cfg.MinConcurrency {
+			abort = fmt.Errorf("%w: %d of %d measured outputs at the minimum concurrency: %s; the server answers HTTP 200 with broken text, "+
+				"so there is no capacity to measure: check the model, its dtype and the engine's attention backend, and the server's logs",
+				ErrDegenerateOutput, d.Requests, d.Checked, metrics.DescribeErrors(trial.ErrorSummary))
+		}
+	}
 	trial.Trial = req.Index
 	trial.Concurrency = req.Concurrency
 	trial.SLOs = verdict.Results
@@ -387,6 +394,28 @@ func allFailed(records []load.RequestResult, summary []results.ErrorCount) error
 		return nil
 	}
 	return fmt.Errorf("%w: %d of %d at the minimum concurrency: %s; check the server's logs", ErrServerFailing, n, len(records), metrics.DescribeErrors(summary))
+}
+
+// failDegenerate fails a trial most of whose outputs were degenerate (d.Most): the server
+// answered with broken text, and what the trial timed is no capacity. It fails as a trial
+// whose requests failed does, an error rather than an objective's miss, with the degenerate
+// outputs counted among its failed requests.
+func failDegenerate(out *search.Outcome, d *results.DegenerateOutputs) bool {
+	if !d.Most() {
+		return false
+	}
+	out.Pass, out.Value = false, 0
+	out.Failed = max(out.Failed, d.Requests)
+	return true
+}
+
+// failedNote is the workload note of a trial with failed requests (Outcome.Failed).
+func failedNote(o search.Outcome, t *results.Trial, level string) string {
+	what := fmt.Sprintf("%d measured requests failed", o.Failed)
+	if d := t.Correctness.DegenerateOutputs; d.Most() {
+		what = fmt.Sprintf("%d of %d measured outputs were degenerate", d.Requests, d.Checked)
+	}
+	return fmt.Sprintf("%s %d at %s: %s: %s", o.Kind, o.Index, level, what, metrics.DescribeErrors(t.ErrorSummary))
 }
 
 // countFailed counts measured requests that failed, not counting cancelled ones.

@@ -4,11 +4,13 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
 	"time"
 
+	"github.com/llmserve/terraform-provider-llmserve/internal/degenerate"
 	"github.com/llmserve/terraform-provider-llmserve/internal/engine"
 	"github.com/llmserve/terraform-provider-llmserve/internal/httpbody"
 )
@@ -48,9 +50,10 @@ func (r Readiness) Bound(ctx context.Context) (context.Context, context.CancelFu
 	return ctx, func() {}, interval
 }
 
-// WaitReady polls until the engine's health endpoint answers 200 and a one-token completion
-// succeeds. It fails at once, with the container's last log lines, if the container stops or
-// restarts meanwhile.
+// WaitReady polls until the engine's health endpoint answers 200 and a short completion
+// succeeds with text that is not degenerate. It fails at once, with the container's last log
+// lines, if the container stops or restarts meanwhile, and at once when the completion is
+// degenerate (DegenerateError).
 func WaitReady(ctx context.Context, b Backend, id string, r Readiness) (engine.ServerInfo, error) {
 	ctx, cancel, interval := r.Bound(ctx)
 	defer cancel()
@@ -80,6 +83,9 @@ func WaitReady(ctx context.Context, b Backend, id string, r Readiness) (engine.S
 				if lastErr == nil {
 					return ReadServerInfo(ctx, st.Endpoint, r), nil
 				}
+				if broken := (*DegenerateError)(nil); errors.As(lastErr, &broken) {
+					return engine.ServerInfo{}, fmt.Errorf("engine in container %s: %w. Last log lines:\n%s", shortID(id), lastErr, tailLogs(ctx, b, id, r.Redact))
+				}
 			}
 		}
 		select {
@@ -91,8 +97,8 @@ func WaitReady(ctx context.Context, b Backend, id string, r Readiness) (engine.S
 	}
 }
 
-// Probe is one readiness attempt against the engine at base (health, then a one-token
-// completion), for a backend that reaches its replicas one by one (Kubernetes pods).
+// Probe is one readiness attempt against the engine at base (health, then a short
+// completion, judged as a trial judges its outputs: DegenerateError), for a backend that reaches its replicas one by one (Kubernetes pods).
 func Probe(ctx context.Context, base string, r Readiness) error {
 	hc := r.HTTPClient
 	if hc == nil {
@@ -101,22 +107,54 @@ func Probe(ctx context.Context, base string, r Readiness) error {
 	return probe(ctx, hc, base, r)
 }
 
-// probe is one readiness attempt: health, then a real one-token generation, because a health
-// endpoint can answer before the scheduler serves (vLLM, llama.cpp while loading slots).
+// ProbeTokens is how many tokens the readiness probe's completion asks for: enough for the
+// degenerate-output rules to judge (degenerate.MinCodePoints, were every token one code
+// point, as "!" is), few enough to cost a ready server well under a second.
+const ProbeTokens = degenerate.MinCodePoints
+
+// DegenerateError is a server that answers its readiness completion with broken text
+// (package degenerate: the rules a benchmark trial applies to its outputs). Waiting longer
+// does not help, so WaitReady reports it at once.
+type DegenerateError struct {
+	Kind   degenerate.Kind
+	Detail string // the rule's account, quoting the output (degenerate.Output.Describe)
+}
+
+func (e *DegenerateError) Error() string {
+	return "the server answers, but its completion is degenerate (" + string(e.Kind) + "): " + e.Detail +
+		"; a server generating broken text has nothing to measure: check the model file, its dtype and the engine's attention backend, and the server's logs"
+}
+
+// probe is one readiness attempt: health, then a real generation, because a health endpoint
+// can answer before the scheduler serves (vLLM, llama.cpp while loading slots), and a
+// server can serve broken text (DegenerateError).
 func probe(ctx context.Context, hc *http.Client, base string, r Readiness) error {
 	if _, err := call(ctx, hc, http.MethodGet, base+engine.HealthPath(r.Engine), r, nil); err != nil {
 		return err
 	}
-	body := map[string]any{"model": r.Model, "prompt": "Hello", "max_tokens": 1, "temperature": 0, "stream": false}
+	body := map[string]any{"model": r.Model, "prompt": "Hello", "max_tokens": ProbeTokens, "temperature": 0, "stream": false}
 	out, err := call(ctx, hc, http.MethodPost, base+"/v1/completions", r, body)
 	if err != nil {
 		return err
 	}
 	var resp struct {
-		Choices []json.RawMessage `json:"choices"`
+		Choices []struct {
+			Text string `json:"text"`
+		} `json:"choices"`
+		Usage *struct {
+			CompletionTokens int `json:"completion_tokens"`
+		} `json:"usage"`
 	}
 	if err := json.Unmarshal(out, &resp); err != nil || len(resp.Choices) == 0 {
 		return fmt.Errorf("completion answered without choices: %s", r.secrets().OneLine(out))
+	}
+	tokens := 0
+	if resp.Usage != nil {
+		tokens = resp.Usage.CompletionTokens
+	}
+	text := degenerate.Of(r.secrets().String(resp.Choices[0].Text))
+	if k := text.Check(tokens); k != degenerate.None {
+		return &DegenerateError{Kind: k, Detail: text.Describe(k, tokens)}
 	}
 	return nil
 }

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/llmserve/terraform-provider-llmserve/internal/engine"
+	"github.com/llmserve/terraform-provider-llmserve/internal/simengine"
 )
 
 // logsOnly is a Backend whose only answer is a log tail; tailLogs needs nothing else.
@@ -68,5 +69,53 @@ func TestReadinessBound(t *testing.T) {
 	defer cancel()
 	if dl, ok := ctx.Deadline(); !ok || time.Until(dl) > time.Minute || interval != time.Second {
 		t.Errorf("deadline %v (set %v), interval %v; want within a minute and 1s", dl, ok, interval)
+	}
+}
+
+// The readiness probe judges its completion by the rules a trial judges its outputs with: a
+// server that answers "!!!!" or nothing (tokens counted) is not ready but broken, and
+// WaitReady says so at once, quoting the output, instead of polling until its timeout.
+func TestProbeDegenerateCompletion(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		fault simengine.OutputFault
+		want  string // "" when the probe must pass
+	}{
+		{"", ""},
+		// One prompt cannot show the same text for every prompt: only a trial sees that.
+		{simengine.OutputSame, ""},
+		{simengine.OutputExclamation, `degenerate (repeated_code_point): U+0021 '!' repeated for 16 of its 16 code points: "!!!!!!!!!!!!!!!!"`},
+		{simengine.OutputEmpty, "degenerate (empty): empty output although the server counted 16 completion tokens"},
+	} {
+		t.Run(string(tc.fault), func(t *testing.T) {
+			t.Parallel()
+			sim, err := simengine.NewServer(simengine.Options{Model: simengine.TwoSlotModel(), TimeScale: 0.01, OutputFault: tc.fault})
+			if err != nil {
+				t.Fatal(err)
+			}
+			srv := httptest.NewServer(sim)
+			defer srv.Close()
+			err = Probe(context.Background(), srv.URL, Readiness{Engine: engine.SGLang, Model: "sim-model"})
+			if tc.want == "" {
+				if err != nil {
+					t.Fatalf("Probe of a healthy completion: %v", err)
+				}
+				return
+			}
+			var broken *DegenerateError
+			if !errors.As(err, &broken) || !strings.Contains(err.Error(), tc.want) {
+				t.Fatalf("Probe error = %v, want a DegenerateError with %q", err, tc.want)
+			}
+			// WaitReady stops at the first such answer, well before its timeout.
+			b := &fakeBackend{st: Status{Running: true, State: "running", Endpoint: srv.URL}}
+			start := time.Now()
+			_, err = WaitReady(context.Background(), b, "c1", Readiness{Engine: engine.SGLang, Model: "sim-model", Timeout: time.Minute})
+			if !errors.As(err, &broken) || !strings.Contains(err.Error(), "engine: out of memory") {
+				t.Fatalf("WaitReady error = %v, want the DegenerateError with the log tail", err)
+			}
+			if d := time.Since(start); d > 30*time.Second {
+				t.Errorf("WaitReady took %v: it polled on after a degenerate completion", d)
+			}
+		})
 	}
 }

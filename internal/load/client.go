@@ -16,6 +16,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/llmserve/terraform-provider-llmserve/internal/degenerate"
 	"github.com/llmserve/terraform-provider-llmserve/internal/endpoint"
 	"github.com/llmserve/terraform-provider-llmserve/internal/httpbody"
 )
@@ -228,7 +229,7 @@ var (
 )
 
 func (c *Client) stream(ctx context.Context, req Request) RequestResult {
-	rec := RequestResult{Prompt: req.Prompt, RequestedOutputTokens: req.MaxTokens}
+	rec := RequestResult{Prompt: req.Prompt, PromptHash: fnv1a(req.Prompt), RequestedOutputTokens: req.MaxTokens}
 
 	body, err := c.body(req.Prompt, req.MaxTokens)
 	if err != nil {
@@ -351,6 +352,16 @@ const (
 	fnvPrime64  = 1099511628211
 )
 
+// fnv1a is the 64-bit FNV-1a hash of s, as OutputHash is of the output.
+func fnv1a(s string) uint64 {
+	h := uint64(fnvOffset64)
+	for i := 0; i < len(s); i++ {
+		h ^= uint64(s[i])
+		h *= fnvPrime64
+	}
+	return h
+}
+
 func (c *Client) read(ctx, reqCtx context.Context, body io.Reader, contentType string, rec *RequestResult, onFirst func(RequestResult)) {
 	sr := NewSSEReader(body)
 	if c.secrets != nil {
@@ -362,6 +373,7 @@ func (c *Client) read(ctx, reqCtx context.Context, body io.Reader, contentType s
 		rec.ChunkOffsets = make([]time.Duration, 0, min(max(rec.RequestedOutputTokens, 1), maxPreallocatedChunks))
 	}
 	hash := uint64(fnvOffset64)
+	var text degenerate.Tally
 	sawDone := false
 	setErr := func(kind FailureKind, msg string) {
 		if rec.Err == "" {
@@ -414,6 +426,7 @@ func (c *Client) read(ctx, reqCtx context.Context, body io.Reader, contentType s
 				hash ^= uint64(b)
 				hash *= fnvPrime64
 			}
+			text.Write(ev.Content)
 		}
 		if err != nil {
 			setErr(FailMalformed, fmt.Sprintf("stream from %s: %v", c.redacted, err))
@@ -450,6 +463,8 @@ func (c *Client) read(ctx, reqCtx context.Context, body io.Reader, contentType s
 	if rec.ContentChunks > 0 {
 		rec.OutputHash = hash
 	}
+	out := text.Output()
+	rec.Output = &out
 }
 
 func (c *Client) body(prompt string, maxTokens int) ([]byte, error) {

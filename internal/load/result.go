@@ -1,6 +1,10 @@
 package load
 
-import "time"
+import (
+	"time"
+
+	"github.com/llmserve/terraform-provider-llmserve/internal/degenerate"
+)
 
 // RequestResult is what one streamed request produced. Timestamps come from time.Now and carry
 // Go's monotonic clock reading, so differences between them are immune to wall-clock steps.
@@ -9,6 +13,7 @@ type RequestResult struct {
 	Warmup bool // warmup requests are sent but not measured
 
 	Prompt                string // the exact prompt text (or chat user message) sent
+	PromptHash            uint64 // FNV-1a of Prompt: which requests asked the same (records keep it, not the text)
 	RequestedOutputTokens int    // max_tokens sent
 
 	// Due is when an open-loop trial's schedule wanted the request sent, Dispatched when the
@@ -38,6 +43,10 @@ type RequestResult struct {
 	ContentChunks int    // chunks that carried non-empty content
 	ContentBytes  int    // UTF-8 bytes of all content received
 	OutputHash    uint64 // FNV-1a of the concatenated content, to count unique outputs
+	// Output is what the degenerate-output rules need of the content (code points, the
+	// dominant one, the head to quote), gathered as it streamed; nil when unknown (a records
+	// file from before it was recorded), and then the output is not judged.
+	Output *degenerate.Output
 
 	UsageReported    bool // the server sent a usage object
 	PromptTokens     int  // usage.prompt_tokens
@@ -100,6 +109,9 @@ const (
 	// FailLengthMismatch: a successful request whose output length is further from the
 	// requested one than tolerated. Not a failure on the wire either; metrics classify it.
 	FailLengthMismatch FailureKind = "length_mismatch"
+	// FailDegenerate: a successful request whose output is broken text (package
+	// degenerate); metrics classify it, and a trial where most outputs are is an error.
+	FailDegenerate FailureKind = "degenerate_output"
 	// FailOther: anything else (a request that could not even be built).
 	FailOther FailureKind = "other"
 )

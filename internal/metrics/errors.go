@@ -6,6 +6,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/llmserve/terraform-provider-llmserve/internal/degenerate"
 	"github.com/llmserve/terraform-provider-llmserve/internal/load"
 	"github.com/llmserve/terraform-provider-llmserve/internal/results"
 )
@@ -13,7 +14,8 @@ import (
 // ErrorSummary counts a trial's measured requests that did not give a clean result, by
 // kind (HTTP errors by status), with the first message of each kind as an example: failed
 // requests (those counted in correctness.errors) and successful ones whose output length
-// missed the request (output_length_mismatches). Cancelled requests are the runner's doing
+// missed the request (output_length_mismatches) or whose output was degenerate
+// (degenerate_output, quoting the output: JudgeOutputs). Cancelled requests are the runner's doing
 // and are left out. requestedOSL is as for Summarize. Entries are ordered by count, highest
 // first, then by kind; nil when there is nothing to report.
 func ErrorSummary(records []load.RequestResult, requestedOSL int) []results.ErrorCount {
@@ -23,6 +25,7 @@ func ErrorSummary(records []load.RequestResult, requestedOSL int) []results.Erro
 	}
 	var order []key
 	byKey := map[key]*results.ErrorCount{}
+	_, kinds := JudgeOutputs(records)
 	add := func(k key, example string) {
 		e := byKey[k]
 		if e == nil {
@@ -32,7 +35,7 @@ func ErrorSummary(records []load.RequestResult, requestedOSL int) []results.Erro
 		}
 		e.Count++
 	}
-	for _, r := range records {
+	for i, r := range records {
 		if r.Warmup || r.Cancelled {
 			continue
 		}
@@ -54,6 +57,9 @@ func ErrorSummary(records []load.RequestResult, requestedOSL int) []results.Erro
 		if r.UsageReported && OutputLengthMismatch(r.CompletionTokens, requested) {
 			add(key{kind: string(load.FailLengthMismatch)},
 				fmt.Sprintf("requested %d output tokens, the server generated %d (finish_reason %q)", requested, r.CompletionTokens, r.FinishReason))
+		}
+		if k := kinds[i]; k != degenerate.None {
+			add(key{kind: string(load.FailDegenerate)}, r.Output.Describe(k, r.CompletionTokens))
 		}
 	}
 	if len(order) == 0 {

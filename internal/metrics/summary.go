@@ -93,6 +93,9 @@ func OutputLengthMismatch(osl, requested int) bool {
 //     completion_tokens_total, finish_reason_length, output_length_mismatches): successful
 //     measured requests only (see Succeeded). A failed stream's partial output says nothing
 //     about the server's normal behaviour.
+//   - degenerate_outputs: measured requests that finished with HTTP 200 and no error
+//     (JudgeOutputs), an empty one included although it is no success; absent when there
+//     was none whose output is known.
 //   - profiling_records, unique_prompts, http_200 (a 200 status was received, even if the
 //     stream failed later), errors (not successful and not cancelled), cancelled (any
 //     measured or warmup request cancelled): every measured request.
@@ -197,6 +200,9 @@ func Summarize(records []load.RequestResult, requestedOSL int) (results.Trial, e
 	c.UniqueWarmupPrompts = len(warmupPrompts)
 	c.UniquePrompts = len(measuredPrompts)
 	c.UniqueOutputs = len(outputs)
+	if degenerateOutputs, _ := JudgeOutputs(records); degenerateOutputs.Checked > 0 {
+		c.DegenerateOutputs = &degenerateOutputs
+	}
 	for p := range warmupPrompts {
 		if measuredPrompts[p] {
 			c.WarmupProfilePromptOverlap++
@@ -295,6 +301,17 @@ func Totals(trials ...results.Trial) results.Correctness {
 		total.Cancelled = total.Cancelled || c.Cancelled
 		total.OutputLengthMismatches += c.OutputLengthMismatches
 		total.RequestsCachedBeyondSharedPrefix += c.RequestsCachedBeyondSharedPrefix
+		if d := c.DegenerateOutputs; d != nil {
+			if total.DegenerateOutputs == nil {
+				total.DegenerateOutputs = &results.DegenerateOutputs{}
+			}
+			t := total.DegenerateOutputs
+			t.Requests += d.Requests
+			t.Checked += d.Checked
+			t.Empty += d.Empty
+			t.RepeatedCodePoint += d.RepeatedCodePoint
+			t.IdenticalAcrossPrompts += d.IdenticalAcrossPrompts
+		}
 		if cc := c.CachedPromptTokens; cc != nil && cc.Known {
 			cached += cc.Tokens
 		} else {

@@ -31,8 +31,10 @@ func (r *inferenceServerResource) Schema(ctx context.Context, _ resource.SchemaR
 	keepStr := []planmodifier.String{stringplanmodifier.UseStateForUnknown()}
 	resp.Schema = schema.Schema{
 		MarkdownDescription: "One LLM inference server (SGLang, vLLM or llama.cpp) in a container on the provider's Docker Engine. " +
-			"Create returns only once the server **generates**: the engine's health endpoint answers and a one-token completion succeeds. " +
-			"If the container exits or restarts meanwhile, apply fails at once with its last log lines and the container is removed.\n\n" +
+			"Create returns only once the server **generates**: the engine's health endpoint answers and a 16-token completion succeeds. " +
+			"If the container exits or restarts meanwhile, apply fails at once with its last log lines and the container is removed; so it does when that " +
+			"completion is degenerate (empty although tokens were counted, or one code point for 80 % of it, such as `!!!!`: the rules of " +
+			"`correctness.degenerate_outputs` in the results schema guide), quoting it.\n\n" +
 			"Drift: a container removed out of band is re-created by the next apply; a stopped one shows `running: false -> true` " +
 			"and the next apply starts it again in place (and waits until it generates). Every setting of the container itself " +
 			"forces a new container; `running`, `restart_policy`, `stop_grace_period_seconds`, `readiness_timeout` and `timeouts` change in place.",

@@ -30,8 +30,9 @@ const NotDerivable = "connection_setup_ms"
 
 // Recompute reads every trial of doc that names a records file under dir, checks the file's
 // SHA-256, and recomputes the trial's metrics as the benchmark did. What a records file
-// cannot give (prompt text, output bytes and hashes: unique_prompts, unique_outputs,
-// warmup/profile overlap, generated_utf8_bytes; time to second token without
+// cannot give (prompt text and output bytes: unique_prompts, warmup/profile overlap,
+// generated_utf8_bytes; unique_outputs and degenerate_outputs in files from before outputs
+// were recorded; time to second token without
 // record_chunk_times; output length mismatches when output lengths are spread) is taken
 // from the document and not compared; connection_setup_ms (NotDerivable) is left out.
 func Recompute(doc *results.Document, dir string) ([]Recomputed, error) {
@@ -120,10 +121,11 @@ func level(t results.Trial) string {
 
 func recomputeTrial(slos []results.SLO, osl int, reported results.Trial, lines []Line) (results.Trial, error) {
 	recs := make([]load.RequestResult, len(lines))
-	chunkTimes := false
+	chunkTimes, outputs := false, true
 	for i, l := range lines {
 		recs[i] = l.RequestResult()
 		chunkTimes = chunkTimes || l.ChunkOffsetsNs != nil
+		outputs = outputs && l.OutputRecorded()
 	}
 	t, err := metrics.Summarize(recs, osl)
 	if err != nil && !reported.StoppedEarly {
@@ -137,7 +139,11 @@ func recomputeTrial(slos []results.SLO, osl int, reported results.Trial, lines [
 	t.RecordsFile, t.RecordsSHA256 = reported.RecordsFile, reported.RecordsSHA256
 	c, rc := &t.Correctness, reported.Correctness
 	c.UniqueWarmupPrompts, c.UniquePrompts, c.WarmupProfilePromptOverlap = rc.UniqueWarmupPrompts, rc.UniquePrompts, rc.WarmupProfilePromptOverlap
-	c.UniqueOutputs, c.GeneratedUTF8Bytes = rc.UniqueOutputs, rc.GeneratedUTF8Bytes
+	c.GeneratedUTF8Bytes = rc.GeneratedUTF8Bytes
+	if !outputs {
+		// A file from before outputs were recorded: no output hashes, code points or heads.
+		c.UniqueOutputs, c.DegenerateOutputs = rc.UniqueOutputs, rc.DegenerateOutputs
+	}
 	// The cache check needs the prompt calibration; the per-request counts are in the file.
 	c.CachedPromptTokens, c.RequestsCachedBeyondSharedPrefix = rc.CachedPromptTokens, rc.RequestsCachedBeyondSharedPrefix
 	if !chunkTimes {
@@ -194,8 +200,14 @@ func Diff(a, b results.Trial) []string {
 	num("server_prompt_tokens.max", a.ServerPromptTokens.Max, b.ServerPromptTokens.Max)
 	num("server_completion_tokens.min", a.ServerCompletionTokens.Min, b.ServerCompletionTokens.Min)
 	num("server_completion_tokens.max", a.ServerCompletionTokens.Max, b.ServerCompletionTokens.Max)
-	if a.Correctness != b.Correctness {
+	ac, bc := a.Correctness, b.Correctness
+	ad, bd := ac.DegenerateOutputs, bc.DegenerateOutputs
+	ac.DegenerateOutputs, bc.DegenerateOutputs = nil, nil
+	if ac != bc {
 		out = append(out, fmt.Sprintf("correctness: %+v vs %+v", a.Correctness, b.Correctness))
+	}
+	if (ad == nil) != (bd == nil) || ad != nil && *ad != *bd {
+		out = append(out, fmt.Sprintf("correctness.degenerate_outputs: %+v vs %+v", fmtDegenerate(ad), fmtDegenerate(bd)))
 	}
 	if (a.GoodputPercent == nil) != (b.GoodputPercent == nil) || a.GoodputPercent != nil && *a.GoodputPercent != *b.GoodputPercent {
 		out = append(out, fmt.Sprintf("goodput_percent: %v vs %v", fmtPtr(a.GoodputPercent), fmtPtr(b.GoodputPercent)))
@@ -210,6 +222,13 @@ func Diff(a, b results.Trial) []string {
 		out = append(out, fmt.Sprintf("slos: %+v vs %+v", a.SLOs, b.SLOs))
 	}
 	return out
+}
+
+func fmtDegenerate(d *results.DegenerateOutputs) any {
+	if d == nil {
+		return nil
+	}
+	return *d
 }
 
 func fmtPtr(p *float64) any {

@@ -18,7 +18,9 @@ import (
 	"strings"
 	"time"
 	"unicode"
+	"unicode/utf8"
 
+	"github.com/llmserve/terraform-provider-llmserve/internal/degenerate"
 	"github.com/llmserve/terraform-provider-llmserve/internal/load"
 	"github.com/llmserve/terraform-provider-llmserve/internal/localfile"
 )
@@ -49,6 +51,19 @@ type Line struct {
 	HTTPStatus       *int    `json:"http_status"`
 	ErrorKind        *string `json:"error_kind"`
 	Error            *string `json:"error"`
+
+	// What the degenerate-output rules read (metrics.JudgeOutputs), on every line of a file
+	// written since they were recorded: the prompt's and the output's FNV-1a hashes (16 hex
+	// digits; the output's all zeros when nothing streamed), the output's code points, the
+	// code point that occurs most ("" without output) and how often, and the output's first
+	// 40 code points, to quote. Absent from older files: Recompute then takes the degenerate
+	// and unique-output counts from the document.
+	PromptHash         *string `json:"prompt_hash,omitempty"`
+	OutputHash         *string `json:"output_hash,omitempty"`
+	OutputCodePoints   *int    `json:"output_code_points,omitempty"`
+	DominantCodePoint  *string `json:"dominant_code_point,omitempty"`
+	DominantCodePoints *int    `json:"dominant_code_points,omitempty"`
+	OutputHead         *string `json:"output_head,omitempty"`
 
 	// ChunkOffsetsNs is each content chunk's arrival after sent_ns. With record_chunk_times
 	// every line has it ([] for a request that streamed nothing); without, no line does: nil
@@ -119,6 +134,13 @@ func FromLoad(t Trial, recs []load.RequestResult) []Line {
 		if r.UsageReported {
 			l.PromptTokens, l.CompletionTokens = ptr(r.PromptTokens), ptr(r.CompletionTokens)
 		}
+		if o := r.Output; o != nil {
+			l.PromptHash, l.OutputHash, l.OutputCodePoints = ptr(hash(r.PromptHash)), ptr(hash(r.OutputHash)), ptr(o.CodePoints)
+			l.DominantCodePoint, l.DominantCodePoints, l.OutputHead = ptr(""), ptr(o.DominantN), ptr(o.Head)
+			if o.DominantN > 0 {
+				l.DominantCodePoint = ptr(string(o.Dominant))
+			}
+		}
 		if r.HTTPStatus != 0 {
 			l.HTTPStatus = ptr(r.HTTPStatus)
 		}
@@ -133,6 +155,22 @@ func FromLoad(t Trial, recs []load.RequestResult) []Line {
 	return out
 }
 
+// hash is how a line writes a 64-bit hash: 16 hex digits (a JSON number would lose bits in
+// readers that take numbers as doubles).
+func hash(h uint64) string { return fmt.Sprintf("%016x", h) }
+
+// unhash reads a line's hash; 0 when absent or not hex (Read refuses the latter).
+func unhash(s *string) uint64 {
+	if s == nil {
+		return 0
+	}
+	h, _ := strconv.ParseUint(*s, 16, 64)
+	return h
+}
+
+// OutputRecorded says the line holds what the degenerate-output rules read.
+func (l Line) OutputRecorded() bool { return l.OutputCodePoints != nil }
+
 // errorKind is the load package's failure kind of a request, or ErrorKindCancelled.
 func errorKind(r load.RequestResult) string {
 	if r.Cancelled {
@@ -142,7 +180,8 @@ func errorKind(r load.RequestResult) string {
 }
 
 // RequestResult turns a line back into what the metrics package reads. What a file does not
-// hold (prompt text, output bytes and hash, the second chunk without chunk offsets, when the
+// hold (prompt text, output bytes, the output's hashes in files from before they were
+// recorded, the second chunk without chunk offsets, when the
 // response ended, connection set-up) stays zero.
 func (l Line) RequestResult() load.RequestResult {
 	at := func(n *int64) time.Time {
@@ -167,6 +206,13 @@ func (l Line) RequestResult() load.RequestResult {
 		r.UsageReported, r.PromptTokens, r.CompletionTokens = true, *l.PromptTokens, *l.CompletionTokens
 	}
 	r.CachedTokens = l.CachedTokens
+	if l.OutputRecorded() {
+		r.PromptHash, r.OutputHash = unhash(l.PromptHash), unhash(l.OutputHash)
+		r.Output = &degenerate.Output{CodePoints: *l.OutputCodePoints, DominantN: deref(l.DominantCodePoints), Head: deref(l.OutputHead)}
+		if d := deref(l.DominantCodePoint); d != "" {
+			r.Output.Dominant, _ = utf8.DecodeRuneInString(d)
+		}
+	}
 	r.Due, r.Dispatched, r.CapWait, r.Done = at(l.DueNs), at(l.DispatchedNs), l.CapWaitNs, at(l.DoneNs)
 	if len(l.ChunkOffsetsNs) > 0 {
 		r.ChunkOffsets = l.ChunkOffsetsNs
@@ -290,6 +336,14 @@ func (l Line) appendJSON(b []byte) []byte {
 	b = optSmall(b, `,"http_status":`, l.HTTPStatus)
 	b = optStr(b, `,"error_kind":`, l.ErrorKind)
 	b = optStr(b, `,"error":`, l.Error)
+	if l.OutputRecorded() {
+		b = optStr(b, `,"prompt_hash":`, l.PromptHash)
+		b = optStr(b, `,"output_hash":`, l.OutputHash)
+		b = optSmall(b, `,"output_code_points":`, l.OutputCodePoints)
+		b = optStr(b, `,"dominant_code_point":`, l.DominantCodePoint)
+		b = optSmall(b, `,"dominant_code_points":`, l.DominantCodePoints)
+		b = optStr(b, `,"output_head":`, l.OutputHead)
+	}
 	if l.ChunkOffsetsNs != nil {
 		b = append(b, `,"chunk_offsets_ns":[`...)
 		for i, v := range l.ChunkOffsetsNs {
@@ -339,6 +393,14 @@ func Read(path string) ([]Line, string, error) {
 		if l.Kind != KindWarmup && l.Kind != KindMeasured {
 			return nil, "", fmt.Errorf("%s line %d: kind %q is not warmup or measured", path, n, l.Kind)
 		}
+		for key, h := range map[string]*string{"prompt_hash": l.PromptHash, "output_hash": l.OutputHash} {
+			if h == nil {
+				continue
+			}
+			if _, err := strconv.ParseUint(*h, 16, 64); err != nil || len(*h) != 16 {
+				return nil, "", fmt.Errorf("%s line %d: %s %q is not 16 hex digits", path, n, key, *h)
+			}
+		}
 		out = append(out, l)
 	}
 	if err := sc.Err(); err != nil {
@@ -362,9 +424,10 @@ func optional(s string) *string {
 
 func ptr[T any](v T) *T { return &v }
 
-func deref(s *string) string {
+func deref[T any](s *T) T {
+	var zero T
 	if s == nil {
-		return ""
+		return zero
 	}
 	return *s
 }

@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/llmserve/terraform-provider-llmserve/internal/degenerate"
 	"github.com/llmserve/terraform-provider-llmserve/internal/load"
 )
 
@@ -70,6 +71,8 @@ func TestLineRoundTrip(t *testing.T) {
 var issueKeys = []string{
 	"workload", "concurrency", "trial", "kind", "index", "sent_ns", "headers_ns", "first_token_ns", "last_token_ns",
 	"chunks", "prompt_tokens", "completion_tokens", "cached_tokens", "finish_reason", "http_status", "error_kind", "error",
+	// Since issue 29, what the degenerate-output rules read.
+	"prompt_hash", "output_hash", "output_code_points", "dominant_code_point", "dominant_code_points", "output_head",
 }
 
 // Every line of a written file has exactly the promised keys, whatever happened to its
@@ -78,14 +81,16 @@ var issueKeys = []string{
 func TestRecordsFileKeys(t *testing.T) {
 	sent := time.Now()
 	cached := 7
+	none, two := degenerate.Of(""), degenerate.Of("ab")
 	recs := []load.RequestResult{
-		{Index: 0, Warmup: true, Sent: sent, Done: sent.Add(time.Second), HTTPStatus: 503, Err: "HTTP 503", Failure: load.FailHTTPStatus, Connect: time.Millisecond},
+		{Index: 0, Warmup: true, Sent: sent, Done: sent.Add(time.Second), HTTPStatus: 503, Err: "HTTP 503", Failure: load.FailHTTPStatus, Connect: time.Millisecond, Output: &none},
 		{Index: 1, Sent: sent.Add(time.Millisecond), Headers: sent.Add(2 * time.Millisecond), FirstContent: sent.Add(3 * time.Millisecond),
 			SecondContent: sent.Add(4 * time.Millisecond), LastContent: sent.Add(5 * time.Millisecond), Done: sent.Add(6 * time.Millisecond),
 			ContentChunks: 2, UsageReported: true, PromptTokens: 9, CompletionTokens: 2, CachedTokens: &cached, FinishReason: "length",
-			HTTPStatus: 200, Connect: time.Millisecond, TLSHandshake: time.Millisecond, ChunkOffsets: []time.Duration{2 * time.Millisecond, 3 * time.Millisecond}},
-		{Index: 2, Sent: sent.Add(time.Millisecond), Err: "connection refused", Failure: load.FailReset},
-		{Index: 3, Sent: sent.Add(time.Millisecond), Done: sent.Add(time.Millisecond), Cancelled: true},
+			HTTPStatus: 200, Connect: time.Millisecond, TLSHandshake: time.Millisecond, ChunkOffsets: []time.Duration{2 * time.Millisecond, 3 * time.Millisecond},
+			PromptHash: 1, OutputHash: 2, Output: &two},
+		{Index: 2, Sent: sent.Add(time.Millisecond), Err: "connection refused", Failure: load.FailReset, Output: &none},
+		{Index: 3, Sent: sent.Add(time.Millisecond), Done: sent.Add(time.Millisecond), Cancelled: true, Output: &none},
 	}
 	for _, chunkTimes := range []bool{false, true} {
 		t.Run(fmt.Sprintf("chunk_times=%t", chunkTimes), func(t *testing.T) {

@@ -182,6 +182,18 @@ func (r *reader) checkTrialFace(p string, objectives []SLO, t Trial) {
 	if c.Errors > c.ProfilingRecords {
 		r.fail(joinKey(p, "correctness.errors"), "%d failed requests in a trial of %d measured requests (profiling_records)", c.Errors, c.ProfilingRecords)
 	}
+	if d := c.DegenerateOutputs; d != nil {
+		dp := joinKey(p, "correctness.degenerate_outputs")
+		switch {
+		case d.Checked > c.ProfilingRecords:
+			r.fail(joinKey(dp, "checked"), "%d judged outputs in a trial of %d measured requests (profiling_records)", d.Checked, c.ProfilingRecords)
+		case d.Requests > d.Checked:
+			r.fail(joinKey(dp, "requests"), "%d degenerate outputs of %d judged (checked)", d.Requests, d.Checked)
+		case max(d.Empty, d.RepeatedCodePoint, d.IdenticalAcrossPrompts) > d.Requests || min(d.Empty, d.RepeatedCodePoint, d.IdenticalAcrossPrompts) < 0:
+			r.fail(dp, "a rule's count (%d empty, %d repeated_code_point, %d identical_across_prompts) is negative or above the degenerate requests (%d)",
+				d.Empty, d.RepeatedCodePoint, d.IdenticalAcrossPrompts, d.Requests)
+		}
+	}
 	if c.HTTP200 > c.ProfilingRecords+c.WarmupRecords {
 		r.fail(joinKey(p, "correctness.http_200"), "%d HTTP 200 responses to %d requests (warmup_records + profiling_records)", c.HTTP200, c.ProfilingRecords+c.WarmupRecords)
 	}

@@ -443,6 +443,12 @@ func (r *reader) correctness(o *object) Correctness {
 		c.CachedPromptTokens = &CacheCount{Tokens: r.integer(p, v), Known: true}
 	}
 	o.optionalValue("requests_cached_beyond_shared_prefix", &c.RequestsCachedBeyondSharedPrefix)
+	if v, p := o.optional("degenerate_outputs"); v != nil {
+		if do := r.asObject(p, v); do != nil {
+			d := plainBlock[DegenerateOutputs](do)
+			c.DegenerateOutputs = &d
+		}
+	}
 	o.finish()
 	return c
 }

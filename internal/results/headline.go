@@ -80,13 +80,13 @@ func (s SLO) Met(t Trial) (met, ok bool) {
 }
 
 // Verdict is one trial's verdict against every objective: "error" when measured requests
-// failed, whatever the percentiles of the successful ones say (the benchmark never passes
+// failed or most outputs were degenerate (DegenerateOutputs.Most), whatever the percentiles of the successful ones say (the benchmark never passes
 // such a trial, and calls it the server's failure rather than an objective's miss); else
 // "fail" when an objective was missed (see SLO.Met) or a probe was cut short without a
 // value; else "pass", or "n/a" when an objective cannot be judged from what the trial
 // recorded.
 func Verdict(slos []SLO, t Trial) string {
-	if t.Correctness.Errors > 0 {
+	if t.Correctness.Errors > 0 || t.Correctness.DegenerateOutputs.Most() {
 		return VerdictError
 	}
 	if len(slos) == 0 {

@@ -356,6 +356,11 @@ type Correctness struct {
 	Cancelled                  bool    `json:"cancelled"`
 	OutputLengthMismatches     float64 `json:"output_length_mismatches"`
 	UniquenessScope            string  `json:"uniqueness_scope,omitempty"` // only in correctness_total
+	// DegenerateOutputs counts the measured requests whose output was broken text rather
+	// than generation (package degenerate); absent when no output was judged (every request
+	// failed) and in documents from before the check. Additive; before cached_prompt_tokens,
+	// whose null a parsed document writes back last.
+	DegenerateOutputs *DegenerateOutputs `json:"degenerate_outputs,omitempty"`
 	// CachedPromptTokens sums, over the measured requests, the prompt tokens the server
 	// reported as served from its prefix cache; null when it could not tell. Additive.
 	CachedPromptTokens *CacheCount `json:"cached_prompt_tokens,omitempty"`
@@ -364,6 +369,27 @@ type Correctness struct {
 	// proof that the cache was not cold. Additive.
 	RequestsCachedBeyondSharedPrefix int `json:"requests_cached_beyond_shared_prefix,omitempty"`
 }
+
+// DegenerateOutputs counts a trial's degenerate outputs by the rule that flagged them. A
+// request can break more than one rule (the same "!!!!" for every prompt); Requests counts
+// it once.
+type DegenerateOutputs struct {
+	// Requests is the measured requests flagged by any rule, of Checked: the measured
+	// requests that finished with HTTP 200 and no error, whose output could be judged.
+	Requests int `json:"requests"`
+	Checked  int `json:"checked"`
+	// Empty: no text although the server counted completion tokens.
+	Empty int `json:"empty"`
+	// RepeatedCodePoint: one code point is 80 % or more of an output of 16 code points or more.
+	RepeatedCodePoint int `json:"repeated_code_point"`
+	// IdenticalAcrossPrompts: an output of 128 code points or more that another prompt got
+	// byte for byte.
+	IdenticalAcrossPrompts int `json:"identical_across_prompts"`
+}
+
+// Most reports whether most of the judged outputs were degenerate, which makes the trial an
+// error: what it measured is a broken server's speed, not capacity. False for nil.
+func (d *DegenerateOutputs) Most() bool { return d != nil && d.Requests*2 > d.Checked }
 
 // CacheCount is a count of prompt tokens the server reported as served from its prefix
 // cache. Known false means the server could not tell, written as null: a 0 would claim a cold

@@ -159,7 +159,7 @@ func (s *Server) handleGenerate(chat bool) http.HandlerFunc {
 			var text strings.Builder
 			if err := s.wait(r, j, func(from, to int) error {
 				for i := from; i < to; i++ {
-					text.WriteString(outputWord(seed, i))
+					text.WriteString(s.opts.OutputFault.word(seed, i))
 				}
 				return nil
 			}); err != nil {
@@ -227,7 +227,7 @@ func (s *Server) handleGenerate(chat bool) http.HandlerFunc {
 		first := true
 		err = s.wait(r, j, func(from, to int) error {
 			for i := from; i < to; i++ {
-				if err := chunk(piece(outputWord(seed, i), nil), nil); err != nil {
+				if err := chunk(piece(s.opts.OutputFault.word(seed, i), nil), nil); err != nil {
 					return err
 				}
 			}

@@ -39,6 +39,8 @@ type Options struct {
 	NoMetrics bool
 	// FlushFault makes the cache flush refuse or ignore every call.
 	FlushFault FlushFault
+	// OutputFault makes every generated text broken (see OutputFault); empty: healthy.
+	OutputFault OutputFault
 	// OnFirstChunk, when set, is called right after the first non-empty content chunk of a
 	// response has been flushed, so tests can compare client TTFT with the server's emit time.
 	OnFirstChunk func(id string, at time.Time)
@@ -109,6 +111,11 @@ func NewServer(opts Options) (*Server, error) {
 	}
 	if opts.DefaultMaxTokens <= 0 {
 		opts.DefaultMaxTokens = 128
+	}
+	switch opts.OutputFault {
+	case "", OutputExclamation, OutputEmpty, OutputSame:
+	default:
+		return nil, fmt.Errorf("simengine: unknown output fault %q (exclamation, empty or same)", opts.OutputFault)
 	}
 	if opts.Version == "" {
 		opts.Version = "simengine-1"

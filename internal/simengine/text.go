@@ -56,6 +56,36 @@ func outputWord(seed uint64, i int) string {
 	return string(b)
 }
 
+// OutputFault makes the simulated engine answer HTTP 200 with broken text, its timing, token
+// counts and usage unchanged: the servers B70 users report (sgl-kernel-xpu #243, intel_xpu
+// attention; llm-scaler #647, "!!!!" output), for tests that must tell them from healthy ones.
+type OutputFault string
+
+// Output faults.
+const (
+	// OutputExclamation: every token is "!", what greedy decoding picks from logits gone
+	// NaN (token 0 of Qwen's and Llama 3's vocabularies).
+	OutputExclamation OutputFault = "exclamation"
+	// OutputEmpty: no text at all, while usage still counts the tokens.
+	OutputEmpty OutputFault = "empty"
+	// OutputSame: the same text for every prompt.
+	OutputSame OutputFault = "same"
+)
+
+// word is the generator of a request's i-th token under fault f: outputWord, unless the
+// fault replaces it.
+func (f OutputFault) word(seed uint64, i int) string {
+	switch f {
+	case OutputExclamation:
+		return "!"
+	case OutputEmpty:
+		return ""
+	case OutputSame:
+		return outputWord(0, i)
+	}
+	return outputWord(seed, i)
+}
+
 // hashString is FNV-1a 64 of s.
 func hashString(s string) uint64 {
 	h := fnv.New64a()
