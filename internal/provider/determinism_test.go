@@ -79,6 +79,11 @@ func TestFunctionsAndComparisonDeterministic(t *testing.T) {
 	ctx := t.Context()
 	rng := rand.New(rand.NewPCG(3, 4))
 	baseline, current, permutedBaseline := determinismDocs(t, rng)
+	rawReplay, err := os.ReadFile(replayPath(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	replay := string(rawReplay)
 	str := func(s string) *tfprotov6.DynamicValue {
 		dv, err := tfprotov6.NewDynamicValue(tftypes.String, tftypes.NewValue(tftypes.String, s))
 		if err != nil {
@@ -124,6 +129,12 @@ func TestFunctionsAndComparisonDeterministic(t *testing.T) {
 			return call("report_openmetrics", str(current), str("2026-12-03T10:00:00Z"))
 		}},
 		{"report_svg", func(int) tftypes.Value { return call("report_svg", str(current)) }},
+		// A replay by speed-up renders on its own axis.
+		{"report_markdown of a replay", func(int) tftypes.Value { return call("report_markdown", str(replay)) }},
+		{"report_csv of a replay", func(int) tftypes.Value { return call("report_csv", str(replay)) }},
+		{"report_openmetrics of a replay", func(int) tftypes.Value { return call("report_openmetrics", str(replay)) }},
+		{"report_svg of a replay", func(int) tftypes.Value { return call("report_svg", str(replay)) }},
+		{"compare of replays", func(int) tftypes.Value { return call("compare", str(replay), str(replay)) }},
 		{"replicas_for", func(int) tftypes.Value { return call("replicas_for", num(37.5), num(4), num(0.2)) }},
 	}
 	// The data source's comparison, with the baseline's records for its bootstrap.

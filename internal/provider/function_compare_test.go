@@ -37,7 +37,11 @@ locals {
   same   = provider::llmserve::compare(file(%[1]q), file(%[2]q))
   slower = provider::llmserve::compare(file(%[1]q), file(%[3]q))
   other  = provider::llmserve::compare(file(%[4]q), file(%[3]q))
+  replay = provider::llmserve::compare(file(%[5]q), file(%[5]q)).workloads["recorded"]
 }
+output "replay_axis"     { value = local.replay.axis }
+output "replay_boundary" { value = local.replay.current_maximum_passing }
+output "replay_level"    { value = local.replay.objectives[0].levels[0] }
 output "same_regressed"   { value = local.same.regressed }
 output "same_verdict"     { value = local.same.workloads["1K / 16"].verdict }
 output "same_inconclusive" { value = local.same.inconclusive }
@@ -49,7 +53,7 @@ output "slower_summary"   { value = local.slower.summary }
 output "other_comparable" { value = local.other.comparable }
 output "other_refused"    { value = length(local.other.refused) > 0 }
 output "other_only"       { value = local.other.only_in_baseline }
-`, base, same, slower, referencePath(t)),
+`, base, same, slower, referencePath(t), replayPath(t)),
 			ConfigStateChecks: []statecheck.StateCheck{
 				statecheck.ExpectKnownOutputValue("same_regressed", knownvalue.ListExact(nil)),
 				// The same server measured +8.3 % with an interval of -9 to +29 %: not shown to
@@ -81,6 +85,11 @@ output "other_only"       { value = local.other.only_in_baseline }
 					return nil
 				})),
 				statecheck.ExpectKnownOutputValue("slower_summary", knownvalue.StringRegexp(errorPattern("1K / 16: regressed: p95 time_to_first_token +"))),
+				// A replay is compared on its speed-ups: the first level is 0.5×, no concurrency.
+				statecheck.ExpectKnownOutputValue("replay_axis", knownvalue.StringExact("speedup")),
+				statecheck.ExpectKnownOutputValue("replay_boundary", knownvalue.Float64Exact(1.220703125)),
+				statecheck.ExpectKnownOutputValueAtPath("replay_level", tfjsonpath.New("at"), knownvalue.Float64Exact(0.5)),
+				statecheck.ExpectKnownOutputValueAtPath("replay_level", tfjsonpath.New("concurrency"), knownvalue.Null()),
 				statecheck.ExpectKnownOutputValue("other_comparable", knownvalue.Bool(false)),
 				statecheck.ExpectKnownOutputValue("other_refused", knownvalue.Bool(true)),
 				statecheck.ExpectKnownOutputValue("other_only", knownvalue.ListSizeExact(3)),
@@ -147,4 +156,15 @@ resource "terraform_data" "release" {
 			},
 		},
 	})
+}
+
+// replayPath is a real replay of a recorded trace (internal/results/testdata/replay): workload
+// "recorded", maximum passing speed-up 1.22, first failing 1.53.
+func replayPath(t *testing.T) string {
+	t.Helper()
+	p, err := filepath.Abs(filepath.Join("..", "results", "testdata", "replay", "result.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return p
 }
