@@ -180,6 +180,7 @@ func FuzzJournalRead(f *testing.F) {
 	f.Add([]byte(line(JournalEntry{Kind: kindRunCompleted}) + "\n" + line(probeEntry(3)) + "\r\n"))
 	f.Add([]byte(journalPrefix + `,"concurrency":1e400}` + "\n"))
 	f.Add([]byte("\x00\xff{\"format\":null}\n\n\n"))
+	f.Add([]byte(line(measuredEntry(2, "confirmation", 1, 100)) + "\nTODO\n" + line(measuredEntry(2, "confirmation", 1, 90)) + "\n"))
 	f.Fuzz(func(t *testing.T, data []byte) {
 		fp := cfg.Fingerprint()
 		read, err := readJournal(bytes.NewReader(data), fp)
@@ -193,6 +194,15 @@ func FuzzJournalRead(f *testing.F) {
 			if r.Concurrency < 1 || (r.Kind != "probe" && r.Kind != "confirmation") || r.Fingerprint != fp {
 				t.Fatalf("impossible record kept: %+v", r)
 			}
+		}
+		// Every trial read has its line number, and vetting them never panics and keeps only
+		// lines it read.
+		if len(read.lines) != len(read.history) {
+			t.Fatalf("%d line numbers for %d trials", len(read.lines), len(read.history))
+		}
+		kept, suspect := vetHistory(read.history, read.lines, cfg)
+		if len(kept)+len(suspect) > len(read.history) {
+			t.Fatalf("vetting %d trials kept %d and set aside %d", len(read.history), len(kept), len(suspect))
 		}
 		next := append([]byte(nil), data...)
 		if read.unterminated {
