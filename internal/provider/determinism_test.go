@@ -140,8 +140,12 @@ func TestFunctionsAndComparisonDeterministic(t *testing.T) {
 	// The data source's comparison, with the baseline's records for its bootstrap.
 	typ := schemas.DataSourceSchemas["llmserve_capacity_report"].ValueType()
 	records := filepath.Dir(recordedPath(t, "result.json")) + "/records"
-	comparison := func(base string) tftypes.Value {
-		cfg, err := protocolValue(typ, map[string]any{"content": current, "baseline": base, "baseline_records_directory": records})
+	comparison := func(base string, withRecords bool) tftypes.Value {
+		config := map[string]any{"content": current, "baseline": base}
+		if withRecords {
+			config["baseline_records_directory"] = records
+		}
+		cfg, err := protocolValue(typ, config)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -167,11 +171,11 @@ func TestFunctionsAndComparisonDeterministic(t *testing.T) {
 		struct {
 			name string
 			call func(i int) tftypes.Value
-		}{"data source comparison", func(int) tftypes.Value { return comparison(baseline) }},
+		}{"data source comparison", func(int) tftypes.Value { return comparison(baseline, true) }},
 		struct {
 			name string
 			call func(i int) tftypes.Value
-		}{"data source comparison, baseline permuted", func(int) tftypes.Value { return comparison(permutedBaseline()) }},
+		}{"data source comparison, baseline permuted", func(int) tftypes.Value { return comparison(permutedBaseline(), true) }},
 	)
 	var dsFirst tftypes.Value
 	for _, c := range calls {
@@ -197,6 +201,10 @@ func TestFunctionsAndComparisonDeterministic(t *testing.T) {
 	}
 	if a, b := call("compare", str(baseline), str(current)), call("compare", str(permutedBaseline()), str(current)); !a.Equal(b) {
 		t.Errorf("compare changes when the baseline's workloads and trials are shuffled")
+	}
+	// Without records the data source's comparison is the function's, value for value.
+	if a, b := call("compare", str(baseline), str(current)), comparison(baseline, false); !a.Equal(b) {
+		t.Errorf("the data source's comparison differs from compare():\n%s\n%s", b, a)
 	}
 }
 
