@@ -390,3 +390,88 @@ resource "llmserve_capacity_benchmark" "test" {
 		}},
 	})
 }
+
+// The real engine: llama-server on the generated tiny model, listening on its container's
+// loopback and publishing no port, measured by the runner: prompt fitting (its /tokenize),
+// the slot erase of cache_flush "auto", the /metrics scrapes and the load all reach it only
+// from inside its network namespace.
+func TestAccCapacityBenchmark_dockerRunnerLlamaCpp(t *testing.T) {
+	testAccPreCheck(t)
+	model := testAccTinyModel(t)
+	b, err := docker.NewConnection(docker.ConfigFromEnv(docker.Config{})).Backend()
+	if err != nil {
+		t.Fatal(err)
+	}
+	testAccRequireLlamaCppImage(t, b)
+	t.Setenv(runner.BinaryEnv, testAccRunnerBinary(t, b))
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	cli := b.Client()
+	created, err := cli.ContainerCreate(ctx, &container.Config{
+		Image: quickstartImage, Entrypoint: []string{"/usr/bin/llama-server"},
+		Cmd: []string{"-m", "/models/tiny-llama.gguf", "--alias", "tiny", "--host", "127.0.0.1", "--port", "8080",
+			"--parallel", "2", "--ctx-size", "4096", "--metrics", "--threads", "1"},
+		Labels: map[string]string{enginetest.TestLabel: "true", enginetest.RunLabel: enginetest.RunID},
+	}, &container.HostConfig{Binds: []string{filepath.Dir(model) + ":/models:ro"}}, nil, nil, accContainer+"-runner-llama")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		_ = cli.ContainerRemove(context.Background(), created.ID, container.RemoveOptions{Force: true})
+	})
+	if err := cli.ContainerStart(ctx, created.ID, container.StartOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	for !strings.Contains(containerLogs(t, b, created.ID), "listening on http") {
+		if ctx.Err() != nil {
+			t.Fatalf("llama-server did not start: %s", containerLogs(t, b, created.ID))
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+	dir := t.TempDir()
+	resource.Test(t, resource.TestCase{
+		ProtoV6ProviderFactories: testAccProtoV6ProviderFactories,
+		CheckDestroy: func(*terraform.State) error {
+			if left := runnersOf(t, b, created.ID); len(left) > 0 {
+				return fmt.Errorf("%d runner containers left after destroy", len(left))
+			}
+			return nil
+		},
+		Steps: []resource.TestStep{{
+			Config: fmt.Sprintf(`
+resource "llmserve_capacity_benchmark" "tiny" {
+  endpoint      = "http://127.0.0.1:8080"
+  model         = "tiny"
+  workloads     = [{ label = "64 / 8", input_tokens = 64, output_tokens = 8 }]
+  slos          = [{ metric = "time_to_first_token", percentile = 95, threshold_ms = 5000 }]
+  search        = { concurrency_levels = [1, 2] }
+  trial         = { warmup_requests = 1, measured_requests = 6, confirmation_trials = 1, cache_flush = "auto" }
+  progress_file = %q
+  runner        = { docker = { container = %q } }
+}
+`, filepath.Join(dir, "p.jsonl"), created.ID),
+			Check: func(s *terraform.State) error {
+				rs := s.RootModule().Resources["llmserve_capacity_benchmark.tiny"].Primary.Attributes
+				doc, err := results.Parse([]byte(rs["results_json"]))
+				if err != nil {
+					return err
+				}
+				if doc.Runner == nil || doc.Runner.Network != "container:"+created.ID {
+					return fmt.Errorf("results_json runner = %+v", doc.Runner)
+				}
+				w := doc.Workloads[0]
+				if len(w.AllTrials) == 0 {
+					return fmt.Errorf("no trials")
+				}
+				for _, tr := range w.AllTrials {
+					if tr.Correctness.Errors != 0 {
+						return fmt.Errorf("trial at concurrency %d: %d failed requests", tr.Concurrency, tr.Correctness.Errors)
+					}
+					t.Logf("%s at concurrency %d: %s, p95 TTFT %.1f ms", tr.Kind, tr.Concurrency, tr.Verdict, tr.TTFTMs.P95)
+				}
+				t.Logf("cache policy: %s", doc.AIPerf.CachePolicy)
+				return nil
+			},
+		}},
+	})
+}
