@@ -83,3 +83,13 @@ func TestRemainingRateTrialsBracketsTheSearch(t *testing.T) {
 		}
 	}
 }
+
+// BenchmarkRemainingRateTrials is what the estimate costs a progress line of a rate search:
+// a 100-rung ladder (1 to 100 requests/s at 5 %), three confirmation trials, after a probe.
+func BenchmarkRemainingRateTrials(b *testing.B) {
+	cfg := Config{ConfirmationTrials: 3, OpenLoop: &OpenLoop{MinRate: 1, MaxRate: 100, Tolerance: 0.05}}
+	done := []search.RateOutcome{{Outcome: search.Outcome{Request: search.Request{Kind: search.Probe}, Pass: true, Value: 0.5}, Rate: cfg.OpenLoop.Ladder().Rate(40)}}
+	for b.Loop() {
+		remainingRateTrials(cfg, done)
+	}
+}
