@@ -104,10 +104,9 @@ func Disagreements(objectives []SLO, w Workload) []TrialDisagreement {
 				continue
 			}
 			type est struct {
-				t          Trial
-				v, lo, hi  float64
-				n          int
-				hasQuantil bool
+				t         Trial
+				v, lo, hi float64
+				n         int
 			}
 			var ests []est
 			for _, t := range l.trials {
