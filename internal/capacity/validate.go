@@ -364,7 +364,7 @@ func (v *validation) replicaEndpoints(urls []string) {
 			continue
 		}
 		if j, dup := seen[u.String()]; dup {
-			v.fail(at.Index(i), "Replica endpoint listed twice", "%q is also replica_endpoints[%d]: each replica must be listed once; %s", raw, j, replicaFix)
+			v.fail(at.Index(i), "Replica endpoint listed twice", "%q is also replica_endpoints[%d]: each replica must be listed once; %s", endpoint.Redact(raw), j, replicaFix)
 			continue
 		}
 		seen[u.String()] = i
@@ -418,7 +418,7 @@ func (v *validation) telemetry(urls []string) {
 		k := telemetry.Key(u)
 		if j, dup := seen[k]; dup {
 			v.add(problem.Problem{Path: p, Summary: "Repeated telemetry endpoint", Reads: []attrpath.Path{at.Index(j)},
-				Detail: fmt.Sprintf("%s is the same exporter as %s (%s); its devices would be counted twice in every total. Remove one.", p, at.Index(j), u.Redacted())})
+				Detail: fmt.Sprintf("%s is the same exporter as %s (%s); its devices would be counted twice in every total. Remove one.", p, at.Index(j), endpoint.Redact(raw))})
 			continue
 		}
 		seen[k] = i

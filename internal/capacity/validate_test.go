@@ -32,7 +32,7 @@ func TestValidate(t *testing.T) {
 	}{
 		{name: "valid", change: func(*Config) {}},
 		{name: "endpoint with credentials", change: func(c *Config) { c.Endpoint = "http://admin:hunter2@gpu-host.example.com" },
-			want: []want{{path: "endpoint", summary: "Invalid endpoint URL", detail: `endpoint "http://admin:xxxxx@gpu-host.example.com" carries credentials`}}},
+			want: []want{{path: "endpoint", summary: "Invalid endpoint URL", detail: `endpoint "http://REDACTED@gpu-host.example.com" carries credentials`}}},
 		{name: "replica endpoints empty", change: func(c *Config) { c.ReplicaEndpoints = []string{} },
 			want: []want{{path: "replica_endpoints", summary: "No replica endpoints", detail: "replica_endpoints lists no endpoint, so no replica would be flushed; set replica_endpoints = llmserve_inference_deployment.<name>.replica_endpoints"}}},
 		{name: "replica endpoints valid", change: func(c *Config) { c.ReplicaEndpoints = []string{"http://10.0.0.7:30000", "http://10.0.0.8:30000"} }},

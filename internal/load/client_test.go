@@ -279,7 +279,7 @@ func TestNewClientValidation(t *testing.T) {
 		want string
 	}{
 		{"no scheme", ClientConfig{BaseURL: "localhost:8080", Model: "m"}, "is not an http:// or https:// URL"},
-		{"password redacted", ClientConfig{BaseURL: "ftp://u:hunter2@h", Model: "m"}, "xxxxx"},
+		{"password redacted", ClientConfig{BaseURL: "ftp://u:hunter2@h", Model: "m"}, "ftp://REDACTED@h"},
 		{"no model", ClientConfig{BaseURL: "http://h", Model: ""}, "model is empty"},
 		{"bad api", ClientConfig{BaseURL: "http://h", Model: "m", API: "responses"}, `api "responses"`},
 		{"extra overrides max_tokens", ClientConfig{BaseURL: "http://h", Model: "m", ExtraBody: map[string]any{"max_tokens": 1}}, `"max_tokens"`},
@@ -287,7 +287,7 @@ func TestNewClientValidation(t *testing.T) {
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			_, err := NewClient(tc.cfg)
-			if err == nil || !strings.Contains(err.Error(), tc.want) {
+			if err == nil || !strings.Contains(err.Error(), tc.want) || strings.Contains(err.Error(), "hunter2") {
 				t.Fatalf("err = %v, want it to contain %q", err, tc.want)
 			}
 			if strings.Contains(err.Error(), "hunter2") {

@@ -251,6 +251,11 @@ func badConfigs(t *testing.T) []badConfig {
 		{"endpoint ftp", bench(map[string]string{"endpoint": `"ftp://gpu-host.example.com"`}), "endpoint", `is not an http:// or https:// URL`},
 		{"endpoint empty", bench(map[string]string{"endpoint": `""`}), "endpoint", `must not be empty`},
 		{"endpoint no host", bench(map[string]string{"endpoint": `"http://:30000"`}), "endpoint", `has no host`},
+		// Issue 33: whatever else is wrong, a URL is quoted without its user info or query values
+		// (TestURLsNeverEchoSecrets sweeps every URL-bearing attribute).
+		{"endpoint password and bad port", bench(map[string]string{"endpoint": `"http://u:PW-S3CRET@127.0.0.1:8x8/"`}), "endpoint", `"http://REDACTED@127.0.0.1:8x8/" is not a URL`},
+		{"telemetry token in the query", bench(map[string]string{"telemetry_endpoints": `["http://127.0.0.1:9400/metrics?token=TOK-S3CRET"]`}), "telemetry_endpoints[0]",
+			`"http://127.0.0.1:9400/metrics?token=REDACTED" has a query string, which may carry a token into state and plan output`},
 		{"endpoint password", bench(map[string]string{"endpoint": `"http://admin:hunter2@gpu-host.example.com:30000"`}), "endpoint", `carries credentials, which would be stored in state and shown in plan output; remove them from the URL and pass the key in api_key`},
 		{"endpoint user only", bench(map[string]string{"endpoint": `"https://token@gpu-host.example.com"`}), "endpoint", `carries credentials`},
 		{"endpoint /v1", bench(map[string]string{"endpoint": `"http://gpu-host.example.com:30000/v1"`}), "endpoint", `ends in /v1; the benchmark adds /v1/chat/completions or /v1/completions itself`},
@@ -468,7 +473,7 @@ resource "llmserve_capacity_benchmark" "second" {
 }`, host, benchAPIKey),
 			// Terraform validates again once the value is known, before create; the message
 			// masks the password.
-			ExpectError: regexp.MustCompile(`(?s)Error running apply.*Invalid endpoint URL.*endpoint "http://admin:xxxxx@.*` + words(`carries credentials, which would be stored in state and shown in plan output`)),
+			ExpectError: regexp.MustCompile(`(?s)Error running apply.*Invalid endpoint URL.*endpoint "http://REDACTED@.*` + words(`carries credentials, which would be stored in state and shown in plan output`)),
 		}},
 	})
 }

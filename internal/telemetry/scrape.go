@@ -14,6 +14,8 @@ import (
 
 	"github.com/prometheus/common/expfmt"
 	"github.com/prometheus/common/model"
+
+	"github.com/llmserve/terraform-provider-llmserve/internal/endpoint"
 )
 
 // Source is one exporter endpoint: each call reads its devices once.
@@ -31,38 +33,39 @@ const example = `give the exporter's metrics URL, e.g. "http://gpu-node:9400/met
 // the URL is stored in state and shown in plan output like the benchmark's endpoint, which
 // refuses them for the same reason. The message never repeats a password.
 func ParseEndpoint(raw string) (*url.URL, error) {
+	shown := endpoint.Redact(raw) // every message quotes this, never raw
 	if raw == "" {
 		return nil, fmt.Errorf("must not be empty; %s", example)
 	}
 	if strings.TrimSpace(raw) != raw || strings.ContainsFunc(raw, func(r rune) bool { return r <= ' ' || r == 0x7f || (r >= 0x80 && r <= 0x9f) }) {
-		return nil, fmt.Errorf("%q contains spaces or control characters; %s", raw, example)
+		return nil, fmt.Errorf("%q contains spaces or control characters; %s", shown, example)
 	}
 	u, err := url.Parse(raw)
 	if err != nil {
-		return nil, fmt.Errorf("%q is not a URL; %s", raw, example)
+		return nil, fmt.Errorf("%q is not a URL; %s", shown, example)
 	}
 	if u.User != nil {
-		return nil, fmt.Errorf("%q carries credentials, which would be stored in state and shown in plan output; expose the exporter without them (on a private network, or through a proxy that adds them)", u.Redacted())
+		return nil, fmt.Errorf("%q carries credentials, which would be stored in state and shown in plan output; expose the exporter without them (on a private network, or through a proxy that adds them)", shown)
 	}
 	if u.Scheme != "http" && u.Scheme != "https" {
-		return nil, fmt.Errorf("%q is not an http:// or https:// URL; %s", raw, example)
+		return nil, fmt.Errorf("%q is not an http:// or https:// URL; %s", shown, example)
 	}
 	if u.Hostname() == "" {
-		return nil, fmt.Errorf("%q has no host; %s", raw, example)
+		return nil, fmt.Errorf("%q has no host; %s", shown, example)
 	}
 	if p := u.Port(); p != "" {
 		if n, err := strconv.Atoi(p); err != nil || n < 1 || n > 65535 {
-			return nil, fmt.Errorf("%q: port %s is not between 1 and 65535", raw, p)
+			return nil, fmt.Errorf("%q: port %s is not between 1 and 65535", shown, p)
 		}
 	}
 	if u.RawQuery != "" || u.ForceQuery {
-		return nil, fmt.Errorf("%q has a query string, which may carry a token into state and plan output; remove it", raw)
+		return nil, fmt.Errorf("%q has a query string, which may carry a token into state and plan output; remove it", shown)
 	}
 	if u.Fragment != "" || strings.Contains(raw, "#") {
-		return nil, fmt.Errorf("%q has a fragment, which is never sent to a server; remove it", raw)
+		return nil, fmt.Errorf("%q has a fragment, which is never sent to a server; remove it", shown)
 	}
 	if u.Path == "" {
-		return nil, fmt.Errorf("%q has no path; exporters serve their metrics at a path, usually /metrics: %q", raw, raw+"/metrics")
+		return nil, fmt.Errorf("%q has no path; exporters serve their metrics at a path, usually /metrics: %q", shown, shown+"/metrics")
 	}
 	return u, nil
 }

@@ -16,6 +16,7 @@ import (
 	"golang.org/x/crypto/ssh"
 
 	"github.com/llmserve/terraform-provider-llmserve/internal/attrpath"
+	"github.com/llmserve/terraform-provider-llmserve/internal/endpoint"
 	"github.com/llmserve/terraform-provider-llmserve/internal/problem"
 )
 
@@ -79,47 +80,48 @@ func (c Config) Check() []problem.Problem {
 
 // checkHost parses a docker_host and returns its scheme.
 func checkHost(h string) (string, error) {
+	shown := endpoint.Redact(h) // every message quotes this, never h
 	const forms = "use unix:///var/run/docker.sock, tcp://host:2376 or ssh://user@host[:port]"
 	if strings.ContainsFunc(h, func(r rune) bool { return unicode.IsSpace(r) || unicode.IsControl(r) }) {
-		return "", fmt.Errorf("%q contains spaces or control characters; %s", h, forms)
+		return "", fmt.Errorf("%q contains spaces or control characters; %s", shown, forms)
 	}
 	u, err := url.Parse(h)
 	if err != nil || u.Scheme == "" || !strings.Contains(h, "://") {
-		return "", fmt.Errorf("%q is not a URL; %s", h, forms)
+		return "", fmt.Errorf("%q is not a URL; %s", shown, forms)
 	}
 	if u.RawQuery != "" || u.Fragment != "" {
-		return "", fmt.Errorf("%q has a query or fragment, which the engine address cannot carry; %s", redactHost(u), forms)
+		return "", fmt.Errorf("%q has a query or fragment, which the engine address cannot carry; %s", shown, forms)
 	}
 	port := func() error {
 		p := u.Port()
 		if n, err := strconv.Atoi(p); err != nil || n < 1 || n > 65535 {
-			return fmt.Errorf("%q: port %q must be between 1 and 65535", redactHost(u), p)
+			return fmt.Errorf("%q: port %q must be between 1 and 65535", shown, p)
 		}
 		return nil
 	}
 	switch u.Scheme {
 	case "unix", "npipe":
 		if u.Scheme == "unix" && (u.Host != "" || !strings.HasPrefix(u.Path, "/")) {
-			return "", fmt.Errorf("%q: a unix socket needs an absolute path after unix://, e.g. unix:///var/run/docker.sock (three slashes)", h)
+			return "", fmt.Errorf("%q: a unix socket needs an absolute path after unix://, e.g. unix:///var/run/docker.sock (three slashes)", shown)
 		}
 	case "tcp", "https":
 		// https:// is the same engine address with TLS; Docker's own client accepts it.
 		if u.Hostname() == "" || u.Port() == "" {
-			return "", fmt.Errorf("%q needs a host and a port, e.g. tcp://gpu-host.example.com:2376", redactHost(u))
+			return "", fmt.Errorf("%q needs a host and a port, e.g. tcp://gpu-host.example.com:2376", shown)
 		}
 		if err := port(); err != nil {
 			return "", err
 		}
 		if u.User != nil {
-			return "", fmt.Errorf("%q carries credentials, which a Docker Engine over TCP never uses; authenticate with ca_pem, cert_pem and key_pem", redactHost(u))
+			return "", fmt.Errorf("%q carries credentials, which a Docker Engine over TCP never uses; authenticate with ca_pem, cert_pem and key_pem", shown)
 		}
 		if strings.Trim(u.Path, "/") != "" {
-			return "", fmt.Errorf("%q has a path; a tcp:// engine address is only host and port, e.g. tcp://gpu-host.example.com:2376", h)
+			return "", fmt.Errorf("%q has a path; a tcp:// engine address is only host and port, e.g. tcp://gpu-host.example.com:2376", shown)
 		}
 		return "tcp", nil
 	case "ssh":
 		if u.Hostname() == "" {
-			return "", fmt.Errorf("%q needs a host, e.g. ssh://deploy@gpu-host.example.com", redactHost(u))
+			return "", fmt.Errorf("%q needs a host, e.g. ssh://deploy@gpu-host.example.com", shown)
 		}
 		if u.Port() != "" {
 			if err := port(); err != nil {
@@ -127,18 +129,16 @@ func checkHost(h string) (string, error) {
 			}
 		}
 		if _, hasPassword := u.User.Password(); hasPassword {
-			return "", fmt.Errorf("%q carries a password, which would be shown in plan output and is never used; remove it and authenticate with ssh_private_key", redactHost(u))
+			return "", fmt.Errorf("%q carries a password, which would be shown in plan output and is never used; remove it and authenticate with ssh_private_key", shown)
 		}
 		if strings.Trim(u.Path, "/") != "" {
-			return "", fmt.Errorf("%q has a path; set the engine's socket on the ssh host with ssh_socket_path", redactHost(u))
+			return "", fmt.Errorf("%q has a path; set the engine's socket on the ssh host with ssh_socket_path", shown)
 		}
 	default:
-		return "", fmt.Errorf("%q: scheme %q is not supported; %s", redactHost(u), u.Scheme, forms)
+		return "", fmt.Errorf("%q: scheme %q is not supported; %s", shown, u.Scheme, forms)
 	}
 	return u.Scheme, nil
 }
-
-func redactHost(u *url.URL) string { return u.Redacted() }
 
 // checkPEMs parses the TLS material as the client will, so a pasted key in the certificate
 // field or a truncated PEM fails the plan. The key is never quoted.

@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"net/url"
 	"os"
 	"path/filepath"
 	"strings"
@@ -18,6 +19,7 @@ import (
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 
+	urlredact "github.com/llmserve/terraform-provider-llmserve/internal/endpoint"
 	"github.com/llmserve/terraform-provider-llmserve/internal/localfile"
 )
 
@@ -47,6 +49,9 @@ func (c Config) RESTConfig() (*rest.Config, error) {
 			"give them values known at plan time (or apply their sources first with -target)", strings.Join(c.Unknown, ", "))
 	}
 	if c.Host != "" {
+		if err := checkHost(c.Host); err != nil {
+			return nil, err
+		}
 		cfg := &rest.Config{
 			Host:        c.Host,
 			BearerToken: c.Token,
@@ -84,6 +89,27 @@ func (c Config) RESTConfig() (*rest.Config, error) {
 	return cfg, nil
 }
 
+// checkHost refuses a host that client-go would quote whole in its own errors, or that
+// would carry a secret: control characters, user info, a query or a fragment. Messages quote
+// the host redacted (urlredact.Redact), never as written.
+func checkHost(h string) error {
+	shown := urlredact.Redact(h)
+	const fix = `give the API server's URL, e.g. "https://203.0.113.10:6443"`
+	if strings.TrimSpace(h) != h || strings.ContainsFunc(h, func(r rune) bool { return r < ' ' || r == 0x7f }) {
+		return fmt.Errorf("kubernetes: host %q contains spaces or control characters; %s", shown, fix)
+	}
+	u, err := url.Parse(h)
+	switch {
+	case err != nil:
+		return fmt.Errorf("kubernetes: host %q is not a URL; %s", shown, fix)
+	case u.User != nil || strings.Contains(h, "@"):
+		return fmt.Errorf("kubernetes: host %q carries credentials, which would be shown in plan output; authenticate with token or client_certificate and client_key", shown)
+	case u.RawQuery != "" || u.ForceQuery || u.Fragment != "" || strings.Contains(h, "#"):
+		return fmt.Errorf("kubernetes: host %q has a query or fragment, which an API server address does not carry; %s", shown, fix)
+	}
+	return nil
+}
+
 // KubeconfigFile is config_path: a regular file of at most 16 MiB.
 var KubeconfigFile = localfile.Kind{Noun: "kubeconfig", MaxBytes: 16 << 20}
 
@@ -111,11 +137,11 @@ type Cluster struct {
 func NewCluster(cfg *rest.Config) (*Cluster, error) {
 	hc, err := rest.HTTPClientFor(cfg)
 	if err != nil {
-		return nil, fmt.Errorf("kubernetes: building HTTP client for %s: %w", cfg.Host, err)
+		return nil, fmt.Errorf("kubernetes: building HTTP client for %s: %w", urlredact.Redact(cfg.Host), err)
 	}
 	cs, err := k8s.NewForConfigAndClient(cfg, hc)
 	if err != nil {
-		return nil, fmt.Errorf("kubernetes: building client for %s: %w", cfg.Host, err)
+		return nil, fmt.Errorf("kubernetes: building client for %s: %w", urlredact.Redact(cfg.Host), err)
 	}
 	return &Cluster{cs: cs, rest: cfg, http: hc, callTimeout: APICallTimeout}, nil
 }
