@@ -16,6 +16,13 @@
 #   scripts/build-llamacpp-image.sh --rootfs-only rootfs only, for chroot use
 #   scripts/build-llamacpp-image.sh --print-image print the image reference and exit
 #   scripts/build-llamacpp-image.sh --force       rebuild rootfs and image
+#   scripts/build-llamacpp-image.sh --vulkan      the Vulkan variant (with any of the above):
+#       llmserve/llamacpp-vulkan:<version> from .cache/llamacpp-vulkan-rootfs, adding
+#       libggml0-backend-vulkan and mesa-vulkan-drivers (ANV, RADV, lavapipe). A variant,
+#       not the default: measured 2026-12-04 from an empty cache on 2 cores (load 3-21),
+#       474 MB and 235-268 s against 122 MB and 145 s; Mesa brings LLVM. Both images
+#       carry org.llmserve.llamacpp.backends ("cpu" / "cpu,vulkan"), which the provider
+#       reads to refuse a Vulkan launch on the CPU image.
 #
 # Stdout carries only the result (the image reference, or the rootfs path with
 # --rootfs-only), so callers can write img=$(scripts/build-llamacpp-image.sh);
@@ -44,9 +51,6 @@
 # scripts/lib-llamacpp.sh).
 set -euo pipefail
 
-# shellcheck source=scripts/lib-llamacpp.sh
-source "$(dirname "${BASH_SOURCE[0]}")/lib-llamacpp.sh"
-
 mode=image
 force=0
 for arg in "$@"; do
@@ -54,13 +58,21 @@ for arg in "$@"; do
 	--rootfs-only) mode=rootfs ;;
 	--print-image) mode=print ;;
 	--force) force=1 ;;
+	--vulkan) export LLAMACPP_VARIANT=vulkan ;;
 	-h | --help)
 		sed -n '2,/^set -euo/p' "$0" | sed '$d; s/^# \{0,1\}//'
 		exit 0
 		;;
-	*) die "unknown argument $arg (see --help)" ;;
+	*)
+		printf 'error: unknown argument %s (see --help)\n' "$arg" >&2
+		exit 1
+		;;
 	esac
 done
+
+# Sourced after the arguments: --vulkan picks the variant the settings derive from.
+# shellcheck source=scripts/lib-llamacpp.sh
+source "$(dirname "${BASH_SOURCE[0]}")/lib-llamacpp.sh"
 
 recipe="$(llamacpp_recipe)"
 t_start=$(date +%s.%N)
@@ -153,6 +165,17 @@ build_rootfs() {
 			cat "$tmp.version" >&2
 			die "llama-server does not run inside the rootfs"
 		}
+	if [[ "$LLAMACPP_VARIANT" == vulkan ]]; then
+		[[ -e "$tmp$LLAMACPP_VULKAN_BACKEND" ]] || die "$LLAMACPP_VULKAN_BACKEND missing from the rootfs; has libggml0-backend-vulkan moved it?"
+		# lavapipe is a CPU-type Vulkan device, which ggml lists only when
+		# GGML_VK_VISIBLE_DEVICES names it: proves backend, loader and driver load.
+		GGML_VK_VISIBLE_DEVICES=0 chroot "$tmp" "$LLAMACPP_SERVER_BIN" --list-devices >"$tmp.version" 2>&1 || true
+		grep -q 'Vulkan0: ' "$tmp.version" || {
+			cat "$tmp.version" >&2
+			die "llama-server lists no Vulkan device inside the rootfs (lavapipe expected)"
+		}
+		log "$(grep 'Vulkan0: ' "$tmp.version" | sed 's/^ *//')"
+	fi
 	printf '%s\n' "$recipe" >"$tmp/.llmserve-rootfs"
 	rm -rf "$LLAMACPP_ROOTFS" "$tmp.log" "$tmp.version"
 	mv "$tmp" "$LLAMACPP_ROOTFS"
@@ -194,8 +217,9 @@ tar -C "$LLAMACPP_ROOTFS" --numeric-owner --exclude='./dev/*' --exclude='./proc/
 		--change "LABEL org.llmserve.recipe=$recipe" \
 		--change "LABEL org.llmserve.engine=llamacpp" \
 		--change "LABEL org.llmserve.llamacpp.version=$version" \
+		--change "LABEL org.llmserve.llamacpp.backends=$LLAMACPP_BACKENDS" \
 		--change "LABEL org.llmserve.debian.suite=$LLAMACPP_SUITE" \
-		--message "llama.cpp-tools $version on Debian $LLAMACPP_SUITE minbase" \
+		--message "llama.cpp-tools $version ($LLAMACPP_BACKENDS) on Debian $LLAMACPP_SUITE minbase" \
 		- "$tag" >/dev/null
 docker tag "$tag" "$LLAMACPP_IMAGE_REPO:latest"
 size=$(docker image inspect -f '{{.Size}}' "$tag")

@@ -9,16 +9,41 @@ LLAMACPP_REPO_ROOT="${LLAMACPP_REPO_ROOT:-$(cd "$(dirname "${BASH_SOURCE[0]}")/.
 # bookworm's, so it lives in its own forky root filesystem.
 LLAMACPP_SUITE="${LLAMACPP_SUITE:-forky}"
 LLAMACPP_MIRROR="${LLAMACPP_MIRROR:-http://deb.debian.org/debian}"
-LLAMACPP_PACKAGES="${LLAMACPP_PACKAGES:-llama.cpp-tools}"
-LLAMACPP_ROOTFS="${LLAMACPP_ROOTFS:-$LLAMACPP_REPO_ROOT/.cache/llamacpp-rootfs}"
+# The variant is what the image computes on. "cpu": llama.cpp-tools alone (ggml's CPU
+# backends). "vulkan": also ggml's Vulkan backend (libggml0-backend-vulkan, loaded from
+# /usr/lib/x86_64-linux-gnu/ggml/backends0/) and Mesa's Vulkan drivers (ANV for Intel
+# Arc, RADV for AMD, lavapipe on the CPU), in its own rootfs and image repository
+# (llmserve/llamacpp-vulkan): Mesa brings LLVM, which more than doubles the image.
+LLAMACPP_VARIANT="${LLAMACPP_VARIANT:-cpu}"
+case "$LLAMACPP_VARIANT" in
+cpu)
+	llamacpp_default_packages="llama.cpp-tools"
+	llamacpp_suffix=""
+	LLAMACPP_BACKENDS="cpu"
+	;;
+vulkan)
+	llamacpp_default_packages="llama.cpp-tools,libggml0-backend-vulkan,mesa-vulkan-drivers"
+	llamacpp_suffix="-vulkan"
+	LLAMACPP_BACKENDS="cpu,vulkan"
+	;;
+*)
+	printf 'error: LLAMACPP_VARIANT=%s: use cpu or vulkan\n' "$LLAMACPP_VARIANT" >&2
+	exit 1
+	;;
+esac
+# Comma-separated, as debootstrap --include takes them.
+LLAMACPP_PACKAGES="${LLAMACPP_PACKAGES:-$llamacpp_default_packages}"
+LLAMACPP_ROOTFS="${LLAMACPP_ROOTFS:-$LLAMACPP_REPO_ROOT/.cache/llamacpp${llamacpp_suffix}-rootfs}"
+# Shared by the variants: the second one downloads only what the first did not.
 LLAMACPP_DEB_CACHE="${LLAMACPP_DEB_CACHE:-$LLAMACPP_REPO_ROOT/.cache/debootstrap-debs}"
-LLAMACPP_IMAGE_REPO="${LLAMACPP_IMAGE_REPO:-llmserve/llamacpp}"
+LLAMACPP_IMAGE_REPO="${LLAMACPP_IMAGE_REPO:-llmserve/llamacpp${llamacpp_suffix}}"
 LLAMACPP_SERVER_BIN="/usr/bin/llama-server"
+LLAMACPP_VULKAN_BACKEND="/usr/lib/x86_64-linux-gnu/ggml/backends0/libggml-vulkan.so"
 
 # The recipe identifies what the rootfs and image were built from. A change to any
 # input yields a new recipe, so a stale cache is rebuilt instead of silently reused.
 # Bump LLAMACPP_RECIPE_REV when the build steps themselves change.
-LLAMACPP_RECIPE_REV=1
+LLAMACPP_RECIPE_REV=2
 llamacpp_recipe() {
 	printf '%s|%s|%s|%s\n' "$LLAMACPP_RECIPE_REV" "$LLAMACPP_SUITE" "$LLAMACPP_MIRROR" "$LLAMACPP_PACKAGES" |
 		sha256sum | cut -c1-16

@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"slices"
+	"strings"
 	"time"
 
 	"github.com/llmserve/terraform-provider-llmserve/internal/engine"
@@ -130,7 +132,12 @@ func Launch(ctx context.Context, b Backend, c Container, r Readiness) (Status, e
 	if err != nil {
 		return Status{}, engine.ServerInfo{}, fmt.Errorf("creating container %q: %w", c.Name, err)
 	}
-	st, info, err := startAndWait(ctx, b, id, r)
+	err = checkImageBackend(ctx, b, id, c)
+	var st Status
+	var info engine.ServerInfo
+	if err == nil {
+		st, info, err = startAndWait(ctx, b, id, r)
+	}
 	if err == nil {
 		return st, info, nil
 	}
@@ -141,6 +148,27 @@ func Launch(ctx context.Context, b Backend, c Container, r Readiness) (Status, e
 		return Status{}, engine.ServerInfo{}, errors.Join(err, fmt.Errorf("%w: remove it by hand (docker rm -f %s): %w", ErrContainerLeft, shortID(id), rmErr))
 	}
 	return Status{}, engine.ServerInfo{}, err
+}
+
+// checkImageBackend refuses, before it starts, a container whose image says it lacks the
+// backend the launch computes on (ImageBackendsLabel, which Docker copies from the image onto
+// the container): llama.cpp would otherwise start on the CPU or fail on --device with a
+// message about devices, not images.
+func checkImageBackend(ctx context.Context, b Backend, id string, c Container) error {
+	if c.ImageBackend == "" {
+		return nil
+	}
+	st, err := b.Inspect(ctx, id)
+	if err != nil {
+		return fmt.Errorf("inspecting container %s: %w", shortID(id), err)
+	}
+	have, labelled := st.Labels[ImageBackendsLabel]
+	if !labelled || slices.Contains(strings.Split(have, ","), c.ImageBackend) {
+		return nil
+	}
+	return fmt.Errorf("image %s holds the ggml backends %q (label %s), not %s, which accelerator needs: "+
+		"build the Vulkan variant (scripts/build-llamacpp-image.sh --vulkan, llmserve/llamacpp-vulkan:<version>) and set image to it, or set accelerator = \"cpu\"",
+		c.Image, have, ImageBackendsLabel, c.ImageBackend)
 }
 
 func startAndWait(ctx context.Context, b Backend, id string, r Readiness) (Status, engine.ServerInfo, error) {

@@ -60,6 +60,9 @@ type Container struct {
 	Devices []string
 	// GroupAdd are supplementary groups, by name or numeric id, that grant access to Devices.
 	GroupAdd []string
+	// ImageBackend is the compute backend the image must hold (one of the ggml backends its
+	// ImageBackendsLabel names); empty for none. An image without the label is trusted.
+	ImageBackend string
 	// GPURequest asks the runtime for NVIDIA GPUs: nil for none, an empty slice for all,
 	// otherwise the device ids.
 	GPURequest []string
@@ -102,6 +105,7 @@ type Placement struct {
 	BindAddress        string            `json:"bind_address,omitempty"`
 	HostNetwork        bool              `json:"host_network,omitempty"`
 	GroupAdd           []string          `json:"group_add"` // overrides the accelerator's default groups
+	Devices            []string          `json:"devices"`   // overrides DefaultDevices; [] maps none
 	GPUIDs             []string          `json:"gpu_ids"`
 	ShmSizeBytes       int64             `json:"shm_size_bytes,omitempty"`
 	RestartPolicy      string            `json:"restart_policy,omitempty"`
@@ -129,6 +133,9 @@ func (p Placement) ListenAddress() string {
 // discovery show the indices). Devices outside the mask are invisible to the process.
 const XPUAffinityEnv = "ZE_AFFINITY_MASK"
 
+// vulkanDevice is one entry of GGML_VK_VISIBLE_DEVICES: a physical device index.
+var vulkanDevice = regexp.MustCompile(`^[0-9]+$`)
+
 // levelZeroDevice is one entry of ZE_AFFINITY_MASK: a device index or device.sub-device.
 var levelZeroDevice = regexp.MustCompile(`^[0-9]+(\.[0-9]+)?$`)
 
@@ -153,9 +160,33 @@ func ParseLaunchRecord(v string) (LaunchRecord, error) {
 	return r, nil
 }
 
-// DefaultGroups grant the container access to Intel GPU device nodes: /dev/dri/renderD* is
-// owned by group render, /dev/dri/card* by video.
+// DefaultGroups grant the container access to GPU device nodes: /dev/dri/renderD* is owned
+// by group render, /dev/dri/card* by video.
 var DefaultGroups = []string{"render", "video"}
+
+// ImageBackendsLabel is the label by which an image built by scripts/build-llamacpp-image.sh
+// names the ggml backends it holds ("cpu", "cpu,vulkan").
+const ImageBackendsLabel = "org.llmserve.llamacpp.backends"
+
+// DefaultDevices are the host device nodes an accelerator maps when Placement.Devices is
+// unset: the DRM nodes for Intel GPUs and Vulkan devices (ANV, RADV and Mesa's other drivers
+// open /dev/dri/renderD*), none for the others (NVIDIA GPUs come through the device request).
+// lavapipe needs none: a placement on it sets Devices to [].
+func DefaultDevices(a engine.Accelerator) []string {
+	if a == engine.XPU || a == engine.Vulkan {
+		return []string{"/dev/dri"}
+	}
+	return nil
+}
+
+// gpuSelectionEnv is the variable gpu_ids sets for a spec: the Vulkan device list for
+// llama.cpp's Vulkan backend (on xpu too), the Level Zero mask for SGLang and vLLM on xpu.
+func gpuSelectionEnv(s engine.Spec) string {
+	if s.UsesVulkan() {
+		return engine.VulkanVisibleDevicesEnv
+	}
+	return XPUAffinityEnv
+}
 
 // NewContainer builds the container that launches the spec. User labels are kept; the provider's
 // own labels are added on top so a user label cannot hide a container from the sweeper.
@@ -212,15 +243,27 @@ func NewContainer(s engine.Spec, p Placement, sec engine.Secrets) (Container, er
 		}
 		c.Mounts = append(c.Mounts, Mount{Type: "bind", Source: p.ModelHostPath, Target: s.Model, ReadOnly: true})
 	}
+	if p.HostNetwork {
+		maps.Copy(c.Env, s.HostNetworkEnv(p.Env))
+	}
+	c.Devices = DefaultDevices(s.Accelerator)
+	if p.Devices != nil {
+		c.Devices = slices.Clone(p.Devices)
+	}
+	if s.UsesVulkan() {
+		c.ImageBackend = "vulkan"
+	}
 	switch s.Accelerator {
-	case engine.XPU:
-		c.Devices = []string{"/dev/dri"}
+	case engine.XPU, engine.Vulkan:
 		c.GroupAdd = slices.Clone(DefaultGroups)
-		c.IPCHost = true
+		// SGLang's and vLLM's tensor-parallel ranks exchange tensors through shared memory;
+		// llama.cpp runs in one process.
+		c.IPCHost = !s.UsesVulkan()
 		if len(p.GPUIDs) > 0 {
 			// Every render node stays visible; the Level Zero loader exposes only the masked
-			// devices to SYCL, PyTorch's xpu backend and so to SGLang and vLLM.
-			c.Env[XPUAffinityEnv] = strings.Join(p.GPUIDs, ",")
+			// devices to SYCL, PyTorch's xpu backend and so to SGLang and vLLM, and ggml's
+			// Vulkan backend only the listed ones to llama.cpp.
+			c.Env[gpuSelectionEnv(s)] = strings.Join(p.GPUIDs, ",")
 		}
 	case engine.CUDA:
 		c.GPURequest = []string{}

@@ -30,7 +30,13 @@ type Readiness struct {
 	// Redact lists secrets to blank out of the log lines a failure quotes: engines print
 	// their arguments at start (SGLang logs server_args, api_key included).
 	Redact []string
+	// StallHint explains a server whose health answers while its first completion never
+	// returns, where the launch makes a cause known (engine.Spec.FirstCompletionHint).
+	StallHint string
 }
+
+// errCompletionUnanswered is a completion that a healthy server did not answer in time.
+var errCompletionUnanswered = errors.New("the server is up (health answers) but the completion did not return")
 
 // DefaultPollInterval keeps the provider's share of time-to-ready well under a second while
 // costing the engine host one inspect and one HTTP request per poll.
@@ -78,7 +84,9 @@ func WaitReady(ctx context.Context, b Backend, id string, r Readiness) (engine.S
 				logs := tailLogs(ctx, b, id, r.Redact)
 				return engine.ServerInfo{}, &ExitedError{ID: id, State: st.State, ExitCode: st.ExitCode, Restarts: st.RestartCount - baseRestarts, Logs: logs}
 			}
-			if st.Endpoint != "" {
+			// A probe begun after the bound ended would only replace what the last one saw
+			// with "deadline exceeded".
+			if st.Endpoint != "" && ctx.Err() == nil {
 				lastErr = probe(ctx, hc, st.Endpoint, r)
 				if lastErr == nil {
 					return ReadServerInfo(ctx, st.Endpoint, r), nil
@@ -91,6 +99,9 @@ func WaitReady(ctx context.Context, b Backend, id string, r Readiness) (engine.S
 		select {
 		case <-ctx.Done():
 			logs := tailLogs(ctx, b, id, r.Redact)
+			if errors.Is(lastErr, errCompletionUnanswered) && r.StallHint != "" {
+				return engine.ServerInfo{}, fmt.Errorf("engine in container %s not ready: %w (last probe: %v): %s. Last log lines:\n%s", shortID(id), ctx.Err(), lastErr, r.StallHint, logs)
+			}
 			return engine.ServerInfo{}, fmt.Errorf("engine in container %s not ready: %w (last probe: %v); raise readiness_timeout if the model is still loading. Last log lines:\n%s", shortID(id), ctx.Err(), lastErr, logs)
 		case <-ticker.C:
 		}
@@ -134,6 +145,9 @@ func probe(ctx context.Context, hc *http.Client, base string, r Readiness) error
 	}
 	body := map[string]any{"model": r.Model, "prompt": "Hello", "max_tokens": ProbeTokens, "temperature": 0, "stream": false}
 	out, err := call(ctx, hc, http.MethodPost, base+"/v1/completions", r, body)
+	if errors.Is(err, context.DeadlineExceeded) || errors.Is(err, context.Canceled) {
+		return fmt.Errorf("%w: %w", errCompletionUnanswered, err)
+	}
 	if err != nil {
 		return err
 	}

@@ -119,3 +119,49 @@ func TestProbeDegenerateCompletion(t *testing.T) {
 		})
 	}
 }
+
+// A tensor-parallel XPU server that is up but never answers its first completion (oneCCL's
+// TCP transport on a Docker bridge) is reported as that, naming FI_TCP_IFACE and the
+// runbook's probe, when the readiness bound ends; without a known cause the message stays
+// the generic one.
+func TestWaitReadyReportsUnansweredFirstCompletion(t *testing.T) {
+	stop := make(chan struct{})
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/health" {
+			return // 200
+		}
+		// The completion never returns. Its body is unread, so the server cannot see the
+		// client go away: the test releases it before Close waits for it.
+		<-stop
+	}))
+	defer srv.Close()
+	defer close(stop)
+	spec := engine.Spec{Engine: engine.VLLM, Accelerator: engine.XPU, TensorParallel: 2}
+	for _, tt := range []struct {
+		name      string
+		hint      string
+		want, not string
+	}{
+		{"xpu tp 2", spec.FirstCompletionHint(), "FI_TCP_IFACE=lo", "raise readiness_timeout"},
+		{"no known cause", "", "raise readiness_timeout", "FI_TCP_IFACE"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			b := &fakeBackend{st: Status{Running: true, State: "running", Endpoint: srv.URL}}
+			_, err := WaitReady(t.Context(), b, "c1", Readiness{Engine: engine.VLLM, Model: "m", Timeout: 300 * time.Millisecond, StallHint: tt.hint})
+			if err == nil {
+				t.Fatal("WaitReady succeeded against a server that never answers")
+			}
+			for _, s := range []string{tt.want, "health answers", "the completion did not return"} {
+				if !strings.Contains(err.Error(), s) {
+					t.Errorf("error lacks %q: %v", s, err)
+				}
+			}
+			if strings.Contains(err.Error(), tt.not) {
+				t.Errorf("error has %q: %v", tt.not, err)
+			}
+		})
+	}
+	if !strings.Contains(spec.FirstCompletionHint(), "tp_collective_probe.py") {
+		t.Error("the hint does not name the runbook's probe")
+	}
+}

@@ -112,14 +112,17 @@ func (p Placement) Validate(s engine.Spec) []problem.Problem {
 			}
 		}
 	}
-	if len(p.GPUIDs) > 0 && s.Accelerator != engine.CUDA && s.Accelerator != engine.XPU {
-		add(attrpath.Root("gpu_ids"), "selects GPUs, which only accelerator = \"cuda\" (NVIDIA) and \"xpu\" (Intel) use; with %q it would be ignored. Remove gpu_ids or set the accelerator", orCPU(s.Accelerator))
+	if len(p.GPUIDs) > 0 && s.Accelerator != engine.CUDA && s.Accelerator != engine.XPU && s.Accelerator != engine.Vulkan {
+		add(attrpath.Root("gpu_ids"), "selects GPUs, which only accelerator = \"cuda\" (NVIDIA), \"xpu\" (Intel) and \"vulkan\" use; with %q it would be ignored. Remove gpu_ids or set the accelerator", orCPU(s.Accelerator))
 	}
 	seen := map[string]int{}
 	for i, id := range p.GPUIDs {
 		f := attrpath.Root("gpu_ids").Index(i)
 		switch {
-		case s.Accelerator == engine.XPU && !levelZeroDevice.MatchString(id):
+		case s.UsesVulkan() && !vulkanDevice.MatchString(id):
+			add(f, "must be a Vulkan device index (\"0\"), in the order the Vulkan loader lists them (vulkaninfo --summary: GPU0, GPU1, …), which llama.cpp reads from %s, got %q", engine.VulkanVisibleDevicesEnv, id)
+			continue
+		case s.Accelerator == engine.XPU && !s.UsesVulkan() && !levelZeroDevice.MatchString(id):
 			add(f, "must be a Level Zero device index (\"0\") or device.sub-device (\"0.1\"), as sycl-ls or xpu-smi discovery number them, got %q", id)
 			continue
 		case s.Accelerator == engine.CUDA && !cudaDevice.MatchString(id):
@@ -134,12 +137,18 @@ func (p Placement) Validate(s engine.Spec) []problem.Problem {
 		}
 		seen[id] = i
 	}
-	if s.Accelerator == engine.XPU && len(p.GPUIDs) > 0 {
-		if _, set := p.Env[XPUAffinityEnv]; set {
-			add(attrpath.Root("environment").Key(XPUAffinityEnv), "gpu_ids sets %s for accelerator = \"xpu\"; set the devices in one place: remove it from environment or remove gpu_ids", XPUAffinityEnv)
+	if (s.Accelerator == engine.XPU || s.Accelerator == engine.Vulkan) && len(p.GPUIDs) > 0 {
+		env := gpuSelectionEnv(s)
+		if _, set := p.Env[env]; set {
+			add(attrpath.Root("environment").Key(env), "gpu_ids sets %s for accelerator = %q; set the devices in one place: remove it from environment or remove gpu_ids", env, s.Accelerator)
 		}
 		if s.TensorParallel > len(p.GPUIDs) {
 			add(attrpath.Root("gpu_ids"), "lists %d devices but tensor_parallel_size = %d needs one per rank; list %d devices or lower tensor_parallel_size", len(p.GPUIDs), s.TensorParallel, s.TensorParallel)
+		}
+	}
+	for i, d := range p.Devices {
+		if !path.IsAbs(d) || !strings.HasPrefix(path.Clean(d), "/dev/") || strings.ContainsFunc(d, func(r rune) bool { return unicode.IsSpace(r) || unicode.IsControl(r) }) {
+			add(attrpath.Root("devices").Index(i), "must be a device node or directory under /dev on the engine host, such as \"/dev/dri\", got %q", d)
 		}
 	}
 	for i, g := range p.GroupAdd {
@@ -147,7 +156,7 @@ func (p Placement) Validate(s engine.Spec) []problem.Problem {
 			add(attrpath.Root("group_add").Index(i), "must be a group name or numeric id, got %q", g)
 		}
 	}
-	if p.ShmSizeBytes != 0 && (s.Accelerator == engine.CUDA || s.Accelerator == engine.XPU) {
+	if p.ShmSizeBytes != 0 && (s.Accelerator == engine.CUDA || s.Accelerator == engine.XPU && !s.UsesVulkan()) {
 		add(attrpath.Root("shm_size_mb"), "has no effect with accelerator = %q: the container shares the host's IPC namespace and its /dev/shm. Remove shm_size_mb", s.Accelerator)
 	}
 	return out

@@ -20,23 +20,52 @@ const (
 	CPU  Accelerator = "cpu"
 	CUDA Accelerator = "cuda"
 	XPU  Accelerator = "xpu"
+	// Vulkan is any Vulkan device, through llama.cpp's Vulkan backend: Intel and AMD GPUs
+	// (Mesa's ANV and RADV), and lavapipe, Mesa's Vulkan implementation on the CPU that CI
+	// runs the GPU path on. SGLang and vLLM have no Vulkan backend.
+	Vulkan Accelerator = "vulkan"
 )
 
 // Accelerators lists every accelerator, in documentation order.
-var Accelerators = []Accelerator{CPU, CUDA, XPU}
+var Accelerators = []Accelerator{CPU, CUDA, XPU, Vulkan}
 
 // DefaultAccelerator is the accelerator of a server that names none: the CPU, which every
 // engine this provider launches supports.
 const DefaultAccelerator = CPU
 
 // supportedAccelerators is which engine this provider can launch on which device family.
-// llama.cpp runs on Intel GPUs only through a SYCL build whose image layout and device
-// selection differ from the CPU/CUDA builds; until that is tested it is refused rather than
-// launched half-configured.
+// llama.cpp on Intel GPUs (xpu) runs through ggml's Vulkan backend, as on any other Vulkan
+// device (UsesVulkan): Debian ships that backend (libggml0-backend-vulkan) and Mesa's ANV
+// driver, and no SYCL backend.
 var supportedAccelerators = map[Name][]Accelerator{
 	SGLang:   {CPU, CUDA, XPU},
 	VLLM:     {CPU, CUDA, XPU},
-	LlamaCpp: {CPU, CUDA},
+	LlamaCpp: {CPU, CUDA, XPU, Vulkan},
+}
+
+// UsesVulkan says whether the spec computes through llama.cpp's Vulkan backend: llama.cpp on
+// accelerator "vulkan", and on "xpu" (Intel GPUs), where Vulkan is the backend Debian's
+// llama.cpp has (ggml 0.27.0, libggml0-backend-vulkan; no SYCL package).
+func (s Spec) UsesVulkan() bool {
+	return s.Engine == LlamaCpp && (s.Accelerator == Vulkan || s.Accelerator == XPU)
+}
+
+// VulkanVisibleDevicesEnv selects the Vulkan devices ggml may use: a comma-separated list of
+// indices in the order the Vulkan loader enumerates them (ggml-vulkan.cpp, ggml_vk_instance_init).
+// The devices it names are renumbered Vulkan0, Vulkan1, ... in that order. Without it ggml
+// uses every GPU and skips CPU-type devices (lavapipe); naming a CPU-type device makes it usable.
+const VulkanVisibleDevicesEnv = "GGML_VK_VISIBLE_DEVICES"
+
+// VulkanDevices are the devices a Vulkan launch computes on, as llama-server --device names
+// them: Vulkan0 .. Vulkan(n-1), one per tensor_parallel_size (the devices gpu_ids made
+// visible, renumbered from 0).
+func (s Spec) VulkanDevices() []string {
+	n := max(s.TensorParallel, 1)
+	devs := make([]string, n)
+	for i := range devs {
+		devs[i] = "Vulkan" + strconv.Itoa(i)
+	}
+	return devs
 }
 
 // Speculative is speculative decoding. Its fields follow SGLang's vocabulary; other engines
@@ -121,8 +150,16 @@ func (s Spec) Validate() []problem.Problem {
 	}
 	switch s.Engine {
 	case LlamaCpp:
-		if s.TensorParallel > 1 {
-			add("tensor_parallel_size", "llama.cpp has no tensor parallelism (it splits layers across GPUs by itself); set 1 or use engine \"sglang\" or \"vllm\"")
+		if s.TensorParallel > 1 && !s.UsesVulkan() {
+			add("tensor_parallel_size", "llama.cpp splits a model across devices only on GPUs here (accelerator \"xpu\" or \"vulkan\": --split-mode layer over Vulkan0..N-1); on %q set 1, or use engine \"sglang\" or \"vllm\"", orCPU(s.Accelerator))
+		}
+		if _, ok := flagValue(s.ExtraArgs, "--split-mode"); ok && s.UsesVulkan() {
+			add("extra_args", "the provider sets --split-mode layer for tensor_parallel_size > 1; ggml's row split needs a split buffer type, which only the CUDA and SYCL backends have, not Vulkan: remove --split-mode from extra_args")
+		}
+		for _, f := range []string{"--device", "-dev", "--n-gpu-layers", "-ngl", "--gpu-layers"} {
+			if hasFlag(s.ExtraArgs, f) && s.UsesVulkan() {
+				add("extra_args", "%s is set by the provider on a Vulkan launch (every layer on the devices gpu_ids and tensor_parallel_size select); remove it from extra_args", f)
+			}
 		}
 		if s.MemFraction != 0 {
 			add("mem_fraction", "llama.cpp sizes its KV cache from context_length, not a memory fraction; remove mem_fraction")
@@ -137,20 +174,9 @@ func (s Spec) Validate() []problem.Problem {
 			add("engine_version", "llama.cpp releases are build numbers such as \"b8846\" (what llama-server --version and /props build_info show), got %q, which would silently select the newest flags; give the image's build, or remove engine_version for the current upstream flags", s.EngineVersion)
 		}
 	}
-	if v, ok := flagValue(s.ExtraArgs, sglangAttentionBackend); ok && s.xpuSpeculative() && v != "triton" {
-		add("extra_args", "SGLang's XPU attention backend %q does not support speculative decoding (layers/attention/xpu_backend.py asserts on the first speculative batch); "+
-			"remove %s from extra_args, so the provider passes %s triton, or set it to triton", v, sglangAttentionBackend, sglangAttentionBackend)
-	}
+	out = append(out, s.validateXPUSpeculative()...)
 	out = append(out, s.validateSpeculative()...)
 	return out
-}
-
-const sglangAttentionBackend = "--attention-backend"
-
-// xpuSpeculative: SGLang on Intel XPU with speculative decoding, which needs the triton
-// attention backend.
-func (s Spec) xpuSpeculative() bool {
-	return s.Engine == SGLang && s.Accelerator == XPU && s.Speculative != nil
 }
 
 // flagValue finds a flag in argv, as "--flag value" or "--flag=value"; the last one wins, as
@@ -187,7 +213,11 @@ func (s Spec) validateSpeculative() []problem.Problem {
 	}
 	switch s.Engine {
 	case SGLang:
-		if !slices.Contains(sglangAlgorithms, strings.ToUpper(sp.Algorithm)) {
+		if strings.EqualFold(sp.Algorithm, "MTP") {
+			// intel/skills sglang-xpu-run references/spec-decode-and-multimodal.md @1bd1227
+			// (lmsysorg/sglang:v0.5.20-xpu): "Unknown speculative algorithm name: MTP".
+			add("algorithm", "SGLang has no algorithm \"MTP\" (it fails at start: \"Unknown speculative algorithm name: MTP\"); use \"NEXTN\", SGLang's name for drafting with the model's own MTP layers")
+		} else if !slices.Contains(sglangAlgorithms, strings.ToUpper(sp.Algorithm)) {
 			add("algorithm", "SGLang does not know %q; use one of %s", sp.Algorithm, joinQuoted(sglangAlgorithms))
 		}
 		if sp.TopK < 1 {
@@ -283,14 +313,7 @@ func (s Spec) Args() []string {
 			num("--speculative-num-draft-tokens", sp.DraftTokens)
 		}
 		flag("--device", string(s.Accelerator))
-		if s.xpuSpeculative() && !hasFlag(s.ExtraArgs, sglangAttentionBackend) {
-			// SGLang's Intel XPU attention backend asserts on the first speculative batch
-			// ("XPUAttentionBackend doesn't support speculative decoding yet, please use
-			// --attention-backend triton instead.", layers/attention/xpu_backend.py
-			// XPUAttentionBackend.init_forward_metadata, 2026): the server would load, answer
-			// health checks, then die on its first decode.
-			a = append(a, sglangAttentionBackend, "triton")
-		}
+		a = append(a, s.xpuSpeculativeArgs()...)
 		// Prometheus metrics (idle signal, the server-side view of each trial) and
 		// usage.prompt_tokens_details.cached_tokens, which SGLang fills only with
 		// --enable-cache-report (server_args.py): the proof that a trial's cache was cold.
@@ -317,9 +340,19 @@ func (s Spec) Args() []string {
 		if llamaCppCacheRAM(s) {
 			num("--cache-ram", LlamaCppCacheRAMMiB)
 		}
-		if s.Accelerator == CUDA {
+		if s.Accelerator == CUDA || s.UsesVulkan() {
 			// Offload every layer; llama.cpp clamps the count to the model's layers.
 			a = append(a, "--n-gpu-layers", "999")
+		}
+		if s.UsesVulkan() {
+			// Named, not left to llama.cpp's default: a CPU-type device (lavapipe) is used
+			// only when named, and the log then says which device holds the layers.
+			a = append(a, "--device", strings.Join(s.VulkanDevices(), ","))
+			if s.TensorParallel > 1 {
+				// Whole layers per device (common/arg.cpp --split-mode; "row" needs a split
+				// buffer type, which ggml-vulkan does not provide).
+				a = append(a, "--split-mode", "layer")
+			}
 		}
 		if sp := s.Speculative; sp != nil {
 			// -md/--model-draft is accepted by every build (an alias of --spec-draft-model in
@@ -444,6 +477,13 @@ func vllmSpeculativeConfig(sp *Speculative) string {
 	}{Method: strings.ToLower(sp.Algorithm), Model: sp.DraftModel, Tokens: sp.Steps}
 	b, _ := json.Marshal(cfg) // a struct of strings and ints always marshals
 	return string(b)
+}
+
+func orCPU(a Accelerator) Accelerator {
+	if a == "" {
+		return CPU
+	}
+	return a
 }
 
 func formatFloat(f float64) string {

@@ -81,7 +81,7 @@ var speculativeAttrTypes = objectAttrTypes(speculativeAttribute())
 func speculativeAttribute() schema.SingleNestedAttribute {
 	return schema.SingleNestedAttribute{Optional: true,
 		PlanModifiers:       []planmodifier.Object{objectplanmodifier.RequiresReplace()},
-		MarkdownDescription: "Speculative decoding. SGLang: `EAGLE`/`EAGLE3`/`NEXTN` with steps, topk and draft tokens (topk 1 needs draft_tokens = steps + 1, which SGLang would otherwise rewrite with only a log warning); with `accelerator = \"xpu\"` it is launched with `--attention-backend triton`, because SGLang's XPU attention backend does not support speculative decoding. vLLM: method `eagle`/`eagle3`/`mtp`/`ngram`/`draft_model`, steps = speculative tokens; `eagle`, `eagle3` and `draft_model` need `draft_model` (vLLM refuses to start without it). llama.cpp: `draft` with a draft GGUF.",
+		MarkdownDescription: "Speculative decoding. SGLang: `EAGLE`/`EAGLE3`/`NEXTN` with steps, topk and draft tokens (topk 1 needs draft_tokens = steps + 1, which SGLang would otherwise rewrite with only a log warning); with `accelerator = \"xpu\"` only topk 1, launched as Intel's runbook measured it on `lmsysorg/sglang:v0.5.20-xpu` (`--attention-backend intel_xpu --page-size 64 --disable-decode-cuda-graph`; an `--attention-backend` in `extra_args` is kept, `--page-size` other than 64 on `intel_xpu` is refused); `MTP` is no SGLang algorithm (use `NEXTN`), and plan warns about drafts known to need `--dtype bfloat16` or `SGLANG_ALLOW_OVERWRITE_LONGER_CONTEXT_LEN=1`. vLLM: method `eagle`/`eagle3`/`mtp`/`ngram`/`draft_model`, steps = speculative tokens; `eagle`, `eagle3` and `draft_model` need `draft_model` (vLLM refuses to start without it). llama.cpp: `draft` with a draft GGUF.",
 		Attributes: map[string]schema.Attribute{
 			"algorithm":    schema.StringAttribute{Required: true, MarkdownDescription: "Algorithm or method, e.g. `EAGLE` (SGLang, also for MTP heads)."},
 			"steps":        schema.Int64Attribute{Required: true, MarkdownDescription: "Draft steps per verification."},
@@ -226,8 +226,11 @@ func engineSettingsAttributes(ctx context.Context) map[string]schema.Attribute {
 			MarkdownDescription: "Fraction of accelerator memory for weights and KV cache, in (0, 1]: SGLang `--mem-fraction-static`, vLLM `--gpu-memory-utilization`. The engine's default when omitted."},
 		"speculative": speculativeAttribute(),
 		"accelerator": schema.StringAttribute{Optional: true, Computed: true, Default: stringdefault.StaticString(string(engine.DefaultAccelerator)), PlanModifiers: replace,
-			Validators:          []validator.String{stringvalidator.OneOf(enumStrings(engine.Accelerators)...)},
-			MarkdownDescription: "`xpu` (Intel GPUs: maps `/dev/dri`, adds the `render` and `video` groups, host IPC), `cuda` (NVIDIA device request, host IPC) or `cpu` (default)."},
+			Validators: []validator.String{stringvalidator.OneOf(enumStrings(engine.Accelerators)...)},
+			MarkdownDescription: "`xpu` (Intel GPUs: maps `/dev/dri`, adds the `render` and `video` groups; host IPC for SGLang and vLLM; `llamacpp` computes there through ggml's Vulkan backend, the one Debian ships), " +
+				"`vulkan` (`llamacpp` only: any Vulkan device, Intel or AMD GPUs or Mesa's lavapipe on the CPU; maps `/dev/dri` unless `devices` says otherwise, adds the `render` and `video` groups), " +
+				"`cuda` (NVIDIA device request, host IPC) or `cpu` (default). On `xpu` and `vulkan`, llama.cpp offloads every layer (`--n-gpu-layers 999`) to `Vulkan0`…`Vulkan<tensor_parallel_size - 1>` (`--device`), " +
+				"split by whole layers (`--split-mode layer`) when `tensor_parallel_size` > 1; its image must hold the Vulkan backend (`scripts/build-llamacpp-image.sh --vulkan`)."},
 		"port": schema.Int64Attribute{Optional: true, Computed: true, PlanModifiers: []planmodifier.Int64{enginePortDefault, int64planmodifier.RequiresReplace()},
 			Validators:          []validator.Int64{int64validator.Between(1, 65535)},
 			MarkdownDescription: "Port the engine listens on inside the container; the engine's default (SGLang 30000, vLLM 8000, llama.cpp 8080) when omitted."},
@@ -397,7 +400,7 @@ func (m engineSettings) secrets() engine.Secrets {
 func (m engineSettings) readiness(spec engine.Spec, sec engine.Secrets) deploy.Readiness {
 	d, _ := m.readinessTimeout() // validated at plan time
 	return deploy.Readiness{Engine: spec.Engine, Model: spec.RequestModel(), APIKey: sec.APIKey, Timeout: d,
-		Redact: []string{sec.APIKey, sec.HubToken, sec.AdminAPIKey}}
+		Redact: []string{sec.APIKey, sec.HubToken, sec.AdminAPIKey}, StallHint: spec.FirstCompletionHint()}
 }
 
 func (m *engineSettings) setCommand(ctx context.Context, spec engine.Spec) diag.Diagnostics {

@@ -22,6 +22,7 @@ type inferenceServerModel struct {
 	ModelHostPath    types.String `tfsdk:"model_host_path"`
 	GPUIDs           types.List   `tfsdk:"gpu_ids"`
 	GroupAdd         types.List   `tfsdk:"group_add"`
+	Devices          types.List   `tfsdk:"devices"`
 	HostPort         types.Int64  `tfsdk:"host_port"`
 	BindAddress      types.String `tfsdk:"bind_address"`
 	NetworkMode      types.String `tfsdk:"network_mode"`
@@ -88,7 +89,7 @@ func (m inferenceServerModel) translate(ctx context.Context, config inferenceSer
 // its lists and maps.
 func (m inferenceServerModel) placementKnown() bool {
 	for _, v := range []attr.Value{m.Name, m.Image, m.ModelHostPath, m.HostPort, m.BindAddress, m.NetworkMode, m.ShmSizeMB,
-		m.RestartPolicy, m.StopGraceSeconds, m.ReadinessTimeout, m.SecretsVersion, m.Environment, m.Labels, m.GroupAdd, m.GPUIDs, m.Mounts} {
+		m.RestartPolicy, m.StopGraceSeconds, m.ReadinessTimeout, m.SecretsVersion, m.Environment, m.Labels, m.GroupAdd, m.Devices, m.GPUIDs, m.Mounts} {
 		if !fullyKnown(v) {
 			return false
 		}
@@ -130,6 +131,10 @@ func (m inferenceServerModel) placement(ctx context.Context) (deploy.Placement, 
 	diags.Append(m.Labels.ElementsAs(ctx, &p.Labels, false)...)
 	diags.Append(m.GroupAdd.ElementsAs(ctx, &p.GroupAdd, false)...)
 	diags.Append(m.GPUIDs.ElementsAs(ctx, &p.GPUIDs, false)...)
+	diags.Append(m.Devices.ElementsAs(ctx, &p.Devices, false)...)
+	if !m.Devices.IsNull() && p.Devices == nil {
+		p.Devices = []string{} // configured empty: map no device, recorded as []
+	}
 	var mounts []mountModel
 	diags.Append(m.Mounts.ElementsAs(ctx, &mounts, false)...)
 	if !m.Mounts.IsNull() {
@@ -176,6 +181,7 @@ func (m *inferenceServerModel) fromRecord(ctx context.Context, rec deploy.Launch
 	diags := m.fromSpec(ctx, p.Image, s, p.Meta[metaSecrets], p.Meta[metaReadiness])
 	m.Name, m.ModelHostPath = types.StringValue(p.Name), nullableString(p.ModelHostPath)
 	m.GPUIDs, m.GroupAdd = stringList(ctx, p.GPUIDs, &diags), stringList(ctx, p.GroupAdd, &diags)
+	m.Devices = stringList(ctx, p.Devices, &diags)
 	m.ShmSizeMB = nullableInt(int(p.ShmSizeBytes >> 20))
 	m.BindAddress = types.StringValue(orString(p.BindAddress, "127.0.0.1"))
 	m.NetworkMode = types.StringValue("bridge")

@@ -33,6 +33,7 @@ func (r *inferenceServerResource) ValidateConfig(ctx context.Context, req resour
 		placement, diags := m.placement(ctx)
 		resp.Diagnostics.Append(diags...)
 		resp.Diagnostics.Append(problemDiagnostics(placement.Validate(spec), serverProblem, nil, false)...)
+		resp.Diagnostics.Append(problemDiagnostics(spec.LaunchWarnings(placement.Env), serverProblem, nil, true)...)
 	}
 }
 

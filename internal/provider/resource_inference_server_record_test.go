@@ -27,6 +27,7 @@ func TestFromRecordKeepsEmptyCollections(t *testing.T) {
 		}, Name: types.StringValue("s"), Environment: emptyMap, Labels: emptyMap},
 		BindAddress: types.StringValue("127.0.0.1"), NetworkMode: types.StringValue("bridge"), RestartPolicy: types.StringValue("no"),
 		Mounts: types.ListValueMust(mountType, []attr.Value{}), GroupAdd: types.ListNull(types.StringType), GPUIDs: types.ListNull(types.StringType),
+		Devices: emptyList, // lavapipe: no device node, recorded as [] and imported as []
 	}
 	spec, diags := m.spec(ctx)
 	p, d := m.placement(ctx)
@@ -53,6 +54,7 @@ func TestFromRecordKeepsEmptyCollections(t *testing.T) {
 		"mounts":      {got.Mounts, m.Mounts},
 		"group_add":   {got.GroupAdd, m.GroupAdd},
 		"gpu_ids":     {got.GPUIDs, m.GPUIDs},
+		"devices":     {got.Devices, m.Devices},
 		"entrypoint":  {got.Entrypoint, m.Entrypoint},
 	} {
 		if !pair[0].Equal(pair[1]) {

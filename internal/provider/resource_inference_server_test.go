@@ -382,11 +382,14 @@ func TestAccInferenceServer_validation(t *testing.T) {
 		{"host port with host networking", `
   network_mode = "host"
   host_port    = 18080`, regexp.MustCompile(`(?s)host_port: does not apply with host networking`)},
-		// SGLang's XPU attention backend asserts on speculative batches (xpu_backend.py).
-		{"xpu speculative with the xpu attention backend", `
+		// Intel's runbook: SGLang drafts only top-k 1 on XPU.
+		{"xpu speculative top-k 4", `
+  accelerator = "xpu"
+  speculative = { algorithm = "EAGLE", steps = 3, topk = 4, draft_tokens = 8 }`, regexp.MustCompile(`(?s)speculative\.topk:\s+SGLang\s+on\s+XPU\s+drafts\s+only\s+top-k\s+1`)},
+		{"xpu speculative page size 32 on intel_xpu", `
   accelerator = "xpu"
   speculative = { algorithm = "EAGLE", steps = 7, topk = 1, draft_tokens = 8 }
-  extra_args  = ["--attention-backend", "intel_xpu"]`, regexp.MustCompile(`(?s)extra_args:.*"intel_xpu".*does\s+not\s+support\s+speculative\s+decoding.*set\s+it\s+to\s+triton`)},
+  extra_args  = ["--page-size", "32"]`, regexp.MustCompile(`(?s)extra_args:.*runs\s+with\s+--page-size\s+64`)},
 		{"unsupported accelerator", `
   engine = "llamacpp"
   accelerator = "xpu"`, nil},
@@ -399,11 +402,11 @@ func TestAccInferenceServer_validation(t *testing.T) {
 resource "llmserve_inference_server" "test" {
   name        = "llmserve-acc-invalid"
   image       = %q
-  engine      = "llamacpp"
-  model       = "/models/tiny.gguf"
-  accelerator = "xpu"
+  engine      = "sglang"
+  model       = "org/model"
+  accelerator = "vulkan"
 }`, accImage)
-				tt.want = regexp.MustCompile(`accelerator:\s+engine\s+"llamacpp"\s+does\s+not\s+run\s+on\s+"xpu"\s+here;\s+use\s+one\s+of\s+"cpu",\s+"cuda"`)
+				tt.want = regexp.MustCompile(`accelerator:\s+engine\s+"sglang"\s+does\s+not\s+run\s+on\s+"vulkan"\s+here;\s+use\s+one\s+of\s+"cpu",\s+"cuda",\s+"xpu"`)
 			}
 			resource.Test(t, resource.TestCase{
 				ProtoV6ProviderFactories: testAccProtoV6ProviderFactories,

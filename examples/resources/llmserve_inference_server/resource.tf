@@ -15,7 +15,7 @@ resource "llmserve_inference_server" "qwen" {
     draft_tokens = 8 # topk 1 needs steps + 1
   }
 
-  accelerator  = "xpu"                # /dev/dri, render + video groups, host IPC; with speculative: --attention-backend triton
+  accelerator  = "xpu"                # /dev/dri, render + video groups, host IPC; with speculative: --attention-backend intel_xpu --page-size 64 --disable-decode-cuda-graph
   gpu_ids      = ["0", "1", "2", "3"] # Level Zero device indices (sycl-ls), set as ZE_AFFINITY_MASK
   bind_address = "0.0.0.0"
   host_port    = 30000
@@ -41,6 +41,20 @@ resource "llmserve_inference_server" "tiny" {
   served_model_name    = "tiny"
   context_length       = 8192
   max_running_requests = 4
+}
+
+# llama.cpp on 2 x Intel Arc through Vulkan (Debian's ggml Vulkan backend and Mesa's ANV):
+# every layer offloaded, split by layers over the two devices gpu_ids selects. The image is
+# scripts/build-llamacpp-image.sh --vulkan.
+resource "llmserve_inference_server" "arc" {
+  name                 = "arc-llamacpp"
+  image                = "llmserve/llamacpp-vulkan:latest"
+  engine               = "llamacpp"
+  model                = "/models/model.gguf"
+  model_host_path      = "/srv/models/model.gguf"
+  accelerator          = "xpu"      # /dev/dri, render + video groups; --n-gpu-layers 999 --device Vulkan0,Vulkan1 --split-mode layer
+  gpu_ids              = ["0", "1"] # Vulkan device indices (vulkaninfo --summary), set as GGML_VK_VISIBLE_DEVICES
+  tensor_parallel_size = 2
 }
 
 variable "hf_token" {
