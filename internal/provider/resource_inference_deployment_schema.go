@@ -44,7 +44,8 @@ func (r *inferenceDeploymentResource) Schema(ctx context.Context, _ resource.Sch
 			"Create and update return only once the rollout completed **and one real completion reached every replica**, pod by pod: through the API server's " +
 			"pod proxy (`pod_access = \"api_proxy\"`, the default, which works from anywhere the API server is reachable) or directly to the pod IPs " +
 			"(`pod_access = \"pod_network\"`, for runners inside the cluster network). A rollout that does not complete within `readiness_timeout` fails " +
-			"with the failing pod's conditions, events and last log lines.\n\n" +
+			"with the failing pod's conditions, events and last log lines; a replica whose completion is degenerate (`!!!!`, or empty although " +
+			"tokens were counted: the rules of `correctness.degenerate_outputs` in the results schema guide) fails it at once, naming the pod and quoting the text.\n\n" +
 			"`replicas`, `service_type`, `service_port`, `pod_access`, `readiness_timeout` and `timeouts` change in place; every other setting changes the pod " +
 			"template, which Kubernetes rolls out as new pods, so it is planned as a replacement. A Deployment or Service deleted by hand is re-created by the next apply; " +
 			"one scaled by hand shows as a `replicas` change. Destroy removes the Deployment, Service and Secret it created (only objects carrying its labels).\n\n" +

@@ -463,6 +463,43 @@ func TestProveGeneratesEveryReplica(t *testing.T) {
 	}
 }
 
+// A replica that answers its completion with "!!!!" (degenerate: the rules a trial applies)
+// fails ProveGenerates at once, naming the pod and quoting the output, instead of being
+// polled until the timeout.
+func TestProveGeneratesRefusesDegenerateOutput(t *testing.T) {
+	t.Parallel()
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		switch r.URL.Path {
+		case "/health":
+		case "/v1/completions":
+			_, _ = w.Write([]byte(`{"choices":[{"text":"!!!!!!!!!!!!!!!!"}],"usage":{"completion_tokens":16}}`))
+		default:
+			http.NotFound(w, r)
+		}
+	}))
+	defer srv.Close()
+	host, portText, err := net.SplitHostPort(srv.Listener.Addr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	port, _ := strconv.Atoi(portText)
+	d := small()
+	a, b := pod(d, "qwen-a", true), pod(d, "qwen-b", true)
+	a.Status.PodIP, b.Status.PodIP = host, host
+	c, _ := fakeCluster(a, b)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	start := time.Now()
+	_, _, err = c.ProveGenerates(ctx, d, port, PodNetwork, readinessForTest())
+	var broken *deploy.DegenerateError
+	if !errors.As(err, &broken) || !strings.Contains(err.Error(), "replica qwen-") || !strings.Contains(err.Error(), `"!!!!!!!!!!!!!!!!"`) {
+		t.Fatalf("ProveGenerates error = %v, want the pod's DegenerateError quoting its output", err)
+	}
+	if d := time.Since(start); d > 30*time.Second {
+		t.Errorf("ProveGenerates took %v: it polled on after a degenerate completion", d)
+	}
+}
+
 // Apply (server-side, on the field-managed fake) creates the three objects, keeps the
 // secret out of the Deployment, and removes its own Secret once no secret is configured;
 // a Secret of that name someone else made is left and named.

@@ -2,6 +2,7 @@ package kubernetes
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net"
 	"net/http"
@@ -112,6 +113,10 @@ func (c *Cluster) ProveGenerates(ctx context.Context, d Deployment, port int, ac
 		for {
 			if lastErr = deploy.Probe(ctx, rep.Base, rr); lastErr == nil {
 				break
+			}
+			// A replica answering with broken text will not mend by waiting.
+			if broken := (*deploy.DegenerateError)(nil); errors.As(lastErr, &broken) {
+				return engine.ServerInfo{}, 0, fmt.Errorf("replica %s of %s/%s: %w", rep.Pod, d.Namespace, d.Name, lastErr)
 			}
 			// The API server proxies only to global unicast pod IPs; waiting cannot change that.
 			if access == APIProxy && strings.Contains(lastErr.Error(), "address not allowed") {
