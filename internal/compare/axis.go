@@ -20,18 +20,14 @@ const (
 	AxisSpeedup     Axis = "speedup"
 )
 
-// axisOf is the axis w was searched over: a replay by speed-up, an open-loop search by rate,
-// else concurrency.
+// axisOf is the axis w was searched over, as results reads it for every rendering (a
+// replay by speed-up, an open-loop search by rate, else concurrency), in the words of the
+// comparison's attribute.
 func axisOf(w results.Workload) Axis {
-	trials := [][]results.Trial{w.AllTrials, w.PassingTrials, w.FailingTrials}
-	if w.MaximumPassingSpeedup != nil || w.FirstFailingSpeedup != nil || slices.ContainsFunc(trials, func(ts []results.Trial) bool {
-		return slices.ContainsFunc(ts, func(t results.Trial) bool { return t.Speedup > 0 })
-	}) {
+	switch w.Axis().Name() {
+	case "speed-up":
 		return AxisSpeedup
-	}
-	if w.MaximumPassingRequestRate != nil || w.FirstFailingRequestRate != nil || slices.ContainsFunc(trials, func(ts []results.Trial) bool {
-		return slices.ContainsFunc(ts, func(t results.Trial) bool { return t.RequestRate > 0 })
-	}) {
+	case "request rate":
 		return AxisRequestRate
 	}
 	return AxisConcurrency
