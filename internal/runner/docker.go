@@ -227,7 +227,11 @@ func (d *Docker) follow(ctx context.Context, job Job, out Outcome) (Outcome, err
 	}
 	// The log stream ends with the container; the last events may still be on their way.
 	select {
-	case <-logsDone:
+	case err := <-logsDone:
+		if err != nil && job.Note != nil {
+			// The files here miss lines; the result, read from the container, does not.
+			job.Note(fmt.Sprintf("runner: the log stream of runner %s broke (%v); progress lines may be missing here, the result is complete", short(id), err))
+		}
 	case <-time.After(5 * time.Second):
 		stopLogs()
 	}
