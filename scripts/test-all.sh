@@ -32,8 +32,10 @@ tools_log=$(mktemp)
 tools_pid=$!
 trap 'kill "$tools_pid" 2>/dev/null || true' EXIT
 
-step "llama.cpp engine image and model"
+step "llama.cpp engine images (CPU, Vulkan) and model"
 scripts/build-llamacpp-image.sh >/dev/null
+# The Vulkan variant shares the .deb cache; about 4 minutes more on 2 cores (Mesa's LLVM).
+scripts/build-llamacpp-image.sh --vulkan >/dev/null
 scripts/build-model.sh >/dev/null
 
 step "waiting for the Go tools"
@@ -62,7 +64,7 @@ step "install test: a snapshot release zip from a filesystem mirror, Terraform a
 TOFU="$tofu" scripts/test-install.sh
 
 step "unit and acceptance tests"
-go test -count=1 -timeout 60m -p 2 -skip 'TestAccQuickstart' ./...
+go test -count=1 -timeout 60m -p 2 -skip 'TestAccQuickstart|TestAccInferenceServer_llamaCppVulkanLavapipe' ./...
 
 # Seeded from the fault corpus (malformed, truncated and oversized streams, impossible
 # documents, cut and foreign journal lines); a few seconds each keeps CI short while every
@@ -78,6 +80,10 @@ TOFU="$tofu" scripts/testacc-opentofu.sh
 # The real-engine chain runs alone: its SLO is set for a machine not also running other tests.
 step "end to end: quickstart on llama.cpp in Docker"
 go test -count=1 -timeout 20m -run 'TestAccQuickstart' -v ./internal/provider/
+
+# The GPU path on a real Vulkan driver (lavapipe), alone for the same reason.
+step "end to end: llama.cpp on Vulkan (lavapipe) in Docker"
+go test -count=1 -timeout 20m -run 'TestAccInferenceServer_llamaCppVulkanLavapipe' -v ./internal/provider/
 
 # Needs no Docker: a real control plane with kwok nodes, and llama-server on the pod IPs.
 step "Kubernetes: llmserve_inference_deployment against a real API server"

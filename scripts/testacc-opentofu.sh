@@ -6,7 +6,8 @@
 # Every acceptance test runs except three, which exercise nothing the CLI does differently and
 # are the slowest: TestAccInferenceServer_remoteTLS and _remoteSSH test the provider's own
 # Docker transports (a second dockerd, an sshd), and TestAccQuickstart runs the real llama.cpp
-# chain alone with an SLO set for an otherwise idle machine. Terraform runs all three.
+# chain alone with an SLO set for an otherwise idle machine (so does
+# TestAccInferenceServer_llamaCppVulkanLavapipe, on lavapipe). Terraform runs all of them.
 # TestAccInferenceServer_inPlaceChangeThenImport is skipped too, for a harness limit: its
 # import-block step (ImportBlockWithID) writes a configuration without the provider's
 # namespace, which OpenTofu resolves as hashicorp/llmserve in its registry (offline: "no such
@@ -24,5 +25,5 @@ unset TF_CLI_CONFIG_FILE TF_CLI_ARGS
 export TF_ACC=1 CHECKPOINT_DISABLE=1 TF_ACC_TERRAFORM_PATH="$tofu" TF_ACC_PROVIDER_NAMESPACE=llmserve
 "$tofu" version | sed -n 1p # sed reads it all: head would close the pipe early and pipefail would see SIGPIPE (exit 141)
 go test -count=1 -timeout 40m -p 1 -run 'TestAcc' \
-	-skip 'TestAccInferenceServer_remoteTLS|TestAccInferenceServer_remoteSSH|TestAccQuickstart|TestAccInferenceServer_inPlaceChangeThenImport' \
+	-skip 'TestAccInferenceServer_remoteTLS|TestAccInferenceServer_remoteSSH|TestAccQuickstart|TestAccInferenceServer_llamaCppVulkanLavapipe|TestAccInferenceServer_inPlaceChangeThenImport' \
 	./internal/provider/

@@ -255,7 +255,11 @@ func NewContainer(s engine.Spec, p Placement, sec engine.Secrets) (Container, er
 	}
 	switch s.Accelerator {
 	case engine.XPU, engine.Vulkan:
-		c.GroupAdd = slices.Clone(DefaultGroups)
+		if len(c.Devices) > 0 {
+			// The groups grant access to the device nodes; with none mapped (lavapipe) they
+			// would only have to exist in the image.
+			c.GroupAdd = slices.Clone(DefaultGroups)
+		}
 		// SGLang's and vLLM's tensor-parallel ranks exchange tensors through shared memory;
 		// llama.cpp runs in one process.
 		c.IPCHost = !s.UsesVulkan()

@@ -32,7 +32,7 @@ func TestNewContainerVulkan(t *testing.T) {
 		{"llamacpp on two intel gpus", llama(engine.XPU, 2), Placement{GPUIDs: []string{"1", "3"}},
 			[]string{"/dev/dri"}, []string{"render", "video"}, map[string]string{"GGML_VK_VISIBLE_DEVICES": "1,3"}, false, "vulkan"},
 		{"llamacpp on lavapipe", llama(engine.Vulkan, 1), Placement{GPUIDs: []string{"0"}, Devices: []string{}},
-			[]string{}, []string{"render", "video"}, map[string]string{"GGML_VK_VISIBLE_DEVICES": "0"}, false, "vulkan"},
+			[]string{}, nil, map[string]string{"GGML_VK_VISIBLE_DEVICES": "0"}, false, "vulkan"},
 		{"sglang on intel gpus keeps level zero", engine.Spec{Engine: engine.SGLang, Model: "m", TensorParallel: 2, Accelerator: engine.XPU, Port: 30000},
 			Placement{GPUIDs: []string{"0", "1"}}, []string{"/dev/dri"}, []string{"render", "video"}, map[string]string{"ZE_AFFINITY_MASK": "0,1"}, true, ""},
 		{"sglang tp 2 on host network gets FI_TCP_IFACE", engine.Spec{Engine: engine.SGLang, Model: "m", TensorParallel: 2, Accelerator: engine.XPU, Port: 30000},

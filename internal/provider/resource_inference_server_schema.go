@@ -52,7 +52,7 @@ func (r *inferenceServerResource) Schema(ctx context.Context, _ resource.SchemaR
 					"At least `tensor_parallel_size` ids, and not together with the same variable in `environment`. Refused with `cpu`, which would ignore it."},
 			"devices": schema.ListAttribute{ElementType: types.StringType, Optional: true, PlanModifiers: replaceList,
 				MarkdownDescription: "Host device nodes mapped into the container, replacing the accelerator's default: `xpu` and `vulkan` map `/dev/dri` (the GPUs' render nodes), the others none (NVIDIA GPUs come through the device request). " +
-					"`[]` maps none: lavapipe, Mesa's Vulkan implementation on the CPU, needs no device node, and Docker refuses to start a container whose device is missing on the host."},
+					"`[]` maps none, and then adds none of the accelerator's groups either: lavapipe, Mesa's Vulkan implementation on the CPU, needs no device node, and Docker refuses to start a container whose device is missing on the host."},
 			"group_add": schema.ListAttribute{ElementType: types.StringType, Optional: true, PlanModifiers: replaceList,
 				MarkdownDescription: "Supplementary groups, replacing the accelerator's defaults. Use numeric ids when the image lacks the host's group names."},
 			"shm_size_mb": schema.Int64Attribute{Optional: true, PlanModifiers: replaceInt,
