@@ -19,8 +19,9 @@
 #   scripts/build-llamacpp-image.sh --vulkan      the Vulkan variant (with any of the above):
 #       llmserve/llamacpp-vulkan:<version> from .cache/llamacpp-vulkan-rootfs, adding
 #       libggml0-backend-vulkan and mesa-vulkan-drivers (ANV, RADV, lavapipe). A variant,
-#       not the default: measured 2026-12-04 from an empty cache on 2 cores (load 3-21),
-#       474 MB and 235-268 s against 122 MB and 145 s; Mesa brings LLVM. Both images
+#       not the default: measured 2026-12-04 on 2 cores, 474 MB against 122 MB (Mesa
+#       brings LLVM); with the .debs cached 44 s against 35 s (load 1.5-2); from an empty
+#       cache 235-268 s against 145 s (load 3-21, the download 105 MB against 42). Both images
 #       carry org.llmserve.llamacpp.backends ("cpu" / "cpu,vulkan"), which the provider
 #       reads to refuse a Vulkan launch on the CPU image.
 #
@@ -175,6 +176,9 @@ build_rootfs() {
 			die "llama-server lists no Vulkan device inside the rootfs (lavapipe expected)"
 		}
 		log "$(grep 'Vulkan0: ' "$tmp.version" | sed 's/^ *//')"
+		# The provider adds the render and video groups by name where it maps /dev/dri
+		# (docker --group-add resolves names in the image); minbase has video, not render.
+		chroot "$tmp" getent group render >/dev/null || chroot "$tmp" groupadd --system render
 	fi
 	printf '%s\n' "$recipe" >"$tmp/.llmserve-rootfs"
 	rm -rf "$LLAMACPP_ROOTFS" "$tmp.log" "$tmp.version"

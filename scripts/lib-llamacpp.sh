@@ -20,11 +20,14 @@ cpu)
 	llamacpp_default_packages="llama.cpp-tools"
 	llamacpp_suffix=""
 	LLAMACPP_BACKENDS="cpu"
+	llamacpp_variant_rev=""
 	;;
 vulkan)
 	llamacpp_default_packages="llama.cpp-tools,libggml0-backend-vulkan,mesa-vulkan-drivers"
 	llamacpp_suffix="-vulkan"
 	LLAMACPP_BACKENDS="cpu,vulkan"
+	# Bumped when only the Vulkan variant's build steps change (1: the render group).
+	llamacpp_variant_rev="vulkan-1"
 	;;
 *)
 	printf 'error: LLAMACPP_VARIANT=%s: use cpu or vulkan\n' "$LLAMACPP_VARIANT" >&2
@@ -45,7 +48,7 @@ LLAMACPP_VULKAN_BACKEND="/usr/lib/x86_64-linux-gnu/ggml/backends0/libggml-vulkan
 # Bump LLAMACPP_RECIPE_REV when the build steps themselves change.
 LLAMACPP_RECIPE_REV=2
 llamacpp_recipe() {
-	printf '%s|%s|%s|%s\n' "$LLAMACPP_RECIPE_REV" "$LLAMACPP_SUITE" "$LLAMACPP_MIRROR" "$LLAMACPP_PACKAGES" |
+	printf '%s|%s|%s|%s%s\n' "$LLAMACPP_RECIPE_REV" "$LLAMACPP_SUITE" "$LLAMACPP_MIRROR" "$LLAMACPP_PACKAGES" "${llamacpp_variant_rev:+|$llamacpp_variant_rev}" |
 		sha256sum | cut -c1-16
 }
 
