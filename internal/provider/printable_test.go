@@ -51,6 +51,8 @@ func TestEveryConfigurableStringRefusesControlCharacters(t *testing.T) {
 				"bind_address": "127.0.0.1", "model_host_path": "/srv/m", "mounts": []any{map[string]any{"type": "bind", "source": "/srv/hf", "target": "/data"}},
 				"environment": map[string]any{"A": "1"}, "labels": map[string]any{"team": "x"}, "group_add": []any{"video"},
 				"network_mode": "bridge", "restart_policy": "no", "timeouts": map[string]any{"create": "40m", "update": "40m", "delete": "10m"}},
+			{"name": "v", "image": "llmserve/llamacpp-vulkan:latest", "engine": "llamacpp", "model": "/models/m.gguf",
+				"accelerator": "vulkan", "gpu_ids": []any{"0"}, "devices": []any{"/dev/dri/renderD128"}},
 		},
 		"llmserve_inference_deployment": {
 			{"name": "d", "image": "llmserve/llamacpp:latest", "engine": "llamacpp", "model": "/models/m.gguf", "engine_version": "b8846",

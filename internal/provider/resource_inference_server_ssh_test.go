@@ -164,6 +164,11 @@ provider "llmserve" {
 	})
 	// A host key that is not in known_hosts is refused, never skipped: create fails before
 	// anything reaches the engine.
+	// An empty known_hosts file, not /dev/null: the provider reads regular files only.
+	emptyKnownHosts := filepath.Join(t.TempDir(), "empty_known_hosts")
+	if err := os.WriteFile(emptyKnownHosts, nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
 	resource.Test(t, resource.TestCase{
 		ProtoV6ProviderFactories: testAccProtoV6ProviderFactories,
 		CheckDestroy:             testAccCheckGone(b, name),
@@ -174,7 +179,7 @@ provider "llmserve" {
   ssh_private_key      = %q
   ssh_known_hosts_file = %q
 }
-`, port, key, os.DevNull) + testAccInferenceServerConfig(name, ""),
+`, port, key, emptyKnownHosts) + testAccInferenceServerConfig(name, ""),
 			ExpectError: regexp.MustCompile(`knownhosts:\s+key\s+is\s+unknown`),
 		}},
 	})
