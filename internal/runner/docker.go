@@ -3,7 +3,6 @@ package runner
 import (
 	"archive/tar"
 	"bufio"
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -25,6 +24,7 @@ import (
 
 	"github.com/llmserve/terraform-provider-llmserve/internal/capacity"
 	"github.com/llmserve/terraform-provider-llmserve/internal/deploy"
+	"github.com/llmserve/terraform-provider-llmserve/internal/deploy/docker"
 )
 
 // Labels on a runner container: what it is, whose network it shares, which run it makes.
@@ -411,29 +411,11 @@ func (d *Docker) copyRecords(ctx context.Context, id, dir string) error {
 
 // writeFiles copies files into a created container.
 func (d *Docker) writeFiles(ctx context.Context, id string, files []deploy.File) error {
-	var buf bytes.Buffer
-	tw := tar.NewWriter(&buf)
-	now := time.Now()
-	dirs := map[string]bool{}
-	for _, f := range files {
-		rel := strings.TrimPrefix(path.Clean(f.Path), "/")
-		for dir := path.Dir(rel); dir != "." && !dirs[dir]; dir = path.Dir(dir) {
-			dirs[dir] = true
-			if err := tw.WriteHeader(&tar.Header{Typeflag: tar.TypeDir, Name: dir + "/", Mode: 0o755, ModTime: now}); err != nil {
-				return err
-			}
-		}
-		if err := tw.WriteHeader(&tar.Header{Typeflag: tar.TypeReg, Name: rel, Mode: f.Mode, Size: int64(len(f.Content)), ModTime: now}); err != nil {
-			return err
-		}
-		if _, err := tw.Write(f.Content); err != nil {
-			return err
-		}
-	}
-	if err := tw.Close(); err != nil {
+	archive, err := docker.Archive(files)
+	if err != nil {
 		return err
 	}
-	if err := d.Cli.CopyToContainer(ctx, id, "/", &buf, container.CopyToContainerOptions{}); err != nil {
+	if err := d.Cli.CopyToContainer(ctx, id, "/", archive, container.CopyToContainerOptions{}); err != nil {
 		return d.wrap(err, "writing the spec into runner %s", short(id))
 	}
 	return nil

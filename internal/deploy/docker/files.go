@@ -30,35 +30,45 @@ const maxRecordBytes = 1 << 20
 // writeFiles copies files into a container, creating their directories. It works on a
 // created, running or stopped container.
 func (b *Backend) writeFiles(ctx context.Context, id string, files []deploy.File) error {
+	archive, err := Archive(files)
+	if err != nil {
+		return err
+	}
+	if err := b.cli.CopyToContainer(ctx, id, "/", archive, container.CopyToContainerOptions{}); err != nil {
+		return b.wrap(err, "writing files into container %s", shortID(id))
+	}
+	return nil
+}
+
+// Archive is files as the tar stream the engine's copy API takes at "/", with every parent
+// directory; what the server container and the benchmark's runner are given both travel so.
+func Archive(files []deploy.File) (*bytes.Buffer, error) {
 	var buf bytes.Buffer
 	tw := tar.NewWriter(&buf)
 	now := time.Now()
 	dirs := map[string]bool{}
 	for _, f := range files {
 		if !path.IsAbs(f.Path) {
-			return fmt.Errorf("file path %q inside the container must be absolute", f.Path)
+			return nil, fmt.Errorf("file path %q inside the container must be absolute", f.Path)
 		}
 		rel := strings.TrimPrefix(path.Clean(f.Path), "/")
 		for d := path.Dir(rel); d != "." && !dirs[d]; d = path.Dir(d) {
 			dirs[d] = true
 			if err := tw.WriteHeader(&tar.Header{Typeflag: tar.TypeDir, Name: d + "/", Mode: 0o755, ModTime: now}); err != nil {
-				return err
+				return nil, err
 			}
 		}
 		if err := tw.WriteHeader(&tar.Header{Typeflag: tar.TypeReg, Name: rel, Mode: f.Mode, Size: int64(len(f.Content)), ModTime: now}); err != nil {
-			return err
+			return nil, err
 		}
 		if _, err := tw.Write(f.Content); err != nil {
-			return err
+			return nil, err
 		}
 	}
 	if err := tw.Close(); err != nil {
-		return err
+		return nil, err
 	}
-	if err := b.cli.CopyToContainer(ctx, id, "/", &buf, container.CopyToContainerOptions{}); err != nil {
-		return b.wrap(err, "writing files into container %s", shortID(id))
-	}
-	return nil
+	return &buf, nil
 }
 
 // WriteRecord implements deploy.RecordKeeper.
