@@ -23,7 +23,12 @@ func main() {
 	// `runner` is the mode a benchmark's runner container starts the binary in.
 	if len(os.Args) > 1 && os.Args[1] == "runner" {
 		ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-		code := runner.Main(ctx, os.Args[2:], os.Stdout, os.Stderr)
+		var code int
+		if len(os.Args) > 2 && os.Args[2] == "serve" { // a Kubernetes runner Job's pod
+			code = runner.Serve(ctx, os.Args[3:], os.Stdout, os.Stderr)
+		} else {
+			code = runner.Main(ctx, os.Args[2:], os.Stdout, os.Stderr)
+		}
 		stop()
 		os.Exit(code)
 	}

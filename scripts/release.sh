@@ -8,6 +8,11 @@
 #
 #   RELEASE_TARGET=linux_amd64    build that one target instead of every OS/arch (the install
 #                                 test uses it: the full matrix compiles the provider 8 times)
+#   RUNNER_IMAGE=repo             the benchmark runner's image (default ghcr.io/llmserve/llmserve-runner):
+#                                 one per Linux binary, <repo>:<version>-<arch>, built with
+#                                 scripts/build-runner-image.sh (a snapshot builds them when Docker
+#                                 is there and says so when not; a release builds them, pushes them
+#                                 and the multi-arch <repo>:<version>)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -56,3 +61,27 @@ go tool -modfile=tools/goreleaser/go.mod goreleaser "${args[@]}"
 version=$(jq -r .version dist/metadata.json)
 cp terraform-registry-manifest.json "dist/terraform-provider-llmserve_${version}_manifest.json"
 echo "release: dist/ holds terraform-provider-llmserve $version" >&2
+
+# The runner image of every Linux binary (runner = { kubernetes = { image = ... } }).
+repo="${RUNNER_IMAGE:-ghcr.io/llmserve/llmserve-runner}"
+if ! docker info >/dev/null 2>&1; then
+	if [ "$mode" = release ]; then
+		echo "release: the release builds the runner image: Docker Engine needed" >&2
+		exit 1
+	fi
+	echo "release: no Docker Engine here, the runner image is not built" >&2
+	exit 0
+fi
+images=()
+for bin in dist/provider_linux_*/terraform-provider-llmserve_v*; do
+	[ -f "$bin" ] || continue
+	dir=$(basename "$(dirname "$bin")")
+	arch=$(echo "$dir" | cut -d_ -f3)
+	images+=("$(scripts/build-runner-image.sh "$bin" "$repo:$version-$arch" "linux/$arch")")
+done
+echo "release: runner images ${images[*]:-none}" >&2
+if [ "$mode" = release ] && [ ${#images[@]} -gt 0 ]; then
+	for img in "${images[@]}"; do docker push -q "$img"; done
+	docker manifest create "$repo:$version" "${images[@]}"
+	docker manifest push "$repo:$version"
+fi

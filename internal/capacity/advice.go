@@ -60,6 +60,8 @@ func (c Config) ResultWarnings(doc *results.Document) []problem.Problem {
 		}
 		names := "maximum_passing_concurrency and first_failing_concurrency"
 		switch {
+		case w.MaximumPassingUsers != nil || w.FirstFailingUsers != nil:
+			names = "maximum_passing_users and first_failing_users"
 		case w.MaximumPassingSpeedup != nil || w.FirstFailingSpeedup != nil:
 			names = "maximum_passing_speedup and first_failing_speedup"
 		case w.MaximumPassingRequestRate != nil || w.FirstFailingRequestRate != nil:
@@ -179,6 +181,18 @@ func BoundNote(w results.Workload, grid bool) string {
 	raise, lower := "raise search.max_concurrency", "lower search.min_concurrency"
 	if grid {
 		raise, lower = "add a higher level to search.concurrency_levels", "add a lower level to search.concurrency_levels"
+	}
+	if w.MaximumPassingUsers != nil || w.FirstFailingUsers != nil {
+		switch w.SearchBound() {
+		case results.BoundCeiling:
+			return fmt.Sprintf("every number of users tried passed, up to %d: capacity is at least %d users; %s to find the boundary", *w.MaximumPassingUsers, *w.MaximumPassingUsers, raise)
+		case results.BoundFloor:
+			return fmt.Sprintf("even the fewest users tried, %d, failed: capacity is below %d users; %s to find the boundary", *w.FirstFailingUsers, *w.FirstFailingUsers, lower)
+		}
+		if w.MaximumPassingUsers == nil {
+			return "even 1 user missed the SLO: capacity is 0 users"
+		}
+		return ""
 	}
 	switch w.SearchBound() {
 	case results.BoundCeiling:

@@ -83,6 +83,12 @@ type Config struct {
 	// ProgressLine, when set, receives one line a person reads per finished trial (verdict,
 	// objectives against thresholds, duration, trials done and left) and per finished workload.
 	ProgressLine func(string) `json:"-"`
+
+	// checked says Check found no error in this configuration after loading its traces:
+	// Run and Resume take it as it is rather than reading and validating it again. axis is
+	// the load axis Check picked from it (runAxis).
+	checked bool
+	axis    axis
 }
 
 // Workload is one input/output shape to find the boundary for.
@@ -108,6 +114,24 @@ type Workload struct {
 	TraceBlockTokens int          `json:",omitempty"`
 	Trace            *trace.Trace `json:",omitempty"`
 	traceErr         error        // why LoadTraces could not read TraceFile
+
+	// Conversation, when set, makes the workload multi-turn conversations held by virtual
+	// users with think time (axis_users.go): InputTokens is each turn's new message and
+	// OutputTokens each turn's answer, and the search's levels (MinConcurrency,
+	// MaxConcurrency, ConcurrencyLevels) count users. Every workload of a run or none.
+	Conversation *Conversation `json:",omitempty"`
+}
+
+// Conversation is the shape of a workload's conversations.
+type Conversation struct {
+	Turns              int // user messages per conversation
+	SystemPromptTokens int // a system prompt every conversation shares; 0: none
+	// Think is the pause between an answer and the user's next message (and between
+	// conversations); its Mean may be 0.
+	Think load.Think
+	// WarmupConversations is how many conversations each user holds before its turns are
+	// measured; at least 1, so the cache holds histories and the users' phases settle.
+	WarmupConversations int
 }
 
 // Upper bounds that keep a run's memory and time finite. They are far above any real

@@ -94,9 +94,9 @@ func (w *serverWatch) sample(s engine.Snapshot) {
 	peak(&w.kv, v, ok)
 }
 
-// finish stops the sampling, scrapes once more and returns what the server saw; nil when the
+// end stops the sampling, scrapes once more and returns what the server saw; nil when the
 // closing scrape fails.
-func (w *serverWatch) finish(ctx context.Context) *results.ServerView {
+func (w *serverWatch) end(ctx context.Context) *results.ServerView {
 	if w == nil {
 		return nil
 	}

@@ -142,30 +142,8 @@ func (t JournalEntry) inconsistency(cfg Config, objectives []results.SLO) string
 // offConfiguration says why the trial's workload level, kind or index is not one cfg's
 // search can ask for, or "".
 func (t JournalEntry) offConfiguration(cfg Config) string {
-	if ol := cfg.OpenLoop; ol != nil {
-		rung, name := t.Rate, fmt.Sprintf("rate %.6g requests/s", t.Rate)
-		switch {
-		case t.Rate == 0:
-			return fmt.Sprintf("it is a trial at concurrency %d, but the configuration searches by request rate", t.Concurrency)
-		case ol.Speedup && t.Speedup == 0:
-			return fmt.Sprintf("it is a trial at %s, but the configuration searches a replay's speedup", name)
-		case !ol.Speedup && t.Speedup != 0:
-			return fmt.Sprintf("it is a replay at speedup %.6g, but the configuration searches by request rate", t.Speedup)
-		case ol.Speedup:
-			rung, name = t.Speedup, fmt.Sprintf("speedup %.6g", t.Speedup)
-		}
-		if _, ok := ol.Ladder().Rung(rung); !ok {
-			return fmt.Sprintf("%s is not on the search's ladder (from %.6g to %.6g in steps of %.4g %%)", name, ol.Ladder().Min, ol.Ladder().Max, ol.Ladder().Tolerance*100)
-		}
-	} else {
-		switch {
-		case t.Rate != 0:
-			return fmt.Sprintf("it is a trial at rate %.6g requests/s, but the configuration searches by concurrency", t.Rate)
-		case len(cfg.ConcurrencyLevels) > 0 && !slices.Contains(cfg.ConcurrencyLevels, t.Concurrency):
-			return fmt.Sprintf("concurrency %d is not one of search.concurrency_levels", t.Concurrency)
-		case len(cfg.ConcurrencyLevels) == 0 && (t.Concurrency < cfg.MinConcurrency || t.Concurrency > cfg.MaxConcurrency):
-			return fmt.Sprintf("concurrency %d lies outside search.min_concurrency to max_concurrency (%d to %d)", t.Concurrency, cfg.MinConcurrency, cfg.MaxConcurrency)
-		}
+	if why := cfg.runAxis().offAxis(t); why != "" {
+		return why
 	}
 	switch {
 	case t.Kind == search.Probe.String() && t.Index != 1:

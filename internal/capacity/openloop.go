@@ -7,10 +7,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"hash/fnv"
 	"math"
-	"path/filepath"
-	"slices"
 	"strconv"
 	"time"
 
@@ -21,8 +18,6 @@ import (
 	"github.com/llmserve/terraform-provider-llmserve/internal/records"
 	"github.com/llmserve/terraform-provider-llmserve/internal/results"
 	"github.com/llmserve/terraform-provider-llmserve/internal/search"
-	"github.com/llmserve/terraform-provider-llmserve/internal/splitmix"
-	"github.com/llmserve/terraform-provider-llmserve/internal/telemetry"
 )
 
 // OpenLoop drives every workload open-loop and searches the request rate instead of the
@@ -62,17 +57,6 @@ const MinSpeedup = 1e-3
 // Ladder is the rates the search may try.
 func (o OpenLoop) Ladder() search.Ladder {
 	return search.Ladder{Min: o.MinRate, Max: o.MaxRate, Tolerance: o.Tolerance}
-}
-
-// pattern is the document's arrival_pattern for an open-loop run.
-func (o OpenLoop) pattern() string {
-	if o.Speedup {
-		return "open-loop trace replay"
-	}
-	if o.Arrival.Pattern == load.ArrivalGamma {
-		return "open-loop gamma, burstiness " + strconv.FormatFloat(o.Arrival.Burstiness, 'g', -1, 64)
-	}
-	return "open-loop " + o.Arrival.Pattern
 }
 
 // validateOpenLoop adds the open-loop settings' problems, with the provider's attribute paths.
@@ -120,83 +104,116 @@ func (v *validation) openLoop(c Config) {
 	}
 }
 
-// ladderHistory is the journal's trials of a workload on the rate ladder, for resuming: a
-// rung is a rate, or the trace's speedup when speedup is set. Trials whose requests failed
-// are measured again, as in the concurrency search.
-func ladderHistory(entries []JournalEntry, label string, speedup bool) []search.RateOutcome {
-	var out []search.RateOutcome
+// openLoopBase is the base of the axes that send every request at its time on a schedule,
+// whatever is in flight (rate, replay), and search a ladder of values (rates, speedups).
+type openLoopBase struct{ ol OpenLoop }
+
+// onLadder is a schedule axis as the shared base sees it: what it searches and how its
+// trials are journaled.
+type onLadder interface {
+	axis
+	// rung is the ladder value a journal entry was measured at: its rate, or a replay's
+	// speedup.
+	rung(e JournalEntry) float64
+	// describe adds what the workload's results say of the axis beyond its boundary (a
+	// replay's trace).
+	describe(out *results.Workload, w Workload)
+	// nonMonotone is the note of a value that passed although a lower one failed.
+	nonMonotone(passed, failed float64) string
+}
+
+func (b openLoopBase) stream(workload string, at trialAt) string {
+	return fmt.Sprintf("%s r=%s %s t=%d", workload, strconv.FormatFloat(at.Value, 'g', 10, 64), at.Kind, at.Index)
+}
+
+func (b openLoopBase) recordsFile(index int, w Workload, at trialAt) (string, records.Trial) {
+	return records.RateFileName(index, w.Label, at.Kind.String(), at.Value, at.Index), records.Trial{Workload: w.Label, Index: at.Index}
+}
+
+func (openLoopBase) progressAt(e JournalEntry) string { return rateAt(e) }
+
+// offLadder says why a value (named name) is not on the search's ladder, or "".
+func (b openLoopBase) offLadder(value float64, name string) string {
+	l := b.ol.Ladder()
+	if _, ok := l.Rung(value); !ok {
+		return fmt.Sprintf("%s is not on the search's ladder (from %.6g to %.6g in steps of %.4g %%)", name, l.Min, l.Max, l.Tolerance*100)
+	}
+	return ""
+}
+
+// history is the journal's trials of a workload on the ladder, for resuming. Trials whose
+// requests failed are measured again, as in the concurrency search.
+func history(a onLadder, entries []JournalEntry, label string) []rateOutcome {
+	var out []rateOutcome
 	for _, t := range entries {
-		rung := t.Rate
-		if speedup {
-			rung = t.Speedup
+		if t.Workload == label && a.rung(t) > 0 && t.Errors == 0 {
+			out = append(out, rateOutcome{OutcomeOf: t.outcome(), Rate: a.rung(t)})
 		}
-		if t.Workload != label || rung <= 0 || t.Errors > 0 {
-			continue
-		}
-		out = append(out, search.RateOutcome{Outcome: t.outcome(), Rate: rung})
 	}
 	return out
 }
 
-// measureRate runs the rate search for one workload.
-func (s *session) measureRate(ctx context.Context, w Workload, history []search.RateOutcome) (results.Workload, error) {
-	runner := &trialRunner{s: s, w: w, index: slices.IndexFunc(s.cfg.Workloads, func(o Workload) bool { return o.Label == w.Label })}
-	replay := s.cfg.OpenLoop.Speedup
-	res, err := search.RunRate(ctx, search.RateConfig{
-		Ladder:             s.cfg.OpenLoop.Ladder(),
+// remainingOnLadder is the trials a ladder search can still ask for after the entries done.
+func remainingOnLadder(a onLadder, cfg Config, entries []JournalEntry) (lo, hi int) {
+	done := make([]rateOutcome, len(entries))
+	for i, e := range entries {
+		done[i] = rateOutcome{OutcomeOf: e.outcome(), Rate: a.rung(e)}
+	}
+	return remainingRateTrials(cfg, done)
+}
+
+// measureLadder runs the search over a's ladder for one workload: the one search entry of
+// the schedule axes.
+func measureLadder(ctx context.Context, r *trialRunner, a onLadder, ol OpenLoop, speedup bool) (results.Workload, error) {
+	s, w := r.s, r.w
+	ladder := ol.Ladder()
+	res, err := search.RunRate(ctx, search.RateConfigOf[*results.Trial]{
+		Ladder:             ladder,
 		ConfirmationTrials: s.cfg.ConfirmationTrials,
-		History:            history,
+		History:            history(a, s.cfg.History, w.Label),
 		Threshold:          1,
 		GuardBand:          guardBand,
-		Speedup:            replay,
-		Progress: func(o search.RateOutcome) {
-			e := runner.entry(o.Outcome)
-			e.Concurrency, e.Rate = 0, o.Rate
-			if replay { // the ladder's values are speedups
-				e.Rate, e.Speedup = traceRate(w, o.Rate), o.Rate
-			}
-			if !o.Resumed && s.cfg.Progress != nil {
-				s.cfg.Progress(e)
-			}
-			s.watch.finishedRate(w.Label, o, e)
+		Speedup:            speedup,
+		Progress: func(o rateOutcome) {
+			e := r.entry(o.OutcomeOf)
+			a.mark(&e, w, o.Rate)
+			r.finished(o.OutcomeOf, e)
 		},
-	}, runner.runRateOnceMore)
+	}, func(ctx context.Context, q search.RateRequest) (outcome, error) {
+		at := trialAt{Kind: q.Kind, Index: q.Index, Value: q.Rate}
+		return onceMoreOnScheduleFault(ctx, q, func(ctx context.Context, _ search.RateRequest) (outcome, error) { return r.run(ctx, at) },
+			func(err error) {
+				s.tracker.sayf("%s: the trial at %.4g requests/s runs again: %v", w.Label, q.Rate, err)
+			})
+	})
 	if err != nil {
 		return results.Workload{}, err
 	}
-	outcomes := func(os []search.RateOutcome) []search.Outcome {
-		out := make([]search.Outcome, len(os))
+	outcomes := func(os []rateOutcome) []outcome {
+		out := make([]outcome, len(os))
 		for i, o := range os {
-			out[i] = o.Outcome
+			out[i] = o.OutcomeOf
 		}
 		return out
 	}
 	out := workloadResult(w, outcomes(res.PassingTrials), outcomes(res.FailingTrials), outcomes(res.All))
 	out.MaximumPassingRequestRate, out.FirstFailingRequestRate = res.MaximumPassing, res.FirstFailing
-	if replay {
-		out.ConfiguredISL, out.ConfiguredOSL = w.Trace.MeanLengths()
-		out.TraceFile, out.TraceSHA256 = w.TraceFile, w.Trace.SHA256
-	}
+	a.describe(&out, w)
 	for i := range out.AllTrials {
 		out.AllTrials[i].Concurrency = 0 // the rung number; the trial's rate says what it ran at
 	}
 	if err := s.applyHeadline(&out); err != nil {
 		return results.Workload{}, err
 	}
-	ladder := s.cfg.OpenLoop.Ladder()
 	for _, n := range res.NonMonotone {
-		if replay {
-			out.Notes = append(out.Notes, fmt.Sprintf("speedup %.4g passed although speedup %.4g failed", ladder.Rate(n.Passed), ladder.Rate(n.Failed)))
-			continue
-		}
-		out.Notes = append(out.Notes, fmt.Sprintf("%.4g requests/s passed although %.4g requests/s failed", ladder.Rate(n.Passed), ladder.Rate(n.Failed)))
+		out.Notes = append(out.Notes, a.nonMonotone(ladder.Rate(n.Passed), ladder.Rate(n.Failed)))
 	}
 	if n := rateBoundNote(out); n != "" {
 		out.Notes = append(out.Notes, n)
 	}
 	for _, o := range res.All {
-		if t, ok := o.Detail.(*results.Trial); ok && t != nil && o.Failed > 0 {
-			out.Notes = append(out.Notes, failedNote(o.Outcome, t, rateLevel(t)))
+		if t := o.Detail; t != nil && o.Failed > 0 {
+			out.Notes = append(out.Notes, failedNote(o.OutcomeOf, t, rateLevel(t)))
 		}
 	}
 	return out, nil
@@ -228,17 +245,11 @@ func rateBoundNote(w results.Workload) string {
 	return ""
 }
 
-// runRateOnceMore runs a rate trial again, once, when its client could not keep the
-// schedule: that trial measured the client, not the server, and nothing of it was kept, so
-// a passing stall of a shared machine costs one trial instead of the run, while a client
+// onceMoreOnScheduleFault runs a schedule trial again, once, when its client could not keep
+// the schedule: that trial measured the client, not the server, and nothing of it was kept,
+// so a passing stall of a shared machine costs one trial instead of the run, while a client
 // that is too slow for the rate still stops the run with the reason.
-func (r *trialRunner) runRateOnceMore(ctx context.Context, q search.RateRequest) (search.Outcome, error) {
-	return onceMoreOnScheduleFault(ctx, q, r.runRate, func(err error) {
-		r.s.watch.sayf("%s: the trial at %.4g requests/s runs again: %v", r.w.Label, q.Rate, err)
-	})
-}
-
-func onceMoreOnScheduleFault(ctx context.Context, q search.RateRequest, run func(context.Context, search.RateRequest) (search.Outcome, error), say func(error)) (search.Outcome, error) {
+func onceMoreOnScheduleFault[O any](ctx context.Context, q search.RateRequest, run func(context.Context, search.RateRequest) (O, error), say func(error)) (O, error) {
 	out, err := run(ctx, q)
 	if late := (*load.ScheduleError)(nil); errors.As(err, &late) && ctx.Err() == nil {
 		say(err)
@@ -247,63 +258,29 @@ func onceMoreOnScheduleFault(ctx context.Context, q search.RateRequest, run func
 	return out, err
 }
 
-// runRate runs one open-loop trial at q.Rate.
-func (r *trialRunner) runRate(ctx context.Context, q search.RateRequest) (search.Outcome, error) {
-	s, w, ol := r.s, r.w, r.s.cfg.OpenLoop
-	clock := newTrialClock()
-	s.watch.beginRate(w.Label, q)
-	rate := strconv.FormatFloat(q.Rate, 'g', 10, 64)
-	stream := fmt.Sprintf("%s r=%s %s t=%d", w.Label, rate, q.Kind, q.Index)
-	// The same steps as a closed-loop trial: prompts fitted while the server settles.
-	prep := s.prepareAsync(ctx, w, stream)
-	idleUnverified, err := r.settle(ctx, &clock.timing)
-	if err != nil {
-		prep.abandon()
-		return search.Outcome{}, err
-	}
-	s.watch.enter("while its prompts were prepared")
-	prompts, err := prep.wait(&clock.timing)
-	if err != nil {
-		return search.Outcome{}, err
-	}
-	s.watch.enter("while its requests ran")
-	warmups, measured := prompts.warmup, prompts.measured
-	var schedule []time.Duration
-	rateValue, speedup := q.Rate, 0.0
-	if ol.Speedup {
-		// A replay: the trace's own arrivals, its offsets divided by the speedup.
-		speedup, rateValue = q.Rate, traceRate(w, q.Rate)
-		schedule, err = w.Trace.Schedule(speedup)
-	} else {
-		h := fnv.New64a()
-		h.Write([]byte(stream))
-		seed := splitmix.Mix(uint64(s.cfg.Seed) ^ splitmix.Mix(h.Sum64()))
-		schedule, err = ol.Arrival.Schedule(q.Rate, len(warmups.texts)+len(measured.texts), seed)
-	}
-	if err != nil {
-		return search.Outcome{}, err
-	}
-	osl := w.OutputTokens
-	if w.Trace != nil {
-		_, osl = w.Trace.MeanLengths() // each prompt asks for its own; this is only the default
-	}
+// driveOnSchedule sends one trial's prompts on schedule (warmups first: they run into the
+// measured arrivals without a pause, so the watchers' window covers the whole trial). A
+// probe stops the moment its verdict is certain, or the completion guard's fail is: the
+// offered rate is the schedule's, known before the first request. rate is the request rate
+// the trial stands for, arrival what the document calls its arrivals, osl the max_tokens
+// of a prompt that has none of its own.
+func (b openLoopBase) driveOnSchedule(ctx context.Context, r *trialRunner, at trialAt, p trialPhases, schedule []time.Duration, rate float64, arrival string, osl int) (driven, error) {
+	warmups, measured := p.warmup, p.measured
 	spec := load.OpenSpec{Schedule: schedule, Warmup: warmups.texts, Measured: measured.texts, OutputTokens: osl,
-		WarmupOutputTokens: warmups.maxTokens, MeasuredOutputTokens: measured.maxTokens, MaxInFlight: ol.MaxInFlight}
-	slos := s.slos()
-	rule := metrics.DefaultOpenLoopRule()
-	var stop *probeStop
-	if q.Kind == search.Probe {
-		// The completion guard's certain fail: the offered rate is the schedule's, known now.
+		WarmupOutputTokens: warmups.maxTokens, MeasuredOutputTokens: measured.maxTokens, MaxInFlight: b.ol.MaxInFlight}
+	out := driven{openLoop: &metrics.OpenLoopRun{Arrival: arrival, Rate: rate}}
+	if at.Kind == search.Probe {
 		offered := scheduledRate(schedule[len(warmups.texts):])
 		var firstDone time.Time
 		failed := 0
 		cannotKeepUp := func(now time.Time) bool {
-			return offered > 0 && rule.CannotKeepUp(now, firstDone, offered, len(measured.texts), failed)
+			return offered > 0 && metrics.DefaultOpenLoopRule().CannotKeepUp(now, firstDone, offered, len(measured.texts), failed)
 		}
-		if stop, err = newProbeStop(slos, len(measured.texts), cannotKeepUp); err != nil {
-			return search.Outcome{}, err
+		var err error
+		if out.stop, err = newProbeStop(r.s.slos(), len(measured.texts), cannotKeepUp); err != nil {
+			return out, err
 		}
-		stop.completed = func(r load.RequestResult) {
+		out.stop.completed = func(r load.RequestResult) {
 			if metrics.Succeeded(r) {
 				if firstDone.IsZero() || r.Done.Before(firstDone) {
 					firstDone = r.Done
@@ -312,118 +289,46 @@ func (r *trialRunner) runRate(ctx context.Context, q search.RateRequest) (search
 				failed++
 			}
 		}
-		spec.Tick, spec.Observe = stop.tick, stop.observe
+		spec.Tick, spec.Observe = out.stop.tick, out.stop.observe
 	}
-	t0 := time.Now()
-	// Warmups run into the measured arrivals without a pause: the accelerators' figures
-	// cover the whole trial.
-	accel := telemetry.Start(ctx, s.telemetry, s.cfg.TelemetryInterval)
-	watch := watchServer(ctx, s.control, s.engine)
-	hostStart := sampleHost()
-	loadStart := time.Now()
-	res, err := load.RunOpenTrial(ctx, s.client, spec)
-	loadEnd := time.Now()
-	host := hostLoad(hostStart, sampleHost())
-	waitedOut := stop.decidedByWaiting()
-	view := watch.finish(ctx)
-	accelerators := accel.Finish(ctx)
-	clock.timing.ServerScrapeS = seconds(loadStart.Sub(t0) + time.Since(loadEnd))
-	if !res.MeasuredStart.IsZero() {
-		clock.timing.WarmupS = seconds(res.MeasuredStart.Sub(loadStart))
-		clock.timing.MeasuredS = seconds(loadEnd.Sub(res.MeasuredStart))
-	} else {
-		clock.timing.WarmupS = seconds(loadEnd.Sub(loadStart))
+	res, err := load.RunOpenTrial(ctx, r.s.client, spec)
+	out.res, out.measuredEnd = res.TrialResult, time.Now()
+	out.window = res.Requests // warmups included, as the watchers' window is
+	return out, err
+}
+
+// remainingRateTrials is remainingTrials for a search over the rate (or speed-up) ladder: it
+// plays the rest of the search out against every rung the boundary may still lie at.
+func remainingRateTrials[D any](cfg Config, done []search.RateOutcomeOf[D]) (lo, hi int) {
+	l := cfg.OpenLoop.Ladder()
+	if l.Validate() != nil {
+		return 0, 0
 	}
-	if err != nil {
-		return search.Outcome{}, err
-	}
-	summaryStart := time.Now()
-	fid := res.Fidelity()
-	if err := fid.ClientFault(rateValue); err != nil && !res.Stopped {
-		return search.Outcome{}, err
-	}
-	done := res.Measured()
-	var verdict metrics.Verdict
-	if !waitedOut {
-		if verdict, err = metrics.Evaluate(slos, done); err != nil {
-			return search.Outcome{}, err
+	from, to := 0, l.Rungs()
+	for _, o := range done {
+		r, ok := l.Rung(o.Rate)
+		switch {
+		case !ok:
+		case o.Pass:
+			from = max(from, r)
+		default:
+			to = min(to, r-1)
 		}
 	}
-	keep := rule.KeptUp(res.Requests)
-	if res.Stopped {
-		keep.Missed = nil // a probe cut short judges no guard; its stop says why it failed
+	if from > to {
+		from, to = 0, l.Rungs()
 	}
-	failed := countFailed(done)
-	if res.Stopped {
-		cutShort(&verdict, failed)
-	}
-	pass := verdict.Pass && keep.Pass() && !res.Stopped
-	if !keep.Pass() {
-		verdict.Closeness = max(verdict.Closeness, 1)
-	}
-	out := search.Outcome{Pass: pass, Value: verdict.Closeness, DecidedEarly: res.Stopped,
-		Cost: requestSeconds(res.Requests), Failed: failed}
-	trial, err := metrics.Summarize(res.Requests, requestedOSL(w))
-	if err != nil && q.Kind == search.Confirmation && !errors.Is(err, metrics.ErrNoSuccessfulRequests) {
-		return search.Outcome{}, err
-	}
-	failDegenerate(&out, trial.Correctness.DegenerateOutputs)
-	trial.Trial = q.Index
-	trial.RequestRate, trial.Speedup = rateValue, speedup
-	arrival := ol.Arrival.Pattern
-	if ol.Speedup {
-		arrival = "trace"
-	}
-	trial.OpenLoop = &results.OpenLoopTrial{
-		Arrival: arrival, OfferedRate: keep.OfferedRate, AchievedRate: fid.OfferedRate,
-		CompletionRate: keep.CompletionRate, BacklogGrowth: keep.BacklogGrowth, BacklogAllowance: keep.BacklogAllowance,
-		InFlightMean: keep.InFlightMean, SendLatenessP50Ms: msOf(fid.LatenessP50), SendLatenessP99Ms: msOf(fid.LatenessP99),
-		SendLatenessMaxMs: msOf(fid.LatenessMax), CapBound: fid.CapBound, KeptUp: keep.Pass() && !res.Stopped, Missed: keep.Missed,
-	}
-	if s.cfg.RecordsDirectory != "" {
-		rel := filepath.Join(filepath.Dir(records.FileName(r.index, w.Label, q.Kind.String(), 0, q.Index)),
-			fmt.Sprintf("%s-r%s-%d.jsonl", q.Kind, rate, q.Index))
-		lines := records.FromLoad(records.Trial{Workload: w.Label, Index: q.Index, ChunkTimes: s.cfg.RecordChunkTimes}, res.Requests)
-		sum, err := records.Write(s.cfg.RecordsDirectory, rel, lines)
-		if err != nil {
-			return search.Outcome{}, err
-		}
-		trial.RecordsFile, trial.RecordsSHA256 = filepath.ToSlash(rel), sum
-	}
-	trial.SLOs = verdict.Results
-	if !waitedOut {
-		goodput := verdict.GoodputPercent
-		trial.GoodputPercent = &goodput
-	}
-	trial.Server = view
-	trial.Accelerators = accelerators.Summary(outputTokens(res.Requests)) // warmups included, as the window is
-	trial.Replicas = r.replicas.results()
-	trial.Host = host
-	if idleUnverified {
-		trial.Notes = append(trial.Notes, idleUnverifiedNote)
-	}
-	if !keep.BacklogJudged && !res.Stopped {
-		trial.Notes = append(trial.Notes, backlogUnjudgedNote(keep.BacklogSamples))
-	}
-	// Warmups are the schedule's first arrivals, with no pause before the measured ones, so
-	// the engine's prefix-cache counter cannot be read over the measured requests alone.
-	s.sawCacheReports(res.Requests)
-	own, shared := w.InputTokens-w.SharedPrefixTokens, w.SharedPrefixTokens
-	if w.Trace != nil {
-		own, shared = 0, sharedBlockTokens(w) // a replayed prompt's blocks may rightly be cached
-	}
-	checkCache(&trial, done, coldCache{
-		ownTokens:     own,
-		sharedTokens:  int(math.Ceil(measured.calibration.TemplateOverheadTokens)) + shared,
-		flushed:       s.flush.Engine != "",
-		omittedAsZero: s.cacheReport.known(),
+	return playOut(from, to, func(b int) (int, error) {
+		n := 0
+		_, err := search.RunRate(context.Background(), search.RateConfigOf[D]{
+			Ladder: l, ConfirmationTrials: cfg.ConfirmationTrials, History: done, Threshold: 1, GuardBand: guardBand,
+		}, func(_ context.Context, q search.RateRequest) (search.OutcomeOf[D], error) {
+			n++
+			rung, _ := l.Rung(q.Rate)
+			return clearCut[D](rung <= b), nil
+		})
+		return n, err
 	})
-	clock.timing.SummaryS = seconds(time.Since(summaryStart))
-	clock.timing.TotalS = seconds(time.Since(clock.start))
-	timing := clock.timing
-	trial.Timing = &timing
-	out.Detail = &trial
-	return out, nil
 }
 
 // backlogUnjudgedNote says that the backlog guard did not judge a trial with too few samples
@@ -441,5 +346,3 @@ func scheduledRate(schedule []time.Duration) float64 {
 	}
 	return float64(len(schedule)-1) / (schedule[len(schedule)-1] - schedule[0]).Seconds()
 }
-
-func msOf(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }

@@ -60,11 +60,14 @@ func (p *preparation) abandon() {
 	<-p.done
 }
 
-// trialPrompts fits the warmup and the measured prompts of one trial.
+// trialPrompts fits the warmup and the measured prompts of one trial, as the run's axis
+// sends them.
 func (s *session) trialPrompts(ctx context.Context, w Workload, stream string) (trialPhases, error) {
-	if w.Trace != nil {
-		return s.tracePhases(ctx, w, stream)
-	}
+	return s.axis.prompts(ctx, s, w, stream)
+}
+
+// syntheticPhases fits a trial's warmup and measured prompts to the workload's own shape.
+func (s *session) syntheticPhases(ctx context.Context, w Workload, stream string) (trialPhases, error) {
 	var out trialPhases
 	var err error
 	if out.warmup, err = s.workloadPrompts(ctx, w, stream+" warmup", s.cfg.WarmupRequests); err != nil {

@@ -7,7 +7,6 @@ package capacity
 // progress log and the provider's log as the run goes.
 
 import (
-	"context"
 	"fmt"
 	"math"
 	"slices"
@@ -20,57 +19,70 @@ import (
 	"github.com/llmserve/terraform-provider-llmserve/internal/search"
 )
 
-// runWatch follows a run: it counts finished and reused trials, knows which trial runs now
+// runTracker follows a run: it counts finished and reused trials, knows which trial runs now
 // and in which step (for the message of an interrupted run), and writes the human lines.
-type runWatch struct {
+type runTracker struct {
 	cfg   Config
+	axis  axis // the run's, once connected: it names trials and counts what is left
 	slos  []results.SLO
 	start time.Time
 	say   func(line string) // nil: nobody reads the lines
 
 	mu        sync.Mutex
-	outcomes  map[string][]search.Outcome     // by workload, in the search's order
-	rates     map[string][]search.RateOutcome // a rate (or speed-up) search's, likewise
-	measured  int                             // trials this run measured
-	good      int                             // finished trials without failed requests, reused ones included
-	reused    int                             // trials taken from the journal
-	reusedBy  []string                        // workloads with reused trials, in order
-	trialTime time.Duration                   // wall-clock of the trials this run measured
-	current   string                          // the trial running now, "" between trials
-	step      string                          // what it is doing
-	lastError string                          // the last failed request's error, for a server that went away
+	done      map[string][]JournalEntry // by workload, in the search's order
+	measured  int                       // trials this run measured
+	good      int                       // finished trials without failed requests, reused ones included
+	reused    int                       // trials taken from the journal
+	reusedBy  []string                  // workloads with reused trials, in order
+	trialTime time.Duration             // wall-clock of the trials this run measured
+	current   string                    // the trial running now, "" between trials
+	step      trialStep                 // what it is doing
+	lastError string                    // the last failed request's error, for a server that went away
 }
 
-func newRunWatch(cfg Config, slos []results.SLO, say func(string)) *runWatch {
-	return &runWatch{cfg: cfg, slos: slos, start: time.Now(), say: say, outcomes: map[string][]search.Outcome{}, rates: map[string][]search.RateOutcome{}}
+func newRunTracker(cfg Config, slos []results.SLO, say func(string)) *runTracker {
+	return &runTracker{cfg: cfg, slos: slos, start: time.Now(), say: say, done: map[string][]JournalEntry{}}
 }
 
-// begin marks the trial that runs now.
-func (w *runWatch) begin(workload string, req search.Request) {
-	w.beginAt(workload, fmt.Sprintf("concurrency %d", req.Concurrency), req.Kind, req.Index)
-}
-
-// beginRate marks the rate trial that runs now.
-func (w *runWatch) beginRate(workload string, q search.RateRequest) {
-	at := fmt.Sprintf("%s requests/s", trimFloat(math.Round(q.Rate*1000)/1000))
-	if w != nil && w.cfg.OpenLoop != nil && w.cfg.OpenLoop.Speedup {
-		at = "speedup " + trimFloat(math.Round(q.Rate*1000)/1000)
-	}
-	w.beginAt(workload, at, q.Kind, q.Index)
-}
-
-func (w *runWatch) beginAt(workload, at string, kind search.Kind, index int) {
+// begin marks the trial that runs now, at where on the run's axis.
+func (w *runTracker) begin(workload, where string, kind search.Kind, index int) {
 	if w == nil {
 		return
 	}
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	w.current = fmt.Sprintf("%s at %s of workload %q", trialName(kind, index, w.cfg.ConfirmationTrials), at, workload)
-	w.step = ""
+	w.current = fmt.Sprintf("%s at %s of workload %q", trialName(kind, index, w.cfg.ConfirmationTrials), where, workload)
+	w.step = stepNone
+}
+
+// trialStep is the step a trial is in, as the message of a run stopped in it says.
+type trialStep int
+
+// The steps of a trial (trial.go, replicas.go).
+const (
+	stepNone trialStep = iota
+	stepServerIdle
+	stepServerFlush
+	stepReplicasIdle
+	stepReplicasFlush
+	stepPrompts
+	stepRequests
+)
+
+func (s trialStep) String() string {
+	return [...]string{
+		stepNone:          "",
+		stepServerIdle:    "while waiting for the server to finish earlier work",
+		stepServerFlush:   "while flushing the server's prefix cache",
+		stepReplicasIdle:  "while waiting for every replica to finish earlier work",
+		stepReplicasFlush: "while flushing every replica's prefix cache",
+		stepPrompts:       "while its prompts were prepared",
+		stepRequests:      "while its requests ran",
+	}[s]
 }
 
 // enter names the step the current trial is in.
-func (w *runWatch) enter(step string) {
+func (w *runTracker) enter(step trialStep) {
 	if w == nil {
 		return
 	}
@@ -80,31 +92,51 @@ func (w *runWatch) enter(step string) {
 }
 
 // where says which trial was running and in which step, or that none was.
-func (w *runWatch) where() string {
+func (w *runTracker) where() string {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	switch {
 	case w.current == "":
 		return "between trials"
-	case w.step == "":
+	case w.step == stepNone:
 		return w.current
 	}
-	return w.current + ", " + w.step
+	return w.current + ", " + w.step.String()
 }
 
 // finished records one outcome the search used, measured now or reused from the journal.
-func (w *runWatch) finished(workload string, o search.Outcome, e JournalEntry) {
-	w.finishedAt(workload, fmt.Sprintf("c=%d", o.Concurrency), o, e)
-}
-
-// finishedRate records one outcome of a rate search.
-func (w *runWatch) finishedRate(workload string, o search.RateOutcome, e JournalEntry) {
-	if w != nil {
-		w.mu.Lock()
-		w.rates[workload] = append(w.rates[workload], o)
-		w.mu.Unlock()
+func (w *runTracker) finished(workload string, o outcome, e JournalEntry) {
+	if w == nil {
+		return
 	}
-	w.finishedAt(workload, rateAt(e), o.Outcome, e)
+	at := w.axis.progressAt(e)
+	w.mu.Lock()
+	w.done[workload] = append(w.done[workload], e)
+	if o.Failed == 0 {
+		w.good++
+	} else if len(e.ErrorSummary) > 0 {
+		w.lastError = e.ErrorSummary[0].Example
+	}
+	if o.Resumed {
+		w.reused++
+		if !slices.Contains(w.reusedBy, workload) {
+			w.reusedBy = append(w.reusedBy, workload)
+		}
+	} else {
+		w.measured++
+		if t := o.Detail; t != nil && t.Timing != nil {
+			w.trialTime += time.Duration(t.Timing.TotalS * float64(time.Second))
+		}
+	}
+	w.current, w.step = "", stepNone
+	line := ""
+	if !o.Resumed {
+		line = w.line(workload, at, o, e)
+	}
+	w.mu.Unlock()
+	if line != "" {
+		w.sayf("%s", line)
+	}
 }
 
 // rateAt names where a rate trial ran: the rate it was scheduled at and the rate its measured
@@ -129,49 +161,14 @@ func sig3(v float64) string {
 	return strconv.FormatFloat(v, 'g', 3, 64)
 }
 
-func (w *runWatch) finishedAt(workload, at string, o search.Outcome, e JournalEntry) {
-	if w == nil {
-		return
-	}
-	w.mu.Lock()
-	if w.cfg.OpenLoop == nil {
-		w.outcomes[workload] = append(w.outcomes[workload], o)
-	}
-	if o.Failed == 0 {
-		w.good++
-	} else if len(e.ErrorSummary) > 0 {
-		w.lastError = e.ErrorSummary[0].Example
-	}
-	if o.Resumed {
-		w.reused++
-		if !slices.Contains(w.reusedBy, workload) {
-			w.reusedBy = append(w.reusedBy, workload)
-		}
-	} else {
-		w.measured++
-		if t, ok := o.Detail.(*results.Trial); ok && t != nil && t.Timing != nil {
-			w.trialTime += time.Duration(t.Timing.TotalS * float64(time.Second))
-		}
-	}
-	w.current, w.step = "", ""
-	line := ""
-	if !o.Resumed {
-		line = w.line(workload, at, o, e)
-	}
-	w.mu.Unlock()
-	if line != "" {
-		w.sayf("%s", line)
-	}
-}
-
-func (w *runWatch) sayf(format string, args ...any) {
+func (w *runTracker) sayf(format string, args ...any) {
 	if w != nil && w.say != nil {
 		w.say(fmt.Sprintf(format, args...))
 	}
 }
 
 // line is the human line of one finished trial, with the run's standing after it.
-func (w *runWatch) line(workload, at string, o search.Outcome, e JournalEntry) string {
+func (w *runTracker) line(workload, at string, o outcome, e JournalEntry) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "%s  %q %s %s  %s", time.Now().UTC().Format("15:04:05"), workload, at,
 		trialName(o.Kind, o.Index, w.cfg.ConfirmationTrials), strings.ToUpper(e.verdict()))
@@ -191,7 +188,7 @@ func (w *runWatch) line(workload, at string, o search.Outcome, e JournalEntry) s
 	if o.Failed > 0 {
 		fmt.Fprintf(&b, "  %d requests failed", o.Failed)
 	}
-	if t, ok := o.Detail.(*results.Trial); ok && t != nil && t.Timing != nil {
+	if t := o.Detail; t != nil && t.Timing != nil {
 		fmt.Fprintf(&b, "  trial %s (server idle %s)", round(t.Timing.TotalS), round(t.Timing.Idle()))
 	}
 	done := w.measured + w.reused
@@ -266,7 +263,7 @@ func round(s float64) string {
 // left estimates what is still to come: the trials the search can still ask for, as a range
 // over where the boundary may lie (assuming clear-cut results: a noisy boundary can add
 // guard trials), and their time at this run's mean trial duration.
-func (w *runWatch) left(current string) string {
+func (w *runTracker) left(current string) string {
 	lo, hi := 0, 0
 	started := false
 	for _, wl := range w.cfg.Workloads {
@@ -300,55 +297,22 @@ func (w *runWatch) left(current string) string {
 
 // remaining is the fewest and the most trials a workload's search can still ask for, after
 // what it has done ("": a workload not begun), along the run's axis.
-func (w *runWatch) remaining(workload string) (lo, hi int) {
-	if w.cfg.OpenLoop != nil {
-		return remainingRateTrials(w.cfg, w.rates[workload])
-	}
-	return remainingTrials(w.cfg, w.outcomes[workload])
+func (w *runTracker) remaining(workload string) (lo, hi int) {
+	return w.axis.remaining(w.cfg, w.done[workload])
 }
 
 // maxEstimateCandidates bounds the boundaries an estimate plays out: every level when the
 // bracket is small, evenly spread ones otherwise.
 const maxEstimateCandidates = 64
 
-// remainingTrials plays the rest of a workload's search out against every boundary still
-// possible (a level passes when it is at most the boundary) and returns the fewest and the
-// most trials it would still ask for. The search is deterministic, so for clear-cut results
-// this is exact.
-func remainingTrials(cfg Config, done []search.Outcome) (lo, hi int) {
-	if len(cfg.ConcurrencyLevels) > 0 {
-		n := len(cfg.ConcurrencyLevels)*cfg.ConfirmationTrials - len(done)
-		return max(n, 0), max(n, 0)
-	}
-	// Boundaries still possible: at least the highest level seen passing, below the
-	// lowest seen failing; when results so far are not monotone, anywhere.
-	from, to := cfg.MinConcurrency-1, cfg.MaxConcurrency
-	for _, o := range done {
-		if o.Pass {
-			from = max(from, o.Concurrency)
-		} else {
-			to = min(to, o.Concurrency-1)
-		}
-	}
-	if from > to {
-		from, to = cfg.MinConcurrency-1, cfg.MaxConcurrency
-	}
+// playOut plays a workload's search out against every boundary b still possible in [from,
+// to] (searchTo runs the search whose trials pass up to b and counts them) and returns the
+// fewest and the most trials it would still ask for. The search is deterministic, so for
+// clear-cut results this is exact.
+func playOut(from, to int, searchTo func(b int) (trials int, err error)) (lo, hi int) {
 	lo, hi = math.MaxInt, 0
 	for _, b := range candidates(from, to) {
-		n := 0
-		runner := search.RunnerFunc(func(_ context.Context, req search.Request) (search.Outcome, error) {
-			n++
-			pass := req.Concurrency <= b
-			value := 2.0 // clear fails and passes: no guard trials
-			if pass {
-				value = 0.5
-			}
-			return search.Outcome{Request: req, Pass: pass, Value: value}, nil
-		})
-		_, err := search.Run(context.Background(), search.Config{
-			Min: cfg.MinConcurrency, Max: cfg.MaxConcurrency, ConfirmationTrials: cfg.ConfirmationTrials,
-			History: done, Threshold: 1, GuardBand: guardBand,
-		}, runner)
+		n, err := searchTo(b)
 		if err != nil {
 			continue
 		}
@@ -358,6 +322,14 @@ func remainingTrials(cfg Config, done []search.Outcome) (lo, hi int) {
 		return 0, 0
 	}
 	return lo, hi
+}
+
+// clearCut is a played-out trial's outcome: a clear pass or fail, so no guard trials.
+func clearCut[D any](pass bool) search.OutcomeOf[D] {
+	if pass {
+		return search.OutcomeOf[D]{Pass: true, Value: 0.5}
+	}
+	return search.OutcomeOf[D]{Value: 2}
 }
 
 func candidates(from, to int) []int {
@@ -373,51 +345,4 @@ func candidates(from, to int) []int {
 		out = append(out, from+int(float64(i)*float64(to-from)/float64(maxEstimateCandidates-1)))
 	}
 	return slices.Compact(out)
-}
-
-// remainingRateTrials is remainingTrials for a search over the rate (or speed-up) ladder: it
-// plays the rest of the search out against every rung the boundary may still lie at.
-func remainingRateTrials(cfg Config, done []search.RateOutcome) (lo, hi int) {
-	l := cfg.OpenLoop.Ladder()
-	if l.Validate() != nil {
-		return 0, 0
-	}
-	from, to := 0, l.Rungs()
-	for _, o := range done {
-		r, ok := l.Rung(o.Rate)
-		switch {
-		case !ok:
-		case o.Pass:
-			from = max(from, r)
-		default:
-			to = min(to, r-1)
-		}
-	}
-	if from > to {
-		from, to = 0, l.Rungs()
-	}
-	lo, hi = math.MaxInt, 0
-	for _, b := range candidates(from, to) {
-		n := 0
-		_, err := search.RunRate(context.Background(), search.RateConfig{
-			Ladder: l, ConfirmationTrials: cfg.ConfirmationTrials, History: done, Threshold: 1, GuardBand: guardBand,
-		}, func(_ context.Context, q search.RateRequest) (search.Outcome, error) {
-			n++
-			rung, _ := l.Rung(q.Rate)
-			pass := rung <= b
-			value := 2.0 // clear fails and passes: no guard trials
-			if pass {
-				value = 0.5
-			}
-			return search.Outcome{Pass: pass, Value: value}, nil
-		})
-		if err != nil {
-			continue
-		}
-		lo, hi = min(lo, n), max(hi, n)
-	}
-	if lo > hi {
-		return 0, 0
-	}
-	return lo, hi
 }

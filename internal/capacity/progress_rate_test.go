@@ -21,7 +21,8 @@ func TestRateProgressLine(t *testing.T) {
 		OpenLoop:           &OpenLoop{Arrival: load.Arrival{Pattern: load.ArrivalPoisson}, MinRate: 1, MaxRate: 8, Tolerance: 0.15},
 	}
 	var lines []string
-	w := newRunWatch(cfg, cfg.SLOs, func(l string) { lines = append(lines, l) })
+	w := newRunTracker(cfg, cfg.SLOs, func(l string) { lines = append(lines, l) })
+	w.axis = pickAxis(cfg)
 	entry := func(rate, offered float64, pass bool, missed ...string) JournalEntry {
 		ol := &results.OpenLoopTrial{Arrival: "poisson", OfferedRate: offered, CompletionRate: offered, KeptUp: len(missed) == 0, Missed: missed,
 			BacklogGrowth: 3.1, BacklogAllowance: 2}
@@ -33,8 +34,8 @@ func TestRateProgressLine(t *testing.T) {
 			Metrics: &results.Trial{RequestRate: rate, OpenLoop: ol}}
 	}
 	ladder := cfg.OpenLoop.Ladder()
-	w.finishedRate("chat", search.RateOutcome{Outcome: search.Outcome{Request: search.Request{Kind: search.Probe}, Pass: true}, Rate: ladder.Rate(9)}, entry(ladder.Rate(9), 2.316, true))
-	w.finishedRate("chat", search.RateOutcome{Outcome: search.Outcome{Request: search.Request{Kind: search.Probe}, Pass: false}, Rate: ladder.Rate(14)}, entry(ladder.Rate(14), 15.4, false, "completion_rate", "backlog"))
+	w.finished("chat", outcome{Request: search.Request{Kind: search.Probe}, Pass: true}, entry(ladder.Rate(9), 2.316, true))
+	w.finished("chat", outcome{Request: search.Request{Kind: search.Probe}, Pass: false}, entry(ladder.Rate(14), 15.4, false, "completion_rate", "backlog"))
 	if len(lines) != 2 {
 		t.Fatalf("lines %q", lines)
 	}
@@ -88,7 +89,7 @@ func TestRemainingRateTrialsBracketsTheSearch(t *testing.T) {
 // a 100-rung ladder (1 to 100 requests/s at 5 %), three confirmation trials, after a probe.
 func BenchmarkRemainingRateTrials(b *testing.B) {
 	cfg := Config{ConfirmationTrials: 3, OpenLoop: &OpenLoop{MinRate: 1, MaxRate: 100, Tolerance: 0.05}}
-	done := []search.RateOutcome{{Outcome: search.Outcome{Request: search.Request{Kind: search.Probe}, Pass: true, Value: 0.5}, Rate: cfg.OpenLoop.Ladder().Rate(40)}}
+	done := []search.RateOutcome{{OutcomeOf: search.Outcome{Request: search.Request{Kind: search.Probe}, Pass: true, Value: 0.5}, Rate: cfg.OpenLoop.Ladder().Rate(40)}}
 	for b.Loop() {
 		remainingRateTrials(cfg, done)
 	}

@@ -77,7 +77,7 @@ func (s *session) settleReplicas(ctx context.Context, timing *results.TrialTimin
 		rt.checks[i].Endpoint = r.url
 	}
 	t0 := time.Now()
-	s.watch.enter("while waiting for every replica to finish earlier work")
+	s.tracker.enter(stepReplicasIdle)
 	err = rt.forEach(func(i int, r replica) error {
 		if err := r.control.WaitIdle(ctx, s.engine); err != nil {
 			return err
@@ -97,7 +97,7 @@ func (s *session) settleReplicas(ctx context.Context, timing *results.TrialTimin
 		return rt, unverified, nil
 	}
 	t1 := time.Now()
-	s.watch.enter("while flushing every replica's prefix cache")
+	s.tracker.enter(stepReplicasFlush)
 	err = rt.forEach(func(i int, r replica) error {
 		if err := r.control.Flush(ctx, s.flush); err != nil {
 			return err
@@ -127,11 +127,11 @@ func (rt *replicaTrial) markMeasured(ctx context.Context) {
 	})
 }
 
-// finish scrapes every replica after the load and fills each one's prefix-cache counters
+// measured scrapes every replica after the load and fills each one's prefix-cache counters
 // over the measured requests. It returns their sum, the deployment's hits over the measured
 // requests, when every replica gave one; nil otherwise (a missing replica would hide its
 // hits).
-func (rt *replicaTrial) finish(ctx context.Context) *float64 {
+func (rt *replicaTrial) measured(ctx context.Context) *float64 {
 	if rt == nil {
 		return nil
 	}

@@ -172,7 +172,9 @@ func (e *StoppedError) Summary() string {
 // the run stopped part-way, or what Run returns otherwise.
 func Resume(ctx context.Context, cfg Config, files Files) (Report, error) {
 	rep := Report{Resumed: Resumed{File: files.ProgressFile}}
-	cfg.LoadTraces() // the fingerprint names each trace by its contents
+	// The fingerprint names each trace by its contents. A configuration that does not
+	// validate stops the run once its files are open, as a run stopped by any other error.
+	invalid := cfg.check()
 	journal, err := OpenJournal(files.ProgressFile, cfg)
 	if err != nil {
 		return rep, &FileError{Path: attrpath.Root("progress_file"), Err: err}
@@ -215,7 +217,10 @@ func Resume(ctx context.Context, cfg Config, files Files) (Report, error) {
 	cfg.ProgressLine = say
 	say(startLine(cfg, files, journal))
 
-	doc, st, err := run(ctx, cfg)
+	doc, st, err := (*results.Document)(nil), runStats{start: time.Now()}, invalid
+	if invalid == nil {
+		doc, st, err = run(ctx, cfg)
+	}
 	rep.Document = doc
 	rep.Resumed.Trials, rep.Resumed.Workloads = st.reused, st.reusedBy
 	if err != nil {
@@ -266,7 +271,7 @@ func openProgressLog(path string) (*os.File, error) {
 
 // explain turns the error that stopped a run into what happened to the run: interrupted,
 // out of time, or a server that went away after good trials. Other errors pass unchanged.
-func (w *runWatch) explain(ctx context.Context, err error) error {
+func (w *runTracker) explain(ctx context.Context, err error) error {
 	w.mu.Lock()
 	good := w.good
 	lastErr := w.lastError

@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/llmserve/terraform-provider-llmserve/internal/load"
+	"github.com/llmserve/terraform-provider-llmserve/internal/problem"
 	"github.com/llmserve/terraform-provider-llmserve/internal/results"
 	"github.com/llmserve/terraform-provider-llmserve/internal/simengine"
 )
@@ -326,7 +327,15 @@ func TestCapacityZeroWarns(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ws := cfg.ResultWarnings(doc)
+	// A wall-clock engine's trials may also differ by their timing noise (5.1 against 4.9 ms
+	// on a busy CI host), which earns the noise warnings of advice_noise.go; those are not
+	// this test's subject, the one capacity-0 warning is.
+	var ws []problem.Problem
+	for _, w := range cfg.ResultWarnings(doc) {
+		if !strings.Contains(w.Summary, "disagree beyond their size") && !strings.Contains(w.Summary, "machine was busy") {
+			ws = append(ws, w)
+		}
+	}
 	if len(ws) != 1 || !strings.Contains(ws[0].Summary, "no capacity") ||
 		!strings.Contains(ws[0].Detail, "p95 TTFT was") || !strings.Contains(ws[0].Detail, "< 1 ms") || !strings.Contains(ws[0].Detail, "× the limit") {
 		t.Fatalf("warnings %+v", ws)

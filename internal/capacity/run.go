@@ -1,7 +1,6 @@
 package capacity
 
 import (
-	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -14,7 +13,6 @@ import (
 	"github.com/llmserve/terraform-provider-llmserve/internal/metrics"
 	"github.com/llmserve/terraform-provider-llmserve/internal/prompt"
 	"github.com/llmserve/terraform-provider-llmserve/internal/results"
-	"github.com/llmserve/terraform-provider-llmserve/internal/search"
 	"github.com/llmserve/terraform-provider-llmserve/internal/telemetry"
 )
 
@@ -37,6 +35,9 @@ var ErrDegenerateOutput = errors.New("most outputs are degenerate")
 // was finished so far (nil workloads are left out) together with the error; every finished
 // trial has also been passed to cfg.Progress. Resume wraps it with the progress files.
 func Run(ctx context.Context, cfg Config) (*results.Document, error) {
+	if err := cfg.check(); err != nil {
+		return nil, err
+	}
 	doc, _, err := run(ctx, cfg)
 	return doc, err
 }
@@ -49,56 +50,34 @@ type runStats struct {
 	reusedBy []string
 }
 
+// run runs a configuration Check passed (Config.check).
 func run(ctx context.Context, cfg Config) (*results.Document, runStats, error) {
-	cfg.StallTimeout = cmp.Or(cfg.StallTimeout, load.DefaultStallTimeout)
-	cfg.RequestTimeout = cmp.Or(cfg.RequestTimeout, load.DefaultRequestTimeout)
-	watch := newRunWatch(cfg, sessionSLOs(cfg), cfg.ProgressLine)
+	tracker := newRunTracker(cfg, sessionSLOs(cfg), cfg.ProgressLine)
 	stats := func() runStats {
-		watch.mu.Lock()
-		defer watch.mu.Unlock()
-		return runStats{start: watch.start, measured: watch.measured, reused: watch.reused, reusedBy: slices.Clone(watch.reusedBy)}
+		tracker.mu.Lock()
+		defer tracker.mu.Unlock()
+		return runStats{start: tracker.start, measured: tracker.measured, reused: tracker.reused, reusedBy: slices.Clone(tracker.reusedBy)}
 	}
-	cfg.LoadTraces()
-	if err := Err(cfg.Validate()); err != nil {
-		return nil, stats(), err
-	}
-	watch.current, watch.step = "the connection check", ""
+	tracker.current, tracker.step = "the connection check", stepNone
 	s, err := connect(ctx, cfg)
 	if err != nil {
-		return nil, stats(), watch.explain(ctx, err)
+		return nil, stats(), tracker.explain(ctx, err)
 	}
-	watch.current = ""
-	s.watch = watch
+	tracker.current, tracker.axis = "", s.axis
+	s.tracker = tracker
 	doc := s.skeleton()
-	history := map[string][]search.Outcome{}
-	for _, t := range cfg.History {
-		// A trial whose requests failed is measured again: the run is resumed because
-		// something went wrong, and the failure may have been the server's, not the load's.
-		if t.Errors > 0 {
-			continue
-		}
-		history[t.Workload] = append(history[t.Workload], t.outcome())
-	}
-	if cfg.OpenLoop != nil {
-		doc.AIPerf.ArrivalPattern = cfg.OpenLoop.pattern()
-	}
-	for _, w := range cfg.Workloads {
-		var wr results.Workload
-		if cfg.OpenLoop != nil {
-			wr, err = s.measureRate(ctx, w, ladderHistory(cfg.History, w.Label, cfg.OpenLoop.Speedup))
-		} else {
-			wr, err = s.measure(ctx, w, history[w.Label])
-		}
+	for i, w := range cfg.Workloads {
+		wr, err := s.axis.measure(ctx, &trialRunner{s: s, w: w, index: i})
 		if err != nil {
 			doc.CorrectnessTotal = totals(doc.Workloads)
-			err = watch.explain(ctx, err)
+			err = tracker.explain(ctx, err)
 			if _, stopped := err.(*StoppedError); !stopped { // a stopped run's text names the workload
 				err = fmt.Errorf("workload %q: %w", w.Label, err)
 			}
 			return doc, stats(), err
 		}
 		doc.Workloads = append(doc.Workloads, wr)
-		watch.sayf("%s  workload %q done: %s", time.Now().UTC().Format("15:04:05"), w.Label, workloadLine(wr))
+		tracker.sayf("%s  workload %q done: %s", time.Now().UTC().Format("15:04:05"), w.Label, workloadLine(wr))
 	}
 	doc.CorrectnessTotal = totals(doc.Workloads)
 	return doc, stats(), nil
@@ -122,11 +101,12 @@ type session struct {
 	flush   engine.CacheFlush
 	engine  engine.Name // sglang | vllm | llamacpp, or empty when the server did not say
 	info    engine.ServerInfo
+	axis    axis // what the run varies: picked once, from the validated configuration
 	prompts *prompt.Generator
 	blocks  blockTexts // a replayed trace's hash_ids blocks, fitted once per run
 	// cacheReport: whether a response without a cached-token field means 0 (coldcache.go).
 	cacheReport cacheReporting
-	watch       *runWatch // nil-safe: counts trials, names the running one, writes human lines
+	tracker     *runTracker // nil-safe: counts trials, names the running one, writes human lines
 	// telemetry are the accelerators' exporters, scraped over every trial; none without
 	// telemetry_endpoints.
 	telemetry []telemetry.Endpoint
@@ -138,7 +118,7 @@ type session struct {
 // connect checks that the endpoint is usable before any load is sent: reachable, the model
 // served, credentials accepted, streaming with usage.
 func connect(ctx context.Context, cfg Config) (*session, error) {
-	s := &session{cfg: cfg}
+	s := &session{cfg: cfg, axis: cfg.runAxis()}
 	control, err := engine.NewClient(engine.ClientConfig{BaseURL: cfg.Endpoint, Model: cfg.Model, APIKey: cfg.APIKey, AdminAPIKey: cfg.AdminAPIKey, IdleTimeout: cfg.IdleTimeout})
 	if err != nil {
 		return nil, err
@@ -266,7 +246,7 @@ func (s *session) skeleton() *results.Document {
 		Experiment:    exp,
 		AIPerf: results.Protocol{
 			Version:                          strings.TrimSpace("terraform-provider-llmserve " + cfg.ToolVersion),
-			ArrivalPattern:                   "closed-loop concurrency burst",
+			ArrivalPattern:                   s.axis.pattern(),
 			Streaming:                        true,
 			ServerTokenCount:                 true,
 			Temperature:                      0,
@@ -292,50 +272,10 @@ func sessionSLOs(cfg Config) []results.SLO {
 	return out
 }
 
-// measure runs the search for one workload.
-func (s *session) measure(ctx context.Context, w Workload, history []search.Outcome) (results.Workload, error) {
-	runner := &trialRunner{s: s, w: w, index: slices.IndexFunc(s.cfg.Workloads, func(o Workload) bool { return o.Label == w.Label })}
-	res, err := search.Run(ctx, search.Config{
-		Min: s.cfg.MinConcurrency, Max: s.cfg.MaxConcurrency,
-		Levels:             s.cfg.ConcurrencyLevels,
-		ConfirmationTrials: s.cfg.ConfirmationTrials,
-		History:            history,
-		Threshold:          1,
-		GuardBand:          guardBand,
-		Progress: func(o search.Outcome) {
-			e := runner.entry(o)
-			if !o.Resumed && s.cfg.Progress != nil {
-				s.cfg.Progress(e) // the journal first: it is what survives a crash
-			}
-			s.watch.finished(w.Label, o, e)
-		},
-	}, runner)
-	if err != nil {
-		return results.Workload{}, err
-	}
-	out := workloadResult(w, res.PassingTrials, res.FailingTrials, res.All)
-	out.MaximumPassingConcurrency, out.FirstFailingConcurrency = res.MaximumPassing, res.FirstFailing
-	if err := s.applyHeadline(&out); err != nil {
-		return results.Workload{}, err
-	}
-	for _, n := range res.NonMonotone {
-		out.Notes = append(out.Notes, n.String())
-	}
-	if n := BoundNote(out, len(s.cfg.ConcurrencyLevels) > 0); n != "" {
-		out.Notes = append(out.Notes, n)
-	}
-	for _, o := range res.All {
-		if t, ok := o.Detail.(*results.Trial); ok && t != nil && o.Failed > 0 {
-			out.Notes = append(out.Notes, failedNote(o, t, fmt.Sprintf("concurrency %d", o.Concurrency)))
-		}
-	}
-	return out, nil
-}
-
 // workloadResult is what both searches report alike for a workload: what it was configured
 // with, the trials at the boundary and every trial used, and the prompt lengths the server
 // counted. The caller adds its boundary (a concurrency or a rate) and then the headline.
-func workloadResult(w Workload, passing, failing, all []search.Outcome) results.Workload {
+func workloadResult(w Workload, passing, failing, all []outcome) results.Workload {
 	out := results.Workload{
 		Label:              w.Label,
 		ConfiguredISL:      w.InputTokens,
@@ -364,11 +304,11 @@ func (s *session) applyHeadline(out *results.Workload) error {
 
 // everyTrial is every trial the search used, in order, each saying its kind and whether it
 // was stopped early. Resumed trials of an older journal without metrics are left out.
-func everyTrial(outcomes []search.Outcome) []results.Trial {
+func everyTrial(outcomes []outcome) []results.Trial {
 	out := make([]results.Trial, 0, len(outcomes))
 	for _, o := range outcomes {
-		t, ok := o.Detail.(*results.Trial)
-		if !ok || t == nil {
+		t := o.Detail
+		if t == nil {
 			continue
 		}
 		tr := *t
@@ -389,10 +329,10 @@ func everyTrial(outcomes []search.Outcome) []results.Trial {
 	return out
 }
 
-func trialsOf(outcomes []search.Outcome) []results.Trial {
+func trialsOf(outcomes []outcome) []results.Trial {
 	out := make([]results.Trial, 0, len(outcomes))
 	for _, o := range outcomes {
-		if t, ok := o.Detail.(*results.Trial); ok && t != nil {
+		if t := o.Detail; t != nil {
 			out = append(out, *t)
 		}
 	}

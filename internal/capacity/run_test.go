@@ -385,7 +385,7 @@ func TestProbeDecidedByWaiting(t *testing.T) {
 	}
 	engine.ResetStats()
 	runner := &trialRunner{s: s, w: cfg.Workloads[0]}
-	out, err := runner.RunTrial(context.Background(), search.Request{Concurrency: 4, Kind: search.Probe, Index: 1})
+	out, err := runner.run(context.Background(), trialAt{Kind: search.Probe, Index: 1, Level: 4, Value: 4})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -8,6 +8,7 @@ import (
 	"context"
 	"fmt"
 	"math"
+	"slices"
 	"strings"
 	"sync"
 
@@ -22,14 +23,19 @@ import (
 const UnknownTraceFile = "\x00not known yet"
 
 // LoadTraces reads the trace file of every workload that names one and has not read it yet;
-// a file that cannot be read or parsed is a problem Validate reports at its attribute.
+// a file that cannot be read or parsed is a problem Validate reports at its attribute. The
+// workloads it reads into are c's own: a copy of c made before keeps its slice unchanged.
 func (c *Config) LoadTraces() {
+	cloned := false
 	for i := range c.Workloads {
-		w := &c.Workloads[i]
+		w := c.Workloads[i]
 		if w.TraceFile == "" || w.TraceFile == UnknownTraceFile || w.Trace != nil || w.traceErr != nil {
 			continue
 		}
-		w.Trace, w.traceErr = trace.ReadFile(w.TraceFile, w.blockTokens())
+		if !cloned {
+			c.Workloads, cloned = slices.Clone(c.Workloads), true
+		}
+		c.Workloads[i].Trace, c.Workloads[i].traceErr = trace.ReadFile(w.TraceFile, w.blockTokens())
 	}
 }
 

@@ -199,7 +199,7 @@ func TestRunReplayFindsSpeedup(t *testing.T) {
 	if len(journal) == 0 || journal[0].Speedup == 0 || math.Abs(journal[0].Rate-journal[0].Speedup*5) > 1e-9 {
 		t.Errorf("journal entries carry the speedup and the rate: %+v", journal[0])
 	}
-	if h := ladderHistory(journal, "recorded", true); len(h) != len(journal) || h[0].Rate != journal[0].Speedup {
+	if h := history(pickAxis(cfg).(onLadder), journal, "recorded"); len(h) != len(journal) || h[0].Rate != journal[0].Speedup {
 		t.Errorf("resume history by speedup: %+v", h)
 	}
 	recomputed, err := records.Recompute(doc, cfg.RecordsDirectory)

@@ -4,7 +4,6 @@ package capacity
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"math"
 	"path/filepath"
@@ -15,10 +14,10 @@ import (
 	"github.com/llmserve/terraform-provider-llmserve/internal/records"
 	"github.com/llmserve/terraform-provider-llmserve/internal/results"
 	"github.com/llmserve/terraform-provider-llmserve/internal/search"
-	"github.com/llmserve/terraform-provider-llmserve/internal/telemetry"
 )
 
-// trialRunner runs the search's trials for one workload against the server.
+// trialRunner runs the search's trials for one workload against the server, on the run's
+// axis (session.axis).
 type trialRunner struct {
 	s     *session
 	w     Workload
@@ -28,68 +27,65 @@ type trialRunner struct {
 	replicas *replicaTrial
 }
 
-// RunTrial runs one trial in named steps: settle the server (idle, cold cache) while the
-// prompts are fitted, run the load (a probe stops once its verdict is certain), judge it,
-// keep it. Its Timing says where the wall-clock went.
-func (r *trialRunner) RunTrial(ctx context.Context, req search.Request) (search.Outcome, error) {
+// run is the one trial pipeline, on any axis, in named steps: settle the server (idle, cold
+// cache) while the prompts are fitted, send the load through the axis (a probe stops once
+// its verdict is certain), judge it, keep it. Its Timing says where the wall-clock went.
+func (r *trialRunner) run(ctx context.Context, at trialAt) (outcome, error) {
+	s, ax := r.s, r.s.axis
 	clock := newTrialClock()
-	watch := r.s.watch
-	watch.begin(r.w.Label, req)
-	stream := TrialStream(r.w.Label, req.Concurrency, req.Kind.String(), req.Index)
+	s.tracker.begin(r.w.Label, ax.where(at), at.Kind, at.Index)
 	// Fitting prompts asks the server to count tokens, which generates nothing: it overlaps
 	// the idle wait and the flush instead of following them.
-	prep := r.s.prepareAsync(ctx, r.w, stream)
+	prep := s.prepareAsync(ctx, r.w, ax.stream(r.w.Label, at))
 	idleUnverified, err := r.settle(ctx, &clock.timing)
 	if err != nil {
 		prep.abandon()
-		return search.Outcome{}, err
+		return outcome{}, err
 	}
-	watch.enter("while its prompts were prepared")
+	s.tracker.enter(stepPrompts)
 	prompts, err := prep.wait(&clock.timing)
 	if err != nil {
-		return search.Outcome{}, err
+		return outcome{}, err
 	}
-	watch.enter("while its requests ran")
-	hostStart := sampleHost()
-	run, err := r.load(ctx, req, prompts, clock)
+	s.tracker.enter(stepRequests)
+	run, seen, host, err := r.load(ctx, at, prompts, clock)
 	if err != nil {
-		return search.Outcome{}, err
+		return outcome{}, err
 	}
-	host := hostLoad(hostStart, sampleHost())
-	run.idleUnverified = idleUnverified
 	summaryStart := time.Now()
-	out, abort, err := r.judge(req, prompts, run)
+	out, trial, abort, err := r.judge(at, prompts, run, seen, idleUnverified)
 	if err != nil {
-		return search.Outcome{}, err
+		return outcome{}, err
 	}
-	trial := out.Detail.(*results.Trial)
 	trial.Host = host
-	if err := r.keepRecords(req, trial, run.res.Requests); err != nil {
-		return search.Outcome{}, err
+	if err := r.keepRecords(at, trial, run.res.Requests); err != nil {
+		return outcome{}, err
 	}
 	clock.timing.SummaryS = seconds(time.Since(summaryStart))
 	clock.timing.TotalS = seconds(time.Since(clock.start))
 	timing := clock.timing
 	trial.Timing = &timing
+	out.Detail = trial
 	if abort != nil {
 		// The search never sees this outcome, so it journals it here; a resumed run measures
 		// it again, as every trial whose requests failed.
+		out.Request = search.Request{Concurrency: at.Level, Kind: at.Kind, Index: at.Index}
 		e := r.entry(out)
-		if r.s.cfg.Progress != nil {
-			r.s.cfg.Progress(e)
-		}
-		watch.finished(r.w.Label, out, e)
-		watch.begin(r.w.Label, req) // the run stops in this trial: its message names it
-		return search.Outcome{}, abort
+		ax.mark(&e, r.w, at.Value)
+		r.finished(out, e)
+		s.tracker.begin(r.w.Label, ax.where(at), at.Kind, at.Index) // the run stops in this trial: its message names it
+		return outcome{}, abort
 	}
 	return out, nil
 }
 
-// TrialStream names a trial's prompt stream: its warmup prompts come from TrialStream + "
-// warmup", its measured ones from TrialStream + " measured" (prompt.Generator.Prompts), so
-// every trial sends prompts no other trial sends, and a resumed trial the same ones.
-func TrialStream(workload string, concurrency int, kind string, index int) string {
-	return fmt.Sprintf("%s c=%d %s t=%d", workload, concurrency, kind, index)
+// finished journals a trial the search used, measured now or reused from the journal (the
+// journal first: it is what survives a crash), and writes its progress line.
+func (r *trialRunner) finished(o outcome, e JournalEntry) {
+	if !o.Resumed && r.s.cfg.Progress != nil {
+		r.s.cfg.Progress(e)
+	}
+	r.s.tracker.finished(r.w.Label, o, e)
 }
 
 // trialClock collects a trial's timing as its steps run.
@@ -115,7 +111,7 @@ func (r *trialRunner) settle(ctx context.Context, timing *results.TrialTiming) (
 		return unverified, err
 	}
 	t0 := time.Now()
-	s.watch.enter("while waiting for the server to finish earlier work")
+	s.tracker.enter(stepServerIdle)
 	if err := s.control.WaitIdle(ctx, s.engine); err != nil {
 		return false, err
 	}
@@ -125,7 +121,7 @@ func (r *trialRunner) settle(ctx context.Context, timing *results.TrialTiming) (
 		return unverified, nil
 	}
 	t1 := time.Now()
-	s.watch.enter("while flushing the server's prefix cache")
+	s.tracker.enter(stepServerFlush)
 	err = s.control.Flush(ctx, s.flush) // waits for idle itself: immediate after the wait above
 	timing.CacheFlushS = seconds(time.Since(t1))
 	return unverified, err
@@ -135,148 +131,125 @@ func (r *trialRunner) settle(ctx context.Context, timing *results.TrialTiming) (
 const idleUnverifiedNote = "the server offered no idle signal (no load endpoint and no running or waiting gauges: SGLang 0.4.x without --enable-metrics), " +
 	"so this trial may have started while earlier requests still ran, and a flush sent then may have done nothing"
 
-// trialLoad is what the load step produced.
-type trialLoad struct {
-	res            load.TrialResult
-	view           *results.ServerView
-	measuredHits   *float64             // the engine's prefix-cache hits over the measured requests alone
-	waitedOut      bool                 // a probe decided by requests still waiting: no verdict from finished ones
-	idleUnverified bool                 // the server offered no idle signal before the trial
-	accelerators   *telemetry.Recording // the accelerators' exporters over the trial; nil without them
+// driven is what an axis's load produced, for the judge.
+type driven struct {
+	res  load.TrialResult
+	stop *probeStop // nil for a trial that is no probe
+	// measuredEnd is when the measured requests ended, for the trial's timing; zero when
+	// the load cannot say.
+	measuredEnd time.Time
+	// window is the requests the watchers' window covers: the accelerators' energy per
+	// output token divides by their output tokens.
+	window []load.RequestResult
+	// lowest says a full trial here whose requests all failed (or whose outputs were
+	// degenerate) leaves no capacity to measure: the run stops there. A closed loop's
+	// minimum concurrency.
+	lowest bool
+	// openLoop is what the judge needs of a trial sent on a schedule (its arrivals and
+	// rate: the client must have kept it, the server kept up with it); nil for a closed loop.
+	openLoop *metrics.OpenLoopRun
+	// conversations is what a users trial measured of its conversations; nil on other axes.
+	conversations *results.ConversationTrial
 }
 
-// load runs the warmups and measured requests, with the engine's own metrics scraped before,
-// during and after; a probe stops the moment its verdict is certain, a confirmation runs in
-// full because its metrics are reported.
-func (r *trialRunner) load(ctx context.Context, req search.Request, prompts trialPhases, clock *trialClock) (trialLoad, error) {
-	s, w := r.s, r.w
-	spec := load.TrialSpec{Concurrency: req.Concurrency, Warmup: prompts.warmup.texts, Measured: prompts.measured.texts, OutputTokens: w.OutputTokens,
-		WarmupOutputTokens: prompts.warmup.maxTokens, MeasuredOutputTokens: prompts.measured.maxTokens}
-	var out trialLoad
-	var stop *probeStop
-	if req.Kind == search.Probe {
-		var err error
-		if stop, err = newProbeStop(s.slos(), len(prompts.measured.texts), nil); err != nil {
-			return out, err
-		}
-		spec.Tick, spec.Observe = stop.tick, stop.observe
-	}
+// load sends the trial's load through the axis, with its watchers started before and
+// finished after; host is the machine's load over it.
+func (r *trialRunner) load(ctx context.Context, at trialAt, prompts trialPhases, clock *trialClock) (run driven, seen observed, host *results.HostLoad, err error) {
 	t0 := time.Now()
-	// The accelerators' exporters are scraped in their own goroutine from here to after the
-	// load; marking the measured requests' start only asks for a scrape, it never waits.
-	accel := telemetry.Start(ctx, s.telemetry, s.cfg.TelemetryInterval)
-	watch := watchServer(ctx, s.control, s.engine)
-	spec.BeforeMeasured = func() {
-		accel.MarkMeasured()
-		watch.markMeasured(ctx)
-		r.replicas.markMeasured(ctx)
-	}
+	watchers := r.startWatchers(ctx)
+	hostStart := sampleHost()
 	loadStart := time.Now()
-	res, err := load.RunTrial(ctx, s.client, spec)
+	run, err = r.s.axis.drive(ctx, r, at, prompts, func() { watchers.markMeasured(ctx) })
 	loadEnd := time.Now()
-	out.waitedOut = stop.decidedByWaiting()
-	out.view = watch.finish(ctx)
-	out.measuredHits = watch.measuredHits()
-	out.accelerators = accel.Finish(ctx)
-	if r.replicas != nil {
-		// The Service's /metrics is one replica's; the replicas' own counters add up to all.
-		out.measuredHits = r.replicas.finish(ctx)
-	}
+	host = hostLoad(hostStart, sampleHost())
+	seen = watchers.finish(ctx)
 	clock.timing.ServerScrapeS = seconds(loadStart.Sub(t0) + time.Since(loadEnd))
+	res := run.res
 	if !res.MeasuredStart.IsZero() {
 		clock.timing.WarmupS = seconds(res.MeasuredStart.Sub(loadStart))
-		if !res.MeasuredEnd.IsZero() {
-			clock.timing.MeasuredS = seconds(res.MeasuredEnd.Sub(res.MeasuredStart))
+		if !run.measuredEnd.IsZero() {
+			clock.timing.MeasuredS = seconds(run.measuredEnd.Sub(res.MeasuredStart))
 		}
 	} else {
 		clock.timing.WarmupS = seconds(loadEnd.Sub(loadStart))
 	}
-	out.res = res
-	return out, err
+	return run, seen, host, err
 }
 
 // judge turns the load into the search's outcome and the trial's metrics. abort is
-// ErrServerFailing when a full trial at the minimum concurrency saw no request succeed.
-func (r *trialRunner) judge(req search.Request, prompts trialPhases, run trialLoad) (out search.Outcome, abort error, err error) {
+// ErrServerFailing (or ErrDegenerateOutput) when a full trial at the axis's lowest level saw
+// no request succeed (or most outputs degenerate). idleUnverified says the server offered
+// no idle signal before the trial.
+func (r *trialRunner) judge(at trialAt, prompts trialPhases, run driven, seen observed, idleUnverified bool) (out outcome, trial *results.Trial, abort error, err error) {
 	s, w := r.s, r.w
 	res := run.res
+	j, err := metrics.Judge(metrics.TrialRun{Records: res.Requests, SLOs: s.slos(), RequestedOSL: requestedOSL(w),
+		Confirmation: at.Kind == search.Confirmation, Stopped: res.Stopped, WaitedOut: run.stop.decidedByWaiting(), OpenLoop: run.openLoop})
+	if err != nil {
+		return out, nil, nil, err
+	}
+	out = outcome{Pass: j.Pass, Value: j.Closeness, DecidedEarly: res.Stopped, Cost: requestSeconds(res.Requests), Failed: j.Failed}
+	t := j.Trial
 	done := res.Measured()
-	// Only a full trial at the minimum concurrency can say there is no capacity at all: a
-	// probe stopped at its first failed request is just a fail, and a server shedding load
-	// above the minimum is a failing level, recorded with its errors. The run stops there,
-	// but only after the trial is kept like any other: what the server answered is the
-	// user's diagnostic.
-	if !res.Stopped && req.Concurrency == s.cfg.MinConcurrency {
+	// Only a full trial at the lowest level can say there is no capacity at all: a probe
+	// stopped at its first failed request is just a fail, and a server shedding load above
+	// the minimum is a failing level, recorded with its errors. The run stops there, but
+	// only after the trial is kept like any other: what the server answered is the user's
+	// diagnostic.
+	if !res.Stopped && run.lowest {
 		abort = allFailed(done, metrics.ErrorSummary(done, requestedOSL(w)))
-	}
-	slos := s.slos()
-	var verdict metrics.Verdict
-	if !run.waitedOut {
-		if verdict, err = metrics.Evaluate(slos, done); err != nil {
-			return out, nil, err
-		}
-	}
-	failed := countFailed(done)
-	if res.Stopped {
-		cutShort(&verdict, failed)
-	}
-	out = search.Outcome{
-		Request: req, Pass: verdict.Pass, Value: verdict.Closeness,
-		DecidedEarly: res.Stopped, Cost: requestSeconds(res.Requests), Failed: failed,
-	}
-	// Every trial is kept with its metrics. A probe cut short may have no successful
-	// request to take them from, nor a trial whose requests all failed; their counters and
-	// error summary still say what happened.
-	trial, err := metrics.Summarize(res.Requests, requestedOSL(w))
-	if err != nil && req.Kind == search.Confirmation && !errors.Is(err, metrics.ErrNoSuccessfulRequests) {
-		return out, nil, err
-	}
-	if d := trial.Correctness.DegenerateOutputs; failDegenerate(&out, d) {
-		if abort == nil && !res.Stopped && req.Concurrency == s.cfg.MinConcurrency {
+		if d := t.Correctness.DegenerateOutputs; j.Degenerate && abort == nil {
 			abort = fmt.Errorf("%w: %d of %d measured outputs at the minimum concurrency: %s; the server answers HTTP 200 with broken text, "+
 				"so there is no capacity to measure: check the model, its dtype and the engine's attention backend, and the server's logs",
-				ErrDegenerateOutput, d.Requests, d.Checked, metrics.DescribeErrors(trial.ErrorSummary))
+				ErrDegenerateOutput, d.Requests, d.Checked, metrics.DescribeErrors(t.ErrorSummary))
 		}
 	}
-	trial.Trial = req.Index
-	trial.Concurrency = req.Concurrency
-	trial.SLOs = verdict.Results
-	if !run.waitedOut {
-		goodput := verdict.GoodputPercent
-		trial.GoodputPercent = &goodput
+	t.Trial = at.Index
+	s.axis.place(&t, w, at)
+	t.Conversations = run.conversations
+	if c := run.conversations; c != nil && c.TurnsCachedBeyondHistory > 0 {
+		t.Notes = append(t.Notes, fmt.Sprintf("%d of %d measured turns found more prompt tokens cached than their own conversation's history and the shared "+
+			"system prompt hold: conversations are unique, so the cache was not emptied before the trial (or conversations repeat); latencies are too low and the capacity too high",
+			c.TurnsCachedBeyondHistory, c.MeasuredTurns))
 	}
-	trial.Server = run.view
-	trial.Accelerators = run.accelerators.Summary(outputTokens(done))
-	trial.Replicas = r.replicas.results()
-	if run.idleUnverified {
-		trial.Notes = append(trial.Notes, idleUnverifiedNote)
+	t.Server = seen.view
+	t.Accelerators = seen.accelerators.Summary(outputTokens(run.window))
+	t.Replicas = r.replicas.results()
+	if idleUnverified {
+		t.Notes = append(t.Notes, idleUnverifiedNote)
 	}
-	// A shared prefix is served from the cache after the first request: expected, not flagged.
+	if t.OpenLoop != nil && !j.KeepUp.BacklogJudged && !res.Stopped {
+		t.Notes = append(t.Notes, backlogUnjudgedNote(j.KeepUp.BacklogSamples))
+	}
+	// A shared prefix is served from the cache after the first request: expected, not
+	// flagged. A schedule's warmups run into its measured arrivals without a pause, so no
+	// watcher reads the engine's prefix-cache counter over the measured requests alone.
 	s.sawCacheReports(res.Requests)
-	checkCache(&trial, done, coldCache{
-		ownTokens:     w.InputTokens - w.SharedPrefixTokens,
-		sharedTokens:  int(math.Ceil(prompts.measured.calibration.TemplateOverheadTokens)) + w.SharedPrefixTokens,
+	own, shared := s.axis.cacheShape(w)
+	checkCache(&t, done, coldCache{
+		ownTokens:     own,
+		sharedTokens:  int(math.Ceil(prompts.measured.calibration.TemplateOverheadTokens)) + shared,
 		flushed:       s.flush.Engine != "",
 		omittedAsZero: s.cacheReport.known(),
-		measuredHits:  run.measuredHits,
+		measuredHits:  seen.measuredHits,
 	})
-	if trial.Correctness.RequestsCachedBeyondSharedPrefix > 0 && s.flush.Engine != "" {
+	if t.Correctness.RequestsCachedBeyondSharedPrefix > 0 && s.flush.Engine != "" {
 		if note := r.replicas.hitsNote(); note != "" {
-			trial.Notes = append(trial.Notes, note)
+			t.Notes = append(t.Notes, note)
 		}
 	}
-	out.Detail = &trial
-	return out, abort, nil
+	return out, &t, abort, nil
 }
 
 // keepRecords writes the trial's per-request records file when records_directory is set.
-func (r *trialRunner) keepRecords(req search.Request, trial *results.Trial, requests []load.RequestResult) error {
+func (r *trialRunner) keepRecords(at trialAt, trial *results.Trial, requests []load.RequestResult) error {
 	dir := r.s.cfg.RecordsDirectory
 	if dir == "" {
 		return nil
 	}
-	rel := records.FileName(r.index, r.w.Label, req.Kind.String(), req.Concurrency, req.Index)
-	lines := records.FromLoad(records.Trial{Workload: r.w.Label, Concurrency: req.Concurrency, Index: req.Index, ChunkTimes: r.s.cfg.RecordChunkTimes}, requests)
+	rel, rt := r.s.axis.recordsFile(r.index, r.w, at)
+	rt.ChunkTimes = r.s.cfg.RecordChunkTimes
+	lines := records.FromLoad(rt, requests)
 	sum, err := records.Write(dir, rel, lines)
 	if err != nil {
 		return err
@@ -316,19 +289,6 @@ func probeTick(slos []results.SLO) time.Duration {
 		}
 	}
 	return min(max(d, 10*time.Millisecond), time.Second)
-}
-
-// cutShort is the verdict of a probe stopped early. One stopped by a failed request failed
-// for that reason: it measured no objective value, and claims none. One that missed an
-// objective knows only that its closeness is at least 1, whatever the few finished requests
-// say.
-func cutShort(v *metrics.Verdict, failed int) {
-	switch {
-	case failed > 0:
-		v.Closeness, v.Results = 0, nil
-	case !v.Pass:
-		v.Closeness = max(v.Closeness, 1)
-	}
 }
 
 // probeStop stops a probe the moment its verdict is certain. Requests still waiting already
@@ -396,37 +356,13 @@ func allFailed(records []load.RequestResult, summary []results.ErrorCount) error
 	return fmt.Errorf("%w: %d of %d at the minimum concurrency: %s; check the server's logs", ErrServerFailing, n, len(records), metrics.DescribeErrors(summary))
 }
 
-// failDegenerate fails a trial most of whose outputs were degenerate (d.Most): the server
-// answered with broken text, and what the trial timed is no capacity. It fails as a trial
-// whose requests failed does, an error rather than an objective's miss, with the degenerate
-// outputs counted among its failed requests.
-func failDegenerate(out *search.Outcome, d *results.DegenerateOutputs) bool {
-	if !d.Most() {
-		return false
-	}
-	out.Pass, out.Value = false, 0
-	out.Failed = max(out.Failed, d.Requests)
-	return true
-}
-
 // failedNote is the workload note of a trial with failed requests (Outcome.Failed).
-func failedNote(o search.Outcome, t *results.Trial, level string) string {
+func failedNote(o outcome, t *results.Trial, level string) string {
 	what := fmt.Sprintf("%d measured requests failed", o.Failed)
 	if d := t.Correctness.DegenerateOutputs; d.Most() {
 		what = fmt.Sprintf("%d of %d measured outputs were degenerate", d.Requests, d.Checked)
 	}
 	return fmt.Sprintf("%s %d at %s: %s: %s", o.Kind, o.Index, level, what, metrics.DescribeErrors(t.ErrorSummary))
-}
-
-// countFailed counts measured requests that failed, not counting cancelled ones.
-func countFailed(records []load.RequestResult) int {
-	n := 0
-	for _, r := range records {
-		if !r.Cancelled && !metrics.Succeeded(r) {
-			n++
-		}
-	}
-	return n
 }
 
 func requestSeconds(records []load.RequestResult) float64 {
@@ -440,7 +376,7 @@ func requestSeconds(records []load.RequestResult) float64 {
 }
 
 // entry turns a search outcome into a journal entry.
-func (r *trialRunner) entry(o search.Outcome) JournalEntry {
+func (r *trialRunner) entry(o outcome) JournalEntry {
 	t := JournalEntry{
 		Time: time.Now().UTC(), Workload: r.w.Label, Concurrency: o.Concurrency,
 		Kind: o.Kind.String(), Index: o.Index, Pass: o.Pass,
@@ -449,7 +385,7 @@ func (r *trialRunner) entry(o search.Outcome) JournalEntry {
 		Errors: o.Failed,
 	}
 	t.Verdict = t.verdict()
-	if m, ok := o.Detail.(*results.Trial); ok && m != nil {
+	if m := o.Detail; m != nil {
 		if m.Timing != nil {
 			t.DurationS = m.Timing.TotalS
 		}
@@ -462,12 +398,12 @@ func (r *trialRunner) entry(o search.Outcome) JournalEntry {
 }
 
 // outcome turns a journal entry back into a search outcome for resuming.
-func (t JournalEntry) outcome() search.Outcome {
+func (t JournalEntry) outcome() outcome {
 	kind := search.Probe
 	if t.Kind == search.Confirmation.String() {
 		kind = search.Confirmation
 	}
-	o := search.Outcome{
+	o := outcome{
 		Request: search.Request{Concurrency: t.Concurrency, Kind: kind, Index: t.Index},
 		Pass:    t.Pass, Value: t.Closeness, DecidedEarly: t.DecidedEarly, Cost: t.CostS,
 		Failed: t.Errors,

@@ -1,6 +1,7 @@
 package capacity
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"math"
@@ -13,6 +14,7 @@ import (
 	"github.com/llmserve/terraform-provider-llmserve/internal/attrpath"
 	"github.com/llmserve/terraform-provider-llmserve/internal/endpoint"
 	"github.com/llmserve/terraform-provider-llmserve/internal/engine"
+	"github.com/llmserve/terraform-provider-llmserve/internal/load"
 	"github.com/llmserve/terraform-provider-llmserve/internal/problem"
 	"github.com/llmserve/terraform-provider-llmserve/internal/results"
 	"github.com/llmserve/terraform-provider-llmserve/internal/telemetry"
@@ -42,6 +44,7 @@ func (c Config) Validate() []problem.Problem {
 	v.slos(c.SLOs)
 	v.measurable(c.SLOs, c.Workloads)
 	v.search(c)
+	v.conversations(c)
 	v.openLoop(c)
 	trial := attrpath.Root("trial")
 	v.between(trial.At("warmup_requests"), c.WarmupRequests, 0, MaxRequests)
@@ -65,6 +68,31 @@ func (c Config) Validate() []problem.Problem {
 			Detail: "record_chunk_times adds chunk arrival times to the per-request records, which are only written with records_directory; set records_directory or remove record_chunk_times."})
 	}
 	return v.problems
+}
+
+// Check loads the configuration's traces and applies Validate to it: the call of a caller
+// that runs the configuration next (the provider at apply). A configuration in which Check
+// found no error is run as it is; Run and Resume check one that was not (a caller alone,
+// the runner's own process), so each path reads the traces and validates once.
+func (c *Config) Check() []problem.Problem {
+	c.LoadTraces()
+	problems := c.Validate()
+	c.checked, c.axis = Err(problems) == nil, nil
+	if c.checked {
+		c.axis = pickAxis(*c)
+	}
+	return problems
+}
+
+// check is Check for a run, which gives zero timeouts the load package's defaults first:
+// nothing for a configuration checked already, else its errors.
+func (c *Config) check() error {
+	c.StallTimeout = cmp.Or(c.StallTimeout, load.DefaultStallTimeout)
+	c.RequestTimeout = cmp.Or(c.RequestTimeout, load.DefaultRequestTimeout)
+	if c.checked {
+		return nil
+	}
+	return Err(c.Check())
 }
 
 // Err is the problems that are errors as one error, each naming its setting; nil when there

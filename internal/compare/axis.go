@@ -18,6 +18,7 @@ const (
 	AxisConcurrency Axis = "concurrency"
 	AxisRequestRate Axis = "request_rate"
 	AxisSpeedup     Axis = "speedup"
+	AxisUsers       Axis = "users"
 )
 
 // axisOf is the axis w was searched over, as results reads it for every rendering (a
@@ -29,6 +30,8 @@ func axisOf(w results.Workload) Axis {
 		return AxisSpeedup
 	case "request rate":
 		return AxisRequestRate
+	case "users":
+		return AxisUsers
 	}
 	return AxisConcurrency
 }
@@ -40,6 +43,8 @@ func (a Axis) at(t results.Trial) float64 {
 		return t.Speedup
 	case AxisRequestRate:
 		return t.RequestRate
+	case AxisUsers:
+		return float64(t.Users)
 	}
 	return float64(t.Concurrency)
 }
@@ -59,6 +64,9 @@ func (a Axis) boundary(w results.Workload) (passing, failing *float64) {
 		v := float64(*c)
 		return &v
 	}
+	if a == AxisUsers {
+		return f(w.MaximumPassingUsers), f(w.FirstFailingUsers)
+	}
 	return f(w.MaximumPassingConcurrency), f(w.FirstFailingConcurrency)
 }
 
@@ -69,6 +77,8 @@ func (a Axis) noun(v float64) string {
 		return strconv.FormatFloat(round3(v), 'f', -1, 64) + "×"
 	case AxisRequestRate:
 		return strconv.FormatFloat(round3(v), 'f', -1, 64) + " requests/s"
+	case AxisUsers:
+		return fmt.Sprintf("%g users", v)
 	}
 	return fmt.Sprintf("concurrency %g", v)
 }
@@ -88,6 +98,8 @@ func (a Axis) phrase(vs []float64) string {
 		return "speed-up " + s + "×"
 	case AxisRequestRate:
 		return "rate " + s + " requests/s"
+	case AxisUsers:
+		return "users " + s
 	}
 	return "concurrency " + s
 }
@@ -99,6 +111,8 @@ func (a Axis) title() string {
 		return "maximum passing speed-up"
 	case AxisRequestRate:
 		return "maximum passing rate"
+	case AxisUsers:
+		return "maximum passing users"
 	}
 	return "capacity"
 }

@@ -37,6 +37,7 @@ func doc(capacity int, ts ...[]results.Trial) *results.Document {
 }
 
 func TestCompareVerdicts(t *testing.T) {
+	t.Parallel()
 	base := doc(4, trials(4, 900, 904.5, 895.5), trials(5, 1100, 1105.5, 1094.5))
 	tests := []struct {
 		name    string
@@ -87,6 +88,7 @@ func TestCompareVerdicts(t *testing.T) {
 // The critical t for 8 degrees of freedom (2 levels × 2 runs × (3 − 1)) at a two-sided 5 %
 // is 2.306 (tables); the noise is the pooled spread over √(Σ weights) = √3.
 func TestCompareStatistics(t *testing.T) {
+	t.Parallel()
 	base := doc(4, trials(4, 900, 918, 882), trials(5, 1100, 1122, 1078))
 	cur := doc(3, trials(4, 1035, 1055.7, 1014.3), trials(5, 1265, 1290.3, 1239.7))
 	ob := Compare(base, cur, Options{}).Workloads[0].Objectives[0]
@@ -107,6 +109,7 @@ func TestCompareStatistics(t *testing.T) {
 }
 
 func TestTQuantile(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct{ p, df, want float64 }{
 		{0.975, 4, 2.7764}, {0.995, 10, 3.1693}, {0.975, math.Inf(1), 1.9600}, {0.9975, 20, 3.1534}, {0.5, 3, 0},
 	} {
@@ -118,6 +121,7 @@ func TestTQuantile(t *testing.T) {
 
 // F quantiles from tables.
 func TestFQuantile(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct{ p, d1, d2, want float64 }{
 		{0.95, 4, 8, 3.8379}, {0.95, 2, 20, 3.4928}, {0.99, 5, 10, 5.6363}, {0.95, 3, 1e6, 2.6049},
 	} {
@@ -128,6 +132,7 @@ func TestFQuantile(t *testing.T) {
 }
 
 func TestCompareRefusesOtherProtocols(t *testing.T) {
+	t.Parallel()
 	base := doc(4, trials(4, 900, 918, 882))
 	tests := []struct {
 		name   string
@@ -160,6 +165,7 @@ func TestCompareRefusesOtherProtocols(t *testing.T) {
 }
 
 func TestCompareFlagsSetupDifferences(t *testing.T) {
+	t.Parallel()
 	base := doc(4, trials(4, 900, 918, 882))
 	cur := doc(4, trials(4, 900, 918, 882))
 	cur.Experiment.ImageTag = "lmsysorg/sglang:v0.5.2" // a new release of the same engine: the point of comparing
@@ -183,6 +189,7 @@ func TestCompareFlagsSetupDifferences(t *testing.T) {
 }
 
 func TestCompareWorkloads(t *testing.T) {
+	t.Parallel()
 	base := doc(4, trials(4, 900, 918, 882))
 	other := base.Workloads[0]
 	other.Label = "8K / 1K"
@@ -204,6 +211,7 @@ func TestCompareWorkloads(t *testing.T) {
 
 // Without a level in common the boundaries decide, and the workload says so.
 func TestCompareBoundariesAlone(t *testing.T) {
+	t.Parallel()
 	base := doc(8, trials(8, 900, 918, 882), trials(9, 1100, 1122, 1078))
 	tests := []struct {
 		name    string
@@ -226,6 +234,7 @@ func TestCompareBoundariesAlone(t *testing.T) {
 // Probes stopped early and trials with failed requests are not evidence; one trial per level
 // and no records leave the noise assumed, which the workload says.
 func TestCompareSkipsPartialTrialsAndAssumesNoise(t *testing.T) {
+	t.Parallel()
 	stopped := trials(4, 5000)
 	stopped[0].StoppedEarly, stopped[0].Kind = true, "probe"
 	errored := trials(6, 5000)
@@ -247,6 +256,7 @@ func TestCompareSkipsPartialTrialsAndAssumesNoise(t *testing.T) {
 // spread ±1 % make a 15 % change certain; spread over a factor of 20 (e^±1.5), nothing can be
 // told.
 func TestCompareBootstrapOverRecords(t *testing.T) {
+	t.Parallel()
 	base := doc(4, trials(4, 900), trials(5, 1100))
 	cur := doc(4, trials(4, 1035), trials(5, 1265))
 	for _, tc := range []struct {
@@ -272,6 +282,7 @@ func TestCompareBootstrapOverRecords(t *testing.T) {
 
 // A throughput objective: lower is worse, so a drop is a regression.
 func TestCompareHigherIsBetter(t *testing.T) {
+	t.Parallel()
 	slo := results.SLO{Metric: results.MetricPerUserThroughput, Percentile: 50, ThresholdMs: 10, Comparison: results.GreaterThan}
 	mk := func(vals ...float64) *results.Document {
 		d := doc(4)
@@ -306,6 +317,7 @@ func readDoc(t *testing.T, name string) *results.Document {
 // server measured +8.3 % with an interval of -9 to +29 %: not a regression, but not shown to be
 // unchanged either (it was "unchanged" before issue 32).
 func TestCompareRealRuns(t *testing.T) {
+	t.Parallel()
 	base := readDoc(t, "baseline")
 	for _, tc := range []struct {
 		name, verdict string

@@ -64,6 +64,7 @@ func fingerprint(r Result) string {
 // pooled variance summed levels in map order, so t differed in its last digit between calls
 // (issue 32: "provider function returned an inconsistent result").
 func TestCompareDeterministic(t *testing.T) {
+	t.Parallel()
 	scale := func(i int) float64 { return 1 + 0.01*float64(i%3) }
 	base := recorded(t)
 	twoWorkloads(base, func(int) float64 { return 1 })

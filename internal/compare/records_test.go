@@ -11,6 +11,7 @@ import (
 // RecordsSamples reads a trial's successful measured requests from its records file, and
 // gives nothing for a file that is missing or not the document's.
 func TestRecordsSamples(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	ptr64 := func(v int64) *int64 { return &v }
 	ptrI := func(v int) *int { return &v }

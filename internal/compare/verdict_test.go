@@ -28,6 +28,7 @@ func levelsDoc(capacity int, firstFailing *int, s float64, values map[int]float6
 // inconclusive and says what would decide it (issue 32: "+32.6 % (noise ± 24.3 %)" was called
 // unchanged).
 func TestCompareUnchangedIsAFinding(t *testing.T) {
+	t.Parallel()
 	base := levelsDoc(4, ptr(5), 0.02, map[int]float64{3: 800, 4: 900, 5: 1100})
 	for _, tc := range []struct {
 		name    string
@@ -66,6 +67,7 @@ func TestCompareUnchangedIsAFinding(t *testing.T) {
 // at the common levels (+32.6 % at a noise of ±24 %) cannot show it alone; 4 → 2 without such
 // a contradiction (the current search stopped at 2) is inconclusive.
 func TestCompareCapacityMovedMoreThanOneLevel(t *testing.T) {
+	t.Parallel()
 	noisy := levelsDoc(4, ptr(5), 0.3, map[int]float64{1: 200, 2: 300, 3: 600, 4: 900, 5: 1300})
 	quiet := levelsDoc(4, ptr(5), 0.02, map[int]float64{1: 200, 2: 300, 3: 600, 4: 900, 5: 1300})
 	for _, tc := range []struct {
@@ -94,6 +96,7 @@ func TestCompareCapacityMovedMoreThanOneLevel(t *testing.T) {
 // of noise, not a contradiction (the wall-clock rates showed the same server "regressed" 6 → 3
 // this way), so a drop of three levels is inconclusive, not regressed.
 func TestCompareNonMonotoneBoundaryIsNotEvidence(t *testing.T) {
+	t.Parallel()
 	base := levelsDoc(6, ptr(7), 0.02, map[int]float64{1: 200, 2: 300, 4: 500, 5: 600, 6: 700, 7: 1100})
 	cur := levelsDoc(3, ptr(4), 0.02, map[int]float64{1: 200, 2: 300, 5: 600, 6: 700, 7: 1100})
 	burst := trials(4, 500, 510, 1300) // one trial hit by load
@@ -108,6 +111,7 @@ func TestCompareNonMonotoneBoundaryIsNotEvidence(t *testing.T) {
 // The figure a summary quotes points the way the verdict does (issue 32: "regressed: … +37.0 %
 // … at concurrency 1, 2, 3, 4, 5: 1735 → 1643 ms at 5").
 func TestCompareSummaryFigureFollowsTheVerdict(t *testing.T) {
+	t.Parallel()
 	base := levelsDoc(5, ptr(6), 0.02, map[int]float64{1: 400, 2: 600, 3: 900, 4: 1300, 5: 1735})
 	cur := levelsDoc(5, ptr(6), 0.02, map[int]float64{1: 620, 2: 900, 3: 1300, 4: 1800, 5: 1643})
 	w := Compare(base, cur, Options{}).Workloads[0]
@@ -132,6 +136,7 @@ func TestCompareSummaryFigureFollowsTheVerdict(t *testing.T) {
 // Without a level in common and without a contradiction nothing can be told: inconclusive,
 // never unchanged ("the boundaries do not contradict each other").
 func TestCompareBoundariesAloneInconclusive(t *testing.T) {
+	t.Parallel()
 	base := levelsDoc(8, nil, 0.02, map[int]float64{7: 900, 8: 950}) // searched up to 8, all passed
 	cur := levelsDoc(11, ptr(12), 0.02, map[int]float64{11: 900, 12: 1100})
 	w := Compare(base, cur, Options{}).Workloads[0]
@@ -145,6 +150,7 @@ func TestCompareBoundariesAloneInconclusive(t *testing.T) {
 // flagged, not refused (issue 32); two hub ids are two models. An empty value reads
 // "(not recorded)", never "baseline ,".
 func TestCompareModelUnderAnotherName(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		name                   string
 		base, cur              results.Experiment
@@ -214,6 +220,7 @@ func rateDoc(passing, failing *float64, values map[float64]float64) *results.Doc
 // Rate results are compared on their own axis: levels matched on the offered rate, the
 // maximum passing rate as the capacity, in requests per second.
 func TestCompareRateResults(t *testing.T) {
+	t.Parallel()
 	base := rateDoc(fptr(3.90625), fptr(4.8828125), map[float64]float64{2: 300, 2.5: 400, 3.125: 550, 3.90625: 800, 4.8828125: 1500})
 	slower := rateDoc(fptr(3.125), fptr(3.90625), map[float64]float64{2: 345, 2.5: 460, 3.125: 632.5, 3.90625: 1100})
 	same := rateDoc(fptr(3.90625), fptr(4.8828125), map[float64]float64{2: 303, 2.5: 402, 3.125: 548, 3.90625: 806, 4.8828125: 1490})
@@ -244,6 +251,7 @@ func TestCompareRateResults(t *testing.T) {
 // in common, is a regression read from the boundaries (issue 32: "unchanged: the boundaries do
 // not contradict each other").
 func TestCompareReplayResults(t *testing.T) {
+	t.Parallel()
 	b, err := readReplay()
 	if err != nil {
 		t.Fatal(err)
@@ -299,6 +307,7 @@ func readReplay() (*results.Document, error) {
 // confirmation trials, a busy load generator) is said beside the verdict, and an inconclusive
 // verdict then names a quieter host.
 func TestCompareUsesRecordedNoise(t *testing.T) {
+	t.Parallel()
 	base := levelsDoc(4, ptr(5), 0.25, map[int]float64{3: 800, 4: 900, 5: 1100})
 	cur := levelsDoc(4, ptr(5), 0.25, map[int]float64{3: 864, 4: 972, 5: 1188})
 	cur.Workloads[0].TrialDisagreements = []results.TrialDisagreement{{Concurrency: 4, Objective: "p95 time_to_first_token", Low: 700, High: 1200}}

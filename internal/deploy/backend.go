@@ -69,6 +69,9 @@ type Status struct {
 	// where the provider runs; empty until the container is running with its port published.
 	Endpoint string
 	HostPort int
+	// Unpublished is a container that publishes nothing (Placement.Unpublished): Endpoint is
+	// then its address inside the container's network namespace, reached through the engine.
+	Unpublished bool
 	// APIKey is the key the engine was launched with, read back from the container so an
 	// imported server can be asked about itself. In memory only: never stored or logged, and
 	// a Secret so that formatting the Status (a test's %+v, a log line) cannot print it.

@@ -10,6 +10,7 @@ import (
 // A Status holds the launch API key in memory; no way of printing or encoding the Status
 // (a failing test's %+v, a log line, JSON) may write it.
 func TestStatusNeverPrintsAPIKey(t *testing.T) {
+	t.Parallel()
 	const key = "sk-launch-0123456789abcdef"
 	st := Status{ID: "abc123", Name: "qwen", Running: true, APIKey: Secret(key)}
 	for _, verb := range []string{"%v", "%+v", "%#v", "%s", "%q", "%x", "%X", "%T %v", "%10v", "%-12s"} {

@@ -55,6 +55,9 @@ type Container struct {
 	// HostNetwork shares the host's network namespace: nothing is published and the engine
 	// answers on Port of the host itself.
 	HostNetwork bool
+	// Unpublished publishes nothing: the engine listens on 127.0.0.1 inside its own network
+	// namespace, reached only from there (a benchmark runner sharing it).
+	Unpublished bool
 
 	// Devices are device nodes mapped one to one (Intel XPU: /dev/dri).
 	Devices []string
@@ -104,8 +107,9 @@ type Placement struct {
 	HostPort           int               `json:"host_port,omitempty"`
 	BindAddress        string            `json:"bind_address,omitempty"`
 	HostNetwork        bool              `json:"host_network,omitempty"`
-	GroupAdd           []string          `json:"group_add"` // overrides the accelerator's default groups
-	Devices            []string          `json:"devices"`   // overrides DefaultDevices; [] maps none
+	Unpublished        bool              `json:"unpublished,omitempty"` // nothing published, the engine on the container's loopback (publish = false)
+	GroupAdd           []string          `json:"group_add"`             // overrides the accelerator's default groups
+	Devices            []string          `json:"devices"`               // overrides DefaultDevices; [] maps none
 	GPUIDs             []string          `json:"gpu_ids"`
 	ShmSizeBytes       int64             `json:"shm_size_bytes,omitempty"`
 	RestartPolicy      string            `json:"restart_policy,omitempty"`
@@ -120,12 +124,21 @@ type Placement struct {
 // engine listens on BindAddress itself: a state saying 127.0.0.1 while the engine answered
 // on every interface would be a lie. Otherwise it is empty (every address of the container's
 // own namespace), and the published port restricts who reaches it.
+//
+// Unpublished, it is the container's loopback: not even a neighbour on the engine's bridge
+// network reaches the engine, only its own network namespace (a benchmark runner sharing it).
 func (p Placement) ListenAddress() string {
-	if p.HostNetwork {
+	switch {
+	case p.HostNetwork:
 		return p.BindAddress
+	case p.Unpublished:
+		return UnpublishedAddress
 	}
 	return ""
 }
+
+// UnpublishedAddress is where an unpublished engine listens, inside its network namespace.
+const UnpublishedAddress = "127.0.0.1"
 
 // XPUAffinityEnv is the Level Zero variable that selects Intel GPUs for accelerator = "xpu":
 // a comma-separated list of device indices, or device.sub-device pairs, in the order the Level
@@ -212,6 +225,7 @@ func NewContainer(s engine.Spec, p Placement, sec engine.Secrets) (Container, er
 		HostPort:           p.HostPort,
 		BindAddress:        p.BindAddress,
 		HostNetwork:        p.HostNetwork,
+		Unpublished:        p.Unpublished,
 		ShmSizeBytes:       p.ShmSizeBytes,
 		RestartPolicy:      p.RestartPolicy,
 		StopTimeoutSeconds: p.StopTimeoutSeconds,

@@ -23,6 +23,7 @@ func referenceSpec() engine.Spec {
 }
 
 func TestSecretsStayOutOfCommandAndLabel(t *testing.T) {
+	t.Parallel()
 	sec := engine.Secrets{HubToken: "hf_secret", APIKey: "sk-secret"}
 	for _, e := range engine.Names {
 		s := referenceSpec()
@@ -49,6 +50,7 @@ func TestSecretsStayOutOfCommandAndLabel(t *testing.T) {
 // llama.cpp gets its key from a file, so neither its environment nor its command (what
 // docker inspect shows) holds it.
 func TestLlamaCppKeyInFile(t *testing.T) {
+	t.Parallel()
 	s := engine.Spec{Engine: engine.LlamaCpp, Model: "/m/tiny.gguf", TensorParallel: 1, Accelerator: engine.CPU, Port: 8080}
 	c, err := NewContainer(s, Placement{Name: "x", Image: "img"}, engine.Secrets{APIKey: "sk-secret"})
 	if err != nil {
@@ -84,6 +86,7 @@ func mapValues(m map[string]string) []string {
 }
 
 func TestRecordRoundTrip(t *testing.T) {
+	t.Parallel()
 	s := referenceSpec()
 	s.ExtraArgs = []string{"--log-level", "debug"}
 	c, err := NewContainer(s, Placement{Name: "n", Image: "i", Env: map[string]string{"A": "1"}, HostPort: 31000}, engine.Secrets{HubToken: "hf_x"})
@@ -105,6 +108,7 @@ func TestRecordRoundTrip(t *testing.T) {
 // gpu_ids picks Intel GPUs through the Level Zero affinity mask and NVIDIA GPUs through the
 // device request; without it every device of the family is visible.
 func TestGPUSelection(t *testing.T) {
+	t.Parallel()
 	xpu := referenceSpec()
 	cuda := referenceSpec()
 	cuda.Accelerator, cuda.Speculative = engine.CUDA, nil

@@ -7,6 +7,7 @@ import (
 )
 
 func TestExperiment(t *testing.T) {
+	t.Parallel()
 	spec := engine.Spec{Engine: engine.SGLang, Model: "m", Revision: "r", Accelerator: engine.XPU, TensorParallel: 4, ContextLength: 8192,
 		Speculative: &engine.Speculative{Algorithm: "EAGLE", Steps: 7, TopK: 1, DraftTokens: 8}}
 	exp := Experiment(spec, "img:1", "sha256:0", engine.ServerInfo{TokenPool: 262144, MaxContext: 262144})

@@ -5,6 +5,7 @@ import "testing"
 // TestListenAddress: with host networking the engine binds bind_address itself; published
 // (bridge) it binds every address of its own namespace and the published port restricts it.
 func TestListenAddress(t *testing.T) {
+	t.Parallel()
 	for _, tt := range []struct {
 		p    Placement
 		want string

@@ -76,6 +76,9 @@ func WaitReady(ctx context.Context, b Backend, id string, r Readiness) (engine.S
 		switch {
 		case err != nil && ctx.Err() == nil:
 			return engine.ServerInfo{}, fmt.Errorf("watching container %s while waiting for the engine: %w", shortID(id), err)
+		case err == nil && st.Unpublished && r.HTTPClient == nil:
+			// Its endpoint is inside its network namespace, not on this machine's loopback.
+			return engine.ServerInfo{}, fmt.Errorf("container %s publishes nothing, and no client reaching into its network namespace was given", shortID(id))
 		case err == nil:
 			if baseRestarts < 0 {
 				baseRestarts = st.RestartCount

@@ -23,6 +23,7 @@ type logsOnly struct {
 func (b logsOnly) Logs(context.Context, string, int) (string, error) { return b.logs, b.err }
 
 func TestTailLogsRedactsSecrets(t *testing.T) {
+	t.Parallel()
 	logs := "server_args=ServerArgs(model_path='q', api_key='sk-live-123', hf_token='hf_abc')\nready\n"
 	got := tailLogs(context.Background(), logsOnly{logs: logs}, "c1", []string{"sk-live-123", "", "hf_abc"})
 	want := "server_args=ServerArgs(model_path='q', api_key='[redacted]', hf_token='[redacted]')\nready\n"
@@ -38,6 +39,7 @@ func TestTailLogsRedactsSecrets(t *testing.T) {
 // the readiness failure, which is a Terraform diagnostic: the key is hidden before the body
 // is cut to one line, so not even its first characters survive the cut.
 func TestProbeRedactsEchoedSecrets(t *testing.T) {
+	t.Parallel()
 	const key, hub = "sk-live-0123456789", "hf_abcdef"
 	pad := strings.Repeat("x", 190)
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -60,6 +62,7 @@ func TestProbeRedactsEchoedSecrets(t *testing.T) {
 }
 
 func TestReadinessBound(t *testing.T) {
+	t.Parallel()
 	ctx, cancel, interval := Readiness{}.Bound(t.Context())
 	defer cancel()
 	if _, ok := ctx.Deadline(); ok || interval != DefaultPollInterval {
@@ -125,6 +128,7 @@ func TestProbeDegenerateCompletion(t *testing.T) {
 // runbook's probe, when the readiness bound ends; without a known cause the message stays
 // the generic one.
 func TestWaitReadyReportsUnansweredFirstCompletion(t *testing.T) {
+	t.Parallel()
 	stop := make(chan struct{})
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.URL.Path == "/health" {

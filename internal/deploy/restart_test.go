@@ -69,6 +69,7 @@ func launched(t *testing.T, running bool) *fakeBackend {
 }
 
 func TestRestartAmendsRecord(t *testing.T) {
+	t.Parallel()
 	fb := launched(t, true)
 	b := keepingBackend{fakeBackend: fb, amended: &LaunchRecord{}}
 	was := InPlace{Running: true, RestartPolicy: "no", StopTimeoutSeconds: 30, Meta: map[string]string{"readiness_timeout": "30m"}}
@@ -95,6 +96,7 @@ func TestRestartAmendsRecord(t *testing.T) {
 }
 
 func TestRestart(t *testing.T) {
+	t.Parallel()
 	settled := InPlace{Running: true, RestartPolicy: "no", StopTimeoutSeconds: 30, Meta: map[string]string{"readiness_timeout": "30m"}}
 	with := func(f func(*InPlace)) InPlace {
 		p := settled

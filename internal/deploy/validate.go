@@ -46,6 +46,10 @@ func (p Placement) Validate(s engine.Spec) []problem.Problem {
 		add(attrpath.Root("bind_address"), "%q is not an IP address; the engine host would publish on every address the name resolves to (for \"localhost\" both 127.0.0.1 and ::1, or all interfaces), not what state says. Use an IP literal: \"127.0.0.1\" for this host only, \"0.0.0.0\" for every interface", p.BindAddress)
 	}
 	switch {
+	case p.Unpublished && p.HostNetwork:
+		add(attrpath.Root("publish"), "false does not apply with host networking, which publishes nothing and listens on the host's bind_address; use network_mode = \"bridge\" with publish = false to keep the server inside its container")
+	case p.Unpublished && p.HostPort != 0:
+		add(attrpath.Root("host_port"), "does not apply with publish = false: nothing is published; remove host_port, or set publish = true")
 	case p.HostPort != 0 && p.HostNetwork:
 		add(attrpath.Root("host_port"), "does not apply with host networking: with network_mode = \"host\" the engine listens on the host at port; remove host_port and set port instead")
 	case p.HostPort != 0 && (p.HostPort < 1 || p.HostPort > 65535):
@@ -193,6 +197,9 @@ func CheckEnvironment(env map[string]string) []problem.Problem {
 // a remote engine host, engineHost being its Docker host URL. Readiness would then wait out
 // its whole timeout.
 func (p Placement) CheckReachable(engineHost string) []problem.Problem {
+	if p.Unpublished {
+		return nil // reached through the engine, not the network
+	}
 	u, err := url.Parse(engineHost)
 	if err != nil || (u.Scheme != "tcp" && u.Scheme != "ssh") {
 		return nil

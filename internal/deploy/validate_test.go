@@ -8,6 +8,7 @@ import (
 )
 
 func TestPlacementValidate(t *testing.T) {
+	t.Parallel()
 	cpu := engine.Spec{Engine: engine.SGLang, Model: "org/m", Accelerator: engine.CPU}
 	cuda := engine.Spec{Engine: engine.SGLang, Model: "/models/m", Accelerator: engine.CUDA}
 	xpu := engine.Spec{Engine: engine.SGLang, Model: "/models/m", Accelerator: engine.XPU, TensorParallel: 2}
@@ -24,6 +25,9 @@ func TestPlacementValidate(t *testing.T) {
 		{"image by id", cpu, with(func(p *Placement) { p.Image = "sha256:" + strings.Repeat("a", 64) }), "", ""},
 		{"image with registry port", cpu, with(func(p *Placement) { p.Image = "registry.local:5000/sglang@sha256:" + strings.Repeat("b", 64) }), "", ""},
 		{"ipv6 bind", cpu, with(func(p *Placement) { p.BindAddress = "::1" }), "", ""},
+		{"unpublished", cpu, with(func(p *Placement) { p.Unpublished = true }), "", ""},
+		{"unpublished host network", cpu, with(func(p *Placement) { p.Unpublished, p.HostNetwork = true, true }), "publish", "does not apply with host networking"},
+		{"unpublished host port", cpu, with(func(p *Placement) { p.Unpublished, p.HostPort = true, 30000 }), "host_port", "does not apply with publish = false"},
 		{"localhost bind", cpu, with(func(p *Placement) { p.BindAddress = "localhost" }), "bind_address", `"localhost" is not an IP address`},
 		{"image empty", cpu, with(func(p *Placement) { p.Image = " " }), "image", "must name the engine image"},
 		{"image tab", cpu, with(func(p *Placement) { p.Image = "a\tb" }), "image", "contains spaces"},
@@ -84,6 +88,7 @@ func TestPlacementValidate(t *testing.T) {
 }
 
 func TestPlacementCheckReachable(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		name, host, bind string
 		want             string // "" for no problem

@@ -16,6 +16,7 @@ import (
 // video groups, the devices gpu_ids selects in ggml's variable (not Level Zero's), and no
 // host IPC (one process). lavapipe maps no device node.
 func TestNewContainerVulkan(t *testing.T) {
+	t.Parallel()
 	llama := func(a engine.Accelerator, tp int) engine.Spec {
 		return engine.Spec{Engine: engine.LlamaCpp, Model: "/models/m.gguf", TensorParallel: tp, Accelerator: a, Port: 8080}
 	}
@@ -62,6 +63,7 @@ func TestNewContainerVulkan(t *testing.T) {
 }
 
 func TestValidateVulkanPlacement(t *testing.T) {
+	t.Parallel()
 	llama := engine.Spec{Engine: engine.LlamaCpp, Model: "/m.gguf", TensorParallel: 2, Accelerator: engine.Vulkan, Port: 8080}
 	tests := []struct {
 		name   string
@@ -92,6 +94,7 @@ func TestValidateVulkanPlacement(t *testing.T) {
 // A Vulkan launch on an image that says it lacks the backend is refused before it starts,
 // and the container removed; an image without the label is trusted.
 func TestLaunchRefusesImageWithoutBackend(t *testing.T) {
+	t.Parallel()
 	for _, tt := range []struct {
 		name   string
 		labels map[string]string

@@ -6,6 +6,7 @@ import (
 )
 
 func TestSpecCheckStrings(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		name  string
 		spec  Spec

@@ -30,6 +30,7 @@ func newTestClient(t *testing.T, url string, mut func(*ClientConfig)) *Client {
 }
 
 func TestClientHealthRetriesThenSucceeds(t *testing.T) {
+	t.Parallel()
 	var calls atomic.Int32
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.Header.Get("Authorization") != "Bearer "+testKey {
@@ -51,6 +52,7 @@ func TestClientHealthRetriesThenSucceeds(t *testing.T) {
 }
 
 func TestClientHealthGivesUp(t *testing.T) {
+	t.Parallel()
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, "Loading model", http.StatusServiceUnavailable)
 	}))
@@ -62,6 +64,7 @@ func TestClientHealthGivesUp(t *testing.T) {
 }
 
 func TestClientAuthErrors(t *testing.T) {
+	t.Parallel()
 	for _, status := range []int{401, 403} {
 		srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 			// A careless proxy echoing the header must not leak the key through our errors.
@@ -85,6 +88,7 @@ func TestClientAuthErrors(t *testing.T) {
 }
 
 func TestClientUnreachable(t *testing.T) {
+	t.Parallel()
 	srv := httptest.NewServer(http.NotFoundHandler())
 	url := srv.URL
 	srv.Close()
@@ -100,6 +104,7 @@ func TestClientUnreachable(t *testing.T) {
 }
 
 func TestClientVerifyModel(t *testing.T) {
+	t.Parallel()
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		io.WriteString(w, `{"object":"list","data":[{"id":"llama","max_model_len":4096},{"id":"gemma"}]}`)
 	}))
@@ -160,6 +165,7 @@ func engineServer(t *testing.T, release string, extra http.HandlerFunc) *httptes
 }
 
 func TestClientServerInfo(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		release string
 		want    ServerInfo
@@ -196,6 +202,7 @@ func TestClientServerInfo(t *testing.T) {
 }
 
 func TestClientCountTokens(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		name    string
 		release string
@@ -270,9 +277,11 @@ func onFlush(h http.HandlerFunc) http.HandlerFunc {
 }
 
 func TestClientFlushCache(t *testing.T) {
+	t.Parallel()
 	const admin = "sk-admin-0123456789"
 	const flushedBody = "Cache flushed.\nPlease check backend logs for more details. (When there are running or waiting requests, the operation will not be performed.)\n"
 	t.Run("sglang 0.5 retries while 400 with the misleading body", func(t *testing.T) {
+		t.Parallel()
 		var flushes atomic.Int32
 		srv := engineServer(t, "sglang-0.5", func(w http.ResponseWriter, r *http.Request) {
 			if r.URL.Path != "/flush_cache" || r.Method != http.MethodPost {
@@ -317,6 +326,7 @@ func TestClientFlushCache(t *testing.T) {
 	}
 	for _, tc := range failures {
 		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
 			srv := engineServer(t, tc.release, tc.handler)
 			defer srv.Close()
 			c := newTestClient(t, srv.URL, func(c *ClientConfig) { c.IdleTimeout = 30 * time.Millisecond })
@@ -343,6 +353,7 @@ func TestClientFlushCache(t *testing.T) {
 		block bool
 	}{{"sglang busy until ctx ends in the wait", false}, {"sglang busy until ctx ends in the call", true}} {
 		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
 			ctx, cancel := context.WithTimeout(context.Background(), time.Second)
 			defer cancel()
 			var flushes atomic.Int32
@@ -373,6 +384,7 @@ func TestClientFlushCache(t *testing.T) {
 		})
 	}
 	t.Run("sglang sends the admin key to flush_cache only", func(t *testing.T) {
+		t.Parallel()
 		srv := engineServer(t, "sglang-2026", func(w http.ResponseWriter, r *http.Request) {
 			if r.URL.Path == "/flush_cache" && r.Header.Get("Authorization") == "Bearer "+admin {
 				io.WriteString(w, flushedBody)
@@ -387,6 +399,7 @@ func TestClientFlushCache(t *testing.T) {
 		}
 	})
 	t.Run("vllm resets only once idle", func(t *testing.T) {
+		t.Parallel()
 		var polls, resetAfter atomic.Int32
 		srv := engineServer(t, "vllm", func(w http.ResponseWriter, r *http.Request) {
 			switch {
@@ -413,6 +426,7 @@ func TestClientFlushCache(t *testing.T) {
 		}
 	})
 	t.Run("llamacpp per-request field", func(t *testing.T) {
+		t.Parallel()
 		srv := engineServer(t, "llamacpp", nil)
 		defer srv.Close()
 		res, err := newTestClient(t, srv.URL, nil).FlushCache(context.Background(), FlushAuto)
@@ -421,6 +435,7 @@ func TestClientFlushCache(t *testing.T) {
 		}
 	})
 	t.Run("none and bad mode", func(t *testing.T) {
+		t.Parallel()
 		c := newTestClient(t, "http://127.0.0.1:1", nil)
 		if res, err := c.FlushCache(context.Background(), FlushNone); err != nil || res.Engine != "" {
 			t.Fatalf("none: %+v %v", res, err)
@@ -430,6 +445,7 @@ func TestClientFlushCache(t *testing.T) {
 		}
 	})
 	t.Run("auto on unknown server", func(t *testing.T) {
+		t.Parallel()
 		srv := engineServer(t, "other", nil)
 		defer srv.Close()
 		_, err := newTestClient(t, srv.URL, nil).FlushCache(context.Background(), FlushAuto)
@@ -441,6 +457,7 @@ func TestClientFlushCache(t *testing.T) {
 
 // A proxy's HTML error page becomes one line naming the call and the page's title.
 func TestClientErrorBodyIsOneLine(t *testing.T) {
+	t.Parallel()
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Type", "text/html")
 		w.WriteHeader(http.StatusNotFound)
@@ -456,6 +473,7 @@ func TestClientErrorBodyIsOneLine(t *testing.T) {
 
 // Calibration survives one 503: tokenize and the usage probe are control calls, retried.
 func TestClientCalibrationRetriesTransientFailures(t *testing.T) {
+	t.Parallel()
 	var tokenizeCalls, probeCalls atomic.Int32
 	srv := engineServer(t, "vllm", func(w http.ResponseWriter, r *http.Request) {
 		switch r.URL.Path {

@@ -3,6 +3,7 @@ package engine
 import "testing"
 
 func TestParseDevices(t *testing.T) {
+	t.Parallel()
 	for _, tt := range []struct {
 		name string
 		spec Spec

@@ -47,6 +47,7 @@ func decoding(t *testing.T, opts simengine.Options) (url string, stop func()) {
 // SGLang /v1/loads wrapper counts it in num_running_reqs, which a check of waiting requests
 // alone misses); once it ends, the wait returns with the idle verified.
 func TestWaitIdleAgainstDoubles(t *testing.T) {
+	t.Parallel()
 	cases := []struct {
 		name   string
 		engine engine.Name
@@ -60,6 +61,7 @@ func TestWaitIdleAgainstDoubles(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
 			url, stop := decoding(t, tc.opts)
 			c, err := engine.NewClient(engine.ClientConfig{BaseURL: url, Model: "m", IdleTimeout: 100 * time.Millisecond})
 			if err != nil {
@@ -78,6 +80,7 @@ func TestWaitIdleAgainstDoubles(t *testing.T) {
 	}
 	// SGLang 0.4.x without --enable-metrics offers no signal at all: taken as idle, and said so.
 	t.Run("sglang 0.4 without metrics", func(t *testing.T) {
+		t.Parallel()
 		url, stop := decoding(t, simengine.Options{Protocol: simengine.SGLang04, NoMetrics: true})
 		defer stop()
 		c, _ := engine.NewClient(engine.ClientConfig{BaseURL: url, Model: "m", IdleTimeout: 100 * time.Millisecond})

@@ -10,6 +10,7 @@ import (
 // tensor_parallel_size and accelerator out: each engine's documented port (shared/ENGINES.md,
 // host/port row), one accelerator, and the CPU; every engine accepts them together.
 func TestDefaults(t *testing.T) {
+	t.Parallel()
 	for e, want := range map[Name]int{SGLang: 30000, VLLM: 8000, LlamaCpp: 8080} {
 		if got := DefaultPort(e); got != want {
 			t.Errorf("DefaultPort(%s) = %d, want %d", e, got, want)

@@ -12,6 +12,7 @@ import (
 )
 
 func TestWaitIdle(t *testing.T) {
+	t.Parallel()
 	cases := []struct {
 		name       string
 		engine     Name
@@ -51,6 +52,7 @@ func TestWaitIdle(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
 			var polls atomic.Int64
 			srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 				if r.URL.Path != tc.path {
@@ -77,12 +79,14 @@ func TestWaitIdle(t *testing.T) {
 		})
 	}
 	t.Run("unknown engine is idle but unverified", func(t *testing.T) {
+		t.Parallel()
 		c, _ := NewClient(ClientConfig{BaseURL: "http://127.0.0.1:9", Model: "m"})
 		if err := c.WaitIdle(context.Background(), ""); err != nil || !c.IdleUnverified() {
 			t.Fatalf("err = %v, unverified = %v; want nil and true", err, c.IdleUnverified())
 		}
 	})
 	t.Run("cancelled while busy", func(t *testing.T) {
+		t.Parallel()
 		srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 			w.Write([]byte(`[{"is_processing":true}]`))
 		}))
@@ -95,6 +99,7 @@ func TestWaitIdle(t *testing.T) {
 		}
 	})
 	t.Run("busy past the bound", func(t *testing.T) {
+		t.Parallel()
 		srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 			w.Write([]byte("# TYPE vllm:num_requests_running gauge\nvllm:num_requests_running 1\n"))
 		}))
@@ -111,6 +116,7 @@ func TestWaitIdle(t *testing.T) {
 // question on: /v1/loads → /get_load → /metrics. Each case's sources answer as listed; the
 // last answering one says busy, so WaitIdle must reach it and report ErrBusy naming it.
 func TestWaitIdleFallsBack(t *testing.T) {
+	t.Parallel()
 	const (
 		loadsNoFields  = `{"timestamp":1767225600.5,"version":"0.5.10","loads":[{"dp_rank":0,"num_used_tokens":10}]}`
 		loadsEmpty     = `{"timestamp":1767225600.5,"version":"0.5.10","loads":[]}`
@@ -134,6 +140,7 @@ func TestWaitIdleFallsBack(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
 			srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 				body, ok := tc.answers[r.URL.Path]
 				if !ok {

@@ -33,6 +33,7 @@ vllm:time_to_first_token_seconds_sum{engine="0",model_name="m"} 12.8
 `
 
 func TestSnapshotReadsEngineSeries(t *testing.T) {
+	t.Parallel()
 	s, err := ParseMetrics([]byte(vllmScrapeBefore))
 	if err != nil {
 		t.Fatal(err)
@@ -56,6 +57,7 @@ func TestSnapshotReadsEngineSeries(t *testing.T) {
 }
 
 func TestHistogramDeltaAndQuantile(t *testing.T) {
+	t.Parallel()
 	before, _ := ParseMetrics([]byte(vllmScrapeBefore))
 	after, _ := ParseMetrics([]byte(vllmScrapeAfter))
 	names := Metrics(VLLM)

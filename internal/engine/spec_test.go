@@ -25,6 +25,7 @@ func referenceSpec() Spec {
 // top-k 1, 8 draft tokens). Speculative decoding on XPU runs as Intel's runbook measured it
 // on lmsysorg/sglang:v0.5.20-xpu: intel_xpu attention, page size 64, decode graph capture off.
 func TestCommandReferenceSGLang(t *testing.T) {
+	t.Parallel()
 	want := []string{
 		"python3", "-m", "sglang.launch_server",
 		"--model-path", "ulkaa/Qwen3.8-27B-AWQ-INT4",
@@ -50,6 +51,7 @@ func TestCommandReferenceSGLang(t *testing.T) {
 }
 
 func TestCommandOtherEngines(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		name string
 		spec Spec
@@ -107,6 +109,7 @@ func TestCommandOtherEngines(t *testing.T) {
 
 // The XPU speculative flags go only where they are needed, and what the user chose stays.
 func TestXPUSpeculativeArgs(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		name    string
 		mutate  func(*Spec)
@@ -149,6 +152,7 @@ func TestXPUSpeculativeArgs(t *testing.T) {
 }
 
 func TestValidate(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		name   string
 		mutate func(*Spec)
@@ -210,6 +214,7 @@ func TestValidate(t *testing.T) {
 }
 
 func TestLaunchAPIKey(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		name string
 		e    Name
@@ -233,6 +238,7 @@ func TestLaunchAPIKey(t *testing.T) {
 }
 
 func TestSecretsAndEngineEnv(t *testing.T) {
+	t.Parallel()
 	sec := Secrets{APIKey: "user", AdminAPIKey: "admin"}
 	s := Spec{Engine: SGLang}
 	if got := strings.Join(s.SecretArgs(sec), " "); got != "--api-key user --admin-api-key admin" {
@@ -252,6 +258,7 @@ func TestSecretsAndEngineEnv(t *testing.T) {
 // llama.cpp renamed its speculative flags: old builds take --draft-max, current ones (and an
 // unknown version) --spec-type draft-simple --spec-draft-n-max.
 func TestLlamaCppDraftFlagsByVersion(t *testing.T) {
+	t.Parallel()
 	base := Spec{Engine: LlamaCpp, Model: "/m.gguf", TensorParallel: 1, Accelerator: CPU, Port: 8080,
 		Speculative: &Speculative{Algorithm: "draft", Steps: 4, DraftModel: "/d.gguf"}}
 	oldFlags := []string{"--model-draft", "/d.gguf", "--draft-max", "4"}
@@ -285,6 +292,7 @@ func TestLlamaCppDraftFlagsByVersion(t *testing.T) {
 // engine_version of llama.cpp is a build number: anything else ("latest", a distribution's
 // package version) would silently select the newest flags, so it is refused.
 func TestLlamaCppEngineVersionIsABuild(t *testing.T) {
+	t.Parallel()
 	for _, tt := range []struct {
 		version string
 		ok      bool
@@ -315,6 +323,7 @@ func TestLlamaCppEngineVersionIsABuild(t *testing.T) {
 }
 
 func TestCheckSecrets(t *testing.T) {
+	t.Parallel()
 	for _, tt := range []struct {
 		engine Name
 		sec    Secrets
@@ -337,6 +346,7 @@ func TestCheckSecrets(t *testing.T) {
 
 // mtp (the model's own MTP layers) and ngram (prompt lookup) need no draft model in vLLM.
 func TestVLLMSpeculativeWithoutDraftModel(t *testing.T) {
+	t.Parallel()
 	for _, m := range []string{"mtp", "ngram", "MTP"} {
 		s := Spec{Engine: VLLM, Model: "Qwen/Qwen3-8B", TensorParallel: 1, Accelerator: CUDA, Port: 8000, Speculative: &Speculative{Algorithm: m, Steps: 2}}
 		if p := s.Validate(); len(p) != 0 {
@@ -348,6 +358,7 @@ func TestVLLMSpeculativeWithoutDraftModel(t *testing.T) {
 // llama-server's host prompt cache defaults to 8 GiB; the launch bounds it to 512 MiB, unless
 // extra_args sets it or the image is a build older than the flag.
 func TestLlamaCppCacheRAM(t *testing.T) {
+	t.Parallel()
 	base := Spec{Engine: LlamaCpp, Model: "/m.gguf", TensorParallel: 1, Accelerator: CPU, Port: 8080}
 	for _, tc := range []struct {
 		name    string

@@ -9,6 +9,7 @@ import (
 // FI_TCP_IFACE=lo goes to SGLang and vLLM on XPU with tensor parallel > 1, never over the
 // user's own value, and nowhere else.
 func TestHostNetworkEnv(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		name string
 		spec Spec
@@ -32,6 +33,7 @@ func TestHostNetworkEnv(t *testing.T) {
 }
 
 func TestFirstCompletionHint(t *testing.T) {
+	t.Parallel()
 	if h := referenceSpec().FirstCompletionHint(); !strings.Contains(h, "FI_TCP_IFACE=lo") || !strings.Contains(h, "tp_collective_probe.py") {
 		t.Errorf("hint %q must name FI_TCP_IFACE and the runbook's probe", h)
 	}
@@ -45,6 +47,7 @@ func TestFirstCompletionHint(t *testing.T) {
 // The draft knobs are warned about for the drafts known to need them; NEXTN on XPU is
 // flagged as unproven; nothing is said on CUDA.
 func TestLaunchWarnings(t *testing.T) {
+	t.Parallel()
 	eagle3 := func(s *Spec) {
 		s.Speculative = &Speculative{Algorithm: "EAGLE3", Steps: 3, TopK: 1, DraftTokens: 4, DraftModel: "lmsys/sglang-EAGLE3-LLaMA3.1-Instruct-8B"}
 	}

@@ -10,6 +10,7 @@ import (
 // The gaps' mean is 1/rate for every pattern, and their coefficient of variation is
 // 1/sqrt(shape) for gamma (Poisson: 1, constant: 0), which is what burstiness means.
 func TestArrivalScheduleMoments(t *testing.T) {
+	t.Parallel()
 	const rate, n = 20.0, 40001
 	for _, tc := range []struct {
 		name   string
@@ -53,6 +54,7 @@ func TestArrivalScheduleMoments(t *testing.T) {
 }
 
 func TestArrivalScheduleConstantAndSeeded(t *testing.T) {
+	t.Parallel()
 	s, err := Arrival{Pattern: ArrivalConstant}.Schedule(3, 4, 1)
 	if err != nil {
 		t.Fatal(err)
@@ -87,6 +89,7 @@ func TestArrivalScheduleConstantAndSeeded(t *testing.T) {
 const firstPoissonGapSeed1 = time.Duration(568169510)
 
 func TestArrivalValidation(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		a    Arrival
 		rate float64

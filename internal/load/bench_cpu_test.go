@@ -128,7 +128,7 @@ func BenchmarkClientRead(b *testing.B) {
 			for b.Loop() {
 				rd.Reset(stream)
 				rec := RequestResult{RequestedOutputTokens: chunks, Sent: time.Now()}
-				client.read(ctx, ctx, rd, "text/event-stream", &rec, nil)
+				client.read(ctx, ctx, rd, "text/event-stream", &rec, Request{})
 				if rec.ContentChunks != chunks || rec.Err != "" {
 					b.Fatalf("%d chunks, %s", rec.ContentChunks, rec.Err)
 				}

@@ -12,6 +12,7 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptrace"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -84,6 +85,9 @@ type Client struct {
 	http       *http.Client
 	bodyPrefix []byte // JSON up to the prompt value
 	bodyMid    []byte // JSON between the prompt and max_tokens value
+	// bodyMessages is the JSON up to the first message of a chat request, for a request with
+	// History; nil for the completions API, which has no messages.
+	bodyMessages []byte
 
 	stall, total time.Duration
 	chunkTimes   bool
@@ -138,6 +142,10 @@ func NewClient(cfg ClientConfig) (*Client, error) {
 	// head is {...}; the prompt and max_tokens are spliced in per request so the fixed part
 	// is encoded once.
 	prefix := append([]byte(nil), head[:len(head)-1]...)
+	var messages []byte
+	if api == APIChat {
+		messages = append(append([]byte(nil), prefix...), `,"messages":[`...)
+	}
 	prefix = append(prefix, `,"`+promptKey+`":`+promptOpen...)
 
 	if cfg.StallTimeout < 0 || cfg.RequestTimeout < 0 {
@@ -148,14 +156,15 @@ func NewClient(cfg ClientConfig) (*Client, error) {
 		hc = &http.Client{Transport: NewTransport()}
 	}
 	c := &Client{
-		url:        base.String() + path,
-		redacted:   base.Redacted() + path,
-		http:       hc,
-		bodyPrefix: prefix,
-		bodyMid:    []byte(promptClose + `,"max_tokens":`),
-		stall:      cmp.Or(cfg.StallTimeout, DefaultStallTimeout),
-		total:      cmp.Or(cfg.RequestTimeout, DefaultRequestTimeout),
-		chunkTimes: cfg.RecordChunkTimes,
+		url:          base.String() + path,
+		redacted:     base.Redacted() + path,
+		http:         hc,
+		bodyPrefix:   prefix,
+		bodyMid:      []byte(promptClose + `,"max_tokens":`),
+		bodyMessages: messages,
+		stall:        cmp.Or(cfg.StallTimeout, DefaultStallTimeout),
+		total:        cmp.Or(cfg.RequestTimeout, DefaultRequestTimeout),
+		chunkTimes:   cfg.RecordChunkTimes,
 	}
 	if cfg.APIKey != "" {
 		c.auth = "Bearer " + cfg.APIKey
@@ -195,6 +204,19 @@ type Request struct {
 	// OnSent, when set, is called from the request's goroutine with the Sent timestamp as
 	// soon as the request is about to be written, so a runner knows how long it has waited.
 	OnSent func(sent time.Time)
+
+	// History is what a conversation sent and received before this turn (a system prompt,
+	// earlier user messages, the server's answers), sent as chat messages before Prompt,
+	// which is the new user message. Chat API only.
+	History []Message
+	// KeepText keeps the content received in RequestResult.Text, for the next turn's history.
+	KeepText bool
+}
+
+// Message is one chat message of a conversation's history.
+type Message struct {
+	Role    string `json:"role"` // "system", "user" or "assistant"
+	Content string `json:"content"`
 }
 
 // Do sends prompt with max_tokens = maxTokens and records the streamed response.
@@ -231,7 +253,7 @@ var (
 func (c *Client) stream(ctx context.Context, req Request) RequestResult {
 	rec := RequestResult{Prompt: req.Prompt, PromptHash: fnv1a(req.Prompt), RequestedOutputTokens: req.MaxTokens}
 
-	body, err := c.body(req.Prompt, req.MaxTokens)
+	body, err := c.body(req.History, req.Prompt, req.MaxTokens)
 	if err != nil {
 		rec.Err = err.Error()
 		rec.Done = time.Now()
@@ -323,7 +345,7 @@ func (c *Client) stream(ctx context.Context, req Request) RequestResult {
 		return rec
 	}
 
-	c.read(ctx, reqCtx, watchdog.reader(resp.Body), resp.Header.Get("Content-Type"), &rec, req.OnFirstContent)
+	c.read(ctx, reqCtx, watchdog.reader(resp.Body), resp.Header.Get("Content-Type"), &rec, req)
 	return rec
 }
 
@@ -362,7 +384,9 @@ func fnv1a(s string) uint64 {
 	return h
 }
 
-func (c *Client) read(ctx, reqCtx context.Context, body io.Reader, contentType string, rec *RequestResult, onFirst func(RequestResult)) {
+func (c *Client) read(ctx, reqCtx context.Context, body io.Reader, contentType string, rec *RequestResult, req Request) {
+	onFirst := req.OnFirstContent
+	var kept strings.Builder
 	sr := NewSSEReader(body)
 	if c.secrets != nil {
 		sr.Redact = c.secrets.Bytes
@@ -427,6 +451,9 @@ func (c *Client) read(ctx, reqCtx context.Context, body io.Reader, contentType s
 				hash *= fnvPrime64
 			}
 			text.Write(ev.Content)
+			if req.KeepText {
+				kept.Write(ev.Content)
+			}
 		}
 		if err != nil {
 			setErr(FailMalformed, fmt.Sprintf("stream from %s: %v", c.redacted, err))
@@ -465,15 +492,34 @@ func (c *Client) read(ctx, reqCtx context.Context, body io.Reader, contentType s
 	}
 	out := text.Output()
 	rec.Output = &out
+	if req.KeepText {
+		rec.Text = kept.String()
+	}
 }
 
-func (c *Client) body(prompt string, maxTokens int) ([]byte, error) {
+func (c *Client) body(history []Message, prompt string, maxTokens int) ([]byte, error) {
 	p, err := json.Marshal(prompt)
 	if err != nil {
 		return nil, fmt.Errorf("encode prompt: %w", err)
 	}
-	b := make([]byte, 0, len(c.bodyPrefix)+len(p)+len(c.bodyMid)+24)
-	b = append(b, c.bodyPrefix...)
+	var b []byte
+	if len(history) == 0 {
+		b = make([]byte, 0, len(c.bodyPrefix)+len(p)+len(c.bodyMid)+24)
+		b = append(b, c.bodyPrefix...)
+	} else {
+		if c.bodyMessages == nil {
+			return nil, errors.New("a conversation's history needs the chat API (api = \"chat\"); the completions API sends one prompt")
+		}
+		b = append(b, c.bodyMessages...)
+		for _, m := range history {
+			mb, err := json.Marshal(m)
+			if err != nil {
+				return nil, fmt.Errorf("encode history: %w", err)
+			}
+			b = append(append(b, mb...), ',')
+		}
+		b = append(b, `{"role":"user","content":`...)
+	}
 	b = append(b, p...)
 	b = append(b, c.bodyMid...)
 	b = fmt.Appendf(b, "%d}", maxTokens)

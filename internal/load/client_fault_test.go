@@ -14,6 +14,7 @@ import (
 // Each fault a server can show ends the request within its bound, with the failure kind
 // and a message that names the bound where one applies.
 func TestClientFaultKinds(t *testing.T) {
+	t.Parallel()
 	const stall, total = 150 * time.Millisecond, 600 * time.Millisecond
 	tests := []struct {
 		name    string
@@ -193,6 +194,7 @@ func hang(r *http.Request) {
 
 // The caller's cancellation during a stall is a cancellation, not a stall.
 func TestClientCancelDuringStallIsCancelled(t *testing.T) {
+	t.Parallel()
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { hang(r) }))
 	defer srv.Close()
 	c, _ := NewClient(ClientConfig{BaseURL: srv.URL, Model: "m", StallTimeout: time.Hour})
@@ -207,6 +209,7 @@ func TestClientCancelDuringStallIsCancelled(t *testing.T) {
 // A key echoed so that it straddles the quote's cut must not leave its first characters
 // in the message: redaction happens before truncation.
 func TestClientRedactsBeforeTruncating(t *testing.T) {
+	t.Parallel()
 	for _, offset := range []int{0, 190, 195, 199, 200, 505, 510} {
 		t.Run(fmt.Sprint(offset), func(t *testing.T) {
 			srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -231,6 +234,7 @@ func TestClientRedactsBeforeTruncating(t *testing.T) {
 
 // An error event echoing the key is redacted before the decoder summarises it.
 func TestClientRedactsStreamError(t *testing.T) {
+	t.Parallel()
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		key := strings.TrimPrefix(r.Header.Get("Authorization"), "Bearer ")
 		streamChunks(w, `{"error":{"code":1,"detail":"`+strings.Repeat("d", 190)+key+`"}}`)

@@ -11,6 +11,7 @@ import (
 // A server that echoes the request's Authorization header in its error body must not get
 // the API key into RequestResult.Err, which reaches diagnostics and logs.
 func TestClientScrubsEchoedKey(t *testing.T) {
+	t.Parallel()
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, "bad request, headers: Authorization="+r.Header.Get("Authorization"), http.StatusBadRequest)
 	}))

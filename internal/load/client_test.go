@@ -32,6 +32,7 @@ func contentChunk(s string) string {
 }
 
 func TestClientStreamRecord(t *testing.T) {
+	t.Parallel()
 	var body map[string]any
 	var auth string
 	var requests atomic.Int32
@@ -108,6 +109,7 @@ func TestClientStreamRecord(t *testing.T) {
 }
 
 func TestClientCompletionsAPI(t *testing.T) {
+	t.Parallel()
 	var body map[string]any
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.URL.Path != "/v1/completions" {
@@ -135,6 +137,7 @@ func TestClientCompletionsAPI(t *testing.T) {
 }
 
 func TestClientFailures(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		name    string
 		handler http.HandlerFunc
@@ -226,6 +229,7 @@ func TestClientFailures(t *testing.T) {
 }
 
 func TestClientUnreachableIsErrorNotCancel(t *testing.T) {
+	t.Parallel()
 	srv := httptest.NewServer(http.NotFoundHandler())
 	url := srv.URL
 	srv.Close()
@@ -240,6 +244,7 @@ func TestClientUnreachableIsErrorNotCancel(t *testing.T) {
 }
 
 func TestClientCancelMidStream(t *testing.T) {
+	t.Parallel()
 	release := make(chan struct{})
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		streamChunks(w, contentChunk("a"))
@@ -273,6 +278,7 @@ func TestClientCancelMidStream(t *testing.T) {
 }
 
 func TestNewClientValidation(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		name string
 		cfg  ClientConfig

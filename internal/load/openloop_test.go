@@ -155,6 +155,7 @@ func TestRunOpenTrialStop(t *testing.T) {
 }
 
 func TestRunOpenTrialValidation(t *testing.T) {
+	t.Parallel()
 	c := &failingStreamer{}
 	for _, tc := range []struct {
 		spec OpenSpec
@@ -173,6 +174,7 @@ func TestRunOpenTrialValidation(t *testing.T) {
 }
 
 func TestFidelityClientFault(t *testing.T) {
+	t.Parallel()
 	base := time.Now()
 	res := OpenResult{}
 	for i := range 100 {

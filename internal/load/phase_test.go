@@ -9,6 +9,7 @@ import (
 // BeforeMeasured runs once, after every warmup has been sent and answered and before any
 // measured prompt is sent, so counters read there split the two phases.
 func TestRunTrialBeforeMeasured(t *testing.T) {
+	t.Parallel()
 	fs := &failingStreamer{sends: map[string]int{}}
 	var calls int
 	var atCall map[string]int

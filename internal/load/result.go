@@ -63,6 +63,16 @@ type RequestResult struct {
 	Cancelled  bool        // stopped by the runner (early decision or context cancellation)
 
 	ServerTimings *ServerTimings // llama.cpp "timings" when the server reports them
+
+	// User, Conversation and Turn place a request of a users trial (RunUsers): the virtual
+	// user (0-based), the conversation's number in the trial (1-based, in the order they
+	// started) and the turn within it (1-based). All zero outside a users trial.
+	User         int
+	Conversation int
+	Turn         int
+	// Text is the content received, kept only when the request asked for it
+	// (Request.KeepText): a conversation sends it back as the assistant's message.
+	Text string
 }
 
 // ServerTimings is the server's own account of a request (llama.cpp reports these).

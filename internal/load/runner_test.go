@@ -283,6 +283,7 @@ func (f *failingStreamer) Stream(ctx context.Context, req Request) RequestResult
 }
 
 func TestRunTrialNeverRetries(t *testing.T) {
+	t.Parallel()
 	fs := &failingStreamer{sends: map[string]int{}}
 	res, err := RunTrial(context.Background(), fs, TrialSpec{Concurrency: 2, Warmup: prompts("w", 2), Measured: prompts("m", 6), OutputTokens: 1})
 	if err != nil {
@@ -302,6 +303,7 @@ func TestRunTrialNeverRetries(t *testing.T) {
 }
 
 func TestRunTrialValidation(t *testing.T) {
+	t.Parallel()
 	fs := &failingStreamer{sends: map[string]int{}}
 	if _, err := RunTrial(context.Background(), fs, TrialSpec{Concurrency: 0, OutputTokens: 1}); err == nil {
 		t.Error("concurrency 0 accepted")
@@ -314,6 +316,7 @@ func TestRunTrialValidation(t *testing.T) {
 // A concurrency far beyond the prompts allocates and starts nothing in proportion to it:
 // the trial runs with as many requests in flight as there are prompts.
 func TestRunTrialHugeConcurrency(t *testing.T) {
+	t.Parallel()
 	eng := &fakeEngine{chunks: 2}
 	srv := httptest.NewServer(eng)
 	defer srv.Close()

@@ -49,6 +49,7 @@ func parseAll(t testing.TB, r io.Reader) ([]got, error) {
 }
 
 func TestSSEReader(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		name  string
 		input string
@@ -190,6 +191,7 @@ func TestSSEReader(t *testing.T) {
 }
 
 func TestSSEReaderLongLine(t *testing.T) {
+	t.Parallel()
 	long := strings.Repeat("é", 10000) // 20 000 bytes, beyond the initial buffer
 	in := `data: {"choices":[{"delta":{"content":"` + long + `"}}]}` + "\n\n"
 	evs, err := parseAll(t, strings.NewReader(in))
@@ -202,6 +204,7 @@ func TestSSEReaderLongLine(t *testing.T) {
 }
 
 func TestSSEReaderReadError(t *testing.T) {
+	t.Parallel()
 	boom := errors.New("connection reset")
 	r := io.MultiReader(strings.NewReader("data: {\"choices\":[{\"delta\":{\"content\":\"a\"}}]}\n\n"), iotest.ErrReader(boom))
 	sr := NewSSEReader(r)

@@ -9,6 +9,7 @@ import (
 // The watchdog never fires while bytes keep arriving, fires no sooner than the stall
 // timeout after the last one, and never after stop.
 func TestStallWatch(t *testing.T) {
+	t.Parallel()
 	const stall = 80 * time.Millisecond
 	var firedAt atomic.Int64
 	fired := make(chan struct{})

@@ -16,6 +16,7 @@ var ttftP95 = results.SLO{Metric: results.MetricTTFT, Percentile: 95, ThresholdM
 // TestDeciderHandWorked feeds values one by one and checks the decision after each,
 // against ranks worked out by hand.
 func TestDeciderHandWorked(t *testing.T) {
+	t.Parallel()
 	inclusive := ttftP95
 	inclusive.Comparison = results.LessThanOrEqual
 	median := results.SLO{Metric: results.MetricTTFT, Percentile: 50, ThresholdMs: 100}
@@ -113,6 +114,7 @@ func record(index int, ttft, latency float64, osl int) load.RequestResult {
 }
 
 func TestDeciderCompletion(t *testing.T) {
+	t.Parallel()
 	slo := results.SLO{Metric: results.MetricTTFT, Percentile: 95, ThresholdMs: 100}
 	t.Run("pass only once every request completed", func(t *testing.T) {
 		d, _ := NewDecider(slo, 3)
@@ -178,6 +180,7 @@ func TestDeciderCompletion(t *testing.T) {
 }
 
 func TestNewDeciderRejects(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		name string
 		slo  results.SLO
@@ -201,6 +204,7 @@ func TestNewDeciderRejects(t *testing.T) {
 // whatever the rest are, and the percentile-level bounds are tight (a completion at the
 // bound reaches them), i.e. the decision comes exactly as early as it can.
 func TestDeciderRandomized(t *testing.T) {
+	t.Parallel()
 	r := rand.New(rand.NewPCG(1, 2))
 	percentiles := []float64{50, 90, 95, 99, 100, 1, 37.5}
 	for trial := range 800 {
@@ -266,6 +270,7 @@ func TestDeciderRandomized(t *testing.T) {
 // completion, some requests failing) and checks every intermediate decision against the
 // verdict of the complete records.
 func TestDeciderMatchesVerdict(t *testing.T) {
+	t.Parallel()
 	r := rand.New(rand.NewPCG(3, 4))
 	metrics := []string{results.MetricTTFT, results.MetricITL, results.MetricRequestLatency}
 	for trial := range 1000 {
@@ -318,6 +323,7 @@ func TestDeciderMatchesVerdict(t *testing.T) {
 }
 
 func TestVerdict(t *testing.T) {
+	t.Parallel()
 	slo := results.SLO{Metric: results.MetricTTFT, Percentile: 50, ThresholdMs: 100}
 	ok := []load.RequestResult{record(0, 50, 60, 5), record(1, 100, 120, 5), record(2, 150, 160, 5)}
 	// p50 of [50 100 150] = 100: not strictly below 100, but ≤ 100.
@@ -350,6 +356,7 @@ func TestVerdict(t *testing.T) {
 // one objective's fail is certain, passes only when every one holds, and goodput and
 // higher-is-better metrics decide from the right side. Values are worked out by hand.
 func TestTrialDeciderObjectives(t *testing.T) {
+	t.Parallel()
 	ttft := results.SLO{Metric: results.MetricTTFT, Percentile: 50, ThresholdMs: 100}
 	// ITL of record(i, ttft, latency, osl) is (latency − ttft)/(osl − 1).
 	itl := results.SLO{Metric: results.MetricITL, Percentile: 50, ThresholdMs: 10}

@@ -10,6 +10,7 @@ import (
 )
 
 func TestErrorSummary(t *testing.T) {
+	t.Parallel()
 	t0 := time.Unix(1000, 0)
 	ok := func(osl int) load.RequestResult {
 		return load.RequestResult{HTTPStatus: 200, Sent: t0, FirstContent: t0.Add(time.Second), LastContent: t0.Add(2 * time.Second),
@@ -73,6 +74,7 @@ func TestErrorSummary(t *testing.T) {
 }
 
 func TestDescribeErrors(t *testing.T) {
+	t.Parallel()
 	in := []results.ErrorCount{{Kind: "http_status", HTTPStatus: 503, Count: 3, Example: "h1"}, {Kind: "stalled", Count: 1, Example: "s1"}}
 	if d := DescribeErrors(in); d != `3 HTTP 503 (e.g. "h1"), 1 stalled (e.g. "s1")` {
 		t.Fatalf("DescribeErrors = %s", d)

@@ -28,6 +28,7 @@ func openRecords(slowdown time.Duration, fail func(i int) bool) []load.RequestRe
 }
 
 func TestKeptUp(t *testing.T) {
+	t.Parallel()
 	rule := DefaultOpenLoopRule()
 
 	// Steady: 3 in flight at every sampled send (requests i-2, i-1, i), from request 3 on
@@ -82,6 +83,7 @@ func TestKeptUp(t *testing.T) {
 // first request is sent before any response, so the guard can get 7 samples, never 8: it
 // must not judge, and the trial keeps up. With 9 measured requests it gets 8 and judges.
 func TestBacklogGuardNeedsSamplesItCanGet(t *testing.T) {
+	t.Parallel()
 	rule := DefaultOpenLoopRule()
 	trial := func(n int) []load.RequestResult {
 		base := time.Unix(1000, 0)
@@ -105,6 +107,7 @@ func TestBacklogGuardNeedsSamplesItCanGet(t *testing.T) {
 }
 
 func TestCannotKeepUp(t *testing.T) {
+	t.Parallel()
 	rule := DefaultOpenLoopRule()
 	t0 := time.Unix(1000, 0)
 	// 40 requests offered at 10/s need the last of 39 gaps by 39 / 9.5 s = 4.105 s after

@@ -8,6 +8,7 @@ import (
 )
 
 func TestPercentile(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		name   string
 		values []float64
@@ -46,6 +47,7 @@ func TestPercentile(t *testing.T) {
 }
 
 func TestPercentileErrors(t *testing.T) {
+	t.Parallel()
 	if _, err := Percentile(nil, 50); !errors.Is(err, ErrNoValues) {
 		t.Errorf("empty: err = %v, want ErrNoValues", err)
 	}

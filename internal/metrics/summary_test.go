@@ -55,6 +55,7 @@ func warmup(index int, prompt string) load.RequestResult {
 func near(a, b float64) bool { return math.Abs(a-b) <= 1e-9*math.Max(1, math.Abs(b)) }
 
 func TestSummarize(t *testing.T) {
+	t.Parallel()
 	records := []load.RequestResult{
 		warmup(0, "w1"),
 		warmup(1, "w2"),
@@ -121,6 +122,7 @@ func TestSummarize(t *testing.T) {
 }
 
 func TestSummarizeFailures(t *testing.T) {
+	t.Parallel()
 	serverError := load.RequestResult{Index: 1, Prompt: "e500", RequestedOutputTokens: 20, Sent: at(5), Done: at(9000), HTTPStatus: 500, Err: "HTTP 500"}
 	brokenStream := req{prompt: "broken", sent: 10, first: 50, last: 60, done: 61, osl: 0, chunks: 3, bytes: 9, hash: 7}.record(2)
 	brokenStream.UsageReported, brokenStream.Err = false, "unexpected EOF"
@@ -170,6 +172,7 @@ func TestSummarizeFailures(t *testing.T) {
 }
 
 func TestSummarizeNoSuccess(t *testing.T) {
+	t.Parallel()
 	records := []load.RequestResult{
 		{Index: 0, Prompt: "x", Sent: at(0), Done: at(1000), Err: "connection refused"},
 		{Index: 1, Prompt: "y", Sent: at(10), Done: at(500), HTTPStatus: 401, Err: "HTTP 401"},
@@ -186,6 +189,7 @@ func TestSummarizeNoSuccess(t *testing.T) {
 }
 
 func TestSummarizeNoUsage(t *testing.T) {
+	t.Parallel()
 	r := req{prompt: "a", sent: 0, first: 100, last: 200, done: 200, osl: 5, chunks: 5, bytes: 5, hash: 1}.record(0)
 	r.UsageReported, r.CompletionTokens = false, 0
 	got, err := Summarize([]load.RequestResult{r}, 5)
@@ -199,6 +203,7 @@ func TestSummarizeNoUsage(t *testing.T) {
 }
 
 func TestSummarizeOverlapAndDuplicatePrompts(t *testing.T) {
+	t.Parallel()
 	records := []load.RequestResult{
 		warmup(0, "a"), warmup(1, "b"), warmup(2, "b"),
 		req{prompt: "b", sent: 0, first: 1, last: 2, done: 3, osl: 20, hash: 1}.record(3),
@@ -215,6 +220,7 @@ func TestSummarizeOverlapAndDuplicatePrompts(t *testing.T) {
 }
 
 func TestOutputLengthMismatch(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		name           string
 		osl, requested int
@@ -243,6 +249,7 @@ func TestOutputLengthMismatch(t *testing.T) {
 }
 
 func TestSummarizeFallsBackToRecordedRequest(t *testing.T) {
+	t.Parallel()
 	r := req{prompt: "a", sent: 0, first: 1, last: 2, done: 3, osl: 18}.record(0) // RequestedOutputTokens 20
 	got, _ := Summarize([]load.RequestResult{r}, 0)
 	if got.Correctness.OutputLengthMismatches != 1 {
@@ -253,6 +260,7 @@ func TestSummarizeFallsBackToRecordedRequest(t *testing.T) {
 // TestSummarizeReferenceShape rebuilds the throughput arithmetic of the reference file's
 // first 2K / 512 trial: 64 requests of 512 tokens over 128.362401601 s.
 func TestSummarizeReferenceShape(t *testing.T) {
+	t.Parallel()
 	const durationNs = 128362401601
 	var records []load.RequestResult
 	for i := range 64 {
@@ -287,6 +295,7 @@ func TestSummarizeReferenceShape(t *testing.T) {
 }
 
 func TestTotals(t *testing.T) {
+	t.Parallel()
 	a := results.Trial{Correctness: results.Correctness{
 		WarmupRecords: 8, UniqueWarmupPrompts: 8, WarmupProfilePromptOverlap: 0, ProfilingRecords: 64, HTTP200: 64,
 		UniquePrompts: 64, UniqueOutputs: 63, GeneratedChunks: 8851, GeneratedUTF8Bytes: 131782,
@@ -314,6 +323,7 @@ func TestTotals(t *testing.T) {
 // cached_prompt_tokens sums while every trial knows it; one trial whose server could not
 // tell (null) or that does not record it makes the total null, never a smaller number.
 func TestTotalsCachedPromptTokens(t *testing.T) {
+	t.Parallel()
 	known := func(n int) *results.CacheCount { return &results.CacheCount{Tokens: n, Known: true} }
 	trial := func(c *results.CacheCount, beyond int) results.Trial {
 		return results.Trial{Correctness: results.Correctness{CachedPromptTokens: c, RequestsCachedBeyondSharedPrefix: beyond}}
@@ -415,6 +425,7 @@ func constStats(v float64) results.Stats {
 // Connection set-up (connect + TLS before the request was sent) is reported apart from TTFT
 // over the successful measured requests, 0 for a reused connection.
 func TestSummarizeConnectionSetup(t *testing.T) {
+	t.Parallel()
 	a := req{prompt: "a", sent: 0, first: 100, last: 200, done: 210, osl: 3, chunks: 3}.record(0)
 	a.Connect, a.TLSHandshake = 2*time.Millisecond, 6*time.Millisecond
 	b := req{prompt: "b", sent: 0, first: 120, last: 220, done: 230, osl: 3, chunks: 3}.record(1) // reused connection

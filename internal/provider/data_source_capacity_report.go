@@ -38,6 +38,8 @@ type capacityReportModel struct {
 	CapacityBoundedBySearch   types.Map     `tfsdk:"capacity_bounded_by_search"`
 	MaximumPassingRequestRate types.Map     `tfsdk:"maximum_passing_request_rate"`
 	FirstFailingRequestRate   types.Map     `tfsdk:"first_failing_request_rate"`
+	MaximumPassingUsers       types.Map     `tfsdk:"maximum_passing_users"`
+	FirstFailingUsers         types.Map     `tfsdk:"first_failing_users"`
 	MaximumPassingSpeedup     types.Map     `tfsdk:"maximum_passing_speedup"`
 	FirstFailingSpeedup       types.Map     `tfsdk:"first_failing_speedup"`
 	WorkloadResults           types.List    `tfsdk:"workload_results"`
@@ -119,6 +121,19 @@ func (d *capacityReportDataSource) Schema(_ context.Context, _ datasource.Schema
 				ElementType:         types.BoolType,
 				MarkdownDescription: "Per workload label, " + descBoundedBySearch + " Read from the boundary alone, so it holds for any schema v1 document.",
 			},
+			"maximum_passing_users": schema.MapAttribute{
+				Computed:    true,
+				ElementType: types.Int64Type,
+				MarkdownDescription: "Per workload label, for a search by users (virtual users each holding multi-turn " +
+					"conversations with think time): the most users at which every confirmation trial met the objectives. " +
+					"Null when even the fewest users tried failed, or when the workload was searched on another axis.",
+			},
+			"first_failing_users": schema.MapAttribute{
+				Computed:    true,
+				ElementType: types.Int64Type,
+				MarkdownDescription: "Per workload label, for a search by users: the fewest users above `maximum_passing_users` " +
+					"at which a confirmation trial failed. Null when every level tried passed, or on another axis.",
+			},
 			"maximum_passing_request_rate": reportFloat64Map(descMaximumPassingRate),
 			"first_failing_request_rate":   reportFloat64Map(descFirstFailingRate),
 			"maximum_passing_speedup":      reportFloat64Map(descMaximumPassingSpeedup),
@@ -193,6 +208,8 @@ func (d *capacityReportDataSource) Read(ctx context.Context, req datasource.Read
 	resp.Diagnostics.Append(diags...)
 	m.MaximumPassingRequestRate, m.FirstFailingRequestRate = open["maximum_passing_request_rate"], open["first_failing_request_rate"]
 	m.MaximumPassingSpeedup, m.FirstFailingSpeedup = open["maximum_passing_speedup"], open["first_failing_speedup"]
+	m.MaximumPassingUsers, m.FirstFailingUsers, diags = usersMaps(doc)
+	resp.Diagnostics.Append(diags...)
 	m.WorkloadResults, diags = workloadResultsValue(ctx, doc)
 	resp.Diagnostics.Append(diags...)
 	slos := make([]reportSLOValue, 0, len(doc.Objectives()))

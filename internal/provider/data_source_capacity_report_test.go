@@ -335,3 +335,48 @@ func TestAccCapacityReportDataSource_replay(t *testing.T) {
 		}},
 	})
 }
+
+// A search by users read back: the users boundary by label, the concurrency maps null, and
+// the headline held against the trials (a document whose trials state users).
+func TestAccCapacityReportDataSource_users(t *testing.T) {
+	t.Parallel()
+	raw, err := os.ReadFile(filepath.Join("..", "results", "testdata", "recorded", "result.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	doc, err := results.Parse(raw)
+	if err != nil {
+		t.Fatal(err)
+	}
+	w := &doc.Workloads[0]
+	for _, ts := range [][]results.Trial{w.AllTrials, w.PassingTrials, w.FailingTrials} {
+		for i := range ts {
+			ts[i].Users, ts[i].Concurrency = ts[i].Concurrency, 0
+		}
+	}
+	w.MaximumPassingUsers, w.FirstFailingUsers = w.MaximumPassingConcurrency, w.FirstFailingConcurrency
+	w.MaximumPassingConcurrency, w.FirstFailingConcurrency = nil, nil
+	out, err := results.Marshal(doc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	file := filepath.Join(t.TempDir(), "users.json")
+	if err := os.WriteFile(file, out, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	const addr = "data.llmserve_capacity_report.test"
+	resource.Test(t, resource.TestCase{
+		ProtoV6ProviderFactories: testAccProtoV6ProviderFactories,
+		Steps: []resource.TestStep{{
+			Config: fmt.Sprintf(`data "llmserve_capacity_report" "test" {
+  path = %q
+}`, file),
+			ConfigStateChecks: []statecheck.StateCheck{
+				statecheck.ExpectKnownValue(addr, tfjsonpath.New("maximum_passing_users"), knownvalue.MapExact(map[string]knownvalue.Check{"64 / 8": knownvalue.Int64Exact(4)})),
+				statecheck.ExpectKnownValue(addr, tfjsonpath.New("first_failing_users"), knownvalue.MapExact(map[string]knownvalue.Check{"64 / 8": knownvalue.Int64Exact(5)})),
+				statecheck.ExpectKnownValue(addr, tfjsonpath.New("maximum_passing_concurrency"), knownvalue.MapExact(map[string]knownvalue.Check{"64 / 8": knownvalue.Null()})),
+				statecheck.ExpectKnownValue(addr, tfjsonpath.New("capacity_bounded_by_search"), knownvalue.MapExact(map[string]knownvalue.Check{"64 / 8": knownvalue.Bool(false)})),
+			},
+		}},
+	})
+}

@@ -120,8 +120,8 @@ var (
 const comparisonAttributesDescription = "`comparable` (false when the protocols differ; `refused` lists why), " +
 	"`refused` and `flagged` (differences of protocol and setup, as sentences), `regressed`, `improved` and " +
 	"`inconclusive` (workload labels), `summary` (one line per workload with its verdict and figures, for an error " +
-	"message), `workloads` (per label: `verdict`, `reason`, `notes`, `axis` (`concurrency`, `request_rate` or " +
-	"`speedup`), `baseline_maximum_passing` and `current_maximum_passing` on that axis, `capacity_steps` (how many of " +
+	"message), `workloads` (per label: `verdict`, `reason`, `notes`, `axis` (`concurrency`, `request_rate`, " +
+	"`speedup` or `users`), `baseline_maximum_passing` and `current_maximum_passing` on that axis, `capacity_steps` (how many of " +
 	"the levels tried the maximum passing level moved, negative down), `baseline_capacity`, `current_capacity` and " +
 	"`capacity_change` (concurrency only, else null), and per objective `objective`, `unit`, `verdict`, " +
 	"`change_percent`, `change_low_percent` and `change_high_percent` (its confidence interval), `noise_percent`, " +

@@ -40,7 +40,8 @@ func (replicasForFunction) Definition(_ context.Context, _ function.DefinitionRe
 		Parameters: []function.Parameter{
 			function.NumberParameter{Name: "users", MarkdownDescription: "Concurrent users to serve at peak, 0 or more (a fraction is rounded up with the replicas)."},
 			function.NumberParameter{Name: "capacity", AllowNullValue: true, MarkdownDescription: "One replica's measured capacity, a whole number: " +
-				"`maximum_passing_concurrency[\"<label>\"]` of `llmserve_capacity_benchmark` or `llmserve_capacity_report`, measured against one replica."},
+				"`maximum_passing_concurrency[\"<label>\"]` of `llmserve_capacity_benchmark` or `llmserve_capacity_report`, measured against one replica, " +
+				"or `maximum_passing_users[\"<label>\"]` of a `conversation` workload (then `users` counts people chatting at once)."},
 			function.NumberParameter{Name: "headroom", MarkdownDescription: "The fraction of each replica's capacity kept free, from 0 up to but not including 1: 0.2 plans 80 % of it."},
 		},
 		Return: function.Int64Return{},

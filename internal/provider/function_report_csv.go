@@ -20,7 +20,10 @@ func NewReportCSVFunction() function.Function {
 			"correctness counter, `kind` (`probe`/`confirmation`), `stopped_early`, and for an open-loop " +
 			"trial its `request_rate` (a replay's also its `speedup`; empty otherwise) and its guards: " +
 			"`offered_rate`, `completion_rate`, `backlog_growth`, `backlog_allowance`, `kept_up` and " +
-			"`missed_guards` (space-separated). Numbers are " +
+			"`missed_guards` (space-separated), and for a users trial (multi-turn conversations with think " +
+			"time) its `users` and what it measured of the turns: `first_turn_ttft_ms_p50`/`_p95`, " +
+			"`later_turn_ttft_ms_p50`/`_p95`, `in_flight_mean`, `in_flight_peak`, `context_tokens_max`, " +
+			"`later_turn_cached_percent` and `turns_cached_beyond_history`. Numbers are " +
 			"unrounded; a probe stopped early has metrics over the requests that finished. Columns are " +
 			"only ever appended, so reading by position is safe.",
 		render: results.CSV,

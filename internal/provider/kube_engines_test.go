@@ -23,6 +23,7 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 
 	"github.com/llmserve/terraform-provider-llmserve/internal/deploy/kubernetes"
+	"github.com/llmserve/terraform-provider-llmserve/internal/runner"
 )
 
 // The Kubernetes acceptance tests run against the real control plane scripts/kube-controlplane.sh
@@ -153,7 +154,7 @@ func (e *kubeEngines) sync(ctx context.Context) {
 	defer e.mu.Unlock()
 	live := map[string]bool{}
 	for _, p := range pods.Items {
-		if p.DeletionTimestamp != nil || p.Status.PodIP == "" || p.Status.Phase != corev1.PodRunning {
+		if p.DeletionTimestamp != nil || p.Status.PodIP == "" || p.Status.Phase != corev1.PodRunning || p.Labels[runner.KindLabel] != "" {
 			continue
 		}
 		live[p.Name] = true

@@ -81,6 +81,14 @@ func TestEveryConfigurableStringRefusesControlCharacters(t *testing.T) {
 			{"endpoint": "http://127.0.0.1:9", "model": "m", "workloads": []any{map[string]any{"label": "t", "trace": map[string]any{"file": writeReplayTrace(t, 20, 100), "block_tokens": 32}}},
 				"slos":   []any{map[string]any{"metric": "time_to_first_token", "percentile": 95.0, "threshold_ms": 100.0}},
 				"search": map[string]any{"speedup": map[string]any{"min": 1.0, "max": 4.0}}},
+			{"endpoint": "http://qwen.llm.svc:8000", "model": "m", "workloads": workloads,
+				"slos": []any{map[string]any{"metric": "time_to_first_token", "percentile": 95.0, "threshold_ms": 100.0}},
+				"runner": map[string]any{"kubernetes": map[string]any{"namespace": "llm", "image": "ghcr.io/llmserve/runner:1",
+					"node_selector": map[string]any{"pool": "gpu"}, "pod_access": "pod_network",
+					"tolerations": []any{map[string]any{"key": "gpu", "operator": "Equal", "value": "yes", "effect": "NoSchedule"}}}}},
+			{"endpoint": "http://127.0.0.1:9", "model": "m", "workloads": []any{map[string]any{"label": "c", "input_tokens": 64, "output_tokens": 8,
+				"conversation": map[string]any{"turns": 3, "think_time": map[string]any{"distribution": "exponential", "mean": "10s"}}}},
+				"slos": []any{map[string]any{"metric": "time_to_first_token", "percentile": 95.0, "threshold_ms": 100.0}}},
 		},
 	}
 	for typeName, configs := range bases {

@@ -61,7 +61,7 @@ func (r *capacityBenchmarkResource) Create(ctx context.Context, req resource.Cre
 	resp.Diagnostics.Append(diags...)
 	// Every value is known now: one that was unknown at plan meets its rule here, before
 	// anything is sent.
-	resp.Diagnostics.Append(problemDiagnostics(cfg.Validate(), benchmarkProblem, nil, false)...)
+	resp.Diagnostics.Append(problemDiagnostics(cfg.Check(), benchmarkProblem, nil, false)...)
 	if resp.Diagnostics.HasError() {
 		return
 	}

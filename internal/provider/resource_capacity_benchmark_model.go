@@ -44,6 +44,8 @@ type capacityBenchmarkModel struct {
 	Runner       types.Object   `tfsdk:"runner"`
 
 	MaximumPassingConcurrency types.Map    `tfsdk:"maximum_passing_concurrency"`
+	MaximumPassingUsers       types.Map    `tfsdk:"maximum_passing_users"`
+	FirstFailingUsers         types.Map    `tfsdk:"first_failing_users"`
 	MaximumPassingRequestRate types.Map    `tfsdk:"maximum_passing_request_rate"`
 	FirstFailingRequestRate   types.Map    `tfsdk:"first_failing_request_rate"`
 	MaximumPassingSpeedup     types.Map    `tfsdk:"maximum_passing_speedup"`
@@ -98,6 +100,9 @@ func (m capacityBenchmarkModel) capacityConfig(ctx context.Context) (capacity.Co
 			OutputTokensStddev: r.float(p.At("output_tokens_stddev"), f["output_tokens_stddev"]),
 			SharedPrefixTokens: r.int(p.At("shared_prefix_tokens"), f["shared_prefix_tokens"], 0),
 		})
+		if cv, ok := f["conversation"]; ok && cv != nil && !cv.IsNull() {
+			r.conversation(p.At("conversation"), cv, &cfg.Workloads[len(cfg.Workloads)-1])
+		}
 		if tv, ok := f["trace"]; ok && tv != nil && !tv.IsNull() {
 			// A replay even when its path (or the whole trace) is not known yet at plan.
 			w := &cfg.Workloads[len(cfg.Workloads)-1]
@@ -269,6 +274,8 @@ func (m *capacityBenchmarkModel) setResults(ctx context.Context, doc *results.Do
 	diags.Append(d...)
 	m.MaximumPassingRequestRate, m.FirstFailingRequestRate = open["maximum_passing_request_rate"], open["first_failing_request_rate"]
 	m.MaximumPassingSpeedup, m.FirstFailingSpeedup = open["maximum_passing_speedup"], open["first_failing_speedup"]
+	m.MaximumPassingUsers, m.FirstFailingUsers, d = usersMaps(doc)
+	diags.Append(d...)
 	m.WorkloadResults, d = workloadResultsValue(ctx, doc)
 	diags.Append(d...)
 	return diags

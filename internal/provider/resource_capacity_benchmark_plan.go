@@ -26,7 +26,9 @@ func (r *capacityBenchmarkResource) ValidateConfig(ctx context.Context, req reso
 	resp.Diagnostics.Append(diags...)
 	resp.Diagnostics.Append(problemDiagnostics(cfg.Validate(), benchmarkProblem, unknown, true)...)
 
-	if _, _, ok := runnerSettings(m.Runner); ok {
+	if !m.Runner.IsNull() && !m.Runner.IsUnknown() {
+		checkRunnerPlace(m.Runner, resp)
+		checkRunnerPlacement(ctx, m.Runner, resp)
 		for i, w := range cfg.Workloads {
 			if w.TraceFile != "" {
 				resp.Diagnostics.AddAttributeError(path.Root("workloads").AtListIndex(i).AtName("trace").AtName("file"), "Trace replay with a runner",
@@ -101,7 +103,8 @@ func (r *capacityBenchmarkResource) ModifyPlan(ctx context.Context, req resource
 		labels = append(labels, label.ValueString())
 	}
 	for _, name := range []string{"maximum_passing_concurrency", "first_failing_concurrency", "capacity_bounded_by_search",
-		"maximum_passing_request_rate", "first_failing_request_rate", "maximum_passing_speedup", "first_failing_speedup"} {
+		"maximum_passing_request_rate", "first_failing_request_rate", "maximum_passing_speedup", "first_failing_speedup",
+		"maximum_passing_users", "first_failing_users"} {
 		// The element type is the schema's; an unknown of it is what the map holds per label.
 		elem := req.Plan.Schema.GetAttributes()[name].GetType().(attr.TypeWithElementType).ElementType()
 		unknown, err := elem.ValueFromTerraform(ctx, tftypes.NewValue(elem.TerraformType(ctx), tftypes.UnknownValue))

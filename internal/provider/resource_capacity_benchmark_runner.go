@@ -36,14 +36,21 @@ func benchmarkRunnerAttribute() schema.Attribute {
 			"or `image`. It does everything a local run does (flushes and idle waits, prompt fitting, load, scrapes, records); " +
 			"`progress_file` and `progress_log` are mirrored where Terraform runs as the runner's lines arrive, and `records_directory` is copied back at the end. " +
 			"The results document records where the load ran (`runner`).\n\n" +
+			"`kubernetes`: in a runner Job in the server's namespace, in the cluster of the provider's `kubernetes` block; the same runner program, followed through the API server (below).\n\n" +
 			"The runner is detached from Terraform: an apply interrupted (or out of `timeouts.create`) while it measures leaves it measuring; the next apply of the same configuration " +
 			"attaches to it, collects its result if it finished meanwhile, or resumes from its journal if it died, so no trial is lost or measured twice. " +
 			"A runner of another configuration of the same server is stopped and removed (one measurement per server at a time). The runner is removed once its result is collected; " +
 			"destroying the benchmark removes any runner of it that is left. The API keys reach the runner in a file written into its container before it starts, which the runner deletes once read: " +
-			"never in its environment, labels, logs or state.",
+			"never in its environment, labels, logs or state.\n\n" +
+			"Faults of the `docker` runner, each a diagnostic naming what failed and what is kept: a runner image that cannot be built for the engine (refused at plan when the engine answers then); " +
+			"an image that cannot start (the apply fails, the runner container is removed); the engine host out of disk (no runner is started; the local `progress_file` and an ended runner with its journal are kept); " +
+			"a runner killed or out of memory (its journal is kept in its stopped container and the next apply resumes from it); " +
+			"the engine lost while the apply follows the runner (reported within 40 seconds of its last answer; the runner keeps measuring if the host is up, and the next apply attaches to it). " +
+			"A server that publishes nothing (`llmserve_inference_server` with `publish = false`) is measured this way, with `endpoint = llmserve_inference_server.<name>.endpoint`.",
 		Attributes: map[string]schema.Attribute{
+			"kubernetes": kubernetesRunnerAttribute(),
 			"docker": schema.SingleNestedAttribute{
-				Required:            true,
+				Optional:            true,
 				MarkdownDescription: "A runner container on the server's Docker Engine.",
 				Attributes: map[string]schema.Attribute{
 					"container": schema.StringAttribute{
@@ -98,6 +105,9 @@ func runnerSettings(v types.Object) (container, image string, ok bool) {
 }
 
 func (r *capacityBenchmarkResource) place(m capacityBenchmarkModel) benchmarkPlace {
+	if k, ok := kubernetesRunnerSettings(m.Runner); ok {
+		return kubernetesPlace{data: r.data, m: k}
+	}
 	if c, img, ok := runnerSettings(m.Runner); ok {
 		return dockerPlace{data: r.data, container: c, image: img}
 	}
@@ -166,16 +176,20 @@ func (p dockerPlace) run(ctx context.Context, cfg capacity.Config, files capacit
 
 // removeRunners removes what is left of the benchmark's runner (destroy).
 func (r *capacityBenchmarkResource) removeRunners(ctx context.Context, m capacityBenchmarkModel) error {
-	p, ok := r.place(m).(dockerPlace)
-	if !ok {
-		return nil
-	}
+	place := r.place(m)
 	cfg, _, diags := m.capacityConfig(ctx)
 	if diags.HasError() {
 		return nil
 	}
 	if r.data != nil {
 		cfg.ToolVersion = r.data.version
+	}
+	if k, ok := place.(kubernetesPlace); ok {
+		return k.remove(ctx, runnerSpec(cfg).Key())
+	}
+	p, ok := place.(dockerPlace)
+	if !ok {
+		return nil
 	}
 	d, err := p.docker()
 	if err != nil {

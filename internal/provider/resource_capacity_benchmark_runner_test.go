@@ -323,7 +323,8 @@ func TestAccCapacityBenchmark_dockerRunnerInterrupted(t *testing.T) {
 }
 
 // A runner image that cannot be built for the engine (here: a binary that is no Linux
-// executable, as a provider running on macOS has) is refused at plan, naming the fix.
+// executable, as a provider running on macOS has) is refused at plan, naming the fix: for a
+// benchmark's runner, and for the readiness relay of a server that publishes nothing.
 func TestAccCapacityBenchmark_dockerRunnerRefusedAtPlan(t *testing.T) {
 	b := accEngine(t)
 	script := filepath.Join(t.TempDir(), "terraform-provider-llmserve")
@@ -338,6 +339,18 @@ func TestAccCapacityBenchmark_dockerRunnerRefusedAtPlan(t *testing.T) {
 			Config:      runnerConfig(target, t.TempDir(), ""),
 			PlanOnly:    true,
 			ExpectError: regexp.MustCompile(`(?s)Runner image cannot be built.*not a Linux executable.*runner\.docker\.image`),
+		}, {
+			Config: fmt.Sprintf(`
+resource "llmserve_inference_server" "quiet" {
+  name    = "%s-relay-plan"
+  image   = %q
+  engine  = "sglang"
+  model   = "sim/qwen-test"
+  publish = false
+}
+`, accContainer, accImage),
+			PlanOnly:    true,
+			ExpectError: regexp.MustCompile(`(?s)Readiness relay cannot be built.*not a Linux executable.*` + runner.BinaryEnv + `.*publish = true`),
 		}},
 	})
 	if left := runnersOf(t, b, target); len(left) > 0 {
@@ -391,10 +404,13 @@ resource "llmserve_capacity_benchmark" "test" {
 	})
 }
 
-// The real engine: llama-server on the generated tiny model, listening on its container's
-// loopback and publishing no port, measured by the runner: prompt fitting (its /tokenize),
-// the slot erase of cache_flush "auto", the /metrics scrapes and the load all reach it only
-// from inside its network namespace.
+// The real engine, deployed as users deploy it: llmserve_inference_server with publish = false
+// (llama-server on the generated tiny model, listening on its container's loopback, no port
+// published or exposed), made ready through the engine (relay containers in its network
+// namespace) and measured by the runner: prompt fitting (its /tokenize), the slot erase of
+// cache_flush "auto", the /metrics scrapes and the load all reach it only from inside. The
+// same benchmark of an identical, published server run from here finds the same boundary;
+// no runner or relay container is left after the apply or the destroy.
 func TestAccCapacityBenchmark_dockerRunnerLlamaCpp(t *testing.T) {
 	testAccPreCheck(t)
 	model := testAccTinyModel(t)
@@ -404,74 +420,134 @@ func TestAccCapacityBenchmark_dockerRunnerLlamaCpp(t *testing.T) {
 	}
 	testAccRequireLlamaCppImage(t, b)
 	t.Setenv(runner.BinaryEnv, testAccRunnerBinary(t, b))
-	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
-	defer cancel()
-	cli := b.Client()
-	created, err := cli.ContainerCreate(ctx, &container.Config{
-		Image: quickstartImage, Entrypoint: []string{"/usr/bin/llama-server"},
-		Cmd: []string{"-m", "/models/tiny-llama.gguf", "--alias", "tiny", "--host", "127.0.0.1", "--port", "8080",
-			"--parallel", "2", "--ctx-size", "4096", "--metrics", "--threads", "1"},
-		Labels: map[string]string{enginetest.TestLabel: "true", enginetest.RunLabel: enginetest.RunID},
-	}, &container.HostConfig{Binds: []string{filepath.Dir(model) + ":/models:ro"}}, nil, nil, accContainer+"-runner-llama")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		_ = cli.ContainerRemove(context.Background(), created.ID, container.RemoveOptions{Force: true})
-	})
-	if err := cli.ContainerStart(ctx, created.ID, container.StartOptions{}); err != nil {
-		t.Fatal(err)
-	}
-	for !strings.Contains(containerLogs(t, b, created.ID), "listening on http") {
-		if ctx.Err() != nil {
-			t.Fatalf("llama-server did not start: %s", containerLogs(t, b, created.ID))
-		}
-		time.Sleep(200 * time.Millisecond)
-	}
 	dir := t.TempDir()
+	leftovers := func() error {
+		cs, err := b.Client().ContainerList(context.Background(), container.ListOptions{All: true, Filters: filters.NewArgs(filters.Arg("label", runner.KindLabel))})
+		if err != nil {
+			return err
+		}
+		if len(cs) > 0 {
+			return fmt.Errorf("%d runner or relay containers left: %v", len(cs), cs[0].Labels)
+		}
+		return nil
+	}
+	server := func(name, extra string) string {
+		return fmt.Sprintf(`
+resource "llmserve_inference_server" %[1]q {
+  name                 = "%[2]s-%[1]s"
+  image                = %[3]q
+  engine               = "llamacpp"
+  model                = "/models/tiny-llama.gguf"
+  model_host_path      = %[4]q
+  served_model_name    = "tiny"
+  max_running_requests = 2
+  context_length       = 4096
+  readiness_timeout    = "3m"
+  extra_args           = ["--threads", "1"] # steadier than two threads spinning on a busy host
+%[5]s
+}
+`, name, accContainer+"-runner", quickstartImage, model, extra)
+	}
+	bench := func(name, server, extra string) string {
+		return fmt.Sprintf(`
+resource "llmserve_capacity_benchmark" %[1]q {
+  endpoint      = llmserve_inference_server.%[2]s.endpoint
+  model         = "tiny"
+  api           = "chat"
+  # Two slots: a third user waits for a whole request (1024 tokens decoded: about ten seconds
+  # on this model with one thread), where two wait for a 32-token prefill (about half a
+  # second on this busy host): the boundary is the slot count.
+  workloads     = [{ label = "32 / 1024", input_tokens = 32, output_tokens = 1024 }]
+  slos          = [{ metric = "time_to_first_token", percentile = 95, threshold_ms = 3000 }]
+  search        = { min_concurrency = 2, max_concurrency = 3 }
+  trial         = { warmup_requests = 1, measured_requests = 4, confirmation_trials = 1, cache_flush = "auto" }
+  progress_file = "%[3]s/%[1]s.jsonl"
+%[4]s
+}
+
+output "%[1]s_maximum" { value = llmserve_capacity_benchmark.%[1]s.maximum_passing_concurrency["32 / 1024"] }
+output "%[1]s_first_failing" { value = llmserve_capacity_benchmark.%[1]s.first_failing_concurrency["32 / 1024"] }
+`, name, server, dir, extra)
+	}
+	cfg := server("quiet", "  publish = false") + server("published", "") +
+		bench("runner", "quiet", "  runner = { docker = { container = llmserve_inference_server.quiet.id } }") +
+		// One after the other: the two measurements share this machine's cores.
+		bench("local", "published", "  depends_on = [llmserve_capacity_benchmark.runner]")
 	resource.Test(t, resource.TestCase{
 		ProtoV6ProviderFactories: testAccProtoV6ProviderFactories,
 		CheckDestroy: func(*terraform.State) error {
-			if left := runnersOf(t, b, created.ID); len(left) > 0 {
-				return fmt.Errorf("%d runner containers left after destroy", len(left))
+			for _, n := range []string{"quiet", "published"} {
+				if _, err := b.Inspect(context.Background(), accContainer+"-runner-"+n); err == nil {
+					return fmt.Errorf("the server %s is left after destroy", n)
+				}
 			}
-			return nil
+			return leftovers()
 		},
 		Steps: []resource.TestStep{{
-			Config: fmt.Sprintf(`
-resource "llmserve_capacity_benchmark" "tiny" {
-  endpoint      = "http://127.0.0.1:8080"
-  model         = "tiny"
-  workloads     = [{ label = "64 / 8", input_tokens = 64, output_tokens = 8 }]
-  slos          = [{ metric = "time_to_first_token", percentile = 95, threshold_ms = 5000 }]
-  search        = { concurrency_levels = [1, 2] }
-  trial         = { warmup_requests = 1, measured_requests = 6, confirmation_trials = 1, cache_flush = "auto" }
-  progress_file = %q
-  runner        = { docker = { container = %q } }
-}
-`, filepath.Join(dir, "p.jsonl"), created.ID),
+			Config: cfg,
+			ConfigStateChecks: []statecheck.StateCheck{
+				statecheck.ExpectKnownValue("llmserve_inference_server.quiet", tfjsonpath.New("endpoint"), knownvalue.StringExact("http://127.0.0.1:8080")),
+				statecheck.ExpectKnownValue("llmserve_inference_server.quiet", tfjsonpath.New("host_port"), knownvalue.Null()),
+				statecheck.ExpectKnownValue("llmserve_inference_server.quiet", tfjsonpath.New("publish"), knownvalue.Bool(false)),
+				statecheck.ExpectKnownValue("llmserve_inference_server.quiet", tfjsonpath.New("command"), knownvalue.ListPartial(map[int]knownvalue.Check{
+					0: knownvalue.StringExact("llama-server")})),
+			},
 			Check: func(s *terraform.State) error {
-				rs := s.RootModule().Resources["llmserve_capacity_benchmark.tiny"].Primary.Attributes
-				doc, err := results.Parse([]byte(rs["results_json"]))
+				attrs := func(n string) map[string]string { return s.RootModule().Resources[n].Primary.Attributes }
+				quiet := attrs("llmserve_inference_server.quiet")
+				if cmd := strings.Join(commandOf(quiet), " "); !strings.Contains(cmd, "--host 127.0.0.1") {
+					return fmt.Errorf("the unpublished server does not listen on its loopback: %s", cmd)
+				}
+				ci, err := b.Client().ContainerInspect(context.Background(), quiet["id"])
 				if err != nil {
 					return err
 				}
-				if doc.Runner == nil || doc.Runner.Network != "container:"+created.ID {
-					return fmt.Errorf("results_json runner = %+v", doc.Runner)
+				published := len(ci.HostConfig.PortBindings)
+				for _, bindings := range ci.NetworkSettings.Ports {
+					published += len(bindings)
 				}
-				w := doc.Workloads[0]
-				if len(w.AllTrials) == 0 {
-					return fmt.Errorf("no trials")
+				if published != 0 {
+					return fmt.Errorf("the unpublished server publishes %v %v", ci.HostConfig.PortBindings, ci.NetworkSettings.Ports)
 				}
-				for _, tr := range w.AllTrials {
-					if tr.Correctness.Errors != 0 {
-						return fmt.Errorf("trial at concurrency %d: %d failed requests", tr.Concurrency, tr.Correctness.Errors)
+				boundary := map[string][2]string{}
+				for _, n := range []string{"runner", "local"} {
+					doc, err := results.Parse([]byte(attrs("llmserve_capacity_benchmark." + n)["results_json"]))
+					if err != nil {
+						return err
 					}
-					t.Logf("%s at concurrency %d: %s, p95 TTFT %.1f ms", tr.Kind, tr.Concurrency, tr.Verdict, tr.TTFTMs.P95)
+					if (n == "runner") != (doc.Runner != nil) {
+						return fmt.Errorf("%s: results_json runner = %+v", n, doc.Runner)
+					}
+					w := doc.Workloads[0]
+					for _, tr := range w.AllTrials {
+						if tr.Correctness.Errors != 0 {
+							return fmt.Errorf("%s: trial at concurrency %d: %d failed requests", n, tr.Concurrency, tr.Correctness.Errors)
+						}
+						t.Logf("%s: %s at concurrency %d: %s, p95 TTFT %.1f ms", n, tr.Kind, tr.Concurrency, tr.Verdict, tr.TTFTMs.P95)
+					}
+					if w.FirstFailingConcurrency == nil || *w.FirstFailingConcurrency != 3 {
+						return fmt.Errorf("%s: first failing concurrency %v, want 3 (the two slots queue the third user)", n, w.FirstFailingConcurrency)
+					}
+					boundary[n] = [2]string{fmt.Sprint(deref(w.MaximumPassingConcurrency)), fmt.Sprint(*w.FirstFailingConcurrency)}
+					t.Logf("%s: maximum passing %s, first failing %s; cache policy %s", n, boundary[n][0], boundary[n][1], doc.AIPerf.CachePolicy)
 				}
-				t.Logf("cache policy: %s", doc.AIPerf.CachePolicy)
-				return nil
+				if boundary["runner"] != boundary["local"] {
+					return fmt.Errorf("boundary from the runner %v, from here %v", boundary["runner"], boundary["local"])
+				}
+				return leftovers()
 			},
 		}},
 	})
+}
+
+// commandOf reads the command list of a resource's flat state attributes.
+func commandOf(attrs map[string]string) []string {
+	var out []string
+	for i := 0; ; i++ {
+		v, ok := attrs[fmt.Sprintf("command.%d", i)]
+		if !ok {
+			return out
+		}
+		out = append(out, v)
+	}
 }

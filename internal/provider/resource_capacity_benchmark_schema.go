@@ -58,7 +58,7 @@ func (r *capacityBenchmarkResource) Schema(ctx context.Context, _ resource.Schem
 					"in parallel, each on its own URL, and reads each replica's prefix-cache counters over the measured requests; each trial in `results_json` says per replica " +
 					"what was proven (`replicas`: `idle_verified`, `cache_flushed`, `prompt_tokens`, `prefix_cache_hit_tokens`). The load still goes to `endpoint`. " +
 					"A replica that stays busy or does not confirm its flush fails the run, named. Each element is a base URL like `endpoint`, listed once; the list may not be empty. " +
-					"The URLs must be reachable from where Terraform runs (the deployment's are pod IPs: a runner inside the cluster network). " +
+					"The URLs must be reachable from where the load runs (the deployment's are pod IPs: `runner.kubernetes` measures from inside the cluster network). " +
 					"Changing the list does not re-run the benchmark: pod addresses change whenever pods restart.",
 			},
 			"model": schema.StringAttribute{
@@ -105,7 +105,8 @@ func (r *capacityBenchmarkResource) Schema(ctx context.Context, _ resource.Schem
 						Optional:            true,
 						MarkdownDescription: fmt.Sprintf("Tokens generated per request (`max_tokens` with `ignore_eos`); 1 to %d (1 Mi). Required unless the workload replays a `trace`.", capacity.MaxTokens),
 					},
-					"trace": traceAttribute(),
+					"trace":        traceAttribute(),
+					"conversation": conversationAttribute(),
 					"input_tokens_stddev": schema.Float64Attribute{
 						Optional: true,
 						MarkdownDescription: "Spread of the prompt length: each request's `input_tokens` is drawn from a normal distribution " +
@@ -222,6 +223,21 @@ func (r *capacityBenchmarkResource) Schema(ctx context.Context, _ resource.Schem
 			"first_failing_request_rate":   float64MapAttribute(descFirstFailingRate),
 			"maximum_passing_speedup":      float64MapAttribute(descMaximumPassingSpeedup),
 			"first_failing_speedup":        float64MapAttribute(descFirstFailingSpeedup),
+			"maximum_passing_users": schema.MapAttribute{
+				Computed:    true,
+				ElementType: types.Int64Type,
+				MarkdownDescription: "Per workload label, for `conversation` workloads: the most users (each holding multi-turn " +
+					"conversations with think time) at which every confirmation trial met the objectives, the number of people who can " +
+					"chat at once; null when even the fewest users tried failed, or for single-request workloads." + labelKeyedPlan,
+				PlanModifiers: []planmodifier.Map{mapplanmodifier.UseStateForUnknown()},
+			},
+			"first_failing_users": schema.MapAttribute{
+				Computed:    true,
+				ElementType: types.Int64Type,
+				MarkdownDescription: "Per workload label, for `conversation` workloads: the fewest users above `maximum_passing_users` " +
+					"at which a confirmation trial failed; null when every level tried passed, or for single-request workloads." + labelKeyedPlan,
+				PlanModifiers: []planmodifier.Map{mapplanmodifier.UseStateForUnknown()},
+			},
 			"maximum_passing_concurrency": schema.MapAttribute{
 				Computed:            true,
 				ElementType:         types.Int64Type,

@@ -91,16 +91,9 @@ func (m inferenceDeploymentModel) deployment(ctx context.Context, spec engine.Sp
 	diags.Append(m.Environment.ElementsAs(ctx, &d.Env, false)...)
 	diags.Append(m.Labels.ElementsAs(ctx, &d.Labels, false)...)
 	diags.Append(m.Annotations.ElementsAs(ctx, &d.Annotations, false)...)
-	var tols []tolerationModel
-	diags.Append(m.Tolerations.ElementsAs(ctx, &tols, false)...)
-	for _, t := range tols {
-		kt := kubernetes.Toleration{Key: t.Key.ValueString(), Operator: t.Operator.ValueString(), Value: t.Value.ValueString(), Effect: t.Effect.ValueString()}
-		if !t.TolerationSeconds.IsNull() {
-			s := t.TolerationSeconds.ValueInt64()
-			kt.TolerationSeconds = &s
-		}
-		d.Tolerations = append(d.Tolerations, kt)
-	}
+	var tolDiags diag.Diagnostics
+	d.Tolerations, tolDiags = kubernetesTolerations(ctx, m.Tolerations)
+	diags.Append(tolDiags...)
 	if !m.ModelCache.IsNull() {
 		var mc modelCacheModel
 		diags.Append(m.ModelCache.As(ctx, &mc, basetypes.ObjectAsOptions{})...)
@@ -189,4 +182,21 @@ func (m *inferenceDeploymentModel) setReplicaEndpoints(ctx context.Context, c *k
 	}
 	m.ReplicaEndpoints, diags = types.ListValueFrom(ctx, types.StringType, eps)
 	return diags
+}
+
+// kubernetesTolerations reads a tolerations attribute (tolerationsAttribute): a deployment's
+// replicas and a runner Job take the same shape.
+func kubernetesTolerations(ctx context.Context, l types.List) ([]kubernetes.Toleration, diag.Diagnostics) {
+	var tols []tolerationModel
+	diags := l.ElementsAs(ctx, &tols, false)
+	var out []kubernetes.Toleration
+	for _, t := range tols {
+		kt := kubernetes.Toleration{Key: t.Key.ValueString(), Operator: t.Operator.ValueString(), Value: t.Value.ValueString(), Effect: t.Effect.ValueString()}
+		if !t.TolerationSeconds.IsNull() {
+			s := t.TolerationSeconds.ValueInt64()
+			kt.TolerationSeconds = &s
+		}
+		out = append(out, kt)
+	}
+	return out, diags
 }

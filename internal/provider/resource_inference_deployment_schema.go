@@ -50,7 +50,8 @@ func (r *inferenceDeploymentResource) Schema(ctx context.Context, _ resource.Sch
 			"template, which Kubernetes rolls out as new pods, so it is planned as a replacement. A Deployment or Service deleted by hand is re-created by the next apply; " +
 			"one scaled by hand shows as a `replicas` change. Destroy removes the Deployment, Service and Secret it created (only objects carrying its labels).\n\n" +
 			"A `llmserve_capacity_benchmark` given `endpoint` and `experiment` measures the whole replicated Service, and its results record `replicas`. " +
-			"The benchmark runs where Terraform runs, so `endpoint` must be reachable from there (`LoadBalancer`, `NodePort`, or a runner inside the cluster for `ClusterIP`). " +
+			"With `runner = { kubernetes = { namespace, image } }` the benchmark runs in a Job in the deployment's namespace and reaches a `ClusterIP` Service and every pod from inside the cluster; " +
+			"without a runner it runs where Terraform runs, so `endpoint` must be reachable from there (`LoadBalancer`, `NodePort`). " +
 			"SGLang's and vLLM's prefix-cache flush is an HTTP call that the Service hands to one replica: give the benchmark `replica_endpoints = llmserve_inference_deployment.<name>.replica_endpoints` " +
 			"and it waits for idle and flushes every replica before each trial, and reads each replica's prefix-cache counters; without it, with several replicas, it warns that the others keep their caches.\n\n" +
 			fmt.Sprintf("When the API server cannot be used, the error says what failed and at which address: a refused connection at once, a TLS handshake that does not finish within %s "+

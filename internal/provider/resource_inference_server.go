@@ -12,6 +12,7 @@ import (
 
 	"github.com/llmserve/terraform-provider-llmserve/internal/deploy"
 	"github.com/llmserve/terraform-provider-llmserve/internal/deploy/docker"
+	"github.com/llmserve/terraform-provider-llmserve/internal/runner"
 )
 
 // NewInferenceServerResource is the llmserve_inference_server resource.
@@ -46,6 +47,7 @@ func (r *inferenceServerResource) Create(ctx context.Context, req resource.Creat
 	if diags.HasError() {
 		return
 	}
+	defer r.reachInside(b, c.Name, c.Unpublished, &ready)()
 	st, info, err := deploy.Launch(ctx, b, c, ready)
 	if err != nil {
 		detail := err.Error()
@@ -94,12 +96,19 @@ func (r *inferenceServerResource) Read(ctx context.Context, req resource.ReadReq
 			return
 		}
 	}
+	if state.Publish.IsNull() {
+		// A state written before publish existed: the container says, so no replacement is planned.
+		state.Publish = types.BoolValue(!rec.Placement.Unpublished)
+	}
 	resp.Diagnostics.Append(state.setStatus(ctx, rec.Spec, st)...)
 	state.RestartPolicy = types.StringValue(orString(st.RestartPolicy, "no"))
 	if state.Experiment.IsNull() && st.Running {
 		// After an import: ask the running server for what create would have recorded.
 		infoCtx, cancel := context.WithTimeout(ctx, 10*time.Second)
-		info := deploy.ReadServerInfo(infoCtx, st.Endpoint, deploy.Readiness{Engine: rec.Spec.Engine, Model: rec.Spec.RequestModel(), APIKey: st.APIKey.Reveal()})
+		ready := deploy.Readiness{Engine: rec.Spec.Engine, Model: rec.Spec.RequestModel(), APIKey: st.APIKey.Reveal()}
+		closeRelays := r.reachInside(b, st.ID, st.Unpublished, &ready)
+		info := deploy.ReadServerInfo(infoCtx, st.Endpoint, ready)
+		closeRelays()
 		cancel()
 		resp.Diagnostics.Append(state.recordExperiment(ctx, b, rec.Spec, st, info)...)
 	}
@@ -122,7 +131,9 @@ func (r *inferenceServerResource) Update(ctx context.Context, req resource.Updat
 	if resp.Diagnostics.HasError() {
 		return
 	}
-	done, err := deploy.Restart(ctx, b, state.ID.ValueString(), state.inPlace(), plan.inPlace(), plan.readiness(spec, config.secrets()))
+	ready := plan.readiness(spec, config.secrets())
+	defer r.reachInside(b, state.ID.ValueString(), plan.unpublished(), &ready)()
+	done, err := deploy.Restart(ctx, b, state.ID.ValueString(), state.inPlace(), plan.inPlace(), ready)
 	if done.RecordErr != nil {
 		// The change itself is made; only an import would read the old values.
 		resp.Diagnostics.AddWarning("Launch record not updated",
@@ -166,6 +177,18 @@ func (r *inferenceServerResource) Delete(ctx context.Context, req resource.Delet
 	if err := b.Remove(ctx, state.ID.ValueString(), grace); err != nil {
 		resp.Diagnostics.AddError("Cannot remove inference server", err.Error())
 	}
+}
+
+// reachInside makes r reach an unpublished server (publish = false) through the engine: its
+// HTTP client's connections are relay containers in the server's network namespace
+// (runner.Docker.HTTPClient). The returned func closes the relays left idle.
+func (r *inferenceServerResource) reachInside(b *docker.Backend, target string, unpublished bool, ready *deploy.Readiness) func() {
+	if !unpublished || b == nil {
+		return func() {}
+	}
+	d := &runner.Docker{Cli: b.Client(), Host: r.provider.docker.Host()}
+	ready.HTTPClient = d.HTTPClient(target)
+	return ready.HTTPClient.CloseIdleConnections
 }
 
 // ImportState takes a container name or id; Read fills everything else from the container's

@@ -26,6 +26,7 @@ type inferenceServerModel struct {
 	HostPort         types.Int64  `tfsdk:"host_port"`
 	BindAddress      types.String `tfsdk:"bind_address"`
 	NetworkMode      types.String `tfsdk:"network_mode"`
+	Publish          types.Bool   `tfsdk:"publish"`
 	Mounts           types.List   `tfsdk:"mounts"`
 	RestartPolicy    types.String `tfsdk:"restart_policy"`
 	StopGraceSeconds types.Int64  `tfsdk:"stop_grace_period_seconds"`
@@ -52,12 +53,17 @@ const (
 // (network_mode = "host"): nothing is published and the engine binds bind_address itself.
 func (m inferenceServerModel) hostNetwork() bool { return m.NetworkMode.ValueString() == "host" }
 
+// unpublished says whether the server publishes nothing (publish = false).
+func (m inferenceServerModel) unpublished() bool {
+	return !m.Publish.IsNull() && !m.Publish.IsUnknown() && !m.Publish.ValueBool()
+}
+
 // launchSpec is the engine settings' launch spec as this resource runs it, listening where
 // its placement says (deploy.Placement.ListenAddress: bind_address with host networking).
 func (m inferenceServerModel) launchSpec(ctx context.Context) (engine.Spec, diag.Diagnostics) {
 	spec, diags := m.spec(ctx)
 	if !m.BindAddress.IsUnknown() {
-		spec.ListenAddress = deploy.Placement{BindAddress: m.BindAddress.ValueString(), HostNetwork: m.hostNetwork()}.ListenAddress()
+		spec.ListenAddress = deploy.Placement{BindAddress: m.BindAddress.ValueString(), HostNetwork: m.hostNetwork(), Unpublished: m.unpublished()}.ListenAddress()
 	}
 	return spec, diags
 }
@@ -88,7 +94,7 @@ func (m inferenceServerModel) translate(ctx context.Context, config inferenceSer
 // placementKnown says whether every container setting is known, including each element of
 // its lists and maps.
 func (m inferenceServerModel) placementKnown() bool {
-	for _, v := range []attr.Value{m.Name, m.Image, m.ModelHostPath, m.HostPort, m.BindAddress, m.NetworkMode, m.ShmSizeMB,
+	for _, v := range []attr.Value{m.Name, m.Image, m.ModelHostPath, m.HostPort, m.BindAddress, m.NetworkMode, m.Publish, m.ShmSizeMB,
 		m.RestartPolicy, m.StopGraceSeconds, m.ReadinessTimeout, m.SecretsVersion, m.Environment, m.Labels, m.GroupAdd, m.Devices, m.GPUIDs, m.Mounts} {
 		if !fullyKnown(v) {
 			return false
@@ -119,6 +125,7 @@ func (m inferenceServerModel) placement(ctx context.Context) (deploy.Placement, 
 		HostPort:           int(m.HostPort.ValueInt64()),
 		BindAddress:        m.BindAddress.ValueString(),
 		HostNetwork:        m.hostNetwork(),
+		Unpublished:        m.unpublished(),
 		ShmSizeBytes:       m.ShmSizeMB.ValueInt64() << 20,
 		RestartPolicy:      m.RestartPolicy.ValueString(),
 		StopTimeoutSeconds: int(m.StopGraceSeconds.ValueInt64()),
@@ -152,7 +159,10 @@ func (m *inferenceServerModel) setStatus(ctx context.Context, spec engine.Spec, 
 	m.ID = types.StringValue(st.ID)
 	m.Running = types.BoolValue(st.Running)
 	m.ImageDigest = types.StringValue(st.ImageDigest)
-	if st.HostPort != 0 || m.HostPort.IsUnknown() {
+	switch {
+	case st.Unpublished:
+		m.HostPort = types.Int64Null()
+	case st.HostPort != 0 || m.HostPort.IsUnknown():
 		m.HostPort = types.Int64Value(int64(st.HostPort))
 	}
 	// A stopped container has no published port; keep the last endpoint so references to it
@@ -185,6 +195,7 @@ func (m *inferenceServerModel) fromRecord(ctx context.Context, rec deploy.Launch
 	m.ShmSizeMB = nullableInt(int(p.ShmSizeBytes >> 20))
 	m.BindAddress = types.StringValue(orString(p.BindAddress, "127.0.0.1"))
 	m.NetworkMode = types.StringValue("bridge")
+	m.Publish = types.BoolValue(!p.Unpublished)
 	if p.HostNetwork {
 		m.NetworkMode = types.StringValue("host")
 	}

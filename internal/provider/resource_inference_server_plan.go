@@ -4,12 +4,18 @@ package provider
 
 import (
 	"context"
+	"errors"
+	"fmt"
+	"net"
+	"strconv"
+	"time"
 
 	"github.com/hashicorp/terraform-plugin-framework/path"
 	"github.com/hashicorp/terraform-plugin-framework/resource"
 	"github.com/hashicorp/terraform-plugin-framework/types"
 
 	"github.com/llmserve/terraform-provider-llmserve/internal/deploy"
+	"github.com/llmserve/terraform-provider-llmserve/internal/runner"
 )
 
 // ValidateConfig checks the engine's constraints at plan time, naming the attribute to fix.
@@ -53,6 +59,7 @@ func (r *inferenceServerResource) ModifyPlan(ctx context.Context, req resource.M
 				"running = false stops an existing server; create it with running = true (the default), then set false to stop it.")
 		}
 		r.warnUnreachable(ctx, req, resp)
+		r.checkRelayImage(ctx, req, resp)
 		r.planKnownOutputs(ctx, req, resp)
 		return
 	}
@@ -63,7 +70,7 @@ func (r *inferenceServerResource) ModifyPlan(ctx context.Context, req resource.M
 	if resp.Diagnostics.HasError() {
 		return
 	}
-	if plan.Running.ValueBool() && !state.Running.ValueBool() && config.HostPort.IsNull() && !plan.hostNetwork() {
+	if plan.Running.ValueBool() && !state.Running.ValueBool() && config.HostPort.IsNull() && !plan.hostNetwork() && !plan.unpublished() {
 		resp.Diagnostics.Append(resp.Plan.SetAttribute(ctx, path.Root("host_port"), types.Int64Unknown())...)
 		resp.Diagnostics.Append(resp.Plan.SetAttribute(ctx, path.Root("endpoint"), types.StringUnknown())...)
 	}
@@ -81,6 +88,13 @@ func (r *inferenceServerResource) planKnownOutputs(ctx context.Context, req reso
 	spec, diags := plan.launchSpec(ctx)
 	resp.Diagnostics.Append(planCommand(ctx, spec, diags, &resp.Plan)...)
 	if diags.HasError() || r.provider == nil || plan.BindAddress.IsUnknown() || plan.NetworkMode.IsUnknown() {
+		return
+	}
+	if plan.unpublished() && !plan.hostNetwork() {
+		// Its address inside its own network namespace: known before the container is.
+		endpoint := "http://" + net.JoinHostPort(deploy.UnpublishedAddress, strconv.Itoa(spec.Port))
+		resp.Diagnostics.Append(resp.Plan.SetAttribute(ctx, path.Root("endpoint"), types.StringValue(endpoint))...)
+		resp.Diagnostics.Append(resp.Plan.SetAttribute(ctx, path.Root("host_port"), types.Int64Null())...)
 		return
 	}
 	bind, port := plan.BindAddress.ValueString(), plan.HostPort
@@ -102,10 +116,36 @@ func (r *inferenceServerResource) warnUnreachable(ctx context.Context, req resou
 		return
 	}
 	var bind types.String
+	var publish types.Bool
 	resp.Diagnostics.Append(req.Plan.GetAttribute(ctx, path.Root("bind_address"), &bind)...)
-	if bind.IsUnknown() {
-		return
+	resp.Diagnostics.Append(req.Plan.GetAttribute(ctx, path.Root("publish"), &publish)...)
+	if bind.IsUnknown() || (!publish.IsUnknown() && !publish.IsNull() && !publish.ValueBool()) {
+		return // an unpublished server is reached through the engine
 	}
 	// With host networking the engine itself listens on bind_address, so the same applies.
 	resp.Diagnostics.Append(problemDiagnostics((deploy.Placement{BindAddress: bind.ValueString()}).CheckReachable(r.provider.docker.Host()), serverProblem, nil, true)...)
+}
+
+// checkRelayImage refuses at plan an unpublished server whose readiness relay (the runner
+// image, built on the engine from the provider binary) cannot be built for the engine, when
+// the engine answers then: the apply would otherwise wait for nothing.
+func (r *inferenceServerResource) checkRelayImage(ctx context.Context, req resource.ModifyPlanRequest, resp *resource.ModifyPlanResponse) {
+	var publish types.Bool
+	resp.Diagnostics.Append(req.Plan.GetAttribute(ctx, path.Root("publish"), &publish)...)
+	if publish.IsUnknown() || publish.IsNull() || publish.ValueBool() || r.provider == nil || r.provider.docker == nil {
+		return
+	}
+	b, err := r.provider.docker.Backend()
+	if err != nil {
+		return // the apply says why
+	}
+	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	d := &runner.Docker{Cli: b.Client(), Host: r.provider.docker.Host()}
+	var imgErr *runner.ImageError
+	if err := d.CheckEngine(ctx); errors.As(err, &imgErr) {
+		resp.Diagnostics.AddAttributeError(path.Root("publish"), "Readiness relay cannot be built for this engine",
+			fmt.Sprintf("publish = false checks readiness through relay containers of the runner image, built on the engine %s from the provider binary %s, which cannot run there: %s. "+
+				"Set %s to the provider's linux_%s release binary, or publish = true", imgErr.Host, imgErr.Binary, imgErr.Why, runner.BinaryEnv, imgErr.Arch))
+	}
 }

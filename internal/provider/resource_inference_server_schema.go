@@ -11,6 +11,7 @@ import (
 	"github.com/hashicorp/terraform-plugin-framework/resource"
 	"github.com/hashicorp/terraform-plugin-framework/resource/schema"
 	"github.com/hashicorp/terraform-plugin-framework/resource/schema/booldefault"
+	"github.com/hashicorp/terraform-plugin-framework/resource/schema/boolplanmodifier"
 	"github.com/hashicorp/terraform-plugin-framework/resource/schema/int64default"
 	"github.com/hashicorp/terraform-plugin-framework/resource/schema/int64planmodifier"
 	"github.com/hashicorp/terraform-plugin-framework/resource/schema/listplanmodifier"
@@ -65,6 +66,14 @@ func (r *inferenceServerResource) Schema(ctx context.Context, _ resource.SchemaR
 			"bind_address": schema.StringAttribute{Optional: true, Computed: true, Default: stringdefault.StaticString("127.0.0.1"), PlanModifiers: replace,
 				Validators:          []validator.String{ipAddressValidator{}},
 				MarkdownDescription: "Host address the port is published on, as an IP literal (a host name such as `localhost` is refused: the engine host would publish on every address it resolves to). Default `127.0.0.1`; use `0.0.0.0` to serve other machines (and for a remote engine). With `network_mode = \"host\"` nothing is published and the engine itself listens on this address (`--host`)."},
+			"publish": schema.BoolAttribute{Optional: true, Computed: true, Default: booldefault.StaticBool(true),
+				PlanModifiers: []planmodifier.Bool{boolplanmodifier.RequiresReplace()},
+				MarkdownDescription: "Publish the engine's port on the engine host (`bind_address`:`host_port`). Default `true`. " +
+					"`false` publishes nothing: the engine listens on `127.0.0.1` inside its container, and `endpoint` is that address (`http://127.0.0.1:<port>`), " +
+					"which only its own network namespace reaches: a `llmserve_capacity_benchmark` with `runner = { docker = { container = <this id> } }` measures it from there. " +
+					"The provider checks readiness through the Docker Engine it already talks to (local socket, `tcp://` with TLS, `ssh://`): each of its connections is a short-lived relay container " +
+					"of the runner image (the provider's own binary, built on the engine as the benchmark's runner is) in the server's network namespace, removed when the connection closes. " +
+					"Refused with `network_mode = \"host\"` and with `host_port`, and at plan when the engine answers then and the provider binary cannot run on it (another architecture: set `LLMSERVE_RUNNER_BINARY` to the provider's Linux release binary for it)."},
 			"network_mode": schema.StringAttribute{Optional: true, Computed: true, Default: stringdefault.StaticString("bridge"), PlanModifiers: replace,
 				Validators:          []validator.String{stringvalidator.OneOf("bridge", "host")},
 				MarkdownDescription: "`bridge` (default, port published) or `host` (the engine answers on `port` of the host)."},

@@ -65,6 +65,7 @@ type trialValue struct {
 	ErrorSummary               []errorCountValue   `tfsdk:"error_summary"`
 	RequestRate                *float64            `tfsdk:"request_rate"`
 	Speedup                    *float64            `tfsdk:"speedup"`
+	Users                      *int64              `tfsdk:"users"`
 }
 
 type errorCountValue struct {
@@ -84,6 +85,8 @@ type workloadResultValue struct {
 	FirstFailingRequestRate   *float64     `tfsdk:"first_failing_request_rate"`
 	MaximumPassingSpeedup     *float64     `tfsdk:"maximum_passing_speedup"`
 	FirstFailingSpeedup       *float64     `tfsdk:"first_failing_speedup"`
+	MaximumPassingUsers       *int64       `tfsdk:"maximum_passing_users"`
+	FirstFailingUsers         *int64       `tfsdk:"first_failing_users"`
 	ServerPromptTokens        minMaxValue  `tfsdk:"server_prompt_tokens"`
 	PassingTrials             []trialValue `tfsdk:"passing_trials"`
 	FailingTrials             []trialValue `tfsdk:"failing_trials"`
@@ -158,6 +161,7 @@ func trialSchemaAttributes() map[string]schema.Attribute {
 			}}},
 		"request_rate": computedNumber("An open-loop trial's scheduled rate, requests per second; null for a closed-loop trial."),
 		"speedup":      computedNumber("A replay trial's speedup of its trace; null otherwise."),
+		"users":        computedInt("A conversation trial's users (each holding multi-turn conversations with think time); null otherwise."),
 	}
 }
 
@@ -176,6 +180,8 @@ func workloadResultSchemaAttributes() map[string]schema.Attribute {
 		"first_failing_request_rate":   computedNumber(capitalize(descFirstFailingRate)),
 		"maximum_passing_speedup":      computedNumber(capitalize(descMaximumPassingSpeedup)),
 		"first_failing_speedup":        computedNumber(capitalize(descFirstFailingSpeedup)),
+		"maximum_passing_users":        computedInt("For a `conversation` workload, the most users at which every confirmation trial met the objectives; null otherwise or when none passed."),
+		"first_failing_users":          computedInt("For a `conversation` workload, the fewest users above `maximum_passing_users` at which a confirmation trial failed; null otherwise or when every level tried passed."),
 		"server_prompt_tokens":         computedObject("Prompt tokens the server counted across the reported trials.", minMaxAttributes()),
 		"passing_trials":               trials("Confirmation trials at the maximum passing concurrency."),
 		"failing_trials":               trials("Confirmation trials at the first failing concurrency."),
@@ -224,6 +230,22 @@ func boundaryMaps(doc *results.Document) (passing, failing, bounded types.Map, d
 	return passing, failing, bounded, diags
 }
 
+// usersMaps are the users boundary per workload label; null for a workload searched on
+// another axis or a side the search did not find.
+func usersMaps(doc *results.Document) (passing, failing types.Map, diags diag.Diagnostics) {
+	pass := map[string]attr.Value{}
+	fail := map[string]attr.Value{}
+	for _, w := range doc.Workloads {
+		pass[w.Label] = optionalInt(w.MaximumPassingUsers)
+		fail[w.Label] = optionalInt(w.FirstFailingUsers)
+	}
+	passing, d := types.MapValue(types.Int64Type, pass)
+	diags.Append(d...)
+	failing, d = types.MapValue(types.Int64Type, fail)
+	diags.Append(d...)
+	return passing, failing, diags
+}
+
 func workloadResultsValue(ctx context.Context, doc *results.Document) (types.List, diag.Diagnostics) {
 	values := make([]workloadResultValue, 0, len(doc.Workloads))
 	for _, w := range doc.Workloads {
@@ -237,6 +259,8 @@ func workloadResultsValue(ctx context.Context, doc *results.Document) (types.Lis
 			FirstFailingRequestRate:   w.FirstFailingRequestRate,
 			MaximumPassingSpeedup:     w.MaximumPassingSpeedup,
 			FirstFailingSpeedup:       w.FirstFailingSpeedup,
+			MaximumPassingUsers:       optionalInt64(w.MaximumPassingUsers),
+			FirstFailingUsers:         optionalInt64(w.FirstFailingUsers),
 			ServerPromptTokens:        minMaxValue(w.ServerPromptTokens),
 			PassingTrials:             []trialValue{},
 			FailingTrials:             []trialValue{},
@@ -298,6 +322,7 @@ func newTrialValue(st results.SideTrial) trialValue {
 		ErrorSummary: errorSummaryValue(t.ErrorSummary),
 		RequestRate:  positiveOrNull(t.RequestRate),
 		Speedup:      positiveOrNull(t.Speedup),
+		Users:        positiveIntOrNull(t.Users),
 	}
 }
 
@@ -338,4 +363,13 @@ func capitalize(s string) string {
 		return s
 	}
 	return strings.ToUpper(s[:1]) + s[1:]
+}
+
+// positiveIntOrNull is n, or null for the 0 an absent count reads as.
+func positiveIntOrNull(n int) *int64 {
+	if n <= 0 {
+		return nil
+	}
+	v := int64(n)
+	return &v
 }

@@ -17,6 +17,7 @@ import (
 // degenerate output recompute from its records file bit for bit: the file holds the hashes,
 // code points and heads the rules read. A file changed under them no longer agrees.
 func TestRecomputeDegenerateOutputs(t *testing.T) {
+	t.Parallel()
 	sent := time.Unix(1_800_000_000, 0)
 	var recs []load.RequestResult
 	for i, text := range []string{

@@ -1,7 +1,6 @@
 package records
 
 import (
-	"errors"
 	"fmt"
 
 	"github.com/llmserve/terraform-provider-llmserve/internal/load"
@@ -119,6 +118,11 @@ func level(t results.Trial) string {
 	return fmt.Sprintf("concurrency %d", t.Concurrency)
 }
 
+// recomputeTrial judges a trial's records as the benchmark judged them (metrics.Judge), then
+// takes from the document what its records file cannot give: the trial's identity, the
+// prompt-side counts, the cache check, time to second token without chunk times, and the
+// verdict of a trial stopped early (decided by what was in flight then, which a file does
+// not hold) or one the document reports no SLO results for.
 func recomputeTrial(slos []results.SLO, osl int, reported results.Trial, lines []Line) (results.Trial, error) {
 	recs := make([]load.RequestResult, len(lines))
 	chunkTimes, outputs := false, true
@@ -127,16 +131,33 @@ func recomputeTrial(slos []results.SLO, osl int, reported results.Trial, lines [
 		chunkTimes = chunkTimes || l.ChunkOffsetsNs != nil
 		outputs = outputs && l.OutputRecorded()
 	}
-	t, err := metrics.Summarize(recs, osl)
-	if err != nil && !reported.StoppedEarly {
-		// A full trial's metrics were computed without error, or it was not reported.
-		if !errors.Is(err, metrics.ErrNoSuccessfulRequests) {
-			return t, err
-		}
+	verdictReported := reported.StoppedEarly || len(reported.SLOs) == 0
+	run := metrics.TrialRun{Records: recs, SLOs: slos, RequestedOSL: osl, Confirmation: reported.Kind == confirmation,
+		Stopped: reported.StoppedEarly, WaitedOut: verdictReported}
+	if o := reported.OpenLoop; o != nil {
+		run.OpenLoop = &metrics.OpenLoopRun{Arrival: o.Arrival, Rate: reported.RequestRate}
+	}
+	j, err := metrics.Judge(run)
+	t := j.Trial
+	if err != nil {
+		return t, err
 	}
 	// Identity and what a file cannot hold come from the document.
 	t.Trial, t.Concurrency, t.Kind, t.Verdict, t.StoppedEarly = reported.Trial, reported.Concurrency, reported.Kind, reported.Verdict, reported.StoppedEarly
+	if reported.OpenLoop != nil {
+		t.RequestRate, t.Speedup = reported.RequestRate, reported.Speedup
+	}
 	t.RecordsFile, t.RecordsSHA256 = reported.RecordsFile, reported.RecordsSHA256
+	if reported.Users > 0 {
+		t.Users = reported.Users
+		if rc := reported.Conversations; rc != nil {
+			c := metrics.Conversations(recs, 0, 0)
+			// The first turns' allowance needs the prompt calibration, which the file does
+			// not hold: the proof's count is the document's, like the cold-cache check's.
+			c.TurnsCachedBeyondHistory = rc.TurnsCachedBeyondHistory
+			t.Conversations = &c
+		}
+	}
 	c, rc := &t.Correctness, reported.Correctness
 	c.UniqueWarmupPrompts, c.UniquePrompts, c.WarmupProfilePromptOverlap = rc.UniqueWarmupPrompts, rc.UniquePrompts, rc.WarmupProfilePromptOverlap
 	c.GeneratedUTF8Bytes = rc.GeneratedUTF8Bytes
@@ -150,20 +171,14 @@ func recomputeTrial(slos []results.SLO, osl int, reported results.Trial, lines [
 		t.TTSTMs = reported.TTSTMs
 	}
 	t.ConnectionSetupMs = nil // NotDerivable
-	if reported.OpenLoop != nil {
-		t.RequestRate, t.Speedup, t.OpenLoop = reported.RequestRate, reported.Speedup, recomputeOpenLoop(*reported.OpenLoop, recs)
-	}
-	t.SLOs, t.GoodputPercent = reported.SLOs, reported.GoodputPercent
-	if len(reported.SLOs) > 0 && !reported.StoppedEarly {
-		v, err := metrics.Evaluate(slos, recs)
-		if err != nil {
-			return t, err
-		}
-		g := v.GoodputPercent
-		t.SLOs, t.GoodputPercent = v.Results, &g
+	if verdictReported {
+		t.SLOs, t.GoodputPercent = reported.SLOs, reported.GoodputPercent
 	}
 	return t, nil
 }
+
+// confirmation is results.Trial.Kind of a confirmation trial (search.Confirmation's name).
+const confirmation = "confirmation"
 
 // Diff lists the recomputable values of two trials that differ, exactly (no tolerance: a
 // records file reproduces the numbers bit for bit). NotDerivable is not compared.

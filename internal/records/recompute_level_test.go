@@ -10,6 +10,7 @@ import (
 // Recompute's errors name where a trial ran: a rate trial by its rate, a replay's by its
 // speedup, not "concurrency 0".
 func TestRecomputeErrorsNameTheLevel(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		trial results.Trial
 		want  string

@@ -78,6 +78,13 @@ type Line struct {
 	DispatchedNs *int64        `json:"dispatched_ns,omitempty"`
 	CapWaitNs    time.Duration `json:"cap_wait_ns,omitempty"`
 	DoneNs       *int64        `json:"done_ns,omitempty"`
+
+	// A users trial's place of the request (load.RunUsers): the virtual user (from 0), the
+	// conversation (from 1) and the turn within it (from 1), with done_ns, when its response
+	// ended (the requests in flight count it until then). Absent from other trials' lines.
+	User         int `json:"user,omitempty"`
+	Conversation int `json:"conversation,omitempty"`
+	Turn         int `json:"turn,omitempty"`
 }
 
 // Kinds of Line.
@@ -130,6 +137,9 @@ func FromLoad(t Trial, recs []load.RequestResult) []Line {
 		}
 		if !r.Due.IsZero() {
 			l.DueNs, l.DispatchedNs, l.CapWaitNs, l.DoneNs = at(r.Due), at(r.Dispatched), r.CapWait, at(r.Done)
+		}
+		if r.Turn > 0 {
+			l.User, l.Conversation, l.Turn, l.DoneNs = r.User, r.Conversation, r.Turn, at(r.Done)
 		}
 		if r.UsageReported {
 			l.PromptTokens, l.CompletionTokens = ptr(r.PromptTokens), ptr(r.CompletionTokens)
@@ -214,6 +224,7 @@ func (l Line) RequestResult() load.RequestResult {
 		}
 	}
 	r.Due, r.Dispatched, r.CapWait, r.Done = at(l.DueNs), at(l.DispatchedNs), l.CapWaitNs, at(l.DoneNs)
+	r.User, r.Conversation, r.Turn = l.User, l.Conversation, l.Turn
 	if len(l.ChunkOffsetsNs) > 0 {
 		r.ChunkOffsets = l.ChunkOffsetsNs
 		if len(l.ChunkOffsetsNs) > 1 && !r.Sent.IsZero() {
@@ -226,7 +237,19 @@ func (l Line) RequestResult() load.RequestResult {
 // FileName is a trial's records file, relative to the records directory:
 // "01-2k-512/probe-c008-1.jsonl" for the first workload's probe at concurrency 8.
 func FileName(workloadIndex int, label, kind string, concurrency, index int) string {
-	return filepath.Join(fmt.Sprintf("%02d-%s", workloadIndex+1, slug(label)), fmt.Sprintf("%s-c%03d-%d.jsonl", kind, concurrency, index))
+	return filepath.Join(workloadDir(workloadIndex, label), fmt.Sprintf("%s-c%03d-%d.jsonl", kind, concurrency, index))
+}
+
+// RateFileName is an open-loop trial's records file, relative to the records directory:
+// "01-2k-512/probe-r2.5-1.jsonl" for the first workload's probe at 2.5 requests/s, or a
+// replay's at speedup 2.5; the rung is written to 10 significant digits.
+func RateFileName(workloadIndex int, label, kind string, rung float64, index int) string {
+	return filepath.Join(workloadDir(workloadIndex, label), fmt.Sprintf("%s-r%s-%d.jsonl", kind, strconv.FormatFloat(rung, 'g', 10, 64), index))
+}
+
+// workloadDir is a workload's directory of records files: "01-2k-512".
+func workloadDir(workloadIndex int, label string) string {
+	return fmt.Sprintf("%02d-%s", workloadIndex+1, slug(label))
 }
 
 // slug keeps letters and digits of a label, lowercased, runs of anything else as one "-".
@@ -362,6 +385,18 @@ func (l Line) appendJSON(b []byte) []byte {
 			b = strconv.AppendInt(b, int64(l.CapWaitNs), 10)
 		}
 		b = optInt(b, `,"done_ns":`, l.DoneNs)
+	}
+	if l.Turn > 0 { // a users trial's request; absent from other lines
+		if l.DueNs == nil {
+			b = optInt(b, `,"done_ns":`, l.DoneNs)
+		}
+		for _, f := range []struct {
+			key string
+			v   int
+		}{{`,"user":`, l.User}, {`,"conversation":`, l.Conversation}, {`,"turn":`, l.Turn}} {
+			b = append(b, f.key...)
+			b = strconv.AppendInt(b, int64(f.v), 10)
+		}
 	}
 	return append(b, "}\n"...)
 }

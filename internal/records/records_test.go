@@ -18,6 +18,7 @@ import (
 // A record written and read back keeps every time difference to the nanosecond, nulls for
 // events that never happened, and the second chunk from the chunk offsets.
 func TestLineRoundTrip(t *testing.T) {
+	t.Parallel()
 	sent := time.Now() // with a monotonic reading, as the client's
 	recs := []load.RequestResult{
 		{Index: 0, Warmup: true, Sent: sent, Done: sent.Add(time.Second), HTTPStatus: 503, Err: "HTTP 503 from http://h/v1", Failure: load.FailHTTPStatus},
@@ -79,6 +80,7 @@ var issueKeys = []string{
 // request: chunk_offsets_ns on every line with chunk times ([] where nothing streamed), on
 // none without; no end-of-response or connection time, although the records hold them.
 func TestRecordsFileKeys(t *testing.T) {
+	t.Parallel()
 	sent := time.Now()
 	cached := 7
 	none, two := degenerate.Of(""), degenerate.Of("ab")
@@ -176,6 +178,7 @@ func BenchmarkRecordsFileSize(b *testing.B) {
 // The hand-written encoder writes what encoding/json would (HTML characters aside, which it
 // leaves unescaped), so any JSON reader reads a records file.
 func TestAppendJSONMatchesEncodingJSON(t *testing.T) {
+	t.Parallel()
 	sent := time.Now()
 	lines := FromLoad(Trial{Workload: `q "x" \ y`, Concurrency: 3, Index: 2, ChunkTimes: true}, []load.RequestResult{
 		{Index: 0, Sent: sent, FirstContent: sent.Add(5), SecondContent: sent.Add(6), LastContent: sent.Add(9), Done: sent.Add(10), ContentChunks: 2,

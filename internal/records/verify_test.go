@@ -1,8 +1,6 @@
 package records
 
 import (
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 
@@ -11,21 +9,13 @@ import (
 
 func recorded(t *testing.T) (*results.Document, string) {
 	t.Helper()
-	dir := filepath.Join("..", "results", "testdata", "recorded")
-	raw, err := os.ReadFile(filepath.Join(dir, "result.json"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	d, err := results.Parse(raw)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return d, filepath.Join(dir, "records")
+	return fixture(t, "recorded")
 }
 
 // The recorded run verifies against its records: 11 trials, every value identical, the
 // headline derived from the recomputed trials.
 func TestVerifyRecorded(t *testing.T) {
+	t.Parallel()
 	d, dir := recorded(t)
 	v, err := Verify(d, dir)
 	if err != nil {
@@ -38,6 +28,7 @@ func TestVerifyRecorded(t *testing.T) {
 
 // A records_file that leaves the records directory is refused before anything is read.
 func TestVerifyRefusesPathsOutsideTheDirectory(t *testing.T) {
+	t.Parallel()
 	for _, bad := range []string{"../../recorded/result.json", "/etc/passwd"} {
 		d, dir := recorded(t)
 		d.Workloads[0].AllTrials[0].RecordsFile = bad

@@ -36,6 +36,8 @@ type Axis interface {
 // an open-loop search, concurrency otherwise.
 func (w Workload) Axis() Axis {
 	switch {
+	case w.byUsers():
+		return usersAxis{w: w}
 	case w.bySpeedup():
 		a := speedupAxis{w: w, digits: levelDigits(w, func(t Trial) float64 { return t.Speedup }, w.MaximumPassingSpeedup, w.FirstFailingSpeedup)}
 		a.meanRate = traceMeanRate(w)
@@ -70,6 +72,24 @@ func (a concurrencyAxis) Boundary() (mp, ff *float64) {
 }
 func (concurrencyAxis) Text(v float64) string { return strconv.FormatFloat(v, 'f', 0, 64) }
 func (concurrencyAxis) Cell(v float64) string { return strconv.FormatFloat(v, 'f', 0, 64) }
+
+// usersAxis is a closed loop in users, each holding multi-turn conversations with think
+// time: whole users.
+type usersAxis struct{ w Workload }
+
+func (usersAxis) Name() string   { return "users" }
+func (usersAxis) Column() string { return "Users" }
+func (usersAxis) Title() string  { return "Users (conversations with think time)" }
+func (usersAxis) Whole() bool    { return true }
+func (usersAxis) Level(st SideTrial) (float64, bool) {
+	return float64(st.Trial.Users), st.Trial.Users > 0
+}
+
+func (a usersAxis) Boundary() (mp, ff *float64) {
+	return intLevel(a.w.MaximumPassingUsers), intLevel(a.w.FirstFailingUsers)
+}
+func (usersAxis) Text(v float64) string { return strconv.FormatFloat(v, 'f', 0, 64) }
+func (usersAxis) Cell(v float64) string { return strconv.FormatFloat(v, 'f', 0, 64) }
 
 func intLevel(c *int) *float64 {
 	if c == nil {

@@ -30,6 +30,16 @@ func (w Workload) SearchBound() Bound {
 		}
 		return BoundNone
 	}
+	if w.MaximumPassingUsers != nil || w.FirstFailingUsers != nil {
+		// Users count like concurrency: a first failure at 1 user is a real answer.
+		switch {
+		case w.FirstFailingUsers == nil:
+			return BoundCeiling
+		case w.MaximumPassingUsers == nil && *w.FirstFailingUsers > 1:
+			return BoundFloor
+		}
+		return BoundNone
+	}
 	switch {
 	case w.MaximumPassingConcurrency != nil && w.FirstFailingConcurrency == nil:
 		return BoundCeiling

@@ -23,12 +23,16 @@ func (r *reader) check(d *Document, root *node) {
 	for i, w := range d.Workloads {
 		p := joinIndex("workloads", i)
 		for _, b := range []struct {
-			key string
-			c   *int
-		}{{"maximum_passing_concurrency", w.MaximumPassingConcurrency}, {"first_failing_concurrency", w.FirstFailingConcurrency}} {
+			key, noun string
+			c         *int
+		}{{"maximum_passing_concurrency", "concurrency", w.MaximumPassingConcurrency}, {"first_failing_concurrency", "concurrency", w.FirstFailingConcurrency},
+			{"maximum_passing_users", "users", w.MaximumPassingUsers}, {"first_failing_users", "users", w.FirstFailingUsers}} {
 			if b.c != nil && *b.c < 1 {
-				r.fail(joinKey(p, b.key), "concurrency %d is below 1", *b.c)
+				r.fail(joinKey(p, b.key), "%s %d is below 1", b.noun, *b.c)
 			}
+		}
+		if mp, ff := w.MaximumPassingUsers, w.FirstFailingUsers; mp != nil && ff != nil && *mp >= *ff {
+			r.fail(joinKey(p, "first_failing_users"), "%d is not above maximum_passing_users %d", *ff, *mp)
 		}
 		if mp, ff := w.MaximumPassingConcurrency, w.FirstFailingConcurrency; mp != nil && ff != nil && *mp >= *ff {
 			r.fail(joinKey(p, "first_failing_concurrency"), "%d is not above maximum_passing_concurrency %d: the first failing level lies above the highest passing one", *ff, *mp)

@@ -183,6 +183,15 @@ func (r *reader) workload(o *object) Workload {
 			*rate.dst = &f
 		}
 	}
+	for _, users := range []struct {
+		key string
+		dst **int
+	}{{"maximum_passing_users", &w.MaximumPassingUsers}, {"first_failing_users", &w.FirstFailingUsers}} {
+		if v, p := o.optional(users.key); v != nil && v.kind != kindNull {
+			n := r.integer(p, v)
+			*users.dst = &n
+		}
+	}
 	o.optionalValue("trace_file", &w.TraceFile)
 	o.optionalValue("trace_sha256", &w.TraceSHA256)
 	w.PassingTrials = r.trials(o, "passing_trials")
@@ -302,6 +311,13 @@ func (r *reader) trial(o *object) Trial {
 	r.engineView(o, &t)
 	o.optionalValue("request_rate", &t.RequestRate)
 	o.optionalValue("speedup", &t.Speedup)
+	o.optionalValue("users", &t.Users)
+	if v, p := o.optional("conversations"); v != nil {
+		if co := r.asObject(p, v); co != nil {
+			c := plainBlock[ConversationTrial](co)
+			t.Conversations = &c
+		}
+	}
 	if v, p := o.optional("open_loop"); v != nil {
 		ol := r.asObject(p, v)
 		if ol != nil {

@@ -25,6 +25,8 @@ var CSVHeader = []string{
 	"kind", "stopped_early",
 	"request_rate", "speedup",
 	"offered_rate", "completion_rate", "backlog_growth", "backlog_allowance", "kept_up", "missed_guards",
+	"users", "first_turn_ttft_ms_p50", "first_turn_ttft_ms_p95", "later_turn_ttft_ms_p50", "later_turn_ttft_ms_p95",
+	"in_flight_mean", "in_flight_peak", "context_tokens_max", "later_turn_cached_percent", "turns_cached_beyond_history",
 }
 
 // CSV renders one row per trial, every number as recorded (unrounded): every entry of a
@@ -71,7 +73,7 @@ func CSV(d *Document) string {
 				i(c.CompletionTokensTotal), i(c.FinishReasonLength), i(c.Errors), strconv.FormatBool(c.Cancelled), f(c.OutputLengthMismatches),
 				kindOf(t), strconv.FormatBool(t.StoppedEarly),
 				optional(t.RequestRate), optional(t.Speedup),
-			}, openLoopCells(t.OpenLoop)...))
+			}, append(openLoopCells(t.OpenLoop), conversationCells(t)...)...))
 		}
 	}
 	w.Flush()
@@ -95,6 +97,11 @@ func everyTrial(w Workload) []SideTrial {
 			case t.RequestRate > 0 && w.FirstFailingRequestRate != nil && t.RequestRate == *w.FirstFailingRequestRate:
 				st.Side = SideFailing
 			case t.RequestRate > 0:
+			case t.Users > 0 && w.MaximumPassingUsers != nil && t.Users == *w.MaximumPassingUsers:
+				st.Side = SidePassing
+			case t.Users > 0 && w.FirstFailingUsers != nil && t.Users == *w.FirstFailingUsers:
+				st.Side = SideFailing
+			case t.Users > 0:
 			case w.MaximumPassingConcurrency != nil && t.Concurrency == *w.MaximumPassingConcurrency:
 				st.Side = SidePassing
 			case w.FirstFailingConcurrency != nil && t.Concurrency == *w.FirstFailingConcurrency:
@@ -115,6 +122,22 @@ func openLoopCells(o *OpenLoopTrial) []string {
 	}
 	return []string{formatFloat(o.OfferedRate), formatFloat(o.CompletionRate), formatFloat(o.BacklogGrowth), formatFloat(o.BacklogAllowance),
 		strconv.FormatBool(o.KeptUp), strings.Join(o.Missed, " ")}
+}
+
+// conversationCells are a users trial's users and what it measured of its conversations'
+// turns; empty cells for other trials (and for a cached share the server did not report).
+func conversationCells(t Trial) []string {
+	c := t.Conversations
+	if c == nil {
+		return []string{optional(float64(t.Users)), "", "", "", "", "", "", "", "", ""}
+	}
+	f, i := formatFloat, strconv.Itoa
+	cached := ""
+	if c.LaterTurnCachedPercent >= 0 {
+		cached = f(c.LaterTurnCachedPercent)
+	}
+	return []string{optional(float64(t.Users)), f(c.FirstTurnTTFTP50Ms), f(c.FirstTurnTTFTP95Ms), f(c.LaterTurnTTFTP50Ms), f(c.LaterTurnTTFTP95Ms),
+		f(c.InFlightMean), i(c.InFlightPeak), i(c.ContextTokensMax), cached, i(c.TurnsCachedBeyondHistory)}
 }
 
 // optional is a number that is 0 when absent, as an empty cell then.

@@ -23,6 +23,10 @@ type Headline struct {
 	// by speedup (headline_rate.go); nil otherwise.
 	MaximumPassingSpeedup *float64
 	FirstFailingSpeedup   *float64
+	// MaximumPassingUsers and FirstFailingUsers are the boundary of a search by users
+	// (headline_users.go); nil otherwise.
+	MaximumPassingUsers *int
+	FirstFailingUsers   *int
 	// Bound is whether the capacity lies outside what the search tried
 	// (capacity_bounded_by_search is Bound != BoundNone).
 	Bound Bound
@@ -122,6 +126,7 @@ type headlineTrial struct {
 	concurrency int
 	rate        float64 // an open-loop trial's request rate
 	speedup     float64 // a replay trial's speedup
+	users       int     // a users trial's users
 	probe       bool
 	trial       Trial
 	verdict     string
@@ -146,6 +151,10 @@ func DeriveHeadline(objectives []SLO, w Workload) (Headline, error) {
 		if len(w.AllTrials) > 0 {
 			h.Verdicts = append(h.Verdicts, ht.verdict)
 		}
+	}
+	if w.byUsers() {
+		h.deriveUsers(objectives, trials)
+		return h, nil
 	}
 	if w.byRate() {
 		h.deriveRate(objectives, trials)
@@ -269,6 +278,7 @@ func (h Headline) Apply(w *Workload) {
 	w.MaximumPassingConcurrency, w.FirstFailingConcurrency, w.BoundBy = h.MaximumPassingConcurrency, h.FirstFailingConcurrency, h.BoundBy
 	w.MaximumPassingRequestRate, w.FirstFailingRequestRate = h.MaximumPassingRequestRate, h.FirstFailingRequestRate
 	w.MaximumPassingSpeedup, w.FirstFailingSpeedup = h.MaximumPassingSpeedup, h.FirstFailingSpeedup
+	w.MaximumPassingUsers, w.FirstFailingUsers = h.MaximumPassingUsers, h.FirstFailingUsers
 	for i := range w.AllTrials {
 		if i < len(h.Verdicts) {
 			w.AllTrials[i].Verdict = h.Verdicts[i]
@@ -280,7 +290,7 @@ func headlineTrials(w Workload) []headlineTrial {
 	var out []headlineTrial
 	if len(w.AllTrials) > 0 {
 		for i, t := range w.AllTrials {
-			out = append(out, headlineTrial{path: joinIndex("trials", i), concurrency: t.Concurrency, rate: t.RequestRate, speedup: t.Speedup, probe: t.Kind == "probe", trial: t})
+			out = append(out, headlineTrial{path: joinIndex("trials", i), concurrency: t.Concurrency, rate: t.RequestRate, speedup: t.Speedup, users: t.Users, probe: t.Kind == "probe", trial: t})
 		}
 		return out
 	}
@@ -290,7 +300,7 @@ func headlineTrials(w Workload) []headlineTrial {
 			if c == 0 && boundary != nil {
 				c = *boundary
 			}
-			out = append(out, headlineTrial{path: joinIndex(key, i), concurrency: c, rate: t.RequestRate, speedup: t.Speedup, trial: t})
+			out = append(out, headlineTrial{path: joinIndex(key, i), concurrency: c, rate: t.RequestRate, speedup: t.Speedup, users: t.Users, trial: t})
 		}
 	}
 	side("passing_trials", w.MaximumPassingConcurrency, w.PassingTrials)
@@ -344,6 +354,10 @@ func CheckHeadline(objectives []SLO, i int, w Workload) []Contradiction {
 	if w.byRate() {
 		add(joinKey(p, "maximum_passing_request_rate"), "maximum_passing_request_rate", floatOrNull(w.MaximumPassingRequestRate), floatOrNull(h.MaximumPassingRequestRate))
 		add(joinKey(p, "first_failing_request_rate"), "first_failing_request_rate", floatOrNull(w.FirstFailingRequestRate), floatOrNull(h.FirstFailingRequestRate))
+	}
+	if w.byUsers() {
+		add(joinKey(p, "maximum_passing_users"), "maximum_passing_users", intOrNull(w.MaximumPassingUsers), intOrNull(h.MaximumPassingUsers))
+		add(joinKey(p, "first_failing_users"), "first_failing_users", intOrNull(w.FirstFailingUsers), intOrNull(h.FirstFailingUsers))
 	}
 	if w.bySpeedup() {
 		add(joinKey(p, "maximum_passing_speedup"), "maximum_passing_speedup", floatOrNull(w.MaximumPassingSpeedup), floatOrNull(h.MaximumPassingSpeedup))

@@ -145,6 +145,7 @@ func Markdown(d *Document) string {
 				fixed(t.OutputThroughputTPS, 1), fixed(t.PerUserOutputThroughputTPS.Avg, 1), mdText(verdict))
 		}
 		b.WriteString("\n")
+		writeConversations(&b, ax, trials)
 		writeServerView(&b, ax, trials)
 		writeAccelerators(&b, ax, trials)
 	}
@@ -352,6 +353,37 @@ func tokenPool(p *int) string {
 
 // writeServerView renders what the engine itself saw in each trial (its metrics) and the
 // proof that the cache was cold, beside the client's table, when the document has them.
+// writeConversations is a users trial's conversations: first and later turns' TTFT apart
+// (later turns should find their history cached), the requests in flight, the longest
+// context reached and the warm-cache proof. Nothing for other trials.
+func writeConversations(b *strings.Builder, ax Axis, trials []SideTrial) {
+	present := false
+	for _, st := range trials {
+		present = present || st.Trial.Conversations != nil
+	}
+	if !present {
+		return
+	}
+	b.WriteString("Conversations (users holding multi-turn conversations with think time):\n\n")
+	fmt.Fprintf(b, "| Side | %s | Trial | Users | Measured turns (first) | First-turn TTFT p50 / p95 (ms) | Later-turn TTFT p50 / p95 (ms) | Later-turn prompt cached | In flight mean / peak | Longest context (tokens) | Turns cached beyond their history |\n", ax.Column())
+	b.WriteString("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n")
+	for _, st := range trials {
+		c := st.Trial.Conversations
+		if c == nil {
+			continue
+		}
+		cached := "not reported"
+		if c.LaterTurnCachedPercent >= 0 {
+			cached = fixed(c.LaterTurnCachedPercent, 1) + " %"
+		}
+		fmt.Fprintf(b, "| %s | %s | %d | %d | %d (%d) | %s / %s | %s / %s | %s | %s / %d | %d | %d |\n",
+			st.Side, levelCell(ax, st), st.Trial.Trial, st.Trial.Users, c.MeasuredTurns, c.FirstTurns,
+			fixed(c.FirstTurnTTFTP50Ms, 1), fixed(c.FirstTurnTTFTP95Ms, 1), fixed(c.LaterTurnTTFTP50Ms, 1), fixed(c.LaterTurnTTFTP95Ms, 1),
+			cached, fixed(c.InFlightMean, 2), c.InFlightPeak, c.ContextTokensMax, c.TurnsCachedBeyondHistory)
+	}
+	b.WriteString("\n")
+}
+
 func writeServerView(b *strings.Builder, ax Axis, trials []SideTrial) {
 	present := false
 	for _, st := range trials {

@@ -112,9 +112,25 @@ func openMetrics(d *Document, stamp string) string {
 	}
 	// The open-loop boundary, only in documents of a search by rate (or a replay by speedup),
 	// so that a concurrency search's exposition is unchanged.
-	byRate, bySpeedup := false, false
+	byRate, bySpeedup, conversations := false, false, false
 	for _, w := range d.Workloads {
 		byRate, bySpeedup = byRate || w.byRate(), bySpeedup || w.bySpeedup()
+		for _, ts := range [][]Trial{w.AllTrials, w.PassingTrials, w.FailingTrials} {
+			for _, t := range ts {
+				conversations = conversations || t.Conversations != nil
+			}
+		}
+	}
+	users := false
+	for _, w := range d.Workloads {
+		users = users || w.byUsers()
+	}
+	if users {
+		gauges = append(gauges,
+			workloadGauge{"llmserve_maximum_passing_users", "Most users (each holding multi-turn conversations with think time) at which every confirmation trial met the SLO; absent when even the lowest failed.",
+				func(w Workload) (float64, bool) { return boundary(w.MaximumPassingUsers) }},
+			workloadGauge{"llmserve_first_failing_users", "Fewest users above the maximum passing ones at which a confirmation trial missed the SLO; absent when none failed within the bounds.",
+				func(w Workload) (float64, bool) { return boundary(w.FirstFailingUsers) }})
 	}
 	if byRate {
 		gauges = append(gauges,
@@ -203,6 +219,49 @@ func openMetrics(d *Document, stamp string) string {
 				sample("llmserve_trial_speedup", v, l...)
 			}
 		})
+	}
+	if conversations {
+		conv := func(name string, v func(*ConversationTrial) (float64, bool)) func(trialRow, []string) {
+			return func(r trialRow, l []string) {
+				if c := r.st.Trial.Conversations; c != nil {
+					if x, ok := v(c); ok {
+						sample(name, x, l...)
+					}
+				}
+			}
+		}
+		always := func(f func(*ConversationTrial) float64) func(*ConversationTrial) (float64, bool) {
+			return func(c *ConversationTrial) (float64, bool) { return f(c), true }
+		}
+		each("llmserve_trial_users", "Virtual users the trial held, each in multi-turn conversations with think time.", func(r trialRow, l []string) {
+			if r.st.Trial.Users > 0 {
+				sample("llmserve_trial_users", float64(r.st.Trial.Users), l...)
+			}
+		})
+		turns := func(name string, p50, p95 func(*ConversationTrial) float64) func(trialRow, []string) {
+			return func(r trialRow, l []string) {
+				if c := r.st.Trial.Conversations; c != nil {
+					sample(name, p50(c)/1000, append(l, "percentile", "50")...)
+					sample(name, p95(c)/1000, append(l, "percentile", "95")...)
+				}
+			}
+		}
+		each("llmserve_trial_first_turn_time_to_first_token_seconds", "Time to first token of the measured turns that opened a conversation.",
+			turns("llmserve_trial_first_turn_time_to_first_token_seconds", func(c *ConversationTrial) float64 { return c.FirstTurnTTFTP50Ms }, func(c *ConversationTrial) float64 { return c.FirstTurnTTFTP95Ms }))
+		each("llmserve_trial_later_turn_time_to_first_token_seconds", "Time to first token of the measured turns that sent a conversation's history back.",
+			turns("llmserve_trial_later_turn_time_to_first_token_seconds", func(c *ConversationTrial) float64 { return c.LaterTurnTTFTP50Ms }, func(c *ConversationTrial) float64 { return c.LaterTurnTTFTP95Ms }))
+		each("llmserve_trial_in_flight_requests_mean", "Time-weighted mean of the requests in flight over the users trial's measured window.",
+			conv("llmserve_trial_in_flight_requests_mean", always(func(c *ConversationTrial) float64 { return c.InFlightMean })))
+		each("llmserve_trial_in_flight_requests_peak", "Most requests in flight at once over the users trial's measured window.",
+			conv("llmserve_trial_in_flight_requests_peak", always(func(c *ConversationTrial) float64 { return float64(c.InFlightPeak) })))
+		each("llmserve_trial_context_tokens_max", "Longest context (prompt and output tokens) a measured turn reached.",
+			conv("llmserve_trial_context_tokens_max", always(func(c *ConversationTrial) float64 { return float64(c.ContextTokensMax) })))
+		each("llmserve_trial_later_turn_cached_ratio", "Share of the later turns' prompt tokens the server served from its prefix cache.",
+			conv("llmserve_trial_later_turn_cached_ratio", func(c *ConversationTrial) (float64, bool) {
+				return c.LaterTurnCachedPercent / 100, c.LaterTurnCachedPercent >= 0
+			}))
+		each("llmserve_trial_turns_cached_beyond_history", "Measured turns that found more cached prompt tokens than their own conversation could hold (a measurement fault).",
+			conv("llmserve_trial_turns_cached_beyond_history", always(func(c *ConversationTrial) float64 { return float64(c.TurnsCachedBeyondHistory) })))
 	}
 	each("llmserve_trial_slo_met", "1 when the trial on its own met every objective, 0 when it missed one or measured requests failed.", func(r trialRow, l []string) {
 		switch Verdict(d.Objectives(), r.st.Trial) {

@@ -75,7 +75,9 @@ func TestCSVShape(t *testing.T) {
 		"warmup_profile_prompt_overlap,profiling_records,http_200,unique_prompts,unique_outputs,generated_chunks," +
 		"generated_utf8_bytes,completion_tokens_total,finish_reason_length,errors,cancelled,output_length_mismatches," +
 		"kind,stopped_early,request_rate,speedup," +
-		"offered_rate,completion_rate,backlog_growth,backlog_allowance,kept_up,missed_guards"
+		"offered_rate,completion_rate,backlog_growth,backlog_allowance,kept_up,missed_guards," +
+		"users,first_turn_ttft_ms_p50,first_turn_ttft_ms_p95,later_turn_ttft_ms_p50,later_turn_ttft_ms_p95," +
+		"in_flight_mean,in_flight_peak,context_tokens_max,later_turn_cached_percent,turns_cached_beyond_history"
 	if got := strings.Join(rows[0], ","); got != header {
 		t.Errorf("header =\n%s\nwant\n%s", got, header)
 	}

@@ -112,10 +112,16 @@ type Workload struct {
 	// TraceSHA256 name the trace replayed. All absent from other searches. Additive.
 	MaximumPassingSpeedup *float64 `json:"maximum_passing_speedup,omitempty"`
 	FirstFailingSpeedup   *float64 `json:"first_failing_speedup,omitempty"`
-	TraceFile             string   `json:"trace_file,omitempty"`
-	TraceSHA256           string   `json:"trace_sha256,omitempty"`
-	PassingTrials         []Trial  `json:"passing_trials"`
-	FailingTrials         []Trial  `json:"failing_trials"`
+	// MaximumPassingUsers and FirstFailingUsers are the boundary of a search by users: virtual
+	// users each holding multi-turn conversations with think time (each trial's users), the
+	// number of people who can chat at once under the objectives. Absent from other
+	// searches. Additive.
+	MaximumPassingUsers *int    `json:"maximum_passing_users,omitempty"`
+	FirstFailingUsers   *int    `json:"first_failing_users,omitempty"`
+	TraceFile           string  `json:"trace_file,omitempty"`
+	TraceSHA256         string  `json:"trace_sha256,omitempty"`
+	PassingTrials       []Trial `json:"passing_trials"`
+	FailingTrials       []Trial `json:"failing_trials"`
 	// AllTrials is every trial the search ran or resumed for this workload, probes
 	// included, in the order they ran; absent in documents older than it.
 	AllTrials []Trial `json:"trials,omitempty"`
@@ -193,6 +199,11 @@ type Trial struct {
 	// Speedup is the factor a replay trial divided the trace's recorded offsets by; absent
 	// from other trials. Additive.
 	Speedup float64 `json:"speedup,omitempty"`
+	// Users is how many virtual users a conversation trial held (multi-turn conversations
+	// with think time), and Conversations what it measured of their turns; both absent from
+	// other trials. Additive.
+	Users         int                `json:"users,omitempty"`
+	Conversations *ConversationTrial `json:"conversations,omitempty"`
 	// Replicas is what each replica of a replicated deployment proved for this trial, in the
 	// order of the benchmark's replica_endpoints; absent when they were not given. Additive.
 	Replicas []ReplicaCheck `json:"replicas,omitempty"`
@@ -281,6 +292,37 @@ const (
 	EnergyFromPower   = "power_samples"
 	EnergyMixed       = "mixed"
 )
+
+// ConversationTrial is what a users trial measured of its conversations' turns. A trial's
+// measured turns are those of every user's conversations after its warmup ones; first turns
+// (a conversation's opening message, which only the shared system prompt can find cached)
+// and later turns (which send the whole history back and should find it cached) are reported
+// apart.
+type ConversationTrial struct {
+	MeasuredTurns int `json:"measured_turns"`
+	FirstTurns    int `json:"first_turns"` // measured turns that opened a conversation
+	// TTFT percentiles of the successful first and later turns, in ms; 0 when there were none.
+	FirstTurnTTFTP50Ms float64 `json:"first_turn_ttft_p50_ms"`
+	FirstTurnTTFTP95Ms float64 `json:"first_turn_ttft_p95_ms"`
+	LaterTurnTTFTP50Ms float64 `json:"later_turn_ttft_p50_ms"`
+	LaterTurnTTFTP95Ms float64 `json:"later_turn_ttft_p95_ms"`
+	// InFlightMean and InFlightPeak are the requests on the wire over the measured window
+	// (warmup turns included: the server serves them alike), time-weighted mean and peak.
+	InFlightMean float64 `json:"in_flight_mean"`
+	InFlightPeak int     `json:"in_flight_peak"`
+	// ContextTokensMax is the longest context a measured turn reached: its prompt and output
+	// tokens as the server counted them.
+	ContextTokensMax int `json:"context_tokens_max"`
+	// LaterTurnCachedPercent is the share of later turns' prompt tokens the server said it
+	// served from its prefix cache; -1 when the server did not say.
+	LaterTurnCachedPercent float64 `json:"later_turn_cached_percent"`
+	// TurnsCachedBeyondHistory is the warm-cache proof: measured turns for which the server
+	// reported more cached prompt tokens than the conversation's own history (and, for a
+	// first turn, the prefix every conversation shares) could hold. Conversations are unique,
+	// so any is a measurement fault: a cache the flush did not empty, or conversations that
+	// repeat.
+	TurnsCachedBeyondHistory int `json:"turns_cached_beyond_history"`
+}
 
 // OpenLoopTrial is what an open-loop trial adds: the schedule's fidelity and the two guards
 // that say whether the server kept up with the rate (see the provider's docs for the rule).

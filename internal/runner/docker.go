@@ -126,6 +126,9 @@ func (d *Docker) Run(ctx context.Context, job Job) (Outcome, error) {
 	}
 	id, err := d.start(ctx, job, out.Network, target.ID, key, seed)
 	if err != nil {
+		if outOfDisk(err) {
+			return out, &DiskFullError{Host: d.Host, Ended: old, Err: err}
+		}
 		return out, err
 	}
 	out.Container = id
@@ -214,6 +217,8 @@ func (d *Docker) follow(ctx context.Context, job Job, out Outcome) (Outcome, err
 	logsDone := make(chan error, 1)
 	go func() { logsDone <- d.stream(logCtx, id, job.Event, &stderr) }()
 
+	lost := make(chan error, 1)
+	go d.watch(logCtx, lost)
 	statusCh, errCh := d.Cli.ContainerWait(ctx, id, container.WaitConditionNotRunning)
 	var exit int64
 	select {
@@ -223,6 +228,8 @@ func (d *Docker) follow(ctx context.Context, job Job, out Outcome) (Outcome, err
 		if ctx.Err() != nil {
 			return out, &DetachedError{Container: id, Host: d.Host, TimedOut: errors.Is(ctx.Err(), context.DeadlineExceeded)}
 		}
+		return out, &EngineLostError{Container: id, Host: d.Host, Err: err}
+	case err := <-lost:
 		return out, &EngineLostError{Container: id, Host: d.Host, Err: err}
 	}
 	// The log stream ends with the container; the last events may still be on their way.
@@ -256,6 +263,51 @@ func (d *Docker) follow(ctx context.Context, job Job, out Outcome) (Outcome, err
 		return out, err
 	}
 	return out, nil
+}
+
+// The engine is asked whether it still answers every engineCheckEvery while a runner is
+// followed; one silent for engineLostAfter is lost (an ssh link that hangs instead of
+// failing would otherwise hold the apply forever). A lost engine is so reported within
+// engineLostAfter + engineCheckEvery: 40 seconds.
+var (
+	engineCheckEvery = 10 * time.Second
+	engineLostAfter  = 30 * time.Second
+)
+
+// watch pings the engine until ctx ends, and sends the error once it has failed for
+// engineLostAfter.
+func (d *Docker) watch(ctx context.Context, lost chan<- error) {
+	t := time.NewTicker(engineCheckEvery)
+	defer t.Stop()
+	var failingSince time.Time
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		pctx, cancel := context.WithTimeout(ctx, engineCheckEvery)
+		_, err := d.Cli.Ping(pctx)
+		cancel()
+		switch {
+		case ctx.Err() != nil:
+			return
+		case err == nil:
+			failingSince = time.Time{}
+			continue
+		case failingSince.IsZero():
+			failingSince = time.Now()
+		}
+		if time.Since(failingSince) >= engineLostAfter {
+			lost <- fmt.Errorf("it has not answered for %s: %w", engineLostAfter, err)
+			return
+		}
+	}
+}
+
+// outOfDisk says whether the engine refused for lack of disk on its host.
+func outOfDisk(err error) bool {
+	return err != nil && strings.Contains(strings.ToLower(err.Error()), "no space left on device")
 }
 
 // died says what happened to a runner that ended without a result, and keeps it only when
@@ -370,10 +422,23 @@ func (d *Docker) copyRecords(ctx context.Context, id, dir string) error {
 		return d.wrap(err, "reading the records of runner %s", short(id))
 	}
 	defer rc.Close()
+	return extractRecords(rc, dir)
+}
+
+// extractRecords writes the regular files of a records archive (its names start with the
+// directory's own name) into dir, confined to it: the records' relative paths (records_file)
+// are kept as the runner wrote them, a symbolic link found in dir where a record goes is
+// replaced by the record, and a link to a directory outside dir is refused, never followed.
+func extractRecords(r io.Reader, dir string) error {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return fmt.Errorf("records_directory %s: %w", dir, err)
 	}
-	tr := tar.NewReader(rc)
+	root, err := os.OpenRoot(dir)
+	if err != nil {
+		return fmt.Errorf("records_directory %s: %w", dir, err)
+	}
+	defer root.Close()
+	tr := tar.NewReader(r)
 	for {
 		h, err := tr.Next()
 		if err == io.EOF {
@@ -385,28 +450,37 @@ func (d *Docker) copyRecords(ctx context.Context, id, dir string) error {
 		if h.Typeflag != tar.TypeReg {
 			continue
 		}
-		// The archive's names start with the directory's own name; below it, the records'
-		// relative paths (records_file) are kept as the runner wrote them.
 		_, rel, _ := strings.Cut(path.Clean(h.Name), "/")
 		if rel == "" || !filepath.IsLocal(filepath.FromSlash(rel)) {
 			continue
 		}
 		name := filepath.FromSlash(rel)
-		if err := os.MkdirAll(filepath.Join(dir, filepath.Dir(name)), 0o755); err != nil {
-			return fmt.Errorf("records_directory: %w", err)
-		}
-		f, err := os.OpenFile(filepath.Join(dir, name), os.O_CREATE|os.O_WRONLY|os.O_TRUNC, 0o644)
-		if err != nil {
-			return fmt.Errorf("records_directory: %w", err)
-		}
-		_, err = io.Copy(f, io.LimitReader(tr, maxFileBytes))
-		if cerr := f.Close(); err == nil {
-			err = cerr
-		}
-		if err != nil {
-			return fmt.Errorf("records_directory: %w", err)
+		if err := writeRecord(root, name, io.LimitReader(tr, maxFileBytes)); err != nil {
+			return fmt.Errorf("records_directory %s: %s: %w", dir, rel, err)
 		}
 	}
+}
+
+// writeRecord writes one record below root. Whatever is at name is replaced, not written
+// through: a symbolic link planted there is removed, and the file is created anew (O_EXCL).
+func writeRecord(root *os.Root, name string, r io.Reader) error {
+	if parent := filepath.Dir(name); parent != "." {
+		if err := root.MkdirAll(parent, 0o755); err != nil {
+			return err
+		}
+	}
+	if err := root.Remove(name); err != nil && !errors.Is(err, os.ErrNotExist) {
+		return err
+	}
+	f, err := root.OpenFile(name, os.O_CREATE|os.O_EXCL|os.O_WRONLY, 0o644)
+	if err != nil {
+		return err
+	}
+	_, err = io.Copy(f, r)
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	return err
 }
 
 // writeFiles copies files into a created container.

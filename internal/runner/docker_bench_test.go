@@ -2,6 +2,7 @@ package runner
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -15,7 +16,10 @@ import (
 	"github.com/docker/docker/client"
 
 	"github.com/llmserve/terraform-provider-llmserve/internal/capacity"
+	"github.com/llmserve/terraform-provider-llmserve/internal/deploy"
+	"github.com/llmserve/terraform-provider-llmserve/internal/deploy/docker"
 	"github.com/llmserve/terraform-provider-llmserve/internal/deploy/enginetest"
+	"github.com/llmserve/terraform-provider-llmserve/internal/engine"
 	"github.com/llmserve/terraform-provider-llmserve/internal/results"
 )
 
@@ -117,4 +121,90 @@ func loadAverage() string {
 		return "unknown"
 	}
 	return strings.Join(strings.Fields(string(raw))[:3], " ")
+}
+
+// BenchmarkDockerRunnerBoundary measures the quickstart's llama.cpp server (the tiny model,
+// two slots, its 256 / 32 workload under p95 TTFT < 1500 ms, concurrency 1..8) three times
+// from here and three times from a runner in its network namespace, and prints each run's
+// boundary: the two places should agree as often as three runs of one place do.
+//
+//	go test -run '^$' -bench BenchmarkDockerRunnerBoundary -benchtime 1x -timeout 60m ./internal/runner
+func BenchmarkDockerRunnerBoundary(b *testing.B) {
+	ctx := context.Background()
+	model, err := filepath.Abs(filepath.Join("..", "..", ".cache", "models", "tiny-llama.gguf"))
+	if err != nil {
+		b.Fatal(err)
+	}
+	if _, err := os.Stat(model); err != nil {
+		b.Fatalf("the tiny model is missing (%v): run scripts/build-model.sh", err)
+	}
+	be, err := docker.NewConnection(docker.ConfigFromEnv(docker.Config{})).Backend()
+	if err != nil {
+		b.Fatal(err)
+	}
+	spec := engine.Spec{Engine: engine.LlamaCpp, Model: "/models/tiny-llama.gguf", ServedModelName: "tiny", Port: 8080,
+		MaxRunningRequests: 2, ContextLength: 4096, Accelerator: engine.CPU}
+	c, err := deploy.NewContainer(spec, deploy.Placement{Name: "llmserve-runner-bench-llama", Image: "llmserve/llamacpp:latest",
+		BindAddress: "127.0.0.1", ModelHostPath: model,
+		Labels: map[string]string{enginetest.TestLabel: "true", enginetest.RunLabel: enginetest.RunID}}, engine.Secrets{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	st, _, err := deploy.Launch(ctx, be, c, deploy.Readiness{Engine: spec.Engine, Model: spec.RequestModel(), Timeout: 3 * time.Minute})
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { _ = be.Remove(context.Background(), st.ID, 0) })
+	dir := b.TempDir()
+	bin := filepath.Join(dir, "provider")
+	build := exec.Command("go", "build", "-trimpath", "-o", bin, ".")
+	build.Dir = filepath.Join("..", "..")
+	build.Env = append(os.Environ(), "CGO_ENABLED=0")
+	if out, err := build.CombinedOutput(); err != nil {
+		b.Fatalf("%v\n%s", err, out)
+	}
+	cfg := func(endpoint, run string) capacity.Config {
+		return capacity.Config{
+			Endpoint: endpoint, Model: "tiny", API: "chat",
+			Workloads:      []capacity.Workload{{Label: "256 / 32", InputTokens: 256, OutputTokens: 32}},
+			SLOs:           []results.SLO{{Metric: "time_to_first_token", Percentile: 95, ThresholdMs: 1500, Comparison: "strictly_less_than"}},
+			MinConcurrency: 1, MaxConcurrency: 8, WarmupRequests: 2, MeasuredRequests: 8, ConfirmationTrials: 2,
+			CacheFlush: "auto", Seed: 1, StallTimeout: time.Minute, RequestTimeout: 2 * time.Minute,
+			Triggers: map[string]string{"run": run},
+		}
+	}
+	boundary := func(doc *results.Document) string {
+		w := doc.Workloads[0]
+		mp := "none"
+		if w.MaximumPassingConcurrency != nil {
+			mp = fmt.Sprint(*w.MaximumPassingConcurrency)
+		}
+		ff := "none"
+		if w.FirstFailingConcurrency != nil {
+			ff = fmt.Sprint(*w.FirstFailingConcurrency)
+		}
+		return mp + "/" + ff
+	}
+	d := &Docker{Cli: be.Client(), Host: "local", Binary: bin}
+	for b.Loop() {
+		for i := range 3 {
+			start := time.Now()
+			rep, err := capacity.Resume(ctx, cfg(st.Endpoint, fmt.Sprint("local", i)), capacity.Files{})
+			if err != nil {
+				b.Fatal(err)
+			}
+			b.Logf("local  run %d: maximum passing / first failing %s (%.0f s; load %s)", i+1, boundary(rep.Document), time.Since(start).Seconds(), loadAverage())
+
+			start = time.Now()
+			out, err := d.Run(ctx, Job{Target: st.ID, Spec: Spec{Config: cfg("http://127.0.0.1:8080", fmt.Sprint("runner", i))}})
+			if err != nil {
+				b.Fatal(err)
+			}
+			rep, err = out.Result.Report("runner")
+			if err != nil {
+				b.Fatal(err)
+			}
+			b.Logf("runner run %d: maximum passing / first failing %s (%.0f s; load %s)", i+1, boundary(rep.Document), time.Since(start).Seconds(), loadAverage())
+		}
+	}
 }

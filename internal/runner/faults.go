@@ -83,3 +83,25 @@ func (e *DiedError) Error() string {
 
 // Summary is the diagnostic's title.
 func (e *DiedError) Summary() string { return "Capacity benchmark runner died" }
+
+// DiskFullError is an engine host out of disk when the runner was to start (building its
+// image, creating it, writing its spec): nothing was started.
+type DiskFullError struct {
+	Host  string
+	Ended string // an ended runner of this run, kept with its journal; empty for none
+	Err   error
+}
+
+func (e *DiskFullError) Error() string {
+	kept := "the server container and the trials measured so far (the local progress_file) are kept"
+	if e.Ended != "" {
+		kept = fmt.Sprintf("the server container, the trials measured so far (the local progress_file) and the ended runner %s with its journal are kept", short(e.Ended))
+	}
+	return fmt.Sprintf("the Docker Engine host %s is out of disk: %v. No runner was started; %s. Free space there (docker system prune, docker image prune) and apply again: the next runner resumes from them",
+		e.Host, e.Err, kept)
+}
+
+func (e *DiskFullError) Unwrap() error { return e.Err }
+
+// Summary is the diagnostic's title.
+func (e *DiskFullError) Summary() string { return "The runner's Docker Engine host is out of disk" }

@@ -27,7 +27,13 @@ const (
 // with the journal beside it (JournalPath), writes every human line and finished trial to
 // stdout as Events, and the Result beside it too (ResultPath). ctx ends the run as Terraform's interrupt ends a
 // local one (the container is stopped).
+//
+// `runner relay <host:port>` is the relay mode (HTTPClient): stdin and stdout copied to and
+// from one connection to the server, from inside its network namespace.
 func Main(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	if len(args) == 2 && args[0] == "relay" {
+		return relay(ctx, args[len(args)-1], os.Stdin, stdout, stderr)
+	}
 	specPath := SpecPath
 	if len(args) > 0 {
 		specPath = args[0]

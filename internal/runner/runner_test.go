@@ -1,11 +1,14 @@
 package runner
 
 import (
+	"archive/tar"
 	"bufio"
 	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
+	"io"
+	"net"
 	"net/http/httptest"
 	"os"
 	"path/filepath"
@@ -227,5 +230,102 @@ func TestElfArch(t *testing.T) {
 		if got := goArch(engine); got != want {
 			t.Errorf("goArch(%q) = %q, want %q", engine, got, want)
 		}
+	}
+}
+
+// The records come back confined to records_directory: a link planted where a record goes is
+// replaced by the record (its target outside is untouched), and a link to a directory outside
+// is refused, not followed.
+func TestExtractRecordsConfined(t *testing.T) {
+	archive := func(files map[string]string) *bytes.Buffer {
+		var buf bytes.Buffer
+		tw := tar.NewWriter(&buf)
+		for name, data := range files {
+			if err := tw.WriteHeader(&tar.Header{Name: name, Mode: 0o644, Size: int64(len(data)), Typeflag: tar.TypeReg}); err != nil {
+				t.Fatal(err)
+			}
+			if _, err := tw.Write([]byte(data)); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if err := tw.Close(); err != nil {
+			t.Fatal(err)
+		}
+		return &buf
+	}
+	outside := t.TempDir()
+	victim := filepath.Join(outside, "victim")
+	if err := os.WriteFile(victim, []byte("keep"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+
+	dir := t.TempDir()
+	if err := os.MkdirAll(filepath.Join(dir, "64-8"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(victim, filepath.Join(dir, "64-8", "c1.jsonl")); err != nil {
+		t.Fatal(err)
+	}
+	if err := extractRecords(archive(map[string]string{"records/64-8/c1.jsonl": "record", "records/../../escape": "x"}), dir); err != nil {
+		t.Fatal(err)
+	}
+	if got, _ := os.ReadFile(victim); string(got) != "keep" {
+		t.Errorf("the link's target outside records_directory was written: %q", got)
+	}
+	fi, err := os.Lstat(filepath.Join(dir, "64-8", "c1.jsonl"))
+	if err != nil || !fi.Mode().IsRegular() {
+		t.Fatalf("the record is not a regular file in records_directory: %v %v", fi, err)
+	}
+	if got, _ := os.ReadFile(filepath.Join(dir, "64-8", "c1.jsonl")); string(got) != "record" {
+		t.Errorf("record = %q", got)
+	}
+
+	// A directory of records linked out of records_directory.
+	dir2 := t.TempDir()
+	if err := os.Symlink(outside, filepath.Join(dir2, "64-8")); err != nil {
+		t.Fatal(err)
+	}
+	err = extractRecords(archive(map[string]string{"records/64-8/victim": "record"}), dir2)
+	if err == nil || !strings.Contains(err.Error(), "records_directory") {
+		t.Errorf("a record through a link out of records_directory: err %v, want refused", err)
+	}
+	if got, _ := os.ReadFile(victim); string(got) != "keep" {
+		t.Errorf("the file outside records_directory was written through a linked directory: %q", got)
+	}
+}
+
+// The relay mode copies stdin to the server's port and the answer back, and says why when
+// the port cannot be reached.
+func TestRelay(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	go func() {
+		c, err := ln.Accept()
+		if err != nil {
+			return
+		}
+		defer c.Close()
+		got, _ := io.ReadAll(c) // the relay closes its write side once stdin ends
+		_, _ = c.Write(append([]byte("echo: "), got...))
+	}()
+	var out, errOut bytes.Buffer
+	if code := relay(context.Background(), ln.Addr().String(), strings.NewReader("GET /health"), &out, &errOut); code != 0 {
+		t.Fatalf("exit %d: %s", code, errOut.String())
+	}
+	if out.String() != "echo: GET /health" {
+		t.Errorf("relayed %q", out.String())
+	}
+
+	addr := ln.Addr().String()
+	ln.Close()
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel() // no retries: the port refuses
+	out.Reset()
+	errOut.Reset()
+	if code := relay(ctx, addr, strings.NewReader(""), &out, &errOut); code == 0 || errOut.Len() == 0 {
+		t.Errorf("a closed port: exit %d, stderr %q; want a failure saying why", code, errOut.String())
 	}
 }

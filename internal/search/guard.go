@@ -6,7 +6,7 @@ import "math"
 // all k trials, as the grid would have run them.
 
 // anyFail reports whether any trial at level c failed, probe or confirmation.
-func (s *searcher) anyFail(c int) bool {
+func (s *searcher[D]) anyFail(c int) bool {
 	l := s.levels[c]
 	if l == nil {
 		return false
@@ -45,7 +45,7 @@ const (
 // or at one whose trials (at least guardClearTrials of them) all stayed clear of the band:
 // the levels under it are further from the threshold still. lo's own trials count like any
 // level's; whatever lo still lacks after the walk, the search adds before it reports lo.
-func (s *searcher) guardLevel(lo int) (int, bool) {
+func (s *searcher[D]) guardLevel(lo int) (int, bool) {
 	if s.cfg.GuardBand == 0 {
 		return 0, false
 	}

@@ -83,21 +83,33 @@ type RateRequest struct {
 	Index int
 }
 
-// RateOutcome is one rate trial's outcome: Outcome.Concurrency holds the ladder rung, Rate
-// the rate it stands for.
-type RateOutcome struct {
-	Outcome
+// RateOutcomeOf is one rate trial's outcome: OutcomeOf.Concurrency holds the ladder rung,
+// Rate the rate it stands for.
+type RateOutcomeOf[D any] struct {
+	OutcomeOf[D]
 	Rate float64
 }
 
-// RateConfig is one search over request rates.
-type RateConfig struct {
+// The rate search's instances for an untyped detail, as Outcome is the search's.
+type (
+	// RateOutcome is RateOutcomeOf with an untyped detail.
+	RateOutcome = RateOutcomeOf[any]
+	// RateConfig is RateConfigOf with an untyped detail.
+	RateConfig = RateConfigOf[any]
+	// RateResult is RateResultOf with an untyped detail.
+	RateResult = RateResultOf[any]
+	// RateRunner is RateRunnerOf with an untyped detail.
+	RateRunner = RateRunnerOf[any]
+)
+
+// RateConfigOf is one search over request rates.
+type RateConfigOf[D any] struct {
 	Ladder
 	ConfirmationTrials int
 	// History, Progress, Threshold and GuardBand are as in Config. A History entry whose
 	// rate is not on the ladder is not reused (it is returned unused, as Config's are).
-	History   []RateOutcome
-	Progress  func(RateOutcome)
+	History   []RateOutcomeOf[D]
+	Progress  func(RateOutcomeOf[D])
 	Threshold float64
 	GuardBand float64
 	// Speedup says the ladder's values are the speedups of a recorded trace's replay rather
@@ -105,38 +117,38 @@ type RateConfig struct {
 	Speedup bool
 }
 
-// RateResult is the rate boundary and every trial behind it.
-type RateResult struct {
+// RateResultOf is the rate boundary and every trial behind it.
+type RateResultOf[D any] struct {
 	MaximumPassing *float64 // nil: even the minimum rate failed (or the search did not finish)
 	FirstFailing   *float64 // nil: nothing failed up to the maximum (or the search did not finish)
-	PassingTrials  []RateOutcome
-	FailingTrials  []RateOutcome
-	All            []RateOutcome
+	PassingTrials  []RateOutcomeOf[D]
+	FailingTrials  []RateOutcomeOf[D]
+	All            []RateOutcomeOf[D]
 	// NonMonotone lists rates that passed although a lower rate failed; Passed and Failed
 	// are rungs (Ladder.Rate gives their rates).
 	NonMonotone []NonMonotone
 	Cost        float64
 }
 
-// RateRunner runs one rate trial; it must honour ctx as TrialRunner does.
-type RateRunner func(ctx context.Context, req RateRequest) (Outcome, error)
+// RateRunnerOf runs one rate trial; it must honour ctx as TrialRunnerOf does.
+type RateRunnerOf[D any] func(ctx context.Context, req RateRequest) (OutcomeOf[D], error)
 
 // RunRate searches the ladder for the highest rate whose confirmation trials all pass. On error
 // it returns what was measured so far, as Run does.
-func RunRate(ctx context.Context, cfg RateConfig, runner RateRunner) (RateResult, error) {
+func RunRate[D any](ctx context.Context, cfg RateConfigOf[D], runner RateRunnerOf[D]) (RateResultOf[D], error) {
 	if err := cfg.Ladder.Validate(); err != nil {
-		return RateResult{}, err
+		return RateResultOf[D]{}, err
 	}
 	if runner == nil {
-		return RateResult{}, errors.New("rate search: no trial runner")
+		return RateResultOf[D]{}, errors.New("rate search: no trial runner")
 	}
 	l := cfg.Ladder
-	inner := Config{Min: 1, Max: l.Rungs(), ConfirmationTrials: cfg.ConfirmationTrials,
+	inner := ConfigOf[D]{Min: 1, Max: l.Rungs(), ConfirmationTrials: cfg.ConfirmationTrials,
 		Threshold: cfg.Threshold, GuardBand: cfg.GuardBand}
-	var unplaced []RateOutcome
+	var unplaced []RateOutcomeOf[D]
 	for _, o := range cfg.History {
 		if rung, ok := l.Rung(o.Rate); ok {
-			h := o.Outcome
+			h := o.OutcomeOf
 			h.Concurrency = rung
 			inner.History = append(inner.History, h)
 		} else {
@@ -144,12 +156,14 @@ func RunRate(ctx context.Context, cfg RateConfig, runner RateRunner) (RateResult
 			unplaced = append(unplaced, o)
 		}
 	}
-	wrap := func(o Outcome) RateOutcome { return RateOutcome{Outcome: o, Rate: l.Rate(o.Concurrency)} }
+	wrap := func(o OutcomeOf[D]) RateOutcomeOf[D] {
+		return RateOutcomeOf[D]{OutcomeOf: o, Rate: l.Rate(o.Concurrency)}
+	}
 	if cfg.Progress != nil {
-		inner.Progress = func(o Outcome) { cfg.Progress(wrap(o)) }
+		inner.Progress = func(o OutcomeOf[D]) { cfg.Progress(wrap(o)) }
 	}
 	var failed error // the runner's error, reported by rate rather than by rung
-	res, err := Run(ctx, inner, RunnerFunc(func(ctx context.Context, q Request) (Outcome, error) {
+	res, err := Run(ctx, inner, RunnerFuncOf[D](func(ctx context.Context, q Request) (OutcomeOf[D], error) {
 		o, err := runner(ctx, RateRequest{Rate: l.Rate(q.Concurrency), Kind: q.Kind, Index: q.Index})
 		if err != nil {
 			at := fmt.Sprintf("%.4g requests/s", l.Rate(q.Concurrency))
@@ -167,7 +181,7 @@ func RunRate(ctx context.Context, cfg RateConfig, runner RateRunner) (RateResult
 	case ctx.Err() != nil:
 		err = fmt.Errorf("stopped: %w", ctx.Err())
 	}
-	out := RateResult{NonMonotone: res.NonMonotone, Cost: res.Cost}
+	out := RateResultOf[D]{NonMonotone: res.NonMonotone, Cost: res.Cost}
 	for _, o := range res.All {
 		out.All = append(out.All, wrap(o))
 	}

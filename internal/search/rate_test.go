@@ -68,7 +68,7 @@ func TestRunRate(t *testing.T) {
 	}
 
 	// Resumed: the same outcomes by rate, plus one whose rate is off the ladder.
-	history := append(res.All, search.RateOutcome{Rate: 6.9, Outcome: search.Outcome{Pass: true}})
+	history := append(res.All, search.RateOutcome{Rate: 6.9, OutcomeOf: search.Outcome{Pass: true}})
 	runs = 0
 	again, err := search.RunRate(context.Background(), search.RateConfig{Ladder: l, ConfirmationTrials: 2, History: history}, run)
 	if err != nil || runs != 0 || *again.MaximumPassing != *res.MaximumPassing || len(again.All) != len(res.All)+1 {

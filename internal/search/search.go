@@ -48,8 +48,9 @@ type Request struct {
 	Index       int // 1-based: confirmation trial number at this concurrency; probes are always 1
 }
 
-// Outcome is what one trial produced.
-type Outcome struct {
+// OutcomeOf is what one trial produced; D is the caller's full trial record, carried
+// through the search untouched (Detail).
+type OutcomeOf[D any] struct {
 	Request
 	Pass bool
 	// Value is how near the trial came to failing, without a unit: capacity passes the
@@ -63,24 +64,42 @@ type Outcome struct {
 	// and it is not evidence that the capacity curve is non-monotone.
 	Failed  int
 	Cost    float64 // request-seconds the trial occupied the server, warmups included
-	Detail  any     // the caller's full trial metrics, carried through untouched
+	Detail  D       // the caller's full trial record, carried through untouched
 	Resumed bool    // taken from Config.History rather than run by this search
 }
 
-// TrialRunner runs one trial. It must honour ctx: when ctx ends it stops the load and returns
-// an error wrapping ctx.Err().
-type TrialRunner interface {
-	RunTrial(ctx context.Context, req Request) (Outcome, error)
+// The search is generic over the detail its outcomes carry (OutcomeOf, ConfigOf, ResultOf,
+// TrialRunnerOf, RunnerFuncOf and their rate counterparts); Outcome, Config, Result,
+// TrialRunner and RunnerFunc are its instances for a caller whose detail is untyped.
+type (
+	// Outcome is OutcomeOf with an untyped detail.
+	Outcome = OutcomeOf[any]
+	// Config is ConfigOf with an untyped detail.
+	Config = ConfigOf[any]
+	// Result is ResultOf with an untyped detail.
+	Result = ResultOf[any]
+	// TrialRunner is TrialRunnerOf with an untyped detail.
+	TrialRunner = TrialRunnerOf[any]
+	// RunnerFunc is RunnerFuncOf with an untyped detail.
+	RunnerFunc = RunnerFuncOf[any]
+)
+
+// TrialRunnerOf runs one trial. It must honour ctx: when ctx ends it stops the load and
+// returns an error wrapping ctx.Err().
+type TrialRunnerOf[D any] interface {
+	RunTrial(ctx context.Context, req Request) (OutcomeOf[D], error)
 }
 
-// RunnerFunc adapts a function to TrialRunner.
-type RunnerFunc func(ctx context.Context, req Request) (Outcome, error)
+// RunnerFuncOf adapts a function to TrialRunnerOf.
+type RunnerFuncOf[D any] func(ctx context.Context, req Request) (OutcomeOf[D], error)
 
 // RunTrial calls f.
-func (f RunnerFunc) RunTrial(ctx context.Context, req Request) (Outcome, error) { return f(ctx, req) }
+func (f RunnerFuncOf[D]) RunTrial(ctx context.Context, req Request) (OutcomeOf[D], error) {
+	return f(ctx, req)
+}
 
-// Config is one search.
-type Config struct {
+// ConfigOf is one search.
+type ConfigOf[D any] struct {
 	Min, Max           int // concurrency bounds, inclusive
 	ConfirmationTrials int // k >= 1 full trials per confirmed level
 
@@ -91,11 +110,11 @@ type Config struct {
 
 	// History holds outcomes of an earlier, interrupted search of the same workload. A request
 	// found there is not run again.
-	History []Outcome
+	History []OutcomeOf[D]
 
 	// Progress, when set, is called once per outcome the search uses, in order, including those
 	// taken from History (marked Resumed).
-	Progress func(Outcome)
+	Progress func(OutcomeOf[D])
 
 	// Threshold and GuardBand make the result safer against noise: the grid would also run the
 	// levels just below the boundary, and where the boundary's confirmation trials came within
@@ -111,7 +130,7 @@ type Config struct {
 // arithmetic (Max+1, midpoints, doubling steps) clear of overflow.
 const MaxLevel = math.MaxInt32
 
-func (c Config) validate() error {
+func (c ConfigOf[D]) validate() error {
 	if len(c.Levels) > 0 {
 		seen := map[int]bool{}
 		for _, l := range c.Levels {
@@ -156,43 +175,43 @@ func (n NonMonotone) String() string {
 	return fmt.Sprintf("concurrency %d passed although %d failed", n.Passed, n.Failed)
 }
 
-// Result is the boundary and every trial behind it.
-type Result struct {
+// ResultOf is the boundary and every trial behind it.
+type ResultOf[D any] struct {
 	MaximumPassing *int // nil: even the minimum failed (or the search did not finish)
 	FirstFailing   *int // nil: nothing failed up to the maximum (or the search did not finish)
-	PassingTrials  []Outcome
-	FailingTrials  []Outcome
-	All            []Outcome // every trial used, in order, then unused History entries
+	PassingTrials  []OutcomeOf[D]
+	FailingTrials  []OutcomeOf[D]
+	All            []OutcomeOf[D] // every trial used, in order, then unused History entries
 	NonMonotone    []NonMonotone
 	Cost           float64 // request-seconds of All
 }
 
 // level is what is known about one concurrency.
-type level struct {
-	probe *Outcome
-	conf  []Outcome
+type level[D any] struct {
+	probe *OutcomeOf[D]
+	conf  []OutcomeOf[D]
 }
 
-type searcher struct {
-	cfg     Config
-	runner  TrialRunner
+type searcher[D any] struct {
+	cfg     ConfigOf[D]
+	runner  TrialRunnerOf[D]
 	history map[Request]int // index into cfg.History
 	used    []bool
-	levels  map[int]*level
-	res     Result
+	levels  map[int]*level[D]
+	res     ResultOf[D]
 }
 
 // Run searches for the boundary. On error (a failed trial or a cancelled ctx) it returns what was
 // measured so far in Result.All, with the boundaries left nil, so the caller can store the
 // outcomes and resume later by passing them as History.
-func Run(ctx context.Context, cfg Config, runner TrialRunner) (Result, error) {
+func Run[D any](ctx context.Context, cfg ConfigOf[D], runner TrialRunnerOf[D]) (ResultOf[D], error) {
 	if err := cfg.validate(); err != nil {
-		return Result{}, err
+		return ResultOf[D]{}, err
 	}
 	if runner == nil {
-		return Result{}, errors.New("search: no trial runner")
+		return ResultOf[D]{}, errors.New("search: no trial runner")
 	}
-	s := &searcher{cfg: cfg, runner: runner, history: map[Request]int{}, used: make([]bool, len(cfg.History)), levels: map[int]*level{}}
+	s := &searcher[D]{cfg: cfg, runner: runner, history: map[Request]int{}, used: make([]bool, len(cfg.History)), levels: map[int]*level[D]{}}
 	for i, o := range cfg.History {
 		if _, dup := s.history[o.Request]; !dup {
 			s.history[o.Request] = i
@@ -225,7 +244,7 @@ func Run(ctx context.Context, cfg Config, runner TrialRunner) (Result, error) {
 // confirmation trials run so far (they are the grid's own trials; a level passing them is
 // given the rest before it counts as the boundary), else its probe. ok is false for a level
 // never tried.
-func (s *searcher) belief(c int) (pass, ok bool) {
+func (s *searcher[D]) belief(c int) (pass, ok bool) {
 	if c < s.cfg.Min {
 		return true, true // below the bounds counts as passing: nothing to find there
 	}
@@ -246,12 +265,12 @@ func (s *searcher) belief(c int) (pass, ok bool) {
 	return false, false
 }
 
-func (s *searcher) confirmed(c int) bool {
+func (s *searcher[D]) confirmed(c int) bool {
 	l := s.levels[c]
 	return l != nil && len(l.conf) == s.cfg.ConfirmationTrials
 }
 
-func (s *searcher) search(ctx context.Context) error {
+func (s *searcher[D]) search(ctx context.Context) error {
 	for {
 		lo, hi := s.bracket()
 		var err error
@@ -310,7 +329,7 @@ func (s *searcher) search(ctx context.Context) error {
 // believed passing below it (Min-1 if none). Levels strictly between them have never been
 // tried, so no level is probed twice. Only tried levels are looked at: the bounds may be far
 // apart.
-func (s *searcher) bracket() (lo, hi int) {
+func (s *searcher[D]) bracket() (lo, hi int) {
 	tried := s.tried()
 	hi = s.cfg.Max + 1
 	for _, c := range tried {
@@ -337,7 +356,7 @@ func (s *searcher) bracket() (lo, hi int) {
 // failing level, and the level before it when that passed (it always did: the first failure
 // is the lowest). Levels past the first failure still run; a pass among them is reported as
 // non-monotone, as the exhaustive protocol would.
-func (s *searcher) grid(ctx context.Context) error {
+func (s *searcher[D]) grid(ctx context.Context) error {
 	levels := slices.Clone(s.cfg.Levels)
 	slices.Sort(levels)
 	for _, c := range levels {

@@ -9,7 +9,7 @@ import (
 // Running and recording trials, and the result the search finishes with.
 
 // finish reports lo and hi as the boundary, with their confirmation trials.
-func (s *searcher) finish(lo, hi int) {
+func (s *searcher[D]) finish(lo, hi int) {
 	if lo >= s.cfg.Min {
 		s.res.MaximumPassing = ptr(lo)
 		s.res.PassingTrials = slices.Clone(s.levels[lo].conf)
@@ -20,16 +20,16 @@ func (s *searcher) finish(lo, hi int) {
 	}
 }
 
-func (s *searcher) lvl(c int) *level {
+func (s *searcher[D]) lvl(c int) *level[D] {
 	l := s.levels[c]
 	if l == nil {
-		l = &level{}
+		l = &level[D]{}
 		s.levels[c] = l
 	}
 	return l
 }
 
-func (s *searcher) probe(ctx context.Context, c int) error {
+func (s *searcher[D]) probe(ctx context.Context, c int) error {
 	o, err := s.trial(ctx, Request{Concurrency: c, Kind: Probe, Index: 1})
 	if err != nil {
 		return err
@@ -39,7 +39,7 @@ func (s *searcher) probe(ctx context.Context, c int) error {
 }
 
 // confirm runs all k confirmation trials at c, in full even after one fails.
-func (s *searcher) confirm(ctx context.Context, c int) error {
+func (s *searcher[D]) confirm(ctx context.Context, c int) error {
 	for len(s.lvl(c).conf) < s.cfg.ConfirmationTrials {
 		if err := s.confirmOne(ctx, c); err != nil {
 			return err
@@ -49,7 +49,7 @@ func (s *searcher) confirm(ctx context.Context, c int) error {
 }
 
 // confirmOne adds the next confirmation trial at c.
-func (s *searcher) confirmOne(ctx context.Context, c int) error {
+func (s *searcher[D]) confirmOne(ctx context.Context, c int) error {
 	l := s.lvl(c)
 	o, err := s.trial(ctx, Request{Concurrency: c, Kind: Confirmation, Index: len(l.conf) + 1})
 	if err != nil {
@@ -59,7 +59,7 @@ func (s *searcher) confirmOne(ctx context.Context, c int) error {
 	return nil
 }
 
-func (s *searcher) trial(ctx context.Context, req Request) (Outcome, error) {
+func (s *searcher[D]) trial(ctx context.Context, req Request) (OutcomeOf[D], error) {
 	if i, ok := s.history[req]; ok && !s.used[i] {
 		s.used[i] = true
 		o := s.cfg.History[i]
@@ -69,11 +69,11 @@ func (s *searcher) trial(ctx context.Context, req Request) (Outcome, error) {
 		return o, nil
 	}
 	if err := ctx.Err(); err != nil {
-		return Outcome{}, fmt.Errorf("search stopped before %s %d at concurrency %d: %w", req.Kind, req.Index, req.Concurrency, err)
+		return OutcomeOf[D]{}, fmt.Errorf("search stopped before %s %d at concurrency %d: %w", req.Kind, req.Index, req.Concurrency, err)
 	}
 	o, err := s.runner.RunTrial(ctx, req)
 	if err != nil {
-		return Outcome{}, fmt.Errorf("%s %d at concurrency %d: %w", req.Kind, req.Index, req.Concurrency, err)
+		return OutcomeOf[D]{}, fmt.Errorf("%s %d at concurrency %d: %w", req.Kind, req.Index, req.Concurrency, err)
 	}
 	o.Request = req
 	o.Resumed = false
@@ -81,7 +81,7 @@ func (s *searcher) trial(ctx context.Context, req Request) (Outcome, error) {
 	return o, nil
 }
 
-func (s *searcher) record(o Outcome) {
+func (s *searcher[D]) record(o OutcomeOf[D]) {
 	s.res.All = append(s.res.All, o)
 	if s.cfg.Progress != nil {
 		s.cfg.Progress(o)
@@ -91,7 +91,7 @@ func (s *searcher) record(o Outcome) {
 // nonMonotone lists, for every level with a passing trial, the highest lower level with a failing
 // trial, if any. Trials that failed because requests failed are left out: a server error says
 // nothing about how latency grows with load.
-func nonMonotone(all []Outcome) []NonMonotone {
+func nonMonotone[D any](all []OutcomeOf[D]) []NonMonotone {
 	passed := map[int]bool{}
 	failed := map[int]bool{}
 	for _, o := range all {
@@ -121,7 +121,7 @@ func nonMonotone(all []Outcome) []NonMonotone {
 	return out
 }
 
-func allPass(os []Outcome) bool {
+func allPass[D any](os []OutcomeOf[D]) bool {
 	for _, o := range os {
 		if !o.Pass {
 			return false

@@ -15,7 +15,7 @@ import (
 // trials above the first failing level fall from 1.7 to 1.2 points. A band of its own did
 // no better over the 1 080: 5 % cost 0.1 point more, 3 % and 10 % 0.3 more, 15 % more than
 // not completing at all.
-func (s *searcher) nearShort(c int) bool {
+func (s *searcher[D]) nearShort(c int) bool {
 	l := s.levels[c]
 	if s.cfg.GuardBand == 0 || l == nil || len(l.conf) == 0 || len(l.conf) >= s.cfg.ConfirmationTrials {
 		return false
@@ -42,7 +42,7 @@ func (s *searcher) nearShort(c int) bool {
 // failed by failed requests) the walk goes one level at a time and only brackets of up to 8
 // levels are walked: before the skip, 8 cost 20.0 % and 21.9 %, 4 levels 21.4 % and 23.7 %,
 // 6 levels 21.0 % and 23.2 %, 12 levels 20.6 % and 22.8 %, 16 levels 21.0 % and 22.6 %.
-func (s *searcher) walkWidth(lo, hi int) int {
+func (s *searcher[D]) walkWidth(lo, hi int) int {
 	if _, ok := s.chord(lo, hi); ok {
 		return 32
 	}
@@ -62,7 +62,7 @@ const walkClear = 1 - guardClearOne
 
 // walkTo is the level the walk up from lo confirms next: lo+1, or further up where the
 // bracket's values put the levels in between clear of the guard band (see chord).
-func (s *searcher) walkTo(lo, hi int) int {
+func (s *searcher[D]) walkTo(lo, hi int) int {
 	x, ok := s.chord(lo, hi)
 	if !ok {
 		return lo + 1
@@ -78,7 +78,7 @@ func (s *searcher) walkTo(lo, hi int) int {
 // chord where hi's value is only a bound (a probe stopped at the threshold). ok is false
 // without values to draw the chord from, and on the first two levels: the grid runs them
 // whenever anything passes, so a search that stops there costs no more than the grid.
-func (s *searcher) chord(lo, hi int) (float64, bool) {
+func (s *searcher[D]) chord(lo, hi int) (float64, bool) {
 	if lo < s.cfg.Min+1 || hi > s.cfg.Max || s.cfg.Threshold <= 0 {
 		return 0, false
 	}
@@ -99,7 +99,7 @@ func (s *searcher) chord(lo, hi int) (float64, bool) {
 // confirmation trials, else its probe's (for a probe stopped early, a bound: at least the
 // threshold). Trials that failed because requests failed measured nothing, so ok is false
 // when only they are known.
-func (s *searcher) failingValue(c int) (v float64, ok bool) {
+func (s *searcher[D]) failingValue(c int) (v float64, ok bool) {
 	l := s.levels[c]
 	n := 0
 	for _, o := range l.conf {
@@ -123,7 +123,7 @@ func (s *searcher) failingValue(c int) (v float64, ok bool) {
 // levels' values, continued in a line, reach the threshold somewhere else than the doubled
 // step, the gallop aims a little past that point instead (see gallopAim). Otherwise it
 // bisects: a failing probe's value is only a bound, so there is no line to follow down there.
-func (s *searcher) nextProbe(lo, hi int) int {
+func (s *searcher[D]) nextProbe(lo, hi int) int {
 	if hi > s.cfg.Max {
 		lastFail := s.cfg.Min - 1
 		tried := s.tried()
@@ -165,7 +165,7 @@ const (
 // extrapolate continues the line through the values of the two highest passing levels at or
 // below lo to the threshold. ok is false without a threshold, without two such levels, or
 // when the values do not grow towards the threshold.
-func (s *searcher) extrapolate(lo int) (float64, bool) {
+func (s *searcher[D]) extrapolate(lo int) (float64, bool) {
 	if s.cfg.Threshold <= 0 {
 		return 0, false
 	}
@@ -175,7 +175,7 @@ func (s *searcher) extrapolate(lo int) (float64, bool) {
 // lineTo is where the line through the values of the two highest passing levels at or below
 // lo reaches v. ok is false without two such levels, or when their values do not grow
 // towards v.
-func (s *searcher) lineTo(lo int, v float64) (float64, bool) {
+func (s *searcher[D]) lineTo(lo int, v float64) (float64, bool) {
 	tried := s.tried()
 	var at []int // the two levels, highest first
 	for i := len(tried) - 1; i >= 0 && len(at) < 2; i-- {
@@ -197,7 +197,7 @@ func (s *searcher) lineTo(lo int, v float64) (float64, bool) {
 
 // value is a passing level's metric as far as it is known: the mean of its confirmation
 // trials, else its probe's value.
-func (s *searcher) value(c int) float64 {
+func (s *searcher[D]) value(c int) float64 {
 	l := s.levels[c]
 	if len(l.conf) == 0 {
 		return l.probe.Value
@@ -210,7 +210,7 @@ func (s *searcher) value(c int) float64 {
 }
 
 // tried lists the levels with a trial, ascending.
-func (s *searcher) tried() []int {
+func (s *searcher[D]) tried() []int {
 	out := make([]int, 0, len(s.levels))
 	for c := range s.levels {
 		out = append(out, c)

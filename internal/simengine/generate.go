@@ -149,6 +149,17 @@ func (s *Server) handleGenerate(chat bool) http.HandlerFunc {
 		}
 		if s.opts.Protocol != "" {
 			j.seq, j.cachePrompt = promptSequence(prompt, chat), decodeCachePrompt(req.CachePrompt)
+			if chat && s.opts.CachedPrefill {
+				// The next turn's prompt begins with this one, then "assistant", the answer and
+				// the new message (parseGenerate's role/content lines).
+				var answer strings.Builder
+				answer.WriteString(prompt + "assistant\n")
+				for i := range generate {
+					answer.WriteString(s.opts.OutputFault.word(seed, i))
+				}
+				answer.WriteString("\n")
+				j.answered = promptSequence(answer.String(), chat)
+			}
 		}
 		s.submit(j)
 		defer s.release(j)

@@ -14,7 +14,10 @@ type job struct {
 	generate int     // tokens to generate
 	jitter   float64 // per-request prefill cost factor
 	seq      []int   // prompt tokens as the prefix cache sees them
-	cached   int     // prompt tokens served from the prefix cache
+	// answered is seq followed by the chat answer as the next turn sends it back
+	// (Options.CachedPrefill); nil otherwise.
+	answered []int
+	cached   int // prompt tokens served from the prefix cache
 	// cachePrompt is llama.cpp's per-request cache_prompt (false: reuse nothing).
 	cachePrompt bool
 	submitted   time.Time
@@ -79,7 +82,11 @@ func (s *Server) schedule() {
 			s.waiting = append(s.waiting[:0:0], s.waiting[n:]...)
 			weighted := 0.0
 			for _, j := range batch {
-				weighted += float64(j.prompt) * j.jitter
+				tokens := j.prompt
+				if s.opts.CachedPrefill {
+					tokens -= j.cached
+				}
+				weighted += float64(tokens) * j.jitter
 			}
 			cost = m.prefillCost(weighted)
 		} else {
@@ -178,7 +185,9 @@ func (s *Server) completed(j *job, started time.Time) {
 	s.stats.PromptTokens += int64(j.prompt)
 	s.stats.OutputTokens += int64(j.generate)
 	s.stats.CachedTokens += int64(j.cached)
-	if j.seq != nil {
+	if j.answered != nil {
+		s.cache.insert(j.answered)
+	} else if j.seq != nil {
 		s.cache.insert(j.seq)
 		s.observe(j)
 	}

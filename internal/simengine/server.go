@@ -37,6 +37,12 @@ type Options struct {
 	// NoMetrics turns /metrics off (SGLang without --enable-metrics, llama.cpp without
 	// --metrics).
 	NoMetrics bool
+	// CachedPrefill makes the prefix cache do what a real one does for conversations: a
+	// request's prefill costs only the prompt tokens the cache does not hold, and a chat
+	// answer enters the cache after its prompt (as the next turn sends it back), so a
+	// conversation's later turn prefills only its new message. Needs a Protocol (the cache
+	// is modelled only there). Off: every prompt token is prefilled, as before.
+	CachedPrefill bool
 	// FlushFault makes the cache flush refuse or ignore every call.
 	FlushFault FlushFault
 	// OutputFault makes every generated text broken (see OutputFault); empty: healthy.

@@ -40,13 +40,13 @@ resource "llmserve_inference_server" "qwen" {
   speculative          = { algorithm = "EAGLE", steps = 7, topk = 1, draft_tokens = 8 }
   accelerator          = "xpu" # /dev/dri, render and video groups, host IPC
 
-  # Published so that this machine can check the server generates before the benchmark starts;
-  # the benchmark itself does not use this port (it runs next to the server, see runner below),
-  # so restrict it to this machine with the host's firewall. With a fixed port the plan already
-  # shows the endpoint: http://gpu-host.example.com:30000.
-  bind_address = "0.0.0.0"
-  host_port    = 30000
-  mounts       = [{ source = "/srv/huggingface", target = "/root/.cache/huggingface" }]
+  # Published nowhere: SGLang listens on 127.0.0.1 inside its container, so neither the network
+  # nor the GPU host's other containers reach its API or its admin endpoints (/flush_cache).
+  # The provider checks that it generates through the Docker Engine (over the same ssh), and
+  # the benchmark's runner measures it from inside. endpoint is http://127.0.0.1:30000, the
+  # address as seen from there, known at plan.
+  publish = false
+  mounts  = [{ source = "/srv/huggingface", target = "/root/.cache/huggingface" }]
 
   hub_token_wo      = var.hf_token
   secrets_version   = "1"
@@ -58,7 +58,7 @@ resource "llmserve_capacity_benchmark" "qwen" {
   # network: it reaches SGLang on the container's loopback, the figures do not depend on the
   # link to this machine, and an interrupted apply leaves the runner measuring.
   runner     = { docker = { container = llmserve_inference_server.qwen.id } }
-  endpoint   = "http://127.0.0.1:${llmserve_inference_server.qwen.port}"
+  endpoint   = llmserve_inference_server.qwen.endpoint # http://127.0.0.1:30000, inside its container
   model      = llmserve_inference_server.qwen.served_model_name
   experiment = llmserve_inference_server.qwen.experiment # recorded in results_json
 
@@ -85,12 +85,13 @@ resource "llmserve_capacity_benchmark" "qwen" {
   }
 }
 
-# What the gate protects: here a stand-in for registering the server with a load balancer. It
-# depends on the benchmark, so it is created only after the postconditions pass, and it
-# carries the measured capacity to whatever routes the traffic.
+# What the gate protects: here a stand-in for putting the server behind an authenticating
+# gateway (a container joining its network, as the runner does). It depends on the benchmark,
+# so it is created only after the postconditions pass, and it carries the measured capacity to
+# whatever routes the traffic.
 resource "terraform_data" "route_traffic" {
   input = {
-    endpoint      = llmserve_inference_server.qwen.endpoint
+    container     = llmserve_inference_server.qwen.name
     max_users_8k  = llmserve_capacity_benchmark.qwen.maximum_passing_concurrency["8K / 1K"]
     max_users_2k  = llmserve_capacity_benchmark.qwen.maximum_passing_concurrency["2K / 512"]
     measured_with = llmserve_capacity_benchmark.qwen.id

@@ -36,9 +36,10 @@ resource "llmserve_inference_deployment" "qwen" {
   readiness_timeout = "20m"
 }
 
-# Measured from inside the cluster network (the ClusterIP endpoint), e.g. a CI runner pod.
-# replica_endpoints: every pod is waited for and its prefix cache flushed before each trial
-# (a flush through the Service would reach one of them).
+# Measured from a runner Job in the same namespace: it reaches the ClusterIP Service and every
+# pod from inside the cluster network, so the Service stays unpublished; the provider follows
+# it through the API server. replica_endpoints: every pod is waited for and its prefix cache
+# flushed before each trial (a flush through the Service would reach one of them).
 resource "llmserve_capacity_benchmark" "qwen" {
   endpoint          = llmserve_inference_deployment.qwen.endpoint
   replica_endpoints = llmserve_inference_deployment.qwen.replica_endpoints
@@ -46,4 +47,10 @@ resource "llmserve_capacity_benchmark" "qwen" {
   workloads         = [{ label = "1024 / 128", input_tokens = 1024, output_tokens = 128 }]
   slos              = [{ metric = "time_to_first_token", percentile = 95, threshold_ms = 1000 }]
   experiment        = llmserve_inference_deployment.qwen.experiment # records replicas = 2
+  runner = {
+    kubernetes = {
+      namespace = llmserve_inference_deployment.qwen.namespace
+      image     = "ghcr.io/llmserve/llmserve-runner:0.1.0" # the release's runner image
+    }
+  }
 }

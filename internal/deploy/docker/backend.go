@@ -159,9 +159,12 @@ func toDocker(c deploy.Container) (*container.Config, *container.HostConfig, err
 		ShmSize:       c.ShmSizeBytes,
 		RestartPolicy: container.RestartPolicy{Name: container.RestartPolicyMode(orDefault(c.RestartPolicy, "no"))},
 	}
-	if c.HostNetwork {
+	switch {
+	case c.HostNetwork:
 		hc.NetworkMode = "host"
-	} else {
+	case c.Unpublished:
+		// Nothing published: the engine's port is reached from its network namespace only.
+	default:
 		hp := ""
 		if c.HostPort != 0 {
 			hp = strconv.Itoa(c.HostPort)
@@ -245,6 +248,13 @@ func (b *Backend) Inspect(ctx context.Context, idOrName string) (deploy.Status, 
 	st.HostPort = hostPort
 	if st.Running && hostPort != 0 {
 		st.Endpoint = EndpointURL(b.hostURL, hostIP, hostPort)
+	}
+	if rec, err := deploy.ParseLaunchRecord(ci.Config.Labels[deploy.SpecLabel]); err == nil && rec.Placement.Unpublished && !rec.Placement.HostNetwork {
+		// Its address inside its own network namespace, where a runner sharing it reaches it.
+		st.Unpublished, st.HostPort, st.Endpoint = true, 0, ""
+		if st.Running && rec.Spec.Port > 0 {
+			st.Endpoint = "http://" + net.JoinHostPort(deploy.UnpublishedAddress, strconv.Itoa(rec.Spec.Port))
+		}
 	}
 	return st, nil
 }

@@ -2,6 +2,7 @@ package docker
 
 import (
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/docker/docker/api/types/container"
@@ -90,5 +91,32 @@ func TestCUDADeviceRequest(t *testing.T) {
 				t.Errorf("IpcMode %q Devices %+v", hc.IpcMode, hc.Devices)
 			}
 		})
+	}
+}
+
+// publish = false: no port binding at all, and the engine told to listen on the container's
+// loopback, so only its own network namespace reaches it; the launch record keeps the choice
+// for an import.
+func TestUnpublishedContainer(t *testing.T) {
+	spec := engine.Spec{Engine: engine.LlamaCpp, Model: "/models/m.gguf", Port: 8080}
+	p := deploy.Placement{Name: "quiet", Image: "llmserve/llamacpp:latest", BindAddress: "127.0.0.1", Unpublished: true}
+	spec.ListenAddress = p.ListenAddress()
+	c, err := deploy.NewContainer(spec, p, engine.Secrets{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, hc, err := ToDocker(c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(hc.PortBindings) != 0 || hc.NetworkMode != "" {
+		t.Errorf("port bindings %v, network mode %q: want none and the default bridge", hc.PortBindings, hc.NetworkMode)
+	}
+	if args := strings.Join(c.Args, " "); !strings.Contains(args, "--host 127.0.0.1") {
+		t.Errorf("the engine does not listen on its loopback: %s", args)
+	}
+	rec, err := deploy.ParseLaunchRecord(c.Labels[deploy.SpecLabel])
+	if err != nil || !rec.Placement.Unpublished {
+		t.Errorf("launch record %+v (%v): want unpublished kept", rec.Placement, err)
 	}
 }

@@ -40,9 +40,7 @@ func (d Deployment) Validate() []problem.Problem {
 			checkLabel(add, attrpath.Root("labels"), k, d.Labels[k])
 		}
 	}
-	for _, k := range slices.Sorted(maps.Keys(d.NodeSelector)) {
-		checkLabel(add, attrpath.Root("node_selector"), k, d.NodeSelector[k])
-	}
+	out = append(out, ValidatePlacement(nil, d.NodeSelector, d.Tolerations)...)
 	for _, k := range slices.Sorted(maps.Keys(d.Annotations)) {
 		field := attrpath.Root("annotations").Key(k)
 		switch {
@@ -56,9 +54,6 @@ func (d Deployment) Validate() []problem.Problem {
 		if strings.ContainsFunc(d.Annotations[k], deployControl) {
 			add(field, "the value contains control characters; only tab and newline are allowed")
 		}
-	}
-	for i, t := range d.Tolerations {
-		out = append(out, t.validate(attrpath.Root("tolerations").Index(i))...)
 	}
 	if r := d.AcceleratorResource; r != "" {
 		if errs := validation.IsQualifiedName(r); len(errs) > 0 || strings.ContainsFunc(r, unicode.IsControl) {
@@ -89,6 +84,23 @@ func (d Deployment) Validate() []problem.Problem {
 		case path.Clean(hp) == "/":
 			add(at.At("host_path"), "cannot be the node's root directory; give a directory for model weights such as /var/lib/llmserve/models")
 		}
+	}
+	return out
+}
+
+// ValidatePlacement applies Kubernetes' rules to where a pod may run (node selector labels,
+// tolerations), set at the attributes node_selector and tolerations under at: a deployment's
+// replicas (at the root) and a benchmark's runner Job (runner.kubernetes) are placed alike.
+func ValidatePlacement(at attrpath.Path, nodeSelector map[string]string, tolerations []Toleration) []problem.Problem {
+	var out []problem.Problem
+	add := func(p attrpath.Path, format string, args ...any) {
+		out = append(out, problem.At(p, format, args...))
+	}
+	for _, k := range slices.Sorted(maps.Keys(nodeSelector)) {
+		checkLabel(add, at.At("node_selector"), k, nodeSelector[k])
+	}
+	for i, t := range tolerations {
+		out = append(out, t.validate(at.At("tolerations").Index(i))...)
 	}
 	return out
 }

@@ -1,0 +1,196 @@
+package provider
+
+// The Kubernetes variant of where a benchmark's measurement runs (`runner.kubernetes`): a
+// runner Job in the server's namespace, followed through the API server.
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"time"
+
+	"github.com/hashicorp/terraform-plugin-framework-validators/stringvalidator"
+	"github.com/hashicorp/terraform-plugin-framework/path"
+	"github.com/hashicorp/terraform-plugin-framework/resource"
+	"github.com/hashicorp/terraform-plugin-framework/resource/schema"
+	"github.com/hashicorp/terraform-plugin-framework/schema/validator"
+	"github.com/hashicorp/terraform-plugin-framework/types"
+	corev1 "k8s.io/api/core/v1"
+
+	"github.com/llmserve/terraform-provider-llmserve/internal/attrpath"
+	"github.com/llmserve/terraform-provider-llmserve/internal/capacity"
+	"github.com/llmserve/terraform-provider-llmserve/internal/deploy/kubernetes"
+	"github.com/llmserve/terraform-provider-llmserve/internal/results"
+	"github.com/llmserve/terraform-provider-llmserve/internal/runner"
+)
+
+func kubernetesRunnerAttribute() schema.Attribute {
+	return schema.SingleNestedAttribute{
+		Optional: true,
+		MarkdownDescription: "A runner Job in the cluster of the provider's `kubernetes` block, in the namespace of the server (`llmserve_inference_deployment` or any Service): " +
+			"it reaches the Service's cluster IP and every pod IP of `replica_endpoints` from inside the cluster, so the Service can stay `ClusterIP` and `endpoint` is its in-cluster address " +
+			"(`llmserve_inference_deployment.<name>.endpoint`). The provider reads the runner's events (every " + runner.KubePoll.String() + "), its result and its records through the API server's pod proxy " +
+			"(or the pod network, `pod_access`), and creates nothing cluster-wide: a Secret holding the run's spec (API keys included, mounted as a file, never in the environment) and a Job, both labelled " +
+			"`" + runner.KindLabel + "=kubernetes` with the run's key, removed once the result is collected or the benchmark destroyed. " +
+			"The provider's identity needs, in the namespace: " + runner.KubeRBAC + "; the runner's pod needs none (no service account token is mounted). " +
+			"Faults and their bounds: a runner image that cannot start (`ErrImagePull`, `CrashLoopBackOff`) fails the apply as soon as the pod says so; a pod no node accepts after " + runner.UnschedulableBound.String() +
+			"; an API server that fails every request for " + runner.APILostBound.String() + " stops the apply while the runner goes on; each of the first two removes the Job. " +
+			"A runner process that dies is restarted in its pod by the kubelet and resumes from its journal there; a pod that is lost takes its journal with it, and the next apply resumes from `progress_file`.",
+		Attributes: map[string]schema.Attribute{
+			"namespace": schema.StringAttribute{Required: true, Validators: []validator.String{printableValidator{}, stringvalidator.LengthAtLeast(1)},
+				MarkdownDescription: "Namespace of the runner Job: the server's (`llmserve_inference_deployment.<name>.namespace`)."},
+			"image": schema.StringAttribute{Required: true, Validators: []validator.String{printableValidator{}, stringvalidator.LengthAtLeast(1)},
+				MarkdownDescription: "The runner image of this provider version: the release publishes `ghcr.io/llmserve/llmserve-runner:<version>` (the provider's Linux binary as its entrypoint, FROM scratch); " +
+					"a copy in a registry the cluster pulls from works the same."},
+			"node_selector": schema.MapAttribute{ElementType: types.StringType, Optional: true,
+				MarkdownDescription: "Node labels the runner's pod must match (for example the server's node pool, to measure from next to it)."},
+			"tolerations": tolerationsAttribute(),
+			"pod_access": schema.StringAttribute{Optional: true,
+				Validators:          []validator.String{stringvalidator.OneOf(enumStrings(kubernetes.Accesses)...)},
+				MarkdownDescription: "How the provider reads the runner's pod: `api_proxy` (default; the API server's pod proxy, with the provider's credentials) or `pod_network` (the pod IP directly, where Terraform runs inside the cluster network)."},
+		},
+	}
+}
+
+// checkRunnerPlace refuses a runner with no place or two: it runs in one.
+// checkRunnerPlacement applies Kubernetes' rules to the runner Job's node selector and
+// tolerations at plan, as the deployment's own are (kubernetes.ValidatePlacement).
+func checkRunnerPlacement(ctx context.Context, v types.Object, resp *resource.ValidateConfigResponse) {
+	m, ok := kubernetesRunnerSettings(v)
+	if !ok || m.NodeSelector.IsUnknown() || m.Tolerations.IsUnknown() {
+		return
+	}
+	var selector map[string]string
+	if d := m.NodeSelector.ElementsAs(ctx, &selector, false); d.HasError() {
+		return // an unknown key or value: Terraform validates again once it is known
+	}
+	tols, d := kubernetesTolerations(ctx, m.Tolerations)
+	if d.HasError() {
+		return
+	}
+	at := attrpath.Root("runner").At("kubernetes")
+	resp.Diagnostics.Append(problemDiagnostics(kubernetes.ValidatePlacement(at, selector, tols), "Invalid runner placement", nil, true)...)
+}
+
+func checkRunnerPlace(v types.Object, resp *resource.ValidateConfigResponse) {
+	set := 0
+	for _, name := range []string{"docker", "kubernetes"} {
+		if o, ok := v.Attributes()[name].(types.Object); ok && !o.IsNull() {
+			set++
+		}
+	}
+	if set != 1 {
+		resp.Diagnostics.AddAttributeError(path.Root("runner"), "Runner needs one place",
+			"runner runs the measurement in one place: set exactly one of runner.docker (a container next to the server on its Docker Engine) and runner.kubernetes (a Job in the server's namespace); "+
+				"remove runner to measure from where Terraform runs.")
+	}
+}
+
+type kubernetesRunnerModel struct {
+	Namespace    types.String `tfsdk:"namespace"`
+	Image        types.String `tfsdk:"image"`
+	NodeSelector types.Map    `tfsdk:"node_selector"`
+	Tolerations  types.List   `tfsdk:"tolerations"`
+	PodAccess    types.String `tfsdk:"pod_access"`
+}
+
+// kubernetesPlace runs the measurement in a runner Job in the cluster.
+type kubernetesPlace struct {
+	data *providerData
+	m    kubernetesRunnerModel
+}
+
+// kubernetesRunnerSettings reads `runner.kubernetes`; ok is false when it is not set.
+func kubernetesRunnerSettings(v types.Object) (kubernetesRunnerModel, bool) {
+	var m kubernetesRunnerModel
+	if v.IsNull() || v.IsUnknown() {
+		return m, false
+	}
+	k, isObj := v.Attributes()["kubernetes"].(types.Object)
+	if !isObj || k.IsNull() || k.IsUnknown() {
+		return m, false
+	}
+	attrs := k.Attributes()
+	m.Namespace, _ = attrs["namespace"].(types.String)
+	m.Image, _ = attrs["image"].(types.String)
+	m.NodeSelector, _ = attrs["node_selector"].(types.Map)
+	m.Tolerations, _ = attrs["tolerations"].(types.List)
+	m.PodAccess, _ = attrs["pod_access"].(types.String)
+	return m, true
+}
+
+func (p kubernetesPlace) runner(ctx context.Context) (*runner.Kubernetes, error) {
+	if p.data == nil || p.data.kubernetes == nil {
+		return nil, errors.New("the provider is not configured with a Kubernetes cluster")
+	}
+	c, err := p.data.kubernetes.Cluster()
+	if err != nil {
+		return nil, fmt.Errorf("runner.kubernetes: %w", err)
+	}
+	k := &runner.Kubernetes{Cluster: c, Namespace: p.m.Namespace.ValueString(), Image: p.m.Image.ValueString(),
+		Access: kubernetes.Access(orString(p.m.PodAccess.ValueString(), string(kubernetes.APIProxy)))}
+	if d := p.m.NodeSelector.ElementsAs(ctx, &k.NodeSelector, false); d.HasError() {
+		return nil, errors.New("runner.kubernetes.node_selector: not a map of strings")
+	}
+	tols, d := kubernetesTolerations(ctx, p.m.Tolerations)
+	if d.HasError() {
+		return nil, errors.New("runner.kubernetes.tolerations: not a list of tolerations")
+	}
+	for _, t := range tols {
+		k.Tolerations = append(k.Tolerations, corev1.Toleration{Key: t.Key, Operator: corev1.TolerationOperator(t.Operator), Value: t.Value,
+			Effect: corev1.TaintEffect(t.Effect), TolerationSeconds: t.TolerationSeconds})
+	}
+	return k, nil
+}
+
+func (p kubernetesPlace) run(ctx context.Context, cfg capacity.Config, files capacity.Files) (capacity.Report, error) {
+	k, err := p.runner(ctx)
+	if err != nil {
+		return capacity.Report{}, err
+	}
+	mirror, err := runner.OpenMirror(cfg, files.ProgressFile, files.ProgressLog, files.Say)
+	if err != nil {
+		return capacity.Report{}, err
+	}
+	defer mirror.Close()
+	var seed []byte
+	if files.ProgressFile != "" {
+		seed, _ = os.ReadFile(files.ProgressFile) // absent: a first run
+	}
+	out, err := k.Run(ctx, runner.Job{
+		Spec:             runnerSpec(cfg),
+		Seed:             seed,
+		Event:            mirror.Event,
+		Note:             mirror.Line,
+		RecordsDirectory: cfg.RecordsDirectory,
+	}, cfg.Endpoint)
+	if err != nil {
+		return capacity.Report{}, err
+	}
+	journal := "the journal of the runner Job " + k.Namespace + "/" + out.Container
+	if files.ProgressFile != "" {
+		journal += " (mirrored in " + files.ProgressFile + ")"
+	}
+	rep, err := out.Result.Report(journal)
+	if rep.Document != nil {
+		rep.Document.Runner = &results.Runner{Kind: "kubernetes", Host: k.Cluster.Host(), Network: out.Network}
+	}
+	if err == nil {
+		if cerr := mirror.Complete(); cerr != nil {
+			mirror.Line(fmt.Sprintf("cannot mark the run complete in the progress file %s: %v", files.ProgressFile, cerr))
+		}
+	}
+	return rep, err
+}
+
+// remove removes the benchmark's runner Jobs (destroy).
+func (p kubernetesPlace) remove(ctx context.Context, key string) error {
+	k, err := p.runner(ctx)
+	if err != nil {
+		return err
+	}
+	ctx, cancel := context.WithTimeout(ctx, 2*time.Minute)
+	defer cancel()
+	return k.Remove(ctx, key)
+}

@@ -1,0 +1,593 @@
+package runner
+
+import (
+	"bytes"
+	"cmp"
+	"context"
+	"crypto/rand"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+
+	batchv1 "k8s.io/api/batch/v1"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/llmserve/terraform-provider-llmserve/internal/deploy/kubernetes"
+)
+
+// Bounds of the Kubernetes runner, stated in the resource's documentation.
+const (
+	// KubePoll is how often the provider reads the runner's events and state: its lines
+	// reach the local progress files within it (plus one request through the API server).
+	KubePoll = time.Second
+	// UnschedulableBound is how long the runner's pod may stay unschedulable before the
+	// apply fails and removes the Job (a cluster autoscaler may add a node meanwhile).
+	UnschedulableBound = 60 * time.Second
+	// APILostBound is how long the API server may fail every request before the apply
+	// stops following the runner (which goes on measuring).
+	APILostBound = 60 * time.Second
+	// jobLabel is the label the Job controller puts on the Job's pods.
+	jobLabel = "batch.kubernetes.io/job-name"
+	// secretSeedMax bounds the seed journal carried in the runner's Secret (a Secret holds
+	// at most 1 MiB).
+	secretSeedMax = 768 << 10
+)
+
+// KubeRBAC is the Role the provider's identity needs in the runner's namespace; the
+// runner's own pod needs no API access at all (no service account token is mounted).
+const KubeRBAC = "jobs.batch: get, list, create, delete; secrets: create, update, delete; pods: list; pods/proxy: get (pod_access = \"api_proxy\")"
+
+// Kubernetes runs benchmarks in runner Jobs in one namespace of a cluster.
+type Kubernetes struct {
+	Cluster      *kubernetes.Cluster
+	Namespace    string
+	Image        string
+	NodeSelector map[string]string
+	Tolerations  []corev1.Toleration
+	// Access is how the provider reaches the runner's pod: the API server's pod proxy, or
+	// the pod network where Terraform runs inside the cluster.
+	Access kubernetes.Access
+
+	apiLostBound time.Duration // APILostBound unless set (tests)
+}
+
+// Target is the label value that names the server a runner measures: its endpoint, hashed
+// (one measurement per server at a time).
+func Target(endpoint string) string {
+	sum := sha256.Sum256([]byte(endpoint))
+	return hex.EncodeToString(sum[:12])
+}
+
+// Run runs job in a runner Job and waits for its end. A Job of the same run found in the
+// namespace is attached to (running), collected (finished) or replaced by one that resumes
+// from its journal (stopped part-way); Jobs measuring the same endpoint with another key are
+// stopped and removed. The Job goes on when ctx ends (a *KubeDetachedError).
+func (k *Kubernetes) Run(ctx context.Context, job Job, endpoint string) (Outcome, error) {
+	note := func(s string) {
+		if job.Note != nil {
+			job.Note(time.Now().UTC().Format("15:04:05") + "  runner: " + s)
+		}
+	}
+	out := Outcome{Network: "the pod network of namespace " + k.Namespace}
+	key, target := job.Spec.Key(), Target(endpoint)
+	jobs, err := k.jobs(ctx, KindLabel+"=kubernetes,"+TargetLabel+"="+target)
+	if err != nil {
+		return out, k.wrap(ctx, err, "list", "jobs.batch")
+	}
+	var same []batchv1.Job
+	for _, j := range jobs {
+		if j.Labels[KeyLabel] == key && j.DeletionTimestamp == nil {
+			same = append(same, j)
+			continue
+		}
+		if err := k.remove(ctx, j.Name); err != nil {
+			return out, err
+		}
+		note(fmt.Sprintf("stopped and removed runner Job %s of another configuration", j.Name))
+	}
+	sort.Slice(same, func(i, j int) bool { return same[j].CreationTimestamp.Before(&same[i].CreationTimestamp) })
+	for _, j := range same[min(1, len(same)):] {
+		if err := k.remove(ctx, j.Name); err != nil {
+			return out, err
+		}
+	}
+	seed := job.Seed
+	if len(same) > 0 {
+		j := same[0]
+		out.Container = j.Name
+		pod, _, err := k.pod(ctx, j.Name)
+		if err != nil {
+			return out, err
+		}
+		res, ok := Result{}, false
+		if pod != nil && pod.Status.Phase == corev1.PodRunning && pod.Status.PodIP != "" {
+			res, ok = k.result(ctx, *pod)
+		}
+		switch {
+		case !ok:
+			note(fmt.Sprintf("attached to runner Job %s in %s, measuring since %s", j.Name, k.Namespace, j.CreationTimestamp.UTC().Format("15:04:05")))
+			return k.follow(ctx, job, out)
+		case res.Stopped == nil:
+			note(fmt.Sprintf("collected the result of runner Job %s, which finished while no apply was following it", j.Name))
+			return k.follow(ctx, job, out)
+		}
+		// Stopped part-way: its journal is where the next runner starts.
+		if raw, ok := k.get(ctx, *pod, "/journal"); ok && len(raw) > 0 {
+			seed = raw
+		}
+		if err := k.remove(ctx, j.Name); err != nil {
+			return out, err
+		}
+		note(fmt.Sprintf("runner Job %s stopped before its result; a new runner resumes from its journal", j.Name))
+	}
+	name, err := k.start(ctx, job, key, target, seed)
+	if err != nil {
+		return out, err
+	}
+	out.Container = name
+	note(fmt.Sprintf("started runner Job %s in namespace %s (image %s)", name, k.Namespace, k.Image))
+	return k.follow(ctx, job, out)
+}
+
+func (k *Kubernetes) jobs(ctx context.Context, selector string) ([]batchv1.Job, error) {
+	ctx, cancel := context.WithTimeout(ctx, kubernetes.APICallTimeout)
+	defer cancel()
+	l, err := k.Cluster.Clientset().BatchV1().Jobs(k.Namespace).List(ctx, metav1.ListOptions{LabelSelector: selector})
+	if err != nil {
+		return nil, err
+	}
+	return l.Items, nil
+}
+
+// start creates the runner's Secret (its spec, with the API keys, and the seed journal) and
+// its Job; a Job that cannot be created leaves no Secret behind.
+func (k *Kubernetes) start(ctx context.Context, job Job, key, target string, seed []byte) (string, error) {
+	spec, err := json.Marshal(job.Spec)
+	if err != nil {
+		return "", fmt.Errorf("encoding the runner's spec: %w", err)
+	}
+	var suffix [3]byte
+	_, _ = rand.Read(suffix[:])
+	name := "llmserve-runner-" + key[:10] + "-" + hex.EncodeToString(suffix[:])
+	labels := map[string]string{KindLabel: "kubernetes", TargetLabel: target, KeyLabel: key, kubernetes.ManagedByLabel: "llmserve"}
+	data := map[string][]byte{"spec.json": spec}
+	if len(seed) > 0 && len(seed) <= secretSeedMax {
+		data["journal.jsonl"] = seed
+	}
+	cs := k.Cluster.Clientset()
+	callCtx, cancel := context.WithTimeout(ctx, kubernetes.APICallTimeout)
+	defer cancel()
+	sec, err := cs.CoreV1().Secrets(k.Namespace).Create(callCtx, &corev1.Secret{
+		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: k.Namespace, Labels: labels},
+		Type:       corev1.SecretTypeOpaque, Data: data,
+	}, metav1.CreateOptions{})
+	if err != nil {
+		return "", k.wrap(ctx, err, "create", "secrets")
+	}
+	created, err := cs.BatchV1().Jobs(k.Namespace).Create(callCtx, k.jobObject(name, labels), metav1.CreateOptions{})
+	if err != nil {
+		rmCtx, rmCancel := context.WithTimeout(context.WithoutCancel(ctx), kubernetes.APICallTimeout)
+		defer rmCancel()
+		if rmErr := cs.CoreV1().Secrets(k.Namespace).Delete(rmCtx, name, metav1.DeleteOptions{}); rmErr != nil && !apierrors.IsNotFound(rmErr) {
+			return "", errors.Join(k.wrap(ctx, err, "create", "jobs.batch"), fmt.Errorf("the runner's Secret %s/%s is left: kubectl delete secret -n %s %s: %w", k.Namespace, name, k.Namespace, name, rmErr))
+		}
+		return "", k.wrap(ctx, err, "create", "jobs.batch")
+	}
+	// The Secret goes with its Job, whoever deletes the Job.
+	sec.OwnerReferences = []metav1.OwnerReference{{APIVersion: "batch/v1", Kind: "Job", Name: created.Name, UID: created.UID}}
+	if _, err := cs.CoreV1().Secrets(k.Namespace).Update(callCtx, sec, metav1.UpdateOptions{}); err != nil {
+		_ = k.remove(context.WithoutCancel(ctx), name)
+		return "", k.wrap(ctx, err, "update", "secrets")
+	}
+	return name, nil
+}
+
+// jobObject is the runner's Job: one pod, restarted in place when the runner process dies
+// (its emptyDir, with the journal, kept: it resumes from it), no service account token, no
+// privileges, the spec from the Secret as a read-only file.
+func (k *Kubernetes) jobObject(name string, labels map[string]string) *batchv1.Job {
+	no, yes := false, true
+	backoff := int32(2)
+	uid, fsGroup := int64(65532), int64(65532)
+	mode := int32(0o440)
+	return &batchv1.Job{
+		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: k.Namespace, Labels: labels},
+		Spec: batchv1.JobSpec{
+			BackoffLimit: &backoff,
+			Template: corev1.PodTemplateSpec{
+				ObjectMeta: metav1.ObjectMeta{Labels: labels},
+				Spec: corev1.PodSpec{
+					RestartPolicy:                corev1.RestartPolicyOnFailure,
+					AutomountServiceAccountToken: &no,
+					EnableServiceLinks:           &no,
+					NodeSelector:                 k.NodeSelector,
+					Tolerations:                  k.Tolerations,
+					SecurityContext:              &corev1.PodSecurityContext{RunAsNonRoot: &yes, RunAsUser: &uid, FSGroup: &fsGroup},
+					Containers: []corev1.Container{{
+						Name:  "runner",
+						Image: k.Image,
+						Args:  []string{"runner", "serve", "--listen", ":" + strconv.Itoa(ServePort), "--dir", Dir, "--spec", "/llmserve-spec/spec.json"},
+						Ports: []corev1.ContainerPort{{Name: "runner", ContainerPort: ServePort}},
+						Resources: corev1.ResourceRequirements{Requests: corev1.ResourceList{
+							corev1.ResourceCPU: resource.MustParse("1"), corev1.ResourceMemory: resource.MustParse("256Mi"),
+						}},
+						VolumeMounts: []corev1.VolumeMount{{Name: "work", MountPath: Dir}, {Name: "spec", MountPath: "/llmserve-spec", ReadOnly: true}},
+						SecurityContext: &corev1.SecurityContext{
+							AllowPrivilegeEscalation: &no, ReadOnlyRootFilesystem: &yes,
+							Capabilities: &corev1.Capabilities{Drop: []corev1.Capability{"ALL"}},
+						},
+					}},
+					Volumes: []corev1.Volume{
+						{Name: "work", VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}}},
+						{Name: "spec", VolumeSource: corev1.VolumeSource{Secret: &corev1.SecretVolumeSource{SecretName: name, DefaultMode: &mode}}},
+					},
+				},
+			},
+		},
+	}
+}
+
+// pod is the Job's newest pod not being deleted (nil before the Job controller made one),
+// and the Job itself (nil when it is gone).
+func (k *Kubernetes) pod(ctx context.Context, name string) (*corev1.Pod, *batchv1.Job, error) {
+	callCtx, cancel := context.WithTimeout(ctx, kubernetes.APICallTimeout)
+	defer cancel()
+	cs := k.Cluster.Clientset()
+	j, err := cs.BatchV1().Jobs(k.Namespace).Get(callCtx, name, metav1.GetOptions{})
+	if apierrors.IsNotFound(err) {
+		return nil, nil, nil
+	}
+	if err != nil {
+		return nil, nil, k.wrap(ctx, err, "get", "jobs.batch")
+	}
+	pods, err := cs.CoreV1().Pods(k.Namespace).List(callCtx, metav1.ListOptions{LabelSelector: jobLabel + "=" + name})
+	if err != nil {
+		return nil, j, k.wrap(ctx, err, "list", "pods")
+	}
+	var newest *corev1.Pod
+	for i := range pods.Items {
+		p := &pods.Items[i]
+		if p.DeletionTimestamp != nil {
+			continue
+		}
+		if newest == nil || newest.CreationTimestamp.Before(&p.CreationTimestamp) {
+			newest = p
+		}
+	}
+	return newest, j, nil
+}
+
+// follow reads the runner's events and state every KubePoll until its result is there.
+func (k *Kubernetes) follow(ctx context.Context, job Job, out Outcome) (Outcome, error) {
+	name := out.Container
+	var offset int64
+	var unschedulableSince, apiFailingSince time.Time
+	tick := time.NewTicker(KubePoll)
+	defer tick.Stop()
+	for {
+		pod, j, err := k.pod(ctx, name)
+		switch {
+		case ctx.Err() != nil:
+			return out, &KubeDetachedError{Job: name, Namespace: k.Namespace, TimedOut: errors.Is(ctx.Err(), context.DeadlineExceeded)}
+		case err != nil:
+			var rbac *RBACError
+			if errors.As(err, &rbac) {
+				return out, err
+			}
+			if apiFailingSince.IsZero() {
+				apiFailingSince = time.Now()
+			}
+			if bound := cmp.Or(k.apiLostBound, APILostBound); time.Since(apiFailingSince) > bound {
+				return out, &APILostError{Job: name, Namespace: k.Namespace, Host: k.Cluster.Host(), For: bound, Err: err}
+			}
+		case j == nil:
+			return out, fmt.Errorf("the runner Job %s/%s was deleted while the apply followed it; apply again to start a new runner (it resumes from progress_file, when set)", k.Namespace, name)
+		default:
+			apiFailingSince = time.Time{}
+			if pod != nil && pod.Status.Phase == corev1.PodRunning && pod.Status.PodIP != "" {
+				offset = k.events(ctx, *pod, offset, job.Event)
+				if res, ok := k.result(ctx, *pod); ok {
+					// The last lines written before the result.
+					for next := k.events(ctx, *pod, offset, job.Event); next != offset; next = k.events(ctx, *pod, offset, job.Event) {
+						offset = next
+					}
+					return k.collect(ctx, job, out, *pod, res)
+				}
+			}
+			if fault := k.fault(pod, j, &unschedulableSince); fault != nil {
+				if err := k.remove(context.WithoutCancel(ctx), name); err != nil {
+					return out, errors.Join(fault, err)
+				}
+				return out, fault
+			}
+		}
+		select {
+		case <-ctx.Done():
+			return out, &KubeDetachedError{Job: name, Namespace: k.Namespace, TimedOut: errors.Is(ctx.Err(), context.DeadlineExceeded)}
+		case <-tick.C:
+		}
+	}
+}
+
+// collect finishes a run whose result is there: the records copied back, the Job removed,
+// unless the run stopped with trials kept (its journal is where the next apply resumes).
+func (k *Kubernetes) collect(ctx context.Context, job Job, out Outcome, pod corev1.Pod, res Result) (Outcome, error) {
+	out.Result = res
+	if res.Stopped != nil && res.Stopped.Kept > 0 {
+		return out, nil
+	}
+	if res.Error == "" && res.Stopped == nil && job.RecordsDirectory != "" {
+		raw, ok := k.get(ctx, pod, recordsPath)
+		if !ok {
+			return out, fmt.Errorf("the run finished, but its records could not be read back from runner Job %s/%s (kept; apply again to collect them)", k.Namespace, out.Container)
+		}
+		if err := extractRecords(bytes.NewReader(raw), job.RecordsDirectory); err != nil {
+			return out, fmt.Errorf("the run finished, but its records could not be copied back from runner Job %s/%s (kept; apply again to collect them): %w", k.Namespace, out.Container, err)
+		}
+	}
+	return out, k.remove(ctx, out.Container)
+}
+
+// imageFaults are the waiting reasons of a container that will not start by waiting.
+var imageFaults = map[string]bool{
+	"ErrImagePull": true, "ImagePullBackOff": true, "InvalidImageName": true, "ErrImageNeverPull": true,
+	"CreateContainerConfigError": true, "CreateContainerError": true, "RunContainerError": true,
+}
+
+// fault is what keeps the runner from measuring, if anything does.
+func (k *Kubernetes) fault(pod *corev1.Pod, j *batchv1.Job, unschedulableSince *time.Time) error {
+	for _, c := range j.Status.Conditions {
+		if c.Type == batchv1.JobFailed && c.Status == corev1.ConditionTrue {
+			return &KubeDiedError{Job: j.Name, Namespace: k.Namespace, Why: fmt.Sprintf("the Job failed (%s: %s)", c.Reason, c.Message), Last: lastTermination(pod)}
+		}
+	}
+	if pod == nil {
+		return nil
+	}
+	for _, c := range pod.Status.Conditions {
+		if c.Type == corev1.PodScheduled && c.Status == corev1.ConditionFalse && c.Reason == corev1.PodReasonUnschedulable {
+			if unschedulableSince.IsZero() {
+				*unschedulableSince = time.Now()
+			}
+			if time.Since(*unschedulableSince) > UnschedulableBound {
+				return &UnschedulableError{Job: j.Name, Namespace: k.Namespace, Message: c.Message}
+			}
+			return nil
+		}
+	}
+	*unschedulableSince = time.Time{}
+	for _, cs := range pod.Status.ContainerStatuses {
+		if w := cs.State.Waiting; w != nil {
+			if imageFaults[w.Reason] {
+				return &KubeImageError{Job: j.Name, Namespace: k.Namespace, Image: k.Image, Reason: w.Reason, Message: w.Message}
+			}
+			if w.Reason == "CrashLoopBackOff" {
+				return &KubeDiedError{Job: j.Name, Namespace: k.Namespace, Why: fmt.Sprintf("it keeps crashing (CrashLoopBackOff after %d restarts)", cs.RestartCount), Last: lastTermination(pod)}
+			}
+		}
+	}
+	if pod.Status.Phase == corev1.PodFailed || pod.Status.Phase == corev1.PodSucceeded {
+		return &KubeDiedError{Job: j.Name, Namespace: k.Namespace, Why: "its pod " + pod.Name + " ended (" + string(pod.Status.Phase) + ")", Last: lastTermination(pod)}
+	}
+	return nil
+}
+
+func lastTermination(pod *corev1.Pod) string {
+	if pod == nil {
+		return ""
+	}
+	for _, cs := range pod.Status.ContainerStatuses {
+		t := cs.State.Terminated
+		if t == nil {
+			t = cs.LastTerminationState.Terminated
+		}
+		if t != nil {
+			s := fmt.Sprintf("exit status %d", t.ExitCode)
+			if t.Reason != "" {
+				s += ", " + t.Reason
+			}
+			if t.Message != "" {
+				s += ": " + t.Message
+			}
+			return s
+		}
+	}
+	return ""
+}
+
+// events mirrors the runner's events from offset and returns the offset after them.
+func (k *Kubernetes) events(ctx context.Context, pod corev1.Pod, offset int64, event func(Event)) int64 {
+	raw, ok := k.get(ctx, pod, eventsPath+"?offset="+strconv.FormatInt(offset, 10))
+	if !ok {
+		return offset
+	}
+	for _, line := range bytes.Split(raw, []byte("\n")) {
+		var e Event
+		if len(line) == 0 || json.Unmarshal(line, &e) != nil {
+			continue
+		}
+		if event != nil {
+			event(e)
+		}
+	}
+	return offset + int64(len(raw))
+}
+
+// result is the runner's Result, once it has one.
+func (k *Kubernetes) result(ctx context.Context, pod corev1.Pod) (Result, bool) {
+	raw, ok := k.get(ctx, pod, resultPath)
+	if !ok {
+		return Result{}, false
+	}
+	var res Result
+	if json.Unmarshal(raw, &res) != nil {
+		return Result{}, false
+	}
+	return res, true
+}
+
+// get reads one path of the runner's HTTP server; false on anything but 200.
+func (k *Kubernetes) get(ctx context.Context, pod corev1.Pod, p string) ([]byte, bool) {
+	base, client := k.Cluster.PodBase(pod, ServePort, k.Access)
+	ctx, cancel := context.WithTimeout(ctx, kubernetes.APICallTimeout)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, base+p, nil)
+	if err != nil {
+		return nil, false
+	}
+	resp, err := client.Do(req)
+	if err != nil {
+		return nil, false
+	}
+	defer resp.Body.Close()
+	raw, err := io.ReadAll(io.LimitReader(resp.Body, maxFileBytes))
+	if err != nil || resp.StatusCode != http.StatusOK {
+		return nil, false
+	}
+	return raw, true
+}
+
+// remove deletes a runner Job, its pods and its Secret; ones already gone are fine.
+func (k *Kubernetes) remove(ctx context.Context, name string) error {
+	ctx, cancel := context.WithTimeout(ctx, kubernetes.APICallTimeout)
+	defer cancel()
+	cs := k.Cluster.Clientset()
+	bg := metav1.DeletePropagationBackground
+	if err := cs.BatchV1().Jobs(k.Namespace).Delete(ctx, name, metav1.DeleteOptions{PropagationPolicy: &bg}); err != nil && !apierrors.IsNotFound(err) {
+		return k.wrap(ctx, err, "delete", "jobs.batch")
+	}
+	if err := cs.CoreV1().Secrets(k.Namespace).Delete(ctx, name, metav1.DeleteOptions{}); err != nil && !apierrors.IsNotFound(err) {
+		return k.wrap(ctx, err, "delete", "secrets")
+	}
+	return nil
+}
+
+// Remove removes every runner Job of the run with key in the namespace (the benchmark's
+// destroy), with its pods and Secret.
+func (k *Kubernetes) Remove(ctx context.Context, key string) error {
+	jobs, err := k.jobs(ctx, KindLabel+"=kubernetes,"+KeyLabel+"="+key)
+	if err != nil {
+		return k.wrap(ctx, err, "list", "jobs.batch")
+	}
+	for _, j := range jobs {
+		if err := k.remove(ctx, j.Name); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func (k *Kubernetes) wrap(ctx context.Context, err error, verb, resource string) error {
+	if apierrors.IsForbidden(err) {
+		return &RBACError{Namespace: k.Namespace, Verb: verb, Resource: resource, Err: err}
+	}
+	return k.Cluster.Explain(ctx, err)
+}
+
+// RBACError is a request of the runner's the provider's identity may not make.
+type RBACError struct {
+	Namespace, Verb, Resource string
+	Err                       error
+}
+
+func (e *RBACError) Error() string {
+	return fmt.Sprintf("the Kubernetes API server forbids the provider's identity to %s %s in namespace %s (403 Forbidden), which the runner needs; nothing was left running. "+
+		"Grant it a Role in that namespace with %s (the runner's pod itself needs no permission), or set runner.kubernetes.namespace to one where it has them: %v",
+		e.Verb, e.Resource, e.Namespace, KubeRBAC, e.Err)
+}
+func (e *RBACError) Unwrap() error { return e.Err }
+
+// Summary is the diagnostic's title.
+func (e *RBACError) Summary() string {
+	return "Kubernetes credentials lack a permission the runner needs"
+}
+
+// KubeDetachedError is an apply that stopped following a runner Job that goes on measuring.
+type KubeDetachedError struct {
+	Job, Namespace string
+	TimedOut       bool
+}
+
+func (e *KubeDetachedError) Error() string {
+	why := "interrupted"
+	if e.TimedOut {
+		why = "timed out (timeouts.create)"
+	}
+	return fmt.Sprintf("%s while following the runner; the runner Job %s keeps measuring in namespace %s. Apply again with the same configuration to attach to it, or to collect its result once it has finished: no trial is lost or measured twice. Destroying the benchmark or changing its configuration stops and removes it",
+		why, e.Job, e.Namespace)
+}
+
+// Summary is the diagnostic's title.
+func (e *KubeDetachedError) Summary() string {
+	if e.TimedOut {
+		return "Capacity benchmark timed out; its runner goes on"
+	}
+	return "Capacity benchmark interrupted; its runner goes on"
+}
+
+// APILostError is the API server failing every request for APILostBound while a runner Job
+// was followed.
+type APILostError struct {
+	Job, Namespace, Host string
+	For                  time.Duration
+	Err                  error
+}
+
+func (e *APILostError) Error() string {
+	return fmt.Sprintf("lost the Kubernetes API server at %s for %s while following the runner Job %s in namespace %s: %v. The runner does not need the API server: it keeps measuring, and keeps its result until it is collected. Apply again with the same configuration once the API server answers to attach to it or collect its result",
+		e.Host, e.For, e.Job, e.Namespace, e.Err)
+}
+func (e *APILostError) Unwrap() error { return e.Err }
+
+// Summary is the diagnostic's title.
+func (e *APILostError) Summary() string {
+	return "Lost the Kubernetes API server of the benchmark's runner"
+}
+
+// UnschedulableError is a runner pod no node accepts.
+type UnschedulableError struct{ Job, Namespace, Message string }
+
+func (e *UnschedulableError) Error() string {
+	return fmt.Sprintf("the runner Job %s in namespace %s could not be scheduled within %s: %s. The Job was removed, nothing was measured. The runner's pod requests 1 CPU and 256 MiB; "+
+		"give runner.kubernetes.node_selector and tolerations that match a node with room for it", e.Job, e.Namespace, UnschedulableBound, e.Message)
+}
+
+// Summary is the diagnostic's title.
+func (e *UnschedulableError) Summary() string { return "Capacity benchmark runner cannot be scheduled" }
+
+// KubeImageError is a runner container that cannot start from its image.
+type KubeImageError struct{ Job, Namespace, Image, Reason, Message string }
+
+func (e *KubeImageError) Error() string {
+	return fmt.Sprintf("the runner Job %s in namespace %s cannot start its container from image %q (%s: %s). The Job was removed, nothing was measured. "+
+		"runner.kubernetes.image must be the runner image of this provider version (the release publishes it), pullable by the namespace's nodes",
+		e.Job, e.Namespace, e.Image, e.Reason, strings.TrimSpace(e.Message))
+}
+
+// Summary is the diagnostic's title.
+func (e *KubeImageError) Summary() string { return "Capacity benchmark runner image cannot start" }
+
+// KubeDiedError is a runner Job that ended without a result.
+type KubeDiedError struct{ Job, Namespace, Why, Last string }
+
+func (e *KubeDiedError) Error() string {
+	s := fmt.Sprintf("the runner Job %s in namespace %s ended without a result: %s", e.Job, e.Namespace, e.Why)
+	if e.Last != "" {
+		s += "; its container's last end: " + e.Last
+	}
+	return s + ". The Job was removed with its pod's journal; the trials it finished are kept in progress_file where that is set, and the next apply resumes from them"
+}
+
+// Summary is the diagnostic's title.
+func (e *KubeDiedError) Summary() string { return "Capacity benchmark runner died" }
