@@ -156,14 +156,7 @@ func TestHostLoadWarns(t *testing.T) {
 	if got == nil || got.CPUs < 1 || got.BusyPercent < 0 || got.BusyPercent > 100 {
 		t.Fatalf("a real trial's host %+v", got)
 	}
-	raw, err := results.Marshal(doc)
-	if err != nil {
-		t.Fatal(err)
-	}
-	back, err := results.Parse(raw)
-	if err != nil {
-		t.Fatal(err)
-	}
+	back := roundTrip(t, doc)
 	if h := back.Workloads[0].AllTrials[0].Host; h == nil || *h != *got {
 		t.Errorf("host after a round trip %+v, want %+v", h, got)
 	}

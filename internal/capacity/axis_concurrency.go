@@ -25,6 +25,21 @@ func (concurrencyAxis) pattern() string { return "closed-loop concurrency burst"
 
 // measure runs the concurrency search for one workload.
 func (a concurrencyAxis) measure(ctx context.Context, r *trialRunner) (results.Workload, error) {
+	res, out, err := a.search(ctx, r)
+	if err != nil {
+		return results.Workload{}, err
+	}
+	out.MaximumPassingConcurrency, out.FirstFailingConcurrency = res.MaximumPassing, res.FirstFailing
+	if err := r.s.applyHeadline(&out); err != nil {
+		return results.Workload{}, err
+	}
+	closedLoopNotes(&out, res, len(a.levels) > 0, func(level int) string { return fmt.Sprintf("concurrency %d", level) })
+	return out, nil
+}
+
+// search runs the closed-loop search over integer levels (concurrency or users) from the
+// journal's trials, and returns it with the workload's trials; the axis states the boundary.
+func (a concurrencyAxis) search(ctx context.Context, r *trialRunner) (search.ResultOf[*results.Trial], results.Workload, error) {
 	s, w := r.s, r.w
 	var history []outcome
 	for _, t := range s.cfg.History {
@@ -41,22 +56,14 @@ func (a concurrencyAxis) measure(ctx context.Context, r *trialRunner) (results.W
 		History:            history,
 		Threshold:          1,
 		GuardBand:          guardBand,
-		Progress: func(o outcome) {
-			r.finished(o, r.entry(o))
-		},
+		Progress:           func(o outcome) { r.finished(o, r.entry(o)) },
 	}, search.RunnerFuncOf[*results.Trial](func(ctx context.Context, q search.Request) (outcome, error) {
 		return r.run(ctx, trialAt{Kind: q.Kind, Index: q.Index, Level: q.Concurrency, Value: float64(q.Concurrency)})
 	}))
 	if err != nil {
-		return results.Workload{}, err
+		return res, results.Workload{}, err
 	}
-	out := workloadResult(w, res.PassingTrials, res.FailingTrials, res.All)
-	out.MaximumPassingConcurrency, out.FirstFailingConcurrency = res.MaximumPassing, res.FirstFailing
-	if err := s.applyHeadline(&out); err != nil {
-		return results.Workload{}, err
-	}
-	closedLoopNotes(&out, res, len(a.levels) > 0, func(level int) string { return fmt.Sprintf("concurrency %d", level) })
-	return out, nil
+	return res, workloadResult(w, res.PassingTrials, res.FailingTrials, res.All), nil
 }
 
 // closedLoopNotes adds what a search over integer levels observed to the workload's notes:

@@ -38,26 +38,10 @@ func (a usersAxis) measure(ctx context.Context, r *trialRunner) (results.Workloa
 	if err := fitsContext(w, r.index, s.info.MaxContext); err != nil {
 		return results.Workload{}, err
 	}
-	var history []outcome
-	for _, t := range s.cfg.History {
-		if t.Workload == w.Label && t.Errors == 0 {
-			history = append(history, t.outcome())
-		}
-	}
-	res, err := search.Run(ctx, search.ConfigOf[*results.Trial]{
-		Min: a.min, Max: a.max, Levels: a.levels,
-		ConfirmationTrials: s.cfg.ConfirmationTrials,
-		History:            history,
-		Threshold:          1,
-		GuardBand:          guardBand,
-		Progress:           func(o outcome) { r.finished(o, r.entry(o)) },
-	}, search.RunnerFuncOf[*results.Trial](func(ctx context.Context, q search.Request) (outcome, error) {
-		return r.run(ctx, trialAt{Kind: q.Kind, Index: q.Index, Level: q.Concurrency, Value: float64(q.Concurrency)})
-	}))
+	res, out, err := a.search(ctx, r)
 	if err != nil {
 		return results.Workload{}, err
 	}
-	out := workloadResult(w, res.PassingTrials, res.FailingTrials, res.All)
 	out.MaximumPassingUsers, out.FirstFailingUsers = res.MaximumPassing, res.FirstFailing
 	for i := range out.AllTrials {
 		out.AllTrials[i].Concurrency = 0 // the search's level; the trial's users say what it held

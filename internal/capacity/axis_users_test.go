@@ -34,13 +34,8 @@ func TestRunUsersFindsSaturation(t *testing.T) {
 	cfg.Workloads = []Workload{{Label: "chat 64 / 8", InputTokens: 64, OutputTokens: 8, Conversation: &Conversation{
 		Turns: 3, SystemPromptTokens: 32, WarmupConversations: 1, Think: load.Think{Distribution: load.ThinkConstant, Mean: 720 * time.Millisecond}}}}
 	cfg.MinConcurrency, cfg.MaxConcurrency, cfg.MeasuredRequests = 1, 8, 12
-	cfg.RecordsDirectory = t.TempDir()
-	var journal []JournalEntry
-	cfg.Progress = func(e JournalEntry) { journal = append(journal, e) }
-	doc, err := Run(context.Background(), cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
+	cfg.RecordsDirectory = t.TempDir() // recomputed from below
+	doc, journal := runRecorded(t, cfg)
 	w := doc.Workloads[0]
 	if w.MaximumPassingConcurrency != nil || w.MaximumPassingUsers == nil || *w.MaximumPassingUsers < 3 || *w.MaximumPassingUsers > 5 {
 		t.Fatalf("maximum passing users %v (concurrency %v), want 4 ± 1", w.MaximumPassingUsers, w.MaximumPassingConcurrency)

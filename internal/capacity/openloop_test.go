@@ -23,13 +23,8 @@ func TestRunOpenLoopFindsRate(t *testing.T) {
 	cfg := testConfig(srv.URL)
 	cfg.WarmupRequests, cfg.MeasuredRequests, cfg.ConfirmationTrials = 2, 16, 1
 	cfg.OpenLoop = &OpenLoop{Arrival: load.Arrival{Pattern: load.ArrivalConstant}, MinRate: 3, MaxRate: 12, Tolerance: 0.25}
-	cfg.RecordsDirectory = t.TempDir()
-	var journal []JournalEntry
-	cfg.Progress = func(e JournalEntry) { journal = append(journal, e) }
-	doc, err := Run(context.Background(), cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
+	cfg.RecordsDirectory = t.TempDir() // recomputed from below
+	doc, journal := runRecorded(t, cfg)
 	w := doc.Workloads[0]
 	if w.MaximumPassingConcurrency != nil || w.FirstFailingConcurrency != nil {
 		t.Errorf("a rate search reports no concurrency: %v / %v", w.MaximumPassingConcurrency, w.FirstFailingConcurrency)
@@ -61,20 +56,13 @@ func TestRunOpenLoopFindsRate(t *testing.T) {
 		t.Errorf("journal entries carry the rate: %+v", journal)
 	}
 	// The document round-trips with its rate fields.
-	raw, err := results.Marshal(doc)
-	if err != nil {
-		t.Fatal(err)
-	}
-	back, err := results.Parse(raw)
-	if err != nil {
-		t.Fatal(err)
-	}
+	back := roundTrip(t, doc)
 	if bw := back.Workloads[0]; bw.MaximumPassingRequestRate == nil || *bw.MaximumPassingRequestRate != mp || bw.PassingTrials[0].OpenLoop == nil ||
 		bw.PassingTrials[0].OpenLoop.OfferedRate != w.PassingTrials[0].OpenLoop.OfferedRate {
 		t.Errorf("round trip lost the rate fields")
 	}
-	again, _ := results.Marshal(back)
-	if string(again) != string(raw) {
+	raw, _ := results.Marshal(doc)
+	if again, _ := results.Marshal(back); string(again) != string(raw) {
 		t.Errorf("the document does not round-trip byte for byte")
 	}
 

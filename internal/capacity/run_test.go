@@ -47,6 +47,36 @@ func testConfig(endpoint string) Config {
 	}
 }
 
+// runRecorded runs cfg, its records in a temporary directory unless it names one, and returns
+// the document with the journal's entries in order.
+func runRecorded(t *testing.T, cfg Config) (*results.Document, []JournalEntry) {
+	t.Helper()
+	if cfg.RecordsDirectory == "" {
+		cfg.RecordsDirectory = t.TempDir()
+	}
+	var journal []JournalEntry
+	cfg.Progress = func(e JournalEntry) { journal = append(journal, e) }
+	doc, err := Run(context.Background(), cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return doc, journal
+}
+
+// roundTrip is doc written as JSON and parsed back, as a reader of results_json gets it.
+func roundTrip(t *testing.T, doc *results.Document) *results.Document {
+	t.Helper()
+	raw, err := results.Marshal(doc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	back, err := results.Parse(raw)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return back
+}
+
 func TestRunFindsBoundary(t *testing.T) {
 	t.Parallel()
 	engine := twoSlotEngine(t, simengine.Options{})

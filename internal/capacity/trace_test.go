@@ -160,13 +160,8 @@ func TestRunReplayFindsSpeedup(t *testing.T) {
 	defer srv.Close()
 	cfg := replayConfig(srv.URL, constantTrace(t, 20, 200))
 	cfg.WarmupRequests, cfg.ConfirmationTrials = 2, 1
-	cfg.RecordsDirectory = t.TempDir()
-	var journal []JournalEntry
-	cfg.Progress = func(e JournalEntry) { journal = append(journal, e) }
-	doc, err := Run(context.Background(), cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
+	cfg.RecordsDirectory = t.TempDir() // recomputed from below
+	doc, journal := runRecorded(t, cfg)
 	w := doc.Workloads[0]
 	if w.MaximumPassingSpeedup == nil || w.FirstFailingSpeedup == nil {
 		t.Fatalf("no speedup boundary: %v / %v, notes %q", w.MaximumPassingSpeedup, w.FirstFailingSpeedup, w.Notes)
@@ -215,14 +210,7 @@ func TestRunReplayFindsSpeedup(t *testing.T) {
 		}
 	}
 	// The document round-trips: Parse re-derives both boundaries from the trials.
-	raw, err := results.Marshal(doc)
-	if err != nil {
-		t.Fatal(err)
-	}
-	back, err := results.Parse(raw)
-	if err != nil {
-		t.Fatal(err)
-	}
+	back := roundTrip(t, doc)
 	if bw := back.Workloads[0]; *bw.MaximumPassingSpeedup != mp || *bw.FirstFailingSpeedup != ff || bw.TraceSHA256 != w.TraceSHA256 || bw.AllTrials[0].Speedup != w.AllTrials[0].Speedup {
 		t.Errorf("round trip: %+v", bw)
 	}
