@@ -67,7 +67,11 @@ func run(ctx context.Context, cfg Config) (*results.Document, runStats, error) {
 	s.tracker = tracker
 	doc := s.skeleton()
 	for i, w := range cfg.Workloads {
-		wr, err := s.axis.measure(ctx, &trialRunner{s: s, w: w, index: i})
+		r := &trialRunner{s: s, w: w, index: i}
+		wr, err := s.axis.measure(ctx, r)
+		if r.warmupNote != "" {
+			wr.Notes = append(wr.Notes, r.warmupNote)
+		}
 		if err != nil {
 			doc.CorrectnessTotal = totals(doc.Workloads)
 			err = tracker.explain(ctx, err)

@@ -25,6 +25,9 @@ type trialRunner struct {
 	// replicas is what each replica proved for the trial now running (replica_endpoints),
 	// set by settle; nil without replicas. Trials of one workload run one at a time.
 	replicas *replicaTrial
+	// warmed: the engine warm-up ran (or was not asked for); warmupNote says what it sent.
+	warmed     bool
+	warmupNote string
 }
 
 // run is the one trial pipeline, on any axis, in named steps: settle the server (idle, cold
@@ -32,6 +35,14 @@ type trialRunner struct {
 // its verdict is certain), judge it, keep it. Its Timing says where the wall-clock went.
 func (r *trialRunner) run(ctx context.Context, at trialAt) (outcome, error) {
 	s, ax := r.s, r.s.axis
+	if !r.warmed && s.cfg.EngineWarmupRequests > 0 {
+		note, err := r.warmEngine(ctx)
+		if err != nil {
+			return outcome{}, err
+		}
+		r.warmed, r.warmupNote = true, note
+		s.tracker.sayf("%s  %q %s", time.Now().UTC().Format("15:04:05"), r.w.Label, note)
+	}
 	clock := newTrialClock()
 	s.tracker.begin(r.w.Label, ax.where(at), at.Kind, at.Index)
 	// Fitting prompts asks the server to count tokens, which generates nothing: it overlaps

@@ -49,6 +49,16 @@ func (c Config) Validate() []problem.Problem {
 	trial := attrpath.Root("trial")
 	v.between(trial.At("warmup_requests"), c.WarmupRequests, 0, MaxRequests)
 	v.between(trial.At("measured_requests"), c.MeasuredRequests, 1, MaxRequests)
+	v.between(trial.At("engine_warmup_requests"), c.EngineWarmupRequests, 0, MaxRequests)
+	if c.EngineWarmupRequests > 0 {
+		for i, w := range c.Workloads {
+			if w.TraceFile != "" {
+				v.fail(trial.At("engine_warmup_requests"), "Engine warm-up with a trace", "must be 0 when a workload replays a trace: the warm-up sends a workload's "+
+					"synthetic prompts, and workloads[%d] has none (a replay's own warmups, trial.warmup_requests, are the trace's first requests)", i)
+				break
+			}
+		}
+	}
 	v.between(trial.At("confirmation_trials"), c.ConfirmationTrials, 1, MaxConfirmationTrials)
 	if !slices.Contains(engine.FlushModes, c.CacheFlush) {
 		v.fail(trial.At("cache_flush"), "Unknown cache flush", "must be one of %s, got %q", strings.Join(engine.FlushModes, ", "), c.CacheFlush)

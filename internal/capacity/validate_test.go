@@ -170,6 +170,8 @@ func TestValidate(t *testing.T) {
 				{path: "trial.measured_requests", summary: "Value too small", detail: "trial.measured_requests must be at least 1, got 0."},
 				{path: "trial.confirmation_trials", summary: "Value too large", detail: "trial.confirmation_trials must be at most 100, got 101."},
 			}},
+		{name: "engine warm-up negative", change: func(c *Config) { c.EngineWarmupRequests = -1 },
+			want: []want{{path: "trial.engine_warmup_requests", summary: "Value too small", detail: "trial.engine_warmup_requests must be at least 0, got -1."}}},
 		{name: "unknown cache flush", change: func(c *Config) { c.CacheFlush = "always" },
 			want: []want{{path: "trial.cache_flush", summary: "Unknown cache flush", detail: `trial.cache_flush must be one of auto, none, sglang, vllm, llamacpp, got "always".`}}},
 		{name: "durations not positive", change: func(c *Config) { c.StallTimeout, c.RequestTimeout = 0, -5*time.Minute },

@@ -146,6 +146,7 @@ func (m capacityBenchmarkModel) capacityConfig(ctx context.Context) (capacity.Co
 	f = r.fields(at, m.Trial)
 	cfg.WarmupRequests = r.int(at.At("warmup_requests"), f["warmup_requests"], def.WarmupRequests)
 	cfg.MeasuredRequests = r.int(at.At("measured_requests"), f["measured_requests"], def.MeasuredRequests)
+	cfg.EngineWarmupRequests = r.int(at.At("engine_warmup_requests"), f["engine_warmup_requests"], def.EngineWarmupRequests)
 	cfg.ConfirmationTrials = r.int(at.At("confirmation_trials"), f["confirmation_trials"], def.ConfirmationTrials)
 	cfg.CacheFlush = r.str(at.At("cache_flush"), f["cache_flush"], def.CacheFlush)
 	cfg.StallTimeout = r.duration(at.At("stall_timeout"), f["stall_timeout"], def.StallTimeout)

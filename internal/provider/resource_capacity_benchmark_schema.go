@@ -305,6 +305,16 @@ func benchmarkTrialAttributes(def capacity.Config) map[string]schema.Attribute {
 			Optional: true, Computed: true, Default: int64default.StaticInt64(int64(def.WarmupRequests)),
 			MarkdownDescription: fmt.Sprintf("Requests sent before each trial's measured requests, not measured; 0 to %d. Default %d.", capacity.MaxRequests, def.WarmupRequests),
 		},
+		// Optional without a default: state written before it existed reads it as null, as a
+		// configuration that leaves it out plans it, so adding it replaced no benchmark.
+		"engine_warmup_requests": schema.Int64Attribute{
+			Optional: true,
+			MarkdownDescription: fmt.Sprintf("Primes the engine once, before each workload's first measured trial: this many requests of the workload's shape at each "+
+				"concurrency 1, 2, 4, … up to the server's running-request limit (llama.cpp slots, SGLang and vLLM running requests; 8 when the server does not say; at most %d), "+
+				"not measured and not recorded; the workload's `notes` say what was sent. For engines that build their kernels on first use: llama.cpp's Vulkan backend "+
+				"compiles a pipeline per prefill shape the first time it meets one (seconds each on a GPU), which would fail the first trial of a fresh server. "+
+				"0 to %d; unset or 0: no warm-up. Not with a `trace` workload (it has no synthetic prompts).", capacity.EngineWarmupMaxConcurrency, capacity.MaxRequests),
+		},
 		"measured_requests": schema.Int64Attribute{
 			Optional: true, Computed: true, Default: int64default.StaticInt64(int64(def.MeasuredRequests)),
 			MarkdownDescription: fmt.Sprintf("Measured requests per trial, 1 to %d. Default %d.", capacity.MaxRequests, def.MeasuredRequests),

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -124,7 +125,9 @@ resource "llmserve_capacity_benchmark" "lavapipe" {
   workloads = [{ label = "16 / 16", input_tokens = 16, output_tokens = 16 }]
   slos      = [{ metric = "time_to_first_token", percentile = 95, threshold_ms = 1500 }]
   search    = { min_concurrency = 1, max_concurrency = 8 }
-  trial     = { warmup_requests = 1, measured_requests = 6, confirmation_trials = 1, cache_flush = "auto" }
+  # The engine warm-up primes the Vulkan pipelines ggml builds on first use (seconds each on a
+  # GPU); one slot, so four requests at concurrency 1.
+  trial     = { warmup_requests = 1, measured_requests = 6, confirmation_trials = 1, cache_flush = "auto", engine_warmup_requests = 4 }
   triggers  = { container = llmserve_inference_server.lavapipe.id }
 }
 `, name, vulkanImage, filepath.Join(model))
@@ -165,6 +168,11 @@ resource "llmserve_capacity_benchmark" "lavapipe" {
 					if tr.Correctness.Errors != 0 {
 						return fmt.Errorf("trial at %d users had %d errors", tr.Concurrency, tr.Correctness.Errors)
 					}
+				}
+				if !slices.ContainsFunc(w.Notes, func(n string) bool {
+					return strings.HasPrefix(n, "engine warm-up before the first trial: 4 requests at each concurrency 1 (4 in all, ") && strings.HasSuffix(n, "s), not measured")
+				}) {
+					return fmt.Errorf("no note of an engine warm-up of 4 requests at concurrency 1 (the server's one slot), none failed: %q", w.Notes)
 				}
 				if w.MaximumPassingConcurrency == nil || w.FirstFailingConcurrency == nil {
 					return fmt.Errorf("no boundary within 1..8 users: %v / %v, notes %q", w.MaximumPassingConcurrency, w.FirstFailingConcurrency, w.Notes)

@@ -2,6 +2,7 @@ package simengine
 
 import (
 	"fmt"
+	"math/bits"
 	"net/http"
 	"time"
 )
@@ -80,15 +81,16 @@ func (s *Server) schedule() {
 				j.admitted = time.Now()
 			}
 			s.waiting = append(s.waiting[:0:0], s.waiting[n:]...)
-			weighted := 0.0
+			weighted, total := 0.0, 0
 			for _, j := range batch {
 				tokens := j.prompt
 				if s.opts.CachedPrefill {
 					tokens -= j.cached
 				}
 				weighted += float64(tokens) * j.jitter
+				total += tokens
 			}
-			cost = m.prefillCost(weighted)
+			cost = m.prefillCost(weighted) + s.compile(total, len(batch))
 		} else {
 			cost = m.decodeCost(len(s.running))
 		}
@@ -126,6 +128,23 @@ func (s *Server) schedule() {
 		}
 		s.mu.Unlock()
 	}
+}
+
+// compile is the cost of a prefill shape met for the first time (Options.LazyPipelines), in
+// model time; callers hold s.mu.
+func (s *Server) compile(tokens, batch int) float64 {
+	if s.opts.LazyPipelines <= 0 {
+		return 0
+	}
+	shape := [2]int{tokens % 4, bits.Len(uint(batch))}
+	if s.compiled[shape] {
+		return 0
+	}
+	if s.compiled == nil {
+		s.compiled = map[[2]int]bool{}
+	}
+	s.compiled[shape] = true
+	return float64(s.opts.LazyPipelines)
 }
 
 // emit produces one token for j; callers hold s.mu.

@@ -43,6 +43,13 @@ type Options struct {
 	// conversation's later turn prefills only its new message. Needs a Protocol (the cache
 	// is modelled only there). Off: every prompt token is prefilled, as before.
 	CachedPrefill bool
+	// LazyPipelines is what the first prefill of each new shape costs on top of its work, as
+	// on an engine that compiles its kernels on first use: llama.cpp's Vulkan backend builds a
+	// matmul pipeline per alignment class of the token count the first time it meets one
+	// (1.9 to 3.7 s each for a 515-518-token prompt on an H200, driver 580.159.04, where a
+	// compiled one takes 5 ms). A shape here is the batch's prompt tokens modulo 4 with its
+	// size rounded to a power of two; a flush does not forget them. 0: every shape is ready.
+	LazyPipelines time.Duration
 	// FlushFault makes the cache flush refuse or ignore every call.
 	FlushFault FlushFault
 	// OutputFault makes every generated text broken (see OutputFault); empty: healthy.
@@ -84,6 +91,7 @@ type Server struct {
 	schedRunning bool
 	stats        Stats
 	cache        prefixCache
+	compiled     map[[2]int]bool // prefill shapes met so far (Options.LazyPipelines)
 	ttft         histogram
 	e2e          histogram
 	queue        histogram

@@ -4,7 +4,7 @@
 # by the provider binary's runner mode (capacity.Resume against 127.0.0.1), then the same server
 # on the machine's CPUs (-ngl 0) for the same workload. Everything it wrote: $OUT/gpucheck.tgz.
 # Checked on this repo's CI machine kind with lavapipe (ICD=<lvp_icd.json> GGML_VK_VISIBLE_DEVICES=0
-# EXTRA_LIBS=<Mesa libs>); never yet on a GPU: no device machine was lent when it was written.
+# EXTRA_LIBS=<Mesa libs>), and on a lent NVIDIA H200 (driver 580.159.04) through its EGL ICD.
 set -u
 FINAL=${OUT:-/tmp/out}; mkdir -p "$FINAL"
 D=$(cd "$(dirname "$0")" && pwd)
@@ -14,6 +14,15 @@ trap 'tar -czf $FINAL/gpucheck.tgz -C $W out; pkill -f "$W/vk/llama-server"' EXI
 tar -xJf $D/vk.tar.xz -C $W; L=$W/vk
 xz -dc $D/terraform-provider-llmserve.xz > $W/provider; chmod +x $W/provider
 mkdir -p /usr/lib/x86_64-linux-gnu/ggml/backends0 && cp $L/libggml-vulkan.so $L/libggml-cpu-*.so /usr/lib/x86_64-linux-gnu/ggml/backends0/
+# NVIDIA: the driver's own manifest names libGLX_nvidia.so.0, whose vkCreateInstance fails
+# in a headless container (no X display: "Could not get 'vkCreateInstance' via
+# 'vk_icdGetInstanceProcAddr'"); libEGL_nvidia.so.0 carries the same Vulkan ICD and works
+# (checked on an H200, driver 580.159.04, 2026-12-04), so a manifest naming it comes first.
+if [[ -z ${ICD:-} ]] && egl=$(find /usr/lib /usr/lib64 /usr/local/nvidia -name libEGL_nvidia.so.0 2>/dev/null | head -1) && [[ -n $egl ]]; then
+  ICD=$W/nvidia_egl_icd.json
+  printf '{"file_format_version":"1.0.1","ICD":{"library_path":"%s","api_version":"1.3.0"}}\n' "$egl" > "$ICD"
+  EXTRA_LIBS=${EXTRA_LIBS:-$(dirname "$egl"):/usr/local/nvidia/lib64:/usr/lib/x86_64-linux-gnu}
+fi
 ICD=${ICD:-/usr/local/nvidia/share/vulkan/icd.d/nvidia_icd.json}
 [[ -f $ICD ]] && export VK_DRIVER_FILES=$ICD
 echo "ICD: ${VK_DRIVER_FILES:-none}"; [[ -f $ICD ]] && cat $ICD
@@ -28,15 +37,24 @@ one() { # name, extra server args...
   ( exec $L/ld-linux-x86-64.so.2 --library-path $LP $L/llama-server -m $W/tiny.gguf --host 127.0.0.1 --port 8080 --parallel ${SLOTS:-16} --ctx-size ${CTX:-16384} --metrics --alias tiny-llama "$@" > $OUT/server-$name.log 2>&1 ) &
   local pid=$!
   for i in $(seq 1 120); do python3 -c "import urllib.request,sys; urllib.request.urlopen('http://127.0.0.1:8080/health',timeout=2)" >/dev/null 2>&1 && break; sleep 0.5; done
-  mkdir -p $W/$name/records
-  sed -e "s#THRESH#$thr#; s#MEASURED#$meas#; s#RECDIR#$W/$name/records#" $D/spec-template.json > $W/$name/spec.json
-  local t0=$(date +%s.%N)
-  timeout ${RUN_LIMIT:-240} $W/provider runner $W/$name/spec.json > $OUT/events-$name.jsonl 2> $OUT/runner-$name.err
-  echo "$name: runner rc=$? in $(python3 -c "print(round($(date +%s.%N) - $t0,1))") s"
-  cp $W/$name/result.json $OUT/result-$name.json 2>/dev/null
-  grep -h '"line"' $OUT/events-$name.jsonl | tail -n ${SHOW:-14} | cut -c1-260
+  # ENGINE_WARMUP=N sets trial.engine_warmup_requests. REPEAT=2 measures the same server again: the second run finds the engine warm (pipelines
+  # compiled on first use, which the first trial after a Vulkan start pays for).
+  for run in $(seq 1 ${REPEAT:-1}); do
+    local tag=$name; [[ $run -gt 1 ]] && tag=$name-run$run
+    mkdir -p $W/$tag/records
+    sed -e "s#THRESH#$thr#; s#MEASURED#$meas#; s#EWARM#${ENGINE_WARMUP:-0}#; s#RECDIR#$W/$tag/records#" $D/spec-template.json > $W/$tag/spec.json
+    local t0=$(date +%s.%N)
+    timeout ${RUN_LIMIT:-240} $W/provider runner $W/$tag/spec.json > $OUT/events-$tag.jsonl 2> $OUT/runner-$tag.err
+    echo "$tag: runner rc=$? in $(python3 -c "print(round($(date +%s.%N) - $t0,1))") s"
+    cp $W/$tag/result.json $OUT/result-$tag.json 2>/dev/null
+    grep -h '"line"' $OUT/events-$tag.jsonl | tail -n ${SHOW:-14} | cut -c1-260
+  done
   kill $pid; wait $pid 2>/dev/null
   grep -h -i 'offload\|Vulkan0\|buffer size\|ggml_vulkan' $OUT/server-$name.log | head -8
 }
-one gpu -ngl 99 --device Vulkan0
-one cpu -ngl 0 --device none
+for which in ${WHICH:-gpu cpu}; do # WHICH=gpu skips the CPU comparison
+  case $which in
+  gpu) one gpu -ngl 99 --device Vulkan0 ;;
+  cpu) one cpu -ngl 0 --device none ;;
+  esac
+done
