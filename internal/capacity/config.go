@@ -40,15 +40,15 @@ type Config struct {
 	// OpenLoop, when set, searches the request rate instead of the concurrency (openloop.go).
 	OpenLoop *OpenLoop
 
-	WarmupRequests     int
-	MeasuredRequests   int
+	WarmupRequests   int
+	MeasuredRequests int
 	// EngineWarmupRequests, when above 0, primes the engine before a workload's first
 	// measured trial (enginewarmup.go): that many requests of the workload's shape at each
 	// concurrency 1, 2, 4, … up to the server's running-request limit, unmeasured, for
 	// engines that compile their kernels on first use (llama.cpp on Vulkan).
 	EngineWarmupRequests int
-	ConfirmationTrials int
-	CacheFlush         string // one of engine.FlushModes
+	ConfirmationTrials   int
+	CacheFlush           string // one of engine.FlushModes
 	// IdleTimeout bounds the wait for a busy server before each trial, and the retries of a
 	// flush it refuses; 0 means 2 minutes.
 	IdleTimeout time.Duration

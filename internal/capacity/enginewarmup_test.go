@@ -65,7 +65,9 @@ func TestEngineWarmupMeasuresTheSteadyState(t *testing.T) {
 	if warm == nil || *warm != 1 {
 		t.Fatalf("with the warm-up: maximum passing %v, want 1; notes %q", warm, notes)
 	}
-	i := slices.IndexFunc(notes, func(n string) bool { return strings.HasPrefix(n, "engine warm-up before the first trial: 32 requests at each concurrency 1 (32 in all") })
+	i := slices.IndexFunc(notes, func(n string) bool {
+		return strings.HasPrefix(n, "engine warm-up before the first trial: 32 requests at each concurrency 1 (32 in all")
+	})
 	if i < 0 {
 		t.Errorf("no engine warm-up note in %q", notes)
 	}
