@@ -3,11 +3,15 @@
 # etcd (Debian trixie's etcd-server), kube-apiserver, kube-controller-manager and
 # kube-scheduler built from k8s.io/kubernetes (test/kubernetes/controlplane), and kwok
 # for nodes with fake GPUs. No kubelet and no container runtime: kwok marks pods Running
-# and Ready and gives them IPs from a loopback pod CIDR, so a test can start a real
-# llama-server on the pod IP and the API server's pod proxy reaches it.
+# and Ready and gives them IPs from the pod CIDR, so a test can start a real llama-server
+# on the pod IP and the API server's pod proxy reaches it.
 #
-# Every address is on loopback: service CIDR, pod CIDR, etcd, the API server. Nothing
-# here ever sends to a private range.
+# Every address is on the loopback device: service CIDR, etcd and the API server in 127/8;
+# the pod CIDR 10.244.0.0/24 is routed to lo as local (ip route ... table local, added by
+# start and removed by stop), because the API server refuses to proxy to a 127/8 pod IP
+# (pkg/registry/core/pod ResourceLocation: proxyutil.IsProxyableIP refuses loopback and
+# link-local), and pod_access = "api_proxy" is the default users meet. Packets to a pod IP
+# never leave the host: the local route delivers them on lo.
 #
 # Usage:
 #   scripts/kube-controlplane.sh build        build/fetch the binaries (cached, idempotent)
@@ -35,10 +39,10 @@ etcd_root="$cache/etcd-$ETCD_SUITE"
 procs="${KUBE_BUILD_PROCS:-$(nproc)}"
 port_base="${KUBE_PORT_BASE:-16443}"
 
-# Loopback ranges only (see the header). The service CIDR's first address is the
-# kubernetes Service's cluster IP; the pod CIDR is what kwok hands to pods.
+# On lo only (see the header). The service CIDR's first address is the kubernetes
+# Service's cluster IP; the pod CIDR is what kwok hands to pods, routed locally to lo.
 SERVICE_CIDR="127.0.96.0/24"
-POD_CIDR="127.0.100.0/24"
+POD_CIDR="10.244.0.0/24"
 
 log() { printf '[%s] kube-controlplane: %s\n' "$(date +%H:%M:%S)" "$*" >&2; }
 die() {
@@ -213,7 +217,7 @@ start() {
 	dir=$1
 	[[ -n "$dir" ]] || die "start needs a directory"
 	local tool
-	for tool in curl openssl python3; do
+	for tool in curl openssl python3 ip; do
 		command -v "$tool" >/dev/null || die "$tool is needed (apt-get install $tool, or run scripts/setup-host.sh)"
 	done
 	build
@@ -256,6 +260,9 @@ import sys
 docs = open(sys.argv[1]).read().split("\n---\n")
 print("\n---\n".join(d for d in docs if "name: pod-complete" not in d))
 PY
+	# Pod IPs are addresses of this host on lo: the engines and runners the tests start bind
+	# them, and the API server's pod proxy dials them.
+	ip route replace local "$POD_CIDR" dev lo table local || die "routing the pod CIDR $POD_CIDR to lo needs root (CAP_NET_ADMIN)"
 	start_bg kwok "$kwok_bin/kwok" --kubeconfig "$dir/kubeconfig" -c "$dir/stages.yaml" \
 		--manage-nodes-with-annotation-selector kwok.x-k8s.io/node=fake \
 		--cidr "$POD_CIDR" --node-ip 127.0.0.1
@@ -294,6 +301,7 @@ stop() {
 		fi
 		rm -f "$dir/$name.pid"
 	done
+	ip route del local "$POD_CIDR" dev lo table local 2>/dev/null || true
 	log "stopped the cluster in $dir"
 }
 

@@ -3,7 +3,8 @@
 # etcd, kube-apiserver, kube-controller-manager, kube-scheduler and kwok on loopback
 # (scripts/kube-controlplane.sh), runs TestAccInferenceDeployment* with the real Terraform
 # CLI and real llama-server engines on the pod IPs kwok assigns, and stops everything it
-# started, also on failure or interrupt. Needs root (chroot for the engines).
+# started, also on failure or interrupt. Needs root (chroot for the engines, the pod CIDR
+# route). KUBE_TEST_RUN narrows the tests (a go test -run pattern).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -46,7 +47,7 @@ export LLMSERVE_TEST_KUBECONFIG="$dir/kubeconfig"
 
 step "Kubernetes acceptance tests"
 log="$dir/go-test.log"
-go test -count=1 -p 1 -timeout 30m -run 'TestAccInferenceDeployment' -v ./internal/provider/ 2>&1 | tee "$log"
+go test -count=1 -p 1 -timeout 30m -run "${KUBE_TEST_RUN:-TestAccInferenceDeployment}" -v ./internal/provider/ 2>&1 | tee "$log"
 # A test that skipped here proved nothing: the cluster was supposed to be there.
 if grep -q -- '--- SKIP' "$log"; then
 	echo "Kubernetes acceptance tests skipped although a cluster was started" >&2

@@ -29,7 +29,7 @@ import (
 // The Kubernetes acceptance tests run against the real control plane scripts/kube-controlplane.sh
 // starts (make test-kubernetes): etcd, kube-apiserver, kube-controller-manager,
 // kube-scheduler and kwok. kwok has no kubelet: it marks pods Running and Ready and gives
-// them IPs from a loopback pod CIDR. kubeEngines plays the two parts of a node kwok leaves
+// them IPs from a pod CIDR routed locally to lo. kubeEngines plays the two parts of a node kwok leaves
 // out, so the tests reach real engines:
 //
 //   - the container runtime: for every pod the provider created that kwok gave an IP, it
@@ -43,7 +43,8 @@ import (
 //     Service's cluster IP and port and spreads connections round-robin over the engines of
 //     the pods the Service selects.
 //
-// Everything listens on 127.0.0.0/8 only.
+// Everything listens on the loopback device only: 127.0.0.0/8, and the pod CIDR the control
+// plane script routes to lo as local (10.244.0.0/24).
 
 // kubeTestEnv is the cluster of the current test run, or a skip with the reason.
 func kubeTestEnv(t *testing.T) (kubeconfig string, cs k8s.Interface) {

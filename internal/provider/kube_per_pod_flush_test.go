@@ -26,7 +26,7 @@ func TestAccInferenceDeployment_perPodFlush(t *testing.T) {
 		t.Run(tc.engine, func(t *testing.T) {
 			name := "flush-" + tc.engine
 			dep, bench := "llmserve_inference_deployment.doubles", "llmserve_capacity_benchmark.per_pod"
-			podURL := knownvalue.StringRegexp(regexp.MustCompile(`^http://127\.0\.100\.\d+:` + tc.port + `$`))
+			podURL := knownvalue.StringRegexp(regexp.MustCompile(`^http://10\.244\.0\.\d+:` + tc.port + `$`))
 			var endpoints []string // the deployment's replica_endpoints, as the checks read them
 			resource.Test(t, resource.TestCase{
 				ProtoV6ProviderFactories: testAccProtoV6ProviderFactories,

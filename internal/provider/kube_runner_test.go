@@ -303,7 +303,13 @@ func runnerJobsGone(cs k8s.Interface, ns string) error {
 	return nil
 }
 
-func kubeRunnerConfig(kubeconfig, name, extra string) string {
+// kubeRunnerConfig is a two-replica deployment and a benchmark measuring it from a runner
+// Job; access is both resources' pod_access, "" for the default (the API server's pod proxy).
+func kubeRunnerConfig(kubeconfig, name, access, extra string) string {
+	line := ""
+	if access != "" {
+		line = fmt.Sprintf("pod_access = %q", access)
+	}
 	return fmt.Sprintf(`
 provider "llmserve" {
   kubernetes {
@@ -321,7 +327,7 @@ resource "llmserve_inference_deployment" "doubles" {
   accelerator_count    = 1
   node_selector        = { type = "kwok" }
   tolerations          = [{ key = "kwok.x-k8s.io/node", operator = "Exists", effect = "NoSchedule" }]
-  pod_access           = "pod_network"
+  %[4]s
   readiness_timeout    = "2m"
 }
 
@@ -340,18 +346,21 @@ resource "llmserve_capacity_benchmark" "inside" {
       image         = "ghcr.io/llmserve/llmserve-runner:test"
       node_selector = { type = "kwok" }
       tolerations   = [{ key = "kwok.x-k8s.io/node", operator = "Exists", effect = "NoSchedule" }]
-      pod_access    = "pod_network"
+      %[4]s
     }
   }
 %[3]s
 }
-`, kubeconfig, name, extra)
+`, kubeconfig, name, extra, line)
 }
 
 // A deployment of two replicas behind a ClusterIP Service, measured from a runner Job in its
 // namespace: the runner reaches the Service's cluster IP and waits for idle and flushes every
 // replica's pod IP before every trial, from inside the cluster network; the provider follows
-// it through the API server and removes its Job and Secret once it has the result.
+// it through the API server and removes its Job and Secret once it has the result. Both
+// resources use the default pod_access, the API server's pod proxy: the deployment's readiness
+// completions and the provider's reads of the runner go through it (the pod IPs are outside
+// 127/8, which the API server refuses to proxy to: scripts/kube-controlplane.sh).
 func TestAccInferenceDeployment_runner(t *testing.T) {
 	kubeconfig, cs := kubeTestEnv(t)
 	engines := startKubeDoubles(t, cs, "default")
@@ -368,11 +377,14 @@ func TestAccInferenceDeployment_runner(t *testing.T) {
 			return runnerJobsGone(cs, "default")
 		},
 		Steps: []resource.TestStep{{
-			Config: kubeRunnerConfig(kubeconfig, name, `  api_key       = "`+runnerAPIKey+`"
+			Config: kubeRunnerConfig(kubeconfig, name, "", `  api_key       = "`+runnerAPIKey+`"
   admin_api_key = "`+runnerAdminKey+`"`),
 			ConfigStateChecks: []statecheck.StateCheck{
 				statecheck.ExpectKnownValue(bench, tfjsonpath.New("api_key"), knownvalue.Null()),
 				statecheck.ExpectKnownValue(bench, tfjsonpath.New("admin_api_key"), knownvalue.Null()),
+				statecheck.ExpectKnownValue(dep, tfjsonpath.New("pod_access"), knownvalue.StringExact("api_proxy")),
+				// Unset: the runner is read through the API server's pod proxy (its default).
+				statecheck.ExpectKnownValue(bench, tfjsonpath.New("runner").AtMapKey("kubernetes").AtMapKey("pod_access"), knownvalue.Null()),
 				statecheck.ExpectKnownValue(dep, tfjsonpath.New("endpoint"), knownvalue.StringRegexp(regexp.MustCompile(`^http://127\.0\.96\.\d+:30000$`))),
 				statecheck.ExpectKnownValue(dep, tfjsonpath.New("replica_endpoints"), listInto{&endpoints}),
 				statecheck.ExpectKnownValue(bench, tfjsonpath.New("results_json"), perPodProof{engines: engines, endpoints: &endpoints, trials: 2}),
@@ -593,7 +605,7 @@ func TestAccInferenceDeployment_runnerInterrupted(t *testing.T) {
 	}
 	// The deployment, applied once; each case measures it from a directory of its own.
 	depDir := t.TempDir()
-	tfFile(depDir, strings.SplitN(kubeRunnerConfig(kubeconfig, name, ""), `resource "llmserve_capacity_benchmark"`, 2)[0]+`
+	tfFile(depDir, strings.SplitN(kubeRunnerConfig(kubeconfig, name, "pod_network", ""), `resource "llmserve_capacity_benchmark"`, 2)[0]+`
 output "endpoint" { value = llmserve_inference_deployment.doubles.endpoint }
 output "replicas" { value = llmserve_inference_deployment.doubles.replica_endpoints }
 output "model" { value = llmserve_inference_deployment.doubles.served_model_name }

@@ -29,7 +29,8 @@ import (
 const kubeAccResource = "llmserve_inference_deployment.tiny"
 
 // kubeAccConfig is a llama.cpp deployment of the tiny model on the kwok nodes' fake GPUs.
-// pod_network: the API server refuses to proxy to the loopback pod IPs this cluster uses.
+// pod_network: the direct path these tests share with the per-pod flush; the API server's
+// pod proxy (the default) is what TestAccInferenceDeployment_runner goes through.
 func kubeAccConfig(kubeconfig, name string, replicas, gpus int, extra string) string {
 	return fmt.Sprintf(`
 provider "llmserve" {
