@@ -7,7 +7,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"os"
 	"time"
 
 	"github.com/hashicorp/terraform-plugin-framework-validators/stringvalidator"
@@ -149,39 +148,10 @@ func (p kubernetesPlace) run(ctx context.Context, cfg capacity.Config, files cap
 	if err != nil {
 		return capacity.Report{}, err
 	}
-	mirror, err := runner.OpenMirror(cfg, files.ProgressFile, files.ProgressLog, files.Say)
-	if err != nil {
-		return capacity.Report{}, err
-	}
-	defer mirror.Close()
-	var seed []byte
-	if files.ProgressFile != "" {
-		seed, _ = os.ReadFile(files.ProgressFile) // absent: a first run
-	}
-	out, err := k.Run(ctx, runner.Job{
-		Spec:             runnerSpec(cfg),
-		Seed:             seed,
-		Event:            mirror.Event,
-		Note:             mirror.Line,
-		RecordsDirectory: cfg.RecordsDirectory,
-	}, cfg.Endpoint)
-	if err != nil {
-		return capacity.Report{}, err
-	}
-	journal := "the journal of the runner Job " + k.Namespace + "/" + out.Container
-	if files.ProgressFile != "" {
-		journal += " (mirrored in " + files.ProgressFile + ")"
-	}
-	rep, err := out.Result.Report(journal)
-	if rep.Document != nil {
-		rep.Document.Runner = &results.Runner{Kind: "kubernetes", Host: k.Cluster.Host(), Network: out.Network}
-	}
-	if err == nil {
-		if cerr := mirror.Complete(); cerr != nil {
-			mirror.Line(fmt.Sprintf("cannot mark the run complete in the progress file %s: %v", files.ProgressFile, cerr))
-		}
-	}
-	return rep, err
+	return runOnRunner(cfg, files, func(job runner.Job) (runner.Outcome, string, *results.Runner, error) {
+		out, err := k.Run(ctx, job, cfg.Endpoint)
+		return out, "the runner Job " + k.Namespace + "/" + out.Container, &results.Runner{Kind: "kubernetes", Host: k.Cluster.Host(), Network: out.Network}, err
+	})
 }
 
 // remove removes the benchmark's runner Jobs (destroy).

@@ -8,7 +8,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"os"
+	"io/fs"
 	"time"
 
 	"github.com/hashicorp/terraform-plugin-framework/path"
@@ -20,6 +20,7 @@ import (
 	"github.com/hashicorp/terraform-plugin-framework/types"
 
 	"github.com/llmserve/terraform-provider-llmserve/internal/capacity"
+	"github.com/llmserve/terraform-provider-llmserve/internal/localfile"
 	"github.com/llmserve/terraform-provider-llmserve/internal/results"
 	"github.com/llmserve/terraform-provider-llmserve/internal/runner"
 )
@@ -138,6 +139,17 @@ func (p dockerPlace) run(ctx context.Context, cfg capacity.Config, files capacit
 	if err != nil {
 		return capacity.Report{}, err
 	}
+	return runOnRunner(cfg, files, func(job runner.Job) (runner.Outcome, string, *results.Runner, error) {
+		job.Target = p.container
+		out, err := d.Run(ctx, job)
+		return out, "the runner container " + shortContainer(out.Container), &results.Runner{Kind: "docker", Host: d.Host, Network: out.Network}, err
+	})
+}
+
+// runOnRunner is a run on either runner backend: the progress mirror, the journal the runner
+// resumes from (progress_file, read as the local run reads it), the job that start runs and
+// waits for, and the report with where the load ran (start names the runner and its place).
+func runOnRunner(cfg capacity.Config, files capacity.Files, start func(runner.Job) (runner.Outcome, string, *results.Runner, error)) (capacity.Report, error) {
 	mirror, err := runner.OpenMirror(cfg, files.ProgressFile, files.ProgressLog, files.Say)
 	if err != nil {
 		return capacity.Report{}, err
@@ -145,10 +157,15 @@ func (p dockerPlace) run(ctx context.Context, cfg capacity.Config, files capacit
 	defer mirror.Close()
 	var seed []byte
 	if files.ProgressFile != "" {
-		seed, _ = os.ReadFile(files.ProgressFile) // absent: a first run
+		seed, err = localfile.ReadFile(files.ProgressFile, capacity.JournalFile)
+		if errors.Is(err, fs.ErrNotExist) {
+			seed, err = nil, nil // a first run
+		}
+		if err != nil {
+			return capacity.Report{}, fmt.Errorf("progress_file: %w", err)
+		}
 	}
-	out, err := d.Run(ctx, runner.Job{
-		Target:           p.container,
+	out, name, where, err := start(runner.Job{
 		Spec:             runnerSpec(cfg),
 		Seed:             seed,
 		Event:            mirror.Event,
@@ -158,13 +175,13 @@ func (p dockerPlace) run(ctx context.Context, cfg capacity.Config, files capacit
 	if err != nil {
 		return capacity.Report{}, err
 	}
-	journal := "the journal of the runner container " + shortContainer(out.Container)
+	journal := "the journal of " + name
 	if files.ProgressFile != "" {
 		journal += " (mirrored in " + files.ProgressFile + ")"
 	}
 	rep, err := out.Result.Report(journal)
 	if rep.Document != nil {
-		rep.Document.Runner = &results.Runner{Kind: "docker", Host: d.Host, Network: out.Network}
+		rep.Document.Runner = where
 	}
 	if err == nil {
 		if cerr := mirror.Complete(); cerr != nil {
