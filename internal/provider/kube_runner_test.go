@@ -68,39 +68,14 @@ type runnerProc struct {
 	stopped   atomic.Bool
 }
 
-var kubeRunnerBinary struct {
-	sync.Mutex
-	path string
-}
-
-// buildKubeRunnerBinary is the provider binary built as the release builds it (static,
-// CGO_ENABLED=0), once per test process; LLMSERVE_RUNNER_BINARY names a prebuilt one.
+// buildKubeRunnerBinary is the runner program the pods run: LLMSERVE_RUNNER_BINARY when it
+// names a prebuilt one, else buildRunnerBinary's.
 func buildKubeRunnerBinary(t *testing.T) string {
 	t.Helper()
 	if p := os.Getenv(runner.BinaryEnv); p != "" {
 		return p
 	}
-	kubeRunnerBinary.Lock()
-	defer kubeRunnerBinary.Unlock()
-	if kubeRunnerBinary.path == "" {
-		// In the module's git-ignored cache, so test runs leave no binaries behind in /tmp.
-		dir, err := filepath.Abs(filepath.Join("..", "..", ".cache", "kube-runner"))
-		if err == nil {
-			err = os.MkdirAll(dir, 0o755)
-		}
-		if err != nil {
-			t.Fatal(err)
-		}
-		bin := filepath.Join(dir, "terraform-provider-llmserve")
-		cmd := exec.Command("go", "build", "-trimpath", "-o", bin, ".")
-		cmd.Dir = filepath.Join("..", "..")
-		cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
-		if out, err := cmd.CombinedOutput(); err != nil {
-			t.Fatalf("building the runner binary: %v\n%s", err, out)
-		}
-		kubeRunnerBinary.path = bin
-	}
-	return kubeRunnerBinary.path
+	return buildRunnerBinary(t)
 }
 
 func startKubeRunners(t *testing.T, cs k8s.Interface, ns string) *kubeRunners {

@@ -27,19 +27,23 @@ import (
 	"github.com/llmserve/terraform-provider-llmserve/internal/runner"
 )
 
-// The runner binary is the provider built as the release builds it (static, CGO_ENABLED=0),
-// once per test process: the in-process provider of resource.Test is the test binary.
+// runnerBinary is the provider built as the release builds it (static, CGO_ENABLED=0), once
+// per test process (the in-process provider of resource.Test is the test binary), into the
+// module's git-ignored cache so that test runs leave no binaries behind in /tmp.
 var runnerBinary struct {
 	sync.Mutex
 	path string
 }
 
-func testAccRunnerBinary(t *testing.T, b *docker.Backend) string {
+func buildRunnerBinary(t *testing.T) string {
 	t.Helper()
 	runnerBinary.Lock()
 	defer runnerBinary.Unlock()
 	if runnerBinary.path == "" {
-		dir, err := os.MkdirTemp("", "llmserve-runner-bin")
+		dir, err := filepath.Abs(filepath.Join("..", "..", ".cache", "runner-bin"))
+		if err == nil {
+			err = os.MkdirAll(dir, 0o755)
+		}
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -52,6 +56,14 @@ func testAccRunnerBinary(t *testing.T, b *docker.Backend) string {
 		}
 		runnerBinary.path = bin
 	}
+	return runnerBinary.path
+}
+
+// testAccRunnerBinary is buildRunnerBinary's program; the runner image the engine builds from
+// it is removed when the test ends.
+func testAccRunnerBinary(t *testing.T, b *docker.Backend) string {
+	t.Helper()
+	bin := buildRunnerBinary(t)
 	// The image built from it is this test's to remove.
 	t.Cleanup(func() {
 		imgs, err := b.Client().ImageList(context.Background(), image.ListOptions{Filters: filters.NewArgs(filters.Arg("label", runner.KindLabel+"=docker"))})
@@ -62,7 +74,7 @@ func testAccRunnerBinary(t *testing.T, b *docker.Backend) string {
 			_, _ = b.Client().ImageRemove(context.Background(), im.ID, image.RemoveOptions{Force: true, PruneChildren: true})
 		}
 	})
-	return runnerBinary.path
+	return bin
 }
 
 // quietServerArgs is the two-slot simulated engine (simengine.TwoSlotModel: boundary at
