@@ -37,8 +37,10 @@ esac
 # Comma-separated, as debootstrap --include takes them.
 LLAMACPP_PACKAGES="${LLAMACPP_PACKAGES:-$llamacpp_default_packages}"
 LLAMACPP_ROOTFS="${LLAMACPP_ROOTFS:-$LLAMACPP_REPO_ROOT/.cache/llamacpp${llamacpp_suffix}-rootfs}"
-# Shared by the variants: the second one downloads only what the first did not.
-LLAMACPP_DEB_CACHE="${LLAMACPP_DEB_CACHE:-$LLAMACPP_REPO_ROOT/.cache/debootstrap-debs}"
+# Shared by the variants: the second one downloads only what the first did not. Outside
+# the repository, beside the other tools (LLMSERVE_TOOLS_CACHE), keyed by suite: a fresh
+# clone on a machine that built once downloads nothing (about 150 MB otherwise).
+LLAMACPP_DEB_CACHE="${LLAMACPP_DEB_CACHE:-${LLMSERVE_TOOLS_CACHE:-/var/cache/llmserve-tools}/debootstrap-debs-$LLAMACPP_SUITE}"
 LLAMACPP_IMAGE_REPO="${LLAMACPP_IMAGE_REPO:-llmserve/llamacpp${llamacpp_suffix}}"
 LLAMACPP_SERVER_BIN="/usr/bin/llama-server"
 LLAMACPP_VULKAN_BACKEND="/usr/lib/x86_64-linux-gnu/ggml/backends0/libggml-vulkan.so"
