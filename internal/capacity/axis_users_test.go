@@ -51,7 +51,7 @@ func TestRunUsersFindsSaturation(t *testing.T) {
 		if tr.Users < 1 || tr.Concurrency != 0 || c == nil {
 			t.Fatalf("trial %+v lacks its users or conversations", tr)
 		}
-		if tr.Kind == "confirmation" && (c.MeasuredTurns != 12 || c.LaterTurnCachedPercent < 50 || c.TurnsCachedBeyondHistory != 0 || c.InFlightPeak < 1) {
+		if tr.Kind == "confirmation" && (c.MeasuredTurns != 12 || c.LaterTurnCachedPercent == nil || *c.LaterTurnCachedPercent < 50 || c.TurnsCachedBeyondHistory != 0 || c.InFlightPeak < 1) {
 			t.Errorf("users %d: conversations %+v", tr.Users, *c)
 		}
 	}
@@ -77,7 +77,7 @@ func TestRunUsersFindsSaturation(t *testing.T) {
 	}
 	for _, tr := range w.PassingTrials {
 		t.Logf("passing %d users: first turns p95 %.0f ms, later turns p95 %.0f ms, %.0f %% of later prompts cached", tr.Users,
-			tr.Conversations.FirstTurnTTFTP95Ms, tr.Conversations.LaterTurnTTFTP95Ms, tr.Conversations.LaterTurnCachedPercent)
+			tr.Conversations.FirstTurnTTFTP95Ms, tr.Conversations.LaterTurnTTFTP95Ms, *tr.Conversations.LaterTurnCachedPercent)
 	}
 }
 

@@ -85,9 +85,9 @@ func Conversations(records []load.RequestResult, own, shared int) results.Conver
 	if len(later) > 0 {
 		c.LaterTurnTTFTP50Ms, c.LaterTurnTTFTP95Ms = mustPercentile(later, 50), mustPercentile(later, 95)
 	}
-	c.LaterTurnCachedPercent = -1
 	if reported && prompt > 0 {
-		c.LaterTurnCachedPercent = 100 * float64(cached) / float64(prompt)
+		p := 100 * float64(cached) / float64(prompt)
+		c.LaterTurnCachedPercent = &p
 	}
 	c.InFlightMean, c.InFlightPeak = res.InFlight()
 	return c

@@ -43,9 +43,13 @@ func TestConversations(t *testing.T) {
 		// 2-3 s one request, 3-4 s one, 4-5 s two, 5-6 s one: mean 5/4, peak 2.
 		InFlightMean: 1.25, InFlightPeak: 2,
 		ContextTokensMax:         1056,
-		LaterTurnCachedPercent:   100 * float64(603+835) / float64(818+1040),
+		LaterTurnCachedPercent:   ptr(100 * float64(603+835) / float64(818+1040)),
 		TurnsCachedBeyondHistory: 2,
 	}
+	if got.LaterTurnCachedPercent == nil || *got.LaterTurnCachedPercent != *want.LaterTurnCachedPercent {
+		t.Errorf("later turns cached %v, want %v", got.LaterTurnCachedPercent, *want.LaterTurnCachedPercent)
+	}
+	got.LaterTurnCachedPercent, want.LaterTurnCachedPercent = nil, nil
 	if got != want {
 		t.Errorf("got  %+v\nwant %+v", got, want)
 	}
@@ -53,7 +57,9 @@ func TestConversations(t *testing.T) {
 	for i := range res.Requests {
 		res.Requests[i].CachedTokens = nil
 	}
-	if got := Conversations(res.Requests, 190, 413); got.LaterTurnCachedPercent != -1 || got.TurnsCachedBeyondHistory != 0 {
+	if got := Conversations(res.Requests, 190, 413); got.LaterTurnCachedPercent != nil || got.TurnsCachedBeyondHistory != 0 {
 		t.Errorf("without cached tokens: %+v", got)
 	}
 }
+
+func ptr[T any](v T) *T { return &v }

@@ -112,6 +112,9 @@ func (r *reader) nonNegative(p string, n *node) {
 			if k == "backlog_growth" {
 				continue // an open-loop trial's backlog may shrink: a fitted slope, of either sign
 			}
+			if v := n.vals[i]; k == "later_turn_cached_percent" && v.kind == kindNumber && v.text == legacyUnknownCachedPercent {
+				continue // "unknown" in documents written before the key was optional
+			}
 			r.nonNegative(joinKey(p, k), n.vals[i])
 		}
 	case kindArray:

@@ -314,7 +314,10 @@ func (r *reader) trial(o *object) Trial {
 	o.optionalValue("users", &t.Users)
 	if v, p := o.optional("conversations"); v != nil {
 		if co := r.asObject(p, v); co != nil {
-			c := plainBlock[ConversationTrial](co)
+			var c ConversationTrial
+			co.plain(&c)
+			c.LaterTurnCachedPercent = r.cachedPercent(co)
+			co.finish()
 			t.Conversations = &c
 		}
 	}
@@ -555,4 +558,27 @@ func (r *reader) acceleratorFigures(o *object) AcceleratorFigures {
 	}
 	o.finish()
 	return f
+}
+
+// legacyUnknownCachedPercent is what documents written before later_turn_cached_percent was
+// optional hold for "the server did not say".
+const legacyUnknownCachedPercent = "-1"
+
+// cachedPercent reads a users trial's later_turn_cached_percent: nil when absent, null or the
+// legacy -1 (kept as written, so such a document round-trips byte for byte), a share of at
+// most 100 otherwise.
+func (r *reader) cachedPercent(co *object) *float64 {
+	v, p := co.optional("later_turn_cached_percent")
+	if v == nil {
+		return nil
+	}
+	if v.kind == kindNumber && v.text == legacyUnknownCachedPercent {
+		co.keepAsWritten("later_turn_cached_percent")
+		return nil
+	}
+	f := r.num(p, v)
+	if f > 100 {
+		r.fail(p, "%s %% is more than the whole prompt; a share of cached tokens is at most 100", v.text)
+	}
+	return &f
 }

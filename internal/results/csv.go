@@ -133,8 +133,8 @@ func conversationCells(t Trial) []string {
 	}
 	f, i := formatFloat, strconv.Itoa
 	cached := ""
-	if c.LaterTurnCachedPercent >= 0 {
-		cached = f(c.LaterTurnCachedPercent)
+	if p := c.LaterTurnCachedPercent; p != nil {
+		cached = f(*p)
 	}
 	return []string{optional(float64(t.Users)), f(c.FirstTurnTTFTP50Ms), f(c.FirstTurnTTFTP95Ms), f(c.LaterTurnTTFTP50Ms), f(c.LaterTurnTTFTP95Ms),
 		f(c.InFlightMean), i(c.InFlightPeak), i(c.ContextTokensMax), cached, i(c.TurnsCachedBeyondHistory)}

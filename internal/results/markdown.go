@@ -373,8 +373,8 @@ func writeConversations(b *strings.Builder, ax Axis, trials []SideTrial) {
 			continue
 		}
 		cached := "not reported"
-		if c.LaterTurnCachedPercent >= 0 {
-			cached = fixed(c.LaterTurnCachedPercent, 1) + " %"
+		if p := c.LaterTurnCachedPercent; p != nil {
+			cached = fixed(*p, 1) + " %"
 		}
 		fmt.Fprintf(b, "| %s | %s | %d | %d | %d (%d) | %s / %s | %s / %s | %s | %s / %d | %d | %d |\n",
 			st.Side, levelCell(ax, st), st.Trial.Trial, st.Trial.Users, c.MeasuredTurns, c.FirstTurns,

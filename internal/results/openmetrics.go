@@ -258,7 +258,10 @@ func openMetrics(d *Document, stamp string) string {
 			conv("llmserve_trial_context_tokens_max", always(func(c *ConversationTrial) float64 { return float64(c.ContextTokensMax) })))
 		each("llmserve_trial_later_turn_cached_ratio", "Share of the later turns' prompt tokens the server served from its prefix cache.",
 			conv("llmserve_trial_later_turn_cached_ratio", func(c *ConversationTrial) (float64, bool) {
-				return c.LaterTurnCachedPercent / 100, c.LaterTurnCachedPercent >= 0
+				if p := c.LaterTurnCachedPercent; p != nil {
+					return *p / 100, true
+				}
+				return 0, false
 			}))
 		each("llmserve_trial_turns_cached_beyond_history", "Measured turns that found more cached prompt tokens than their own conversation could hold (a measurement fault).",
 			conv("llmserve_trial_turns_cached_beyond_history", always(func(c *ConversationTrial) float64 { return float64(c.TurnsCachedBeyondHistory) })))

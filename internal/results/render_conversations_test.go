@@ -2,6 +2,7 @@ package results
 
 import (
 	"encoding/csv"
+	"reflect"
 	"strings"
 	"testing"
 )
@@ -17,7 +18,7 @@ func usersDocument(t *testing.T) (*Document, *ConversationTrial) {
 	w := &d.Workloads[0]
 	conv := &ConversationTrial{MeasuredTurns: 12, FirstTurns: 4, FirstTurnTTFTP50Ms: 2417, FirstTurnTTFTP95Ms: 3735,
 		LaterTurnTTFTP50Ms: 1413, LaterTurnTTFTP95Ms: 3056, InFlightMean: 1.82, InFlightPeak: 2, ContextTokensMax: 1303,
-		LaterTurnCachedPercent: 73.2, TurnsCachedBeyondHistory: 0}
+		LaterTurnCachedPercent: ptr(73.2), TurnsCachedBeyondHistory: 0}
 	first := true
 	for _, ts := range [][]Trial{w.AllTrials, w.PassingTrials, w.FailingTrials} {
 		for i := range ts {
@@ -56,7 +57,7 @@ func TestUsersSearchRenders(t *testing.T) {
 	if got := *w.MaximumPassingUsers; got != 4 || *w.FirstFailingUsers != 5 || w.MaximumPassingConcurrency != nil {
 		t.Fatalf("boundary %v / %v users, concurrency %v", w.MaximumPassingUsers, w.FirstFailingUsers, w.MaximumPassingConcurrency)
 	}
-	if got := *w.PassingTrials[0].Conversations; got != *conv {
+	if got := *w.PassingTrials[0].Conversations; !reflect.DeepEqual(got, *conv) {
 		t.Fatalf("conversations %+v", got)
 	}
 	if mp, ff := w.BoundaryText(); mp != "4" || ff != "5" {
@@ -137,3 +138,5 @@ func TestUsersSearchRenders(t *testing.T) {
 		t.Errorf("a users boundary its trials contradict was read: %v", err)
 	}
 }
+
+func ptr[T any](v T) *T { return &v }

@@ -314,8 +314,11 @@ type ConversationTrial struct {
 	// tokens as the server counted them.
 	ContextTokensMax int `json:"context_tokens_max"`
 	// LaterTurnCachedPercent is the share of later turns' prompt tokens the server said it
-	// served from its prefix cache; -1 when the server did not say.
-	LaterTurnCachedPercent float64 `json:"later_turn_cached_percent"`
+	// served from its prefix cache; absent when it is unknown: the server did not say (vLLM
+	// leaves out a cached count of 0, as does any engine with its prefix cache off) or no
+	// later turn was measured. Documents written before it was optional hold -1 for unknown;
+	// they read as absent and are written back as they were.
+	LaterTurnCachedPercent *float64 `json:"later_turn_cached_percent,omitempty"`
 	// TurnsCachedBeyondHistory is the warm-cache proof: measured turns for which the server
 	// reported more cached prompt tokens than the conversation's own history (and, for a
 	// first turn, the prefix every conversation shares) could hold. Conversations are unique,
