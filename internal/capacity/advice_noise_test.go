@@ -122,6 +122,12 @@ func TestHostLoadWarns(t *testing.T) {
 	if h == nil || h.CPUs != 2 || h.LoadAvg1mStart != 0.5 || h.LoadAvg1mEnd != 3.1 || h.BusyPercent != 75 || h.StealPercent != 25 {
 		t.Fatalf("host %+v", h)
 	}
+	// iowait ran backwards by 50 ticks while 60 were stolen: 10 ticks passed in all. The
+	// figures stay within what a results document may hold (100 % busy, steal within it).
+	backwards := sampleHostAt(proc("0.50 0.40 0.30 1/100 42\n", "cpu  100 0 50 800 0 0 0 60 0 0\ncpu0 50 0 25 400 0 0 0 30 0 0\ncpu1 50 0 25 400 0 0 0 30 0 0\n"))
+	if h := hostLoad(start, backwards); h == nil || h.BusyPercent != 100 || h.StealPercent != 100 {
+		t.Errorf("host with a counter running backwards %+v, want 100 %% busy and 100 %% steal", h)
+	}
 	if hostLoad(start, sampleHostAt(t.TempDir())) != nil {
 		t.Error("a /proc that cannot be read gives a host block")
 	}

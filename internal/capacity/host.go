@@ -76,12 +76,16 @@ func hostLoad(start, end hostSample) *results.HostLoad {
 		return nil
 	}
 	ticks := float64(end.total - start.total)
+	// A counter that ran backwards (iowait may) reads as 0 and one beyond the total as all
+	// of it, so the figures stay what a results document may hold: busy and steal within
+	// 0–100 %, steal within busy.
 	pct := func(a, b uint64) float64 {
 		if b < a {
 			return 0
 		}
-		return 100 * float64(b-a) / ticks
+		return min(100*float64(b-a)/ticks, 100)
 	}
+	busy := 100 - pct(start.idle, end.idle)
 	return &results.HostLoad{CPUs: end.cpus, LoadAvg1mStart: start.load1, LoadAvg1mEnd: end.load1,
-		BusyPercent: 100 - pct(start.idle, end.idle), StealPercent: pct(start.steal, end.steal)}
+		BusyPercent: busy, StealPercent: min(pct(start.steal, end.steal), busy)}
 }

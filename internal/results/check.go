@@ -2,6 +2,7 @@ package results
 
 import (
 	"math"
+	"slices"
 	"strconv"
 	"strings"
 	"unicode"
@@ -174,6 +175,134 @@ func (r *reader) checkFace(d *Document) {
 				r.checkTrialFace(tp, objectives, t)
 			}
 		}
+		r.checkDisagreements(p, objectives, w)
+	}
+}
+
+// checkDisagreements refuses a trial_disagreements entry that the workload's own trials do
+// not bear out: an objective the document does not have, a level on another axis or where
+// no two confirmation trials ran, trials that did not run there, values that are not those
+// trials' own, intervals that overlap or are out of order. A reader believes the entry only
+// as far as the trials it names; compare() prints its spread in percent of low.
+func (r *reader) checkDisagreements(p string, objectives []SLO, w Workload) {
+	if len(w.TrialDisagreements) == 0 {
+		return
+	}
+	ax := w.Axis()
+	levels := noiseLevels(w)
+	var keys []string
+	for _, s := range objectives {
+		if noiseObjective(s) {
+			keys = append(keys, strconv.Quote(s.Key()))
+		}
+	}
+	for i, d := range w.TrialDisagreements {
+		dp := joinIndex(joinKey(p, "trial_disagreements"), i)
+		var obj *SLO
+		for k, s := range objectives {
+			if noiseObjective(s) && s.Key() == d.Objective {
+				obj = &objectives[k]
+			}
+		}
+		if obj == nil {
+			r.fail(joinKey(dp, "objective"), "%s is not a percentile objective of this document; its objectives with an interval are: %s",
+				strconv.QuoteToASCII(d.Objective), orNone(strings.Join(keys, ", ")))
+		}
+		if !(d.Low > 0) {
+			r.fail(joinKey(dp, "low"), "%s is not above 0: the spread is in percent of the lowest trial's value, and a measured percentile is positive", formatFloat(d.Low))
+		}
+		if !(d.High > d.Low) {
+			r.fail(joinKey(dp, "high"), "%s is not above low %s: high is the highest confirmation trial's value", formatFloat(d.High), formatFloat(d.Low))
+		}
+		switch {
+		case outOfOrder(d.Low, d.LowUpper):
+			r.fail(joinKey(dp, "low_upper"), "%s is below low %s: the lowest trial's interval holds its own value", formatFloat(d.LowUpper), formatFloat(d.Low))
+		case outOfOrder(d.HighLower, d.High):
+			r.fail(joinKey(dp, "high_lower"), "%s is above high %s: the highest trial's interval holds its own value", formatFloat(d.HighLower), formatFloat(d.High))
+		case !(d.LowUpper < d.HighLower):
+			r.fail(joinKey(dp, "high_lower"), "%s is not above low_upper %s: trials disagree only where their intervals do not overlap", formatFloat(d.HighLower), formatFloat(d.LowUpper))
+		}
+		if d.LowTrial == d.HighTrial {
+			r.fail(joinKey(dp, "high_trial"), "%d is low_trial too: a disagreement is between two confirmation trials", d.HighTrial)
+		}
+		lv := d.levels(ax)
+		for _, o := range lv[1:] {
+			if o.at != 0 {
+				r.fail(joinKey(dp, o.key), "%s is set, but workload %s was searched by %s: a disagreement's level is a %s", formatFloat(o.at), strconv.QuoteToASCII(w.Label), ax.Name(), lv[0].key)
+			}
+		}
+		lp := joinKey(dp, lv[0].key)
+		li := slices.IndexFunc(levels, func(l *noiseLevel) bool { return l.at == lv[0].at })
+		if li < 0 || len(levels[li].trials) < 2 {
+			r.fail(lp, "%s: no two confirmation trials of workload %s ran at this level (levels with two or more: %s)",
+				formatFloat(lv[0].at), strconv.QuoteToASCII(w.Label), orNone(noiseLevelList(levels)))
+			continue
+		}
+		l := levels[li]
+		var ns []int
+		for _, side := range []struct {
+			key   string
+			trial int
+			value float64
+		}{{"low", d.LowTrial, d.Low}, {"high", d.HighTrial, d.High}} {
+			ti := slices.IndexFunc(l.trials, func(t Trial) bool { return t.Trial == side.trial })
+			if ti < 0 {
+				r.fail(joinKey(dp, side.key+"_trial"), "%d is not a confirmation trial that finished all its requests at %s", side.trial, ax.Text(l.at))
+				continue
+			}
+			if obj == nil {
+				continue
+			}
+			e, ok := estimateNoise(*obj, l.trials[ti])
+			switch {
+			case !ok:
+				r.fail(joinKey(dp, side.key+"_trial"), "trial %d at %s records no %s with an interval", side.trial, ax.Text(l.at), d.Objective)
+			case outOfOrder(side.value, e.v) || outOfOrder(e.v, side.value):
+				r.fail(joinKey(dp, side.key), "%s is not trial %d's %s at %s, which is %s", formatFloat(side.value), side.trial, d.Objective, ax.Text(l.at), formatFloat(e.v))
+			default:
+				ns = append(ns, e.n)
+			}
+		}
+		if len(ns) == 2 && d.Requests != min(ns[0], ns[1]) {
+			r.fail(joinKey(dp, "requests"), "%d is not the fewer successful measured requests of trials %d and %d (%d)", d.Requests, d.LowTrial, d.HighTrial, min(ns[0], ns[1]))
+		}
+	}
+}
+
+func noiseLevelList(levels []*noiseLevel) string {
+	var out []string
+	for _, l := range levels {
+		if len(l.trials) >= 2 {
+			out = append(out, formatFloat(l.at))
+		}
+	}
+	return strings.Join(out, ", ")
+}
+
+func orNone(s string) string {
+	if s == "" {
+		return "none"
+	}
+	return s
+}
+
+// checkHost refuses a load generator's machine no /proc can describe: fewer than one CPU, a
+// share of the CPUs' time above 100 %, more time stolen than was busy (steal is not idle).
+// Negative figures are nonNegative's.
+func (r *reader) checkHost(p string, h HostLoad) {
+	if h.CPUs < 1 {
+		r.fail(joinKey(p, "cpus"), "%d: the machine that ran the load had at least one CPU", h.CPUs)
+	}
+	for _, f := range []struct {
+		key string
+		v   float64
+	}{{"busy_percent", h.BusyPercent}, {"steal_percent", h.StealPercent}} {
+		if outOfOrder(f.v, 100) {
+			r.fail(joinKey(p, f.key), "%s is above 100: it is a share of all CPUs' time", formatFloat(f.v))
+		}
+	}
+	if outOfOrder(h.StealPercent, h.BusyPercent) {
+		r.fail(joinKey(p, "steal_percent"), "%s is above busy_percent %s: time a hypervisor took is time the CPUs were not idle", formatFloat(h.StealPercent), formatFloat(h.BusyPercent))
 	}
 }
 
@@ -237,6 +366,9 @@ func (r *reader) checkTrialFace(p string, objectives []SLO, t Trial) {
 		for k, w := range a.Warnings {
 			r.printable(joinIndex(joinKey(p, "accelerators.warnings"), k), w)
 		}
+	}
+	if t.Host != nil {
+		r.checkHost(joinKey(p, "host"), *t.Host)
 	}
 	if t.Server != nil {
 		r.printable(joinKey(p, "server.source"), t.Server.Source)

@@ -60,13 +60,53 @@ const noiseZ = 1.96
 // percentile objective, where those trials disagree beyond their size (see
 // TrialDisagreement), in the order of the levels and the objectives. Trials with failed
 // requests or stopped early are left out: their values are not estimates from n requests.
+// A lowest value of 0 or below is left out too: the spread is in percent of it.
 func Disagreements(objectives []SLO, w Workload) []TrialDisagreement {
 	ax := w.Axis()
-	type level struct {
-		at     float64
-		trials []Trial
+	var out []TrialDisagreement
+	for _, l := range noiseLevels(w) {
+		if len(l.trials) < 2 {
+			continue
+		}
+		for _, s := range objectives {
+			if !noiseObjective(s) {
+				continue
+			}
+			var ests []noiseEstimate
+			for _, t := range l.trials {
+				if e, ok := estimateNoise(s, t); ok {
+					ests = append(ests, e)
+				}
+			}
+			if len(ests) < 2 {
+				continue
+			}
+			low := slices.MinFunc(ests, func(a, b noiseEstimate) int { return cmpFloat(a.v, b.v) })
+			high := slices.MaxFunc(ests, func(a, b noiseEstimate) int { return cmpFloat(a.v, b.v) })
+			if !(low.hi < high.lo) || !(low.v > 0) {
+				continue
+			}
+			d := TrialDisagreement{Objective: s.Key(), Low: low.v, High: high.v, LowTrial: low.t.Trial, HighTrial: high.t.Trial,
+				LowUpper: low.hi, HighLower: high.lo, Requests: min(low.n, high.n)}
+			d.setLevel(ax, l.at)
+			out = append(out, d)
+		}
 	}
-	var levels []*level
+	return out
+}
+
+// noiseLevel is one level of a workload with the confirmation trials Disagreements reads there.
+type noiseLevel struct {
+	at     float64
+	trials []Trial
+}
+
+// noiseLevels is every level of w with its confirmation trials that finished all their
+// requests, in the order of the levels: the trials Disagreements compares and the check of a
+// document's trial_disagreements looks up.
+func noiseLevels(w Workload) []*noiseLevel {
+	ax := w.Axis()
+	var levels []*noiseLevel
 	add := func(st SideTrial) {
 		t := st.Trial
 		if t.Kind == "probe" || t.StoppedEarly || t.Correctness.Errors > 0 {
@@ -76,9 +116,9 @@ func Disagreements(objectives []SLO, w Workload) []TrialDisagreement {
 		if !ok {
 			return
 		}
-		i := slices.IndexFunc(levels, func(l *level) bool { return l.at == at })
+		i := slices.IndexFunc(levels, func(l *noiseLevel) bool { return l.at == at })
 		if i < 0 {
-			levels = append(levels, &level{at: at})
+			levels = append(levels, &noiseLevel{at: at})
 			i = len(levels) - 1
 		}
 		levels[i].trials = append(levels[i].trials, t)
@@ -92,64 +132,88 @@ func Disagreements(objectives []SLO, w Workload) []TrialDisagreement {
 			add(st)
 		}
 	}
-	slices.SortStableFunc(levels, func(a, b *level) int { return cmpFloat(a.at, b.at) })
-	var out []TrialDisagreement
-	for _, l := range levels {
-		if len(l.trials) < 2 {
-			continue
-		}
-		for _, s := range objectives {
-			m := s.Info()
-			if m.PerTrial || m.stats == nil || !(s.Percentile > 0 && s.Percentile < 100) {
-				continue
-			}
-			type est struct {
-				t         Trial
-				v, lo, hi float64
-				n         int
-			}
-			var ests []est
-			for _, t := range l.trials {
-				st := m.stats(t)
-				n := t.Correctness.ProfilingRecords - t.Correctness.Errors
-				if st == nil || n < 2 {
-					continue
-				}
-				v, ok := st.Percentile(s.Percentile)
-				if !ok {
-					continue
-				}
-				p := s.Percentile / 100
-				half := noiseZ * math.Sqrt(p*(1-p)/float64(n))
-				lo, okLo := st.quantile(p - half)
-				hi, okHi := st.quantile(p + half)
-				if !okLo || !okHi {
-					continue
-				}
-				ests = append(ests, est{t: t, v: v, lo: lo, hi: hi, n: n})
-			}
-			if len(ests) < 2 {
-				continue
-			}
-			low := slices.MinFunc(ests, func(a, b est) int { return cmpFloat(a.v, b.v) })
-			high := slices.MaxFunc(ests, func(a, b est) int { return cmpFloat(a.v, b.v) })
-			if !(low.hi < high.lo) {
-				continue
-			}
-			d := TrialDisagreement{Objective: s.Key(), Low: low.v, High: high.v, LowTrial: low.t.Trial, HighTrial: high.t.Trial,
-				LowUpper: low.hi, HighLower: high.lo, Requests: min(low.n, high.n)}
-			switch ax.(type) {
-			case speedupAxis:
-				d.Speedup = l.at
-			case rateAxis:
-				d.RequestRate = l.at
-			default:
-				d.Concurrency = int(l.at)
-			}
-			out = append(out, d)
-		}
+	slices.SortStableFunc(levels, func(a, b *noiseLevel) int { return cmpFloat(a.at, b.at) })
+	return levels
+}
+
+// noiseObjective reports whether s is an objective Disagreements judges: a percentile below
+// 100 of a metric with a distribution.
+func noiseObjective(s SLO) bool {
+	m := s.Info()
+	return !m.PerTrial && m.stats != nil && s.Percentile > 0 && s.Percentile < 100
+}
+
+// noiseEstimate is one trial's value of an objective, the 95 % interval around it and the
+// successful requests it comes from.
+type noiseEstimate struct {
+	t         Trial
+	v, lo, hi float64
+	n         int
+}
+
+func estimateNoise(s SLO, t Trial) (noiseEstimate, bool) {
+	st := s.Info().stats(t)
+	n := t.Correctness.ProfilingRecords - t.Correctness.Errors
+	if st == nil || n < 2 {
+		return noiseEstimate{}, false
 	}
-	return out
+	v, ok := st.Percentile(s.Percentile)
+	if !ok {
+		return noiseEstimate{}, false
+	}
+	p := s.Percentile / 100
+	half := noiseZ * math.Sqrt(p*(1-p)/float64(n))
+	lo, okLo := st.quantile(p - half)
+	hi, okHi := st.quantile(p + half)
+	if !okLo || !okHi {
+		return noiseEstimate{}, false
+	}
+	return noiseEstimate{t: t, v: v, lo: lo, hi: hi, n: n}, true
+}
+
+func (d *TrialDisagreement) setLevel(ax Axis, at float64) {
+	switch ax.(type) {
+	case speedupAxis:
+		d.Speedup = at
+	case rateAxis:
+		d.RequestRate = at
+	default:
+		d.Concurrency = int(at)
+	}
+}
+
+// disagreementLevel is one of a TrialDisagreement's level keys and its value.
+type disagreementLevel struct {
+	key string
+	at  float64
+}
+
+// levels is d's level keys and values, the one its axis uses first (disagreementLevelKey).
+func (d TrialDisagreement) levels(ax Axis) []disagreementLevel {
+	all := []disagreementLevel{{"concurrency", float64(d.Concurrency)}, {"request_rate", d.RequestRate}, {"speedup", d.Speedup}}
+	want := disagreementLevelKey(ax)
+	slices.SortStableFunc(all, func(a, b disagreementLevel) int {
+		switch {
+		case a.key == want:
+			return -1
+		case b.key == want:
+			return 1
+		}
+		return 0
+	})
+	return all
+}
+
+// disagreementLevelKey is the key of the TrialDisagreement field that holds a level of ax:
+// users count as concurrency there, as the search's levels do.
+func disagreementLevelKey(ax Axis) string {
+	switch ax.(type) {
+	case speedupAxis:
+		return "speedup"
+	case rateAxis:
+		return "request_rate"
+	}
+	return "concurrency"
 }
 
 func cmpFloat(a, b float64) int {
