@@ -217,6 +217,11 @@ func objectiveText(slos []results.SLO, r results.SLOResult, bound bool) string {
 	}
 	at := ""
 	if bound {
+		// A probe cut short before any request finished knows no bound at all: "≥ 0 ms"
+		// reads as a measurement.
+		if r.Value <= 0 {
+			return fmt.Sprintf("%s unknown: stopped before a request finished (limit %s %s %s) %s", name, comparisonSymbol(o.Comparison), trimFloat(o.ThresholdMs), m.Unit, verdict)
+		}
 		at = "≥ "
 	}
 	return fmt.Sprintf("%s %s%s %s (limit %s %s %s) %s", name, at, trimFloat(math.Round(r.Value*10)/10), m.Unit, comparisonSymbol(o.Comparison), trimFloat(o.ThresholdMs), m.Unit, verdict)

@@ -94,3 +94,17 @@ func BenchmarkRemainingRateTrials(b *testing.B) {
 		remainingRateTrials(cfg, done)
 	}
 }
+
+// A probe stopped before any request finished knows no value: it says so, where it used to
+// read "p95 TTFT ≥ 0 ms". One stopped with finished requests keeps its lower bound.
+func TestStoppedProbeObjectiveText(t *testing.T) {
+	t.Parallel()
+	slos := []results.SLO{{Metric: "time_to_first_token", Percentile: 95, ThresholdMs: 1500, Comparison: results.StrictlyLessThan}}
+	got := objectiveText(slos, results.SLOResult{Metric: "time_to_first_token", Percentile: 95, Value: 0}, true)
+	if want := "p95 TTFT unknown: stopped before a request finished (limit < 1500 ms) missed"; got != want {
+		t.Errorf("no request finished: %q, want %q", got, want)
+	}
+	if got := objectiveText(slos, results.SLOResult{Metric: "time_to_first_token", Percentile: 95, Value: 1612.34}, true); got != "p95 TTFT ≥ 1612.3 ms (limit < 1500 ms) missed" {
+		t.Errorf("with a bound: %q", got)
+	}
+}
