@@ -3,15 +3,13 @@ package runner
 import (
 	"archive/tar"
 	"bufio"
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"os"
-	"path"
-	"path/filepath"
-	"sort"
 	"strings"
 	"sync"
 	"time"
@@ -74,11 +72,6 @@ type Outcome struct {
 // journal (died, stopped); runners of the same server with another key are removed. The run
 // itself goes on when ctx ends (a *DetachedError); the next Run of the same job finds it.
 func (d *Docker) Run(ctx context.Context, job Job) (Outcome, error) {
-	note := func(s string) {
-		if job.Note != nil {
-			job.Note(time.Now().UTC().Format("15:04:05") + "  runner: " + s)
-		}
-	}
 	target, err := d.Cli.ContainerInspect(ctx, job.Target)
 	if err != nil {
 		if cerrdefs.IsNotFound(err) {
@@ -90,110 +83,70 @@ func (d *Docker) Run(ctx context.Context, job Job) (Outcome, error) {
 		return Outcome{}, fmt.Errorf("runner.docker.container: the server container %s is not running (%s); the runner shares its network, so start it first", short(target.ID), stateOf(target))
 	}
 	out := Outcome{Network: "container:" + target.ID}
-	key := job.Spec.Key()
-
-	same, err := d.runners(ctx, target.ID, key, note)
-	if err != nil {
-		return out, err
-	}
-	var seed []byte
-	var old string
-	if len(same) > 0 {
-		c := same[0]
-		out.Container = c.ID
-		if c.State == "running" {
-			note(fmt.Sprintf("attached to runner %s, measuring since %s", short(c.ID), time.Unix(c.Created, 0).UTC().Format("15:04:05")))
-			return d.follow(ctx, job, out)
-		}
-		res, ok, err := d.readResult(ctx, c.ID)
-		if err != nil {
-			return out, err
-		}
-		if ok && res.Stopped == nil {
-			note(fmt.Sprintf("collected the result of runner %s, which finished while no apply was following it", short(c.ID)))
-			return d.follow(ctx, job, out)
-		}
-		// Died, or stopped part-way: its journal is where the next runner starts.
-		seed, _, err = d.readFile(ctx, c.ID, JournalPath)
-		if err != nil {
-			return out, err
-		}
-		old = c.ID
-		note(fmt.Sprintf("runner %s ended before its result; a new runner resumes from its journal", short(c.ID)))
-	}
-	if seed == nil {
-		seed = job.Seed
-	}
-	id, err := d.start(ctx, job, out.Network, target.ID, key, seed)
-	if err != nil {
-		if outOfDisk(err) {
-			return out, &DiskFullError{Host: d.Host, Ended: old, Err: err}
-		}
-		return out, err
-	}
-	out.Container = id
-	if old != "" {
-		if err := d.remove(ctx, old, 0); err != nil {
-			note(fmt.Sprintf("could not remove the ended runner %s: %v", short(old), err))
-		}
-	}
-	note(fmt.Sprintf("started runner %s on %s in the network of the server container %s", short(id), d.Host, short(target.ID)))
-	return d.follow(ctx, job, out)
+	return run(ctx, &dockerRunners{d: d, target: target.ID, network: out.Network}, job, out)
 }
 
-// runners lists the runners of the server, removes those of other keys and returns those
-// of this key, newest first.
-func (d *Docker) runners(ctx context.Context, target, key string, note func(string)) ([]container.Summary, error) {
-	cs, err := d.Cli.ContainerList(ctx, container.ListOptions{All: true, Filters: filters.NewArgs(
-		filters.Arg("label", KindLabel+"=docker"), filters.Arg("label", TargetLabel+"="+target))})
-	if err != nil {
-		return nil, d.wrap(err, "listing the runners of the server container %s", short(target))
-	}
-	var same []container.Summary
-	for _, c := range cs {
-		if c.Labels[KeyLabel] == key {
-			same = append(same, c)
-			continue
-		}
-		// One server, one measurement at a time: two would load it together and both be wrong.
-		if err := d.remove(ctx, c.ID, stopGrace); err != nil {
-			return nil, err
-		}
-		note(fmt.Sprintf("stopped and removed runner %s of another configuration", short(c.ID)))
-	}
-	sort.Slice(same, func(i, j int) bool { return same[i].Created > same[j].Created })
-	for _, c := range same[min(1, len(same)):] {
-		if err := d.remove(ctx, c.ID, stopGrace); err != nil {
-			return nil, err
-		}
-	}
-	return same[:min(1, len(same))], nil
+// dockerRunners is the Backend of the runner containers of one server container: each shares
+// its network namespace, and is reached and removed through the engine.
+type dockerRunners struct {
+	d               *Docker
+	target, network string
 }
 
-// start creates and starts a runner; a runner that cannot be started is removed again.
-func (d *Docker) start(ctx context.Context, job Job, network, target, key string, seed []byte) (string, error) {
+func (b *dockerRunners) process(c container.Summary) Process {
+	return Process{ID: c.ID, Key: c.Labels[KeyLabel], Created: time.Unix(c.Created, 0), Running: c.State == "running",
+		Name: "runner " + short(c.ID)}
+}
+
+// Runners lists the runner containers of the server container.
+func (b *dockerRunners) Runners(ctx context.Context) ([]Process, error) {
+	cs, err := b.d.Cli.ContainerList(ctx, container.ListOptions{All: true, Filters: filters.NewArgs(
+		filters.Arg("label", KindLabel+"=docker"), filters.Arg("label", TargetLabel+"="+b.target))})
+	if err != nil {
+		return nil, b.d.wrap(err, "listing the runners of the server container %s", short(b.target))
+	}
+	out := make([]Process, len(cs))
+	for i, c := range cs {
+		out[i] = b.process(c)
+	}
+	return out, nil
+}
+
+// Start creates and starts a runner; a runner that cannot be started is removed again.
+func (b *dockerRunners) Start(ctx context.Context, job Job, seed []byte) (Process, error) {
+	d := b.d
+	p, err := b.start(ctx, job, seed)
+	if outOfDisk(err) {
+		return p, &DiskFullError{Host: d.Host, Err: err}
+	}
+	return p, err
+}
+
+func (b *dockerRunners) start(ctx context.Context, job Job, seed []byte) (Process, error) {
+	d := b.d
 	img, err := d.image(ctx)
 	if err != nil {
-		return "", err
+		return Process{}, err
 	}
 	spec, err := json.Marshal(job.Spec)
 	if err != nil {
-		return "", fmt.Errorf("encoding the runner's spec: %w", err)
+		return Process{}, fmt.Errorf("encoding the runner's spec: %w", err)
 	}
-	labels := map[string]string{KindLabel: "docker", TargetLabel: target, KeyLabel: key, deploy.ManagedLabel: "true"}
+	key := job.Spec.Key()
+	labels := map[string]string{KindLabel: "docker", TargetLabel: b.target, KeyLabel: key, deploy.ManagedLabel: "true"}
 	created, err := d.Cli.ContainerCreate(ctx,
 		&container.Config{Image: img, Cmd: []string{"runner", SpecPath}, Labels: labels},
-		&container.HostConfig{NetworkMode: container.NetworkMode(network)}, nil, nil, "")
+		&container.HostConfig{NetworkMode: container.NetworkMode(b.network)}, nil, nil, "")
 	if err != nil {
-		return "", d.wrap(err, "creating the runner container from image %s", img)
+		return Process{}, d.wrap(err, "creating the runner container from image %s", img)
 	}
-	fail := func(err error) (string, error) {
+	fail := func(err error) (Process, error) {
 		rmCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), time.Minute)
 		defer cancel()
 		if rmErr := d.remove(rmCtx, created.ID, 0); rmErr != nil {
-			return "", errors.Join(err, fmt.Errorf("the runner container %s is left: remove it with docker rm -f %s: %w", short(created.ID), short(created.ID), rmErr))
+			return Process{}, errors.Join(err, fmt.Errorf("the runner container %s is left: remove it with docker rm -f %s: %w", short(created.ID), short(created.ID), rmErr))
 		}
-		return "", err
+		return Process{}, err
 	}
 	files := []deploy.File{{Path: SpecPath, Content: spec, Mode: 0o400}}
 	if len(seed) > 0 {
@@ -205,12 +158,13 @@ func (d *Docker) start(ctx context.Context, job Job, network, target, key string
 	if err := d.Cli.ContainerStart(ctx, created.ID, container.StartOptions{}); err != nil {
 		return fail(d.wrap(err, "starting the runner container (image %s)", img))
 	}
-	return created.ID, nil
+	return Process{ID: created.ID, Key: key, Created: time.Now(), Running: true, Name: "runner " + short(created.ID),
+		Place: fmt.Sprintf("on %s in the network of the server container %s", d.Host, short(b.target))}, nil
 }
 
-// follow streams the runner's events to job.Event until it exits, then reads its end.
-func (d *Docker) follow(ctx context.Context, job Job, out Outcome) (Outcome, error) {
-	id := out.Container
+// Follow streams the runner's events to job.Event until it exits, then reads its end.
+func (b *dockerRunners) Follow(ctx context.Context, p Process, job Job) (Result, error) {
+	d, id := b.d, p.ID
 	logCtx, stopLogs := context.WithCancel(ctx)
 	defer stopLogs()
 	var stderr tailBuffer
@@ -226,11 +180,11 @@ func (d *Docker) follow(ctx context.Context, job Job, out Outcome) (Outcome, err
 		exit = st.StatusCode
 	case err := <-errCh:
 		if ctx.Err() != nil {
-			return out, &DetachedError{Container: id, Host: d.Host, TimedOut: errors.Is(ctx.Err(), context.DeadlineExceeded)}
+			return Result{}, &DetachedError{Container: id, Host: d.Host, TimedOut: errors.Is(ctx.Err(), context.DeadlineExceeded)}
 		}
-		return out, &EngineLostError{Container: id, Host: d.Host, Err: err}
+		return Result{}, &EngineLostError{Container: id, Host: d.Host, Err: err}
 	case err := <-lost:
-		return out, &EngineLostError{Container: id, Host: d.Host, Err: err}
+		return Result{}, &EngineLostError{Container: id, Host: d.Host, Err: err}
 	}
 	// The log stream ends with the container; the last events may still be on their way.
 	select {
@@ -242,27 +196,42 @@ func (d *Docker) follow(ctx context.Context, job Job, out Outcome) (Outcome, err
 	case <-time.After(5 * time.Second):
 		stopLogs()
 	}
-
-	res, ok, err := d.readResult(ctx, id)
+	res, ok, err := readResult(ctx, b, p)
 	if err != nil {
-		return out, err
+		return res, err
 	}
 	if !ok {
-		return out, d.died(ctx, job, id, exit, stderr.String())
+		return res, b.died(ctx, job, p, exit, stderr.String())
 	}
-	out.Result = res
-	if res.Stopped != nil && res.Stopped.Kept > 0 {
-		return out, nil // kept: its journal is where the next apply resumes
-	}
-	if res.Error == "" && res.Stopped == nil && job.RecordsDirectory != "" {
-		if err := d.copyRecords(ctx, id, job.RecordsDirectory); err != nil {
-			return out, fmt.Errorf("the run finished, but its records could not be copied back from runner %s (kept; apply again to collect them): %w", short(id), err)
+	return res, nil
+}
+
+// Open copies one file out of the runner container.
+func (b *dockerRunners) Open(ctx context.Context, p Process, f File) (io.ReadCloser, bool, error) {
+	if f == RecordsArchive {
+		rc, _, err := b.d.Cli.CopyFromContainer(ctx, p.ID, RecordsPath)
+		if cerrdefs.IsNotFound(err) {
+			return nil, false, nil
 		}
+		if err != nil {
+			return nil, false, b.d.wrap(err, "reading the records of runner %s", short(p.ID))
+		}
+		return rc, true, nil
 	}
-	if err := d.remove(ctx, id, 0); err != nil {
-		return out, err
+	path := ResultPath
+	if f == JournalFile {
+		path = JournalPath
 	}
-	return out, nil
+	raw, ok, err := b.d.readFile(ctx, p.ID, path)
+	if err != nil || !ok {
+		return nil, ok, err
+	}
+	return io.NopCloser(bytes.NewReader(raw)), true, nil
+}
+
+// Remove stops (after grace) and removes a runner container.
+func (b *dockerRunners) Remove(ctx context.Context, p Process, grace time.Duration) error {
+	return b.d.remove(ctx, p.ID, grace)
 }
 
 // The engine is asked whether it still answers every engineCheckEvery while a runner is
@@ -312,7 +281,8 @@ func outOfDisk(err error) bool {
 
 // died says what happened to a runner that ended without a result, and keeps it only when
 // its journal holds trials to resume from.
-func (d *Docker) died(ctx context.Context, job Job, id string, exit int64, stderr string) error {
+func (b *dockerRunners) died(ctx context.Context, job Job, p Process, exit int64, stderr string) error {
+	d, id := b.d, p.ID
 	e := &DiedError{Container: id, Host: d.Host, ExitCode: exit, Stderr: strings.TrimSpace(stderr)}
 	if ci, err := d.Cli.ContainerInspect(ctx, id); err == nil && ci.State != nil {
 		e.OOMKilled = ci.State.OOMKilled
@@ -376,21 +346,6 @@ func (d *Docker) stream(ctx context.Context, id string, event func(Event), stder
 	return sc.Err()
 }
 
-func (d *Docker) readResult(ctx context.Context, id string) (Result, bool, error) {
-	raw, ok, err := d.readFile(ctx, id, ResultPath)
-	if err != nil || !ok {
-		return Result{}, false, err
-	}
-	var res Result
-	if err := json.Unmarshal(raw, &res); err != nil {
-		return Result{}, false, fmt.Errorf("the result in runner %s does not parse: %w", short(id), err)
-	}
-	return res, true, nil
-}
-
-// maxFileBytes bounds a file read back from a runner: a journal of full trials is megabytes.
-const maxFileBytes = 256 << 20
-
 // readFile copies one file out of a container; false when it does not exist.
 func (d *Docker) readFile(ctx context.Context, id, p string) ([]byte, bool, error) {
 	rc, _, err := d.Cli.CopyFromContainer(ctx, id, p)
@@ -410,77 +365,6 @@ func (d *Docker) readFile(ctx context.Context, id, p string) ([]byte, bool, erro
 		return nil, false, fmt.Errorf("reading %s from runner %s: %w", p, short(id), err)
 	}
 	return data, true, nil
-}
-
-// copyRecords copies the runner's records directory into dir (records_directory).
-func (d *Docker) copyRecords(ctx context.Context, id, dir string) error {
-	rc, _, err := d.Cli.CopyFromContainer(ctx, id, RecordsPath)
-	if cerrdefs.IsNotFound(err) {
-		return nil // no trial was measured: nothing recorded
-	}
-	if err != nil {
-		return d.wrap(err, "reading the records of runner %s", short(id))
-	}
-	defer rc.Close()
-	return extractRecords(rc, dir)
-}
-
-// extractRecords writes the regular files of a records archive (its names start with the
-// directory's own name) into dir, confined to it: the records' relative paths (records_file)
-// are kept as the runner wrote them, a symbolic link found in dir where a record goes is
-// replaced by the record, and a link to a directory outside dir is refused, never followed.
-func extractRecords(r io.Reader, dir string) error {
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return fmt.Errorf("records_directory %s: %w", dir, err)
-	}
-	root, err := os.OpenRoot(dir)
-	if err != nil {
-		return fmt.Errorf("records_directory %s: %w", dir, err)
-	}
-	defer root.Close()
-	tr := tar.NewReader(r)
-	for {
-		h, err := tr.Next()
-		if err == io.EOF {
-			return nil
-		}
-		if err != nil {
-			return err
-		}
-		if h.Typeflag != tar.TypeReg {
-			continue
-		}
-		_, rel, _ := strings.Cut(path.Clean(h.Name), "/")
-		if rel == "" || !filepath.IsLocal(filepath.FromSlash(rel)) {
-			continue
-		}
-		name := filepath.FromSlash(rel)
-		if err := writeRecord(root, name, io.LimitReader(tr, maxFileBytes)); err != nil {
-			return fmt.Errorf("records_directory %s: %s: %w", dir, rel, err)
-		}
-	}
-}
-
-// writeRecord writes one record below root. Whatever is at name is replaced, not written
-// through: a symbolic link planted there is removed, and the file is created anew (O_EXCL).
-func writeRecord(root *os.Root, name string, r io.Reader) error {
-	if parent := filepath.Dir(name); parent != "." {
-		if err := root.MkdirAll(parent, 0o755); err != nil {
-			return err
-		}
-	}
-	if err := root.Remove(name); err != nil && !errors.Is(err, os.ErrNotExist) {
-		return err
-	}
-	f, err := root.OpenFile(name, os.O_CREATE|os.O_EXCL|os.O_WRONLY, 0o644)
-	if err != nil {
-		return err
-	}
-	_, err = io.Copy(f, r)
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	return err
 }
 
 // writeFiles copies files into a created container.

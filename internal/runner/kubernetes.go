@@ -12,7 +12,6 @@ import (
 	"fmt"
 	"io"
 	"net/http"
-	"sort"
 	"strconv"
 	"strings"
 	"time"
@@ -74,70 +73,84 @@ func Target(endpoint string) string {
 // from its journal (stopped part-way); Jobs measuring the same endpoint with another key are
 // stopped and removed. The Job goes on when ctx ends (a *KubeDetachedError).
 func (k *Kubernetes) Run(ctx context.Context, job Job, endpoint string) (Outcome, error) {
-	note := func(s string) {
-		if job.Note != nil {
-			job.Note(time.Now().UTC().Format("15:04:05") + "  runner: " + s)
-		}
-	}
 	out := Outcome{Network: "the pod network of namespace " + k.Namespace}
-	key, target := job.Spec.Key(), Target(endpoint)
-	jobs, err := k.jobs(ctx, KindLabel+"=kubernetes,"+TargetLabel+"="+target)
-	if err != nil {
-		return out, k.wrap(ctx, err, "list", "jobs.batch")
+	return run(ctx, &kubeRunners{k: k, target: Target(endpoint)}, job, out)
+}
+
+// kubeRunners is the Backend of the runner Jobs of one endpoint in the namespace: each is
+// reached through its pod's HTTP server (runner serve), through the API server's pod proxy
+// or the pod network.
+type kubeRunners struct {
+	k      *Kubernetes
+	target string
+}
+
+func (b *kubeRunners) process(j batchv1.Job) Process {
+	return Process{ID: j.Name, Key: j.Labels[KeyLabel], Created: j.CreationTimestamp.Time, Running: !jobEnded(j),
+		Name: "runner Job " + b.k.Namespace + "/" + j.Name}
+}
+
+// jobEnded: the Job controller gave up on it (or it completed, which a runner never does by
+// itself: it serves its result until it is removed).
+func jobEnded(j batchv1.Job) bool {
+	for _, c := range j.Status.Conditions {
+		if (c.Type == batchv1.JobFailed || c.Type == batchv1.JobComplete) && c.Status == corev1.ConditionTrue {
+			return true
+		}
 	}
-	var same []batchv1.Job
+	return false
+}
+
+// Runners lists the runner Jobs measuring the endpoint; Jobs being deleted are gone already.
+func (b *kubeRunners) Runners(ctx context.Context) ([]Process, error) {
+	jobs, err := b.k.jobs(ctx, KindLabel+"=kubernetes,"+TargetLabel+"="+b.target)
+	if err != nil {
+		return nil, b.k.wrap(ctx, err, "list", "jobs.batch")
+	}
+	var out []Process
 	for _, j := range jobs {
-		if j.Labels[KeyLabel] == key && j.DeletionTimestamp == nil {
-			same = append(same, j)
-			continue
-		}
-		if err := k.remove(ctx, j.Name); err != nil {
-			return out, err
-		}
-		note(fmt.Sprintf("stopped and removed runner Job %s of another configuration", j.Name))
-	}
-	sort.Slice(same, func(i, j int) bool { return same[j].CreationTimestamp.Before(&same[i].CreationTimestamp) })
-	for _, j := range same[min(1, len(same)):] {
-		if err := k.remove(ctx, j.Name); err != nil {
-			return out, err
+		if j.DeletionTimestamp == nil {
+			out = append(out, b.process(j))
 		}
 	}
-	seed := job.Seed
-	if len(same) > 0 {
-		j := same[0]
-		out.Container = j.Name
-		pod, _, err := k.pod(ctx, j.Name)
-		if err != nil {
-			return out, err
-		}
-		res, ok := Result{}, false
-		if pod != nil && pod.Status.Phase == corev1.PodRunning && pod.Status.PodIP != "" {
-			res, ok = k.result(ctx, *pod)
-		}
-		switch {
-		case !ok:
-			note(fmt.Sprintf("attached to runner Job %s in %s, measuring since %s", j.Name, k.Namespace, j.CreationTimestamp.UTC().Format("15:04:05")))
-			return k.follow(ctx, job, out)
-		case res.Stopped == nil:
-			note(fmt.Sprintf("collected the result of runner Job %s, which finished while no apply was following it", j.Name))
-			return k.follow(ctx, job, out)
-		}
-		// Stopped part-way: its journal is where the next runner starts.
-		if raw, ok := k.get(ctx, *pod, "/journal"); ok && len(raw) > 0 {
-			seed = raw
-		}
-		if err := k.remove(ctx, j.Name); err != nil {
-			return out, err
-		}
-		note(fmt.Sprintf("runner Job %s stopped before its result; a new runner resumes from its journal", j.Name))
-	}
-	name, err := k.start(ctx, job, key, target, seed)
+	return out, nil
+}
+
+func (b *kubeRunners) Start(ctx context.Context, job Job, seed []byte) (Process, error) {
+	key := job.Spec.Key()
+	name, err := b.k.start(ctx, job, key, b.target, seed)
 	if err != nil {
-		return out, err
+		return Process{}, err
 	}
-	out.Container = name
-	note(fmt.Sprintf("started runner Job %s in namespace %s (image %s)", name, k.Namespace, k.Image))
-	return k.follow(ctx, job, out)
+	return Process{ID: name, Key: key, Created: time.Now(), Running: true, Name: "runner Job " + b.k.Namespace + "/" + name,
+		Place: "(image " + b.k.Image + ")"}, nil
+}
+
+func (b *kubeRunners) Follow(ctx context.Context, p Process, job Job) (Result, error) {
+	return b.k.follow(ctx, job, p.ID)
+}
+
+// Open reads one of the runner's files through its pod's HTTP server; false when its pod
+// is not running or does not answer.
+func (b *kubeRunners) Open(ctx context.Context, p Process, f File) (io.ReadCloser, bool, error) {
+	pod, _, err := b.k.pod(ctx, p.ID)
+	var raw []byte
+	ok := err == nil && pod != nil && pod.Status.Phase == corev1.PodRunning && pod.Status.PodIP != ""
+	if ok {
+		raw, ok = b.k.get(ctx, *pod, map[File]string{ResultFile: resultPath, JournalFile: journalPath, RecordsArchive: recordsPath}[f])
+	}
+	switch {
+	case !ok && f == RecordsArchive:
+		// A finished run always serves its records (an empty archive when none were kept).
+		return nil, false, errors.New("its pod did not serve them")
+	case !ok:
+		return nil, false, nil
+	}
+	return io.NopCloser(bytes.NewReader(raw)), true, nil
+}
+
+func (b *kubeRunners) Remove(ctx context.Context, p Process, _ time.Duration) error {
+	return b.k.remove(ctx, p.ID)
 }
 
 func (k *Kubernetes) jobs(ctx context.Context, selector string) ([]batchv1.Job, error) {
@@ -269,8 +282,7 @@ func (k *Kubernetes) pod(ctx context.Context, name string) (*corev1.Pod, *batchv
 }
 
 // follow reads the runner's events and state every KubePoll until its result is there.
-func (k *Kubernetes) follow(ctx context.Context, job Job, out Outcome) (Outcome, error) {
-	name := out.Container
+func (k *Kubernetes) follow(ctx context.Context, job Job, name string) (Result, error) {
 	var offset int64
 	var unschedulableSince, apiFailingSince time.Time
 	tick := time.NewTicker(KubePoll)
@@ -279,20 +291,20 @@ func (k *Kubernetes) follow(ctx context.Context, job Job, out Outcome) (Outcome,
 		pod, j, err := k.pod(ctx, name)
 		switch {
 		case ctx.Err() != nil:
-			return out, &KubeDetachedError{Job: name, Namespace: k.Namespace, TimedOut: errors.Is(ctx.Err(), context.DeadlineExceeded)}
+			return Result{}, &KubeDetachedError{Job: name, Namespace: k.Namespace, TimedOut: errors.Is(ctx.Err(), context.DeadlineExceeded)}
 		case err != nil:
 			var rbac *RBACError
 			if errors.As(err, &rbac) {
-				return out, err
+				return Result{}, err
 			}
 			if apiFailingSince.IsZero() {
 				apiFailingSince = time.Now()
 			}
 			if bound := cmp.Or(k.apiLostBound, APILostBound); time.Since(apiFailingSince) > bound {
-				return out, &APILostError{Job: name, Namespace: k.Namespace, Host: k.Cluster.Host(), For: bound, Err: err}
+				return Result{}, &APILostError{Job: name, Namespace: k.Namespace, Host: k.Cluster.Host(), For: bound, Err: err}
 			}
 		case j == nil:
-			return out, fmt.Errorf("the runner Job %s/%s was deleted while the apply followed it; apply again to start a new runner (it resumes from progress_file, when set)", k.Namespace, name)
+			return Result{}, fmt.Errorf("the runner Job %s/%s was deleted while the apply followed it; apply again to start a new runner (it resumes from progress_file, when set)", k.Namespace, name)
 		default:
 			apiFailingSince = time.Time{}
 			if pod != nil && pod.Status.Phase == corev1.PodRunning && pod.Status.PodIP != "" {
@@ -302,41 +314,22 @@ func (k *Kubernetes) follow(ctx context.Context, job Job, out Outcome) (Outcome,
 					for next := k.events(ctx, *pod, offset, job.Event); next != offset; next = k.events(ctx, *pod, offset, job.Event) {
 						offset = next
 					}
-					return k.collect(ctx, job, out, *pod, res)
+					return res, nil
 				}
 			}
 			if fault := k.fault(pod, j, &unschedulableSince); fault != nil {
 				if err := k.remove(context.WithoutCancel(ctx), name); err != nil {
-					return out, errors.Join(fault, err)
+					return Result{}, errors.Join(fault, err)
 				}
-				return out, fault
+				return Result{}, fault
 			}
 		}
 		select {
 		case <-ctx.Done():
-			return out, &KubeDetachedError{Job: name, Namespace: k.Namespace, TimedOut: errors.Is(ctx.Err(), context.DeadlineExceeded)}
+			return Result{}, &KubeDetachedError{Job: name, Namespace: k.Namespace, TimedOut: errors.Is(ctx.Err(), context.DeadlineExceeded)}
 		case <-tick.C:
 		}
 	}
-}
-
-// collect finishes a run whose result is there: the records copied back, the Job removed,
-// unless the run stopped with trials kept (its journal is where the next apply resumes).
-func (k *Kubernetes) collect(ctx context.Context, job Job, out Outcome, pod corev1.Pod, res Result) (Outcome, error) {
-	out.Result = res
-	if res.Stopped != nil && res.Stopped.Kept > 0 {
-		return out, nil
-	}
-	if res.Error == "" && res.Stopped == nil && job.RecordsDirectory != "" {
-		raw, ok := k.get(ctx, pod, recordsPath)
-		if !ok {
-			return out, fmt.Errorf("the run finished, but its records could not be read back from runner Job %s/%s (kept; apply again to collect them)", k.Namespace, out.Container)
-		}
-		if err := extractRecords(bytes.NewReader(raw), job.RecordsDirectory); err != nil {
-			return out, fmt.Errorf("the run finished, but its records could not be copied back from runner Job %s/%s (kept; apply again to collect them): %w", k.Namespace, out.Container, err)
-		}
-	}
-	return out, k.remove(ctx, out.Container)
 }
 
 // imageFaults are the waiting reasons of a container that will not start by waiting.

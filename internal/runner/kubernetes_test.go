@@ -76,7 +76,7 @@ func TestKubernetesAPILost(t *testing.T) {
 	}
 	k := &Kubernetes{Cluster: c, Namespace: "llm", apiLostBound: 2 * time.Second}
 	start := time.Now()
-	_, err = k.follow(context.Background(), Job{}, Outcome{Container: "llmserve-runner-abc"})
+	_, err = k.follow(context.Background(), Job{}, "llmserve-runner-abc")
 	var lost *APILostError
 	if !errors.As(err, &lost) {
 		t.Fatalf("follow = %v, want an APILostError", err)

@@ -28,6 +28,7 @@ const (
 	eventsName   = "events.jsonl"
 	eventsPath   = "/events"  // ?offset=N: the events from byte N, whole lines only
 	resultPath   = "/result"  // the Result once the run ended; 404 before
+	journalPath  = "/journal" // the run's journal
 	recordsPath  = "/records" // a tar of the records directory
 	maxEventsGet = 1 << 20
 )
@@ -148,7 +149,7 @@ func serveMux(dir string) *http.ServeMux {
 		w.Header().Set("Content-Type", "application/json")
 		_, _ = w.Write(raw)
 	})
-	mux.HandleFunc("GET /journal", func(w http.ResponseWriter, r *http.Request) {
+	mux.HandleFunc("GET "+journalPath, func(w http.ResponseWriter, r *http.Request) {
 		raw, err := os.ReadFile(filepath.Join(dir, journalName))
 		if err != nil {
 			http.Error(w, "no journal", http.StatusNotFound)
