@@ -27,7 +27,8 @@ model=$(scripts/build-model.sh)
 
 step "provider (dev override)"
 mkdir -p .cache/provider
-go build -o .cache/provider/terraform-provider-llmserve .
+# Static (CGO_ENABLED=0), as the release is, so the binary can also be the benchmark runner.
+CGO_ENABLED=0 go build -o .cache/provider/terraform-provider-llmserve .
 cat >.cache/quickstart.tfrc <<RC
 provider_installation {
   dev_overrides {
