@@ -18,6 +18,11 @@ var ErrNotFound = errors.New("container not found")
 // ErrContainerLeft means a failed launch could not remove its container either.
 var ErrContainerLeft = errors.New("the failed container could not be removed")
 
+// ErrClash means the container could not be created or started because something else on
+// the engine host already holds what it asks for: its name, or its host port. Nothing of
+// this apply is left; the fix is another name or port, not a wait.
+var ErrClash = errors.New("clash on the engine host")
+
 // Backend runs single containers somewhere: a Docker Engine (internal/deploy/docker). It
 // knows nothing of engines; Launch and WaitReady supply that. Kubernetes is not a Backend:
 // its unit is a Deployment of replicas rolled out by the cluster, launched by

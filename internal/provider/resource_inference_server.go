@@ -54,7 +54,11 @@ func (r *inferenceServerResource) Create(ctx context.Context, req resource.Creat
 		if !errors.Is(err, deploy.ErrContainerLeft) {
 			detail += "\n\nThe container this apply created was removed; nothing is left on the engine host."
 		}
-		resp.Diagnostics.AddError("Inference server did not become ready", detail)
+		summary := "Inference server did not become ready"
+		if errors.Is(err, deploy.ErrClash) {
+			summary = "Inference server's name or port is taken"
+		}
+		resp.Diagnostics.AddError(summary, detail)
 		return
 	}
 	resp.Diagnostics.Append(plan.setStatus(ctx, spec, st)...)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"io/fs"
+	"net"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -13,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/docker/docker/api/types/container"
 	"github.com/hashicorp/terraform-plugin-testing/helper/resource"
 	"github.com/hashicorp/terraform-plugin-testing/knownvalue"
 	"github.com/hashicorp/terraform-plugin-testing/plancheck"
@@ -413,5 +415,42 @@ resource "llmserve_inference_server" "test" {
 				Steps:                    []resource.TestStep{{Config: cfg, PlanOnly: true, ExpectError: tt.want}},
 			})
 		})
+	}
+}
+
+// A name another container holds, or a host port another process listens on, is a clash: the
+// diagnostic says so (not "did not become ready"), names what is taken and the fix, and
+// leaves the other container alone.
+func TestAccInferenceServer_clash(t *testing.T) {
+	b := accEngine(t)
+	name := accContainer + "-clash"
+	ctx := context.Background()
+	other, err := b.Client().ContainerCreate(ctx, &container.Config{Image: accImage, Cmd: []string{"/simengine"}, Labels: map[string]string{"llmserve.test": "clash"}}, nil, nil, nil, name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = b.Remove(context.Background(), other.ID, 0) }()
+	// A port a process on the host (here: this test) already listens on.
+	l, err := net.Listen("tcp", "0.0.0.0:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	port := l.Addr().(*net.TCPAddr).Port
+	resource.Test(t, resource.TestCase{
+		ProtoV6ProviderFactories: testAccProtoV6ProviderFactories,
+		Steps: []resource.TestStep{{
+			Config:      testAccInferenceServerConfig(name, ""),
+			ExpectError: regexp.MustCompile(`(?s)name or port is taken.*container\s+name\s+"` + name + `"\s+is\s+taken.*choose\s+another\s+name`),
+		}, {
+			Config:      testAccInferenceServerConfig(name+"-port", fmt.Sprintf("  host_port = %d", port)),
+			ExpectError: regexp.MustCompile(`(?s)name or port is taken.*host\s+port\s+is\s+taken.*choose\s+another\s+host_port`),
+		}},
+	})
+	if st, err := b.Inspect(ctx, name); err != nil || st.ID != other.ID {
+		t.Errorf("the other container: %+v, %v", st, err)
+	}
+	if _, err := b.Inspect(ctx, name+"-port"); !docker.IsNotFound(err) {
+		t.Errorf("the port clash left container %s-port behind (%v)", name, err)
 	}
 }

@@ -90,7 +90,7 @@ func (b *Backend) Create(ctx context.Context, c deploy.Container) (string, error
 	})
 	if err != nil {
 		if strings.Contains(err.Error(), "is already in use") {
-			return "", fmt.Errorf("container name %q is taken on %s; import the existing container (terraform import) or choose another name: %w", c.Name, b.hostURL, err)
+			return "", fmt.Errorf("%w: container name %q is taken on %s; choose another name, or import the existing container (terraform import) or remove it (docker rm -f %s): %w", deploy.ErrClash, c.Name, b.hostURL, c.Name, err)
 		}
 		return "", b.wrap(err, "creating container %q", c.Name)
 	}
@@ -205,6 +205,10 @@ func ToDocker(c deploy.Container) (*container.Config, *container.HostConfig, err
 // Start implements deploy.Backend.
 func (b *Backend) Start(ctx context.Context, id string) error {
 	if err := bounded(ctx, 0, func(ctx context.Context) error { return b.cli.ContainerStart(ctx, id, container.StartOptions{}) }); err != nil {
+		// Docker's words for a host port another process or container holds.
+		if m := err.Error(); strings.Contains(m, "port is already allocated") || strings.Contains(m, "address already in use") {
+			return fmt.Errorf("%w: the host port is taken on %s; choose another host_port (or leave it unset for a free one): %w", deploy.ErrClash, b.hostURL, err)
+		}
 		return b.wrap(err, "starting container %s", id)
 	}
 	return nil
