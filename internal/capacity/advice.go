@@ -74,6 +74,7 @@ func (c Config) ResultWarnings(doc *results.Document) []problem.Problem {
 	}
 	out = append(out, c.shortRateTrials(doc)...)
 	out = append(out, noiseWarnings(doc.Objectives(), doc)...)
+	out = append(out, hostLoadWarnings(doc)...)
 	if warm := WarmCacheTrials(doc); len(warm) > 0 {
 		out = append(out, problem.Problem{Warning: true,
 			Summary: "Prompts were served from a cache that should have been cold",

@@ -59,7 +59,7 @@ func noiseWarnings(objectives []results.SLO, doc *results.Document) []problem.Pr
 				}
 				v := func(x float64) string { return trimFloat(math.Round(x*10)/10) + unit }
 				lines[i] = fmt.Sprintf("at %s, %s was %s in trial %d but %s in trial %d (+%.0f %%; from their %d requests the first lies below %s and the second above %s at 95 %%)",
-					d.LevelText(), d.Objective, v(d.Low), d.LowTrial, v(d.High), d.HighTrial, d.SpreadPercent(), d.Requests, v(d.LowUpper), v(d.HighLower))
+					d.LevelTextOn(w.Axis()), d.Objective, v(d.Low), d.LowTrial, v(d.High), d.HighTrial, d.SpreadPercent(), d.Requests, v(d.LowUpper), v(d.HighLower))
 			}
 			out = append(out, problem.Problem{Path: boundaryPath(w), Warning: true,
 				Summary: fmt.Sprintf("Confirmation trials of workload %q disagree beyond their size", w.Label),

@@ -346,7 +346,7 @@ func recordedNoise(bw, cw results.Workload) []string {
 		if n := len(side.w.TrialDisagreements); n > 0 {
 			d := side.w.TrialDisagreements[0]
 			out = append(out, fmt.Sprintf("the %s's confirmation trials disagree beyond their size at %d level(s) (%s: %s %.0f %% apart)",
-				side.name, n, d.LevelText(), d.Objective, d.SpreadPercent()))
+				side.name, n, d.LevelTextOn(side.w.Axis()), d.Objective, d.SpreadPercent()))
 		}
 		busy := 0
 		for _, t := range side.w.AllTrials {

@@ -53,6 +53,15 @@ func (d TrialDisagreement) LevelText() string {
 	return fmt.Sprintf("concurrency %d", d.Concurrency)
 }
 
+// LevelTextOn names the level as the workload's axis reads it: a users workload's level is
+// its users ("3 users"), stored where a closed-loop level is.
+func (d TrialDisagreement) LevelTextOn(ax Axis) string {
+	if ax.Name() == "users" && d.Speedup == 0 && d.RequestRate == 0 {
+		return fmt.Sprintf("%d %s", d.Concurrency, map[bool]string{true: "user", false: "users"}[d.Concurrency == 1])
+	}
+	return d.LevelText()
+}
+
 // noiseZ is the normal quantile of the two-sided 95 % interval.
 const noiseZ = 1.96
 
