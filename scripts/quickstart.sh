@@ -3,7 +3,12 @@
 # server with its measured SLO capacity, in one terraform apply.
 #
 #   scripts/quickstart.sh apply     set up what is missing, deploy, measure, gate, print
+#   scripts/quickstart.sh remeasure measure again (after a failed gate the result stays in
+#                                   state and a plain apply fails at plan: -replace the benchmark)
 #   scripts/quickstart.sh destroy   remove the container (and forget the result)
+#
+# TF_VAR_name and TF_VAR_host_port pick another container name or host port when another
+# quickstart (or anything else) holds the defaults.
 #
 # The provider is installed through a dev override in a CLI config generated under .cache/,
 # so the user's own Terraform configuration is never touched.
@@ -42,10 +47,25 @@ export TF_CLI_CONFIG_FILE="$root/.cache/quickstart.tfrc"
 
 cd examples/quickstart
 vars=(-var "model_path=$model" -var "image=$image")
+replace=()
 case "$action" in
+remeasure)
+	replace=(-replace=llmserve_capacity_benchmark.tiny)
+	;&
 apply)
 	step "terraform apply (deploy, wait until it generates, measure; follow it with: tail -f examples/quickstart/capacity.progress.log)"
-	"$terraform" apply -auto-approve -input=false "${vars[@]}"
+	if ! "$terraform" apply -auto-approve -input=false "${vars[@]}" "${replace[@]}"; then
+		cat >&2 <<MSG
+
+quickstart: the apply failed (the messages above say why). What recovers:
+  - the gate failed (the server held fewer users than minimum_capacity): measure again with
+      scripts/quickstart.sh remeasure
+    or lower the gate (TF_VAR_minimum_capacity=0 scripts/quickstart.sh apply);
+  - the name or port is taken: TF_VAR_name=llmserve-quickstart-2 TF_VAR_host_port=8081 scripts/quickstart.sh apply;
+  - to remove everything: make quickstart-destroy
+MSG
+		exit 1
+	fi
 	step "capacity per workload (p95 TTFT SLO)"
 	"$terraform" output -json maximum_passing_concurrency
 	"$terraform" output -raw report_markdown
@@ -57,7 +77,7 @@ destroy)
 	rm -f capacity.progress.jsonl capacity.progress.log
 	;;
 *)
-	echo "usage: $0 apply|destroy" >&2
+	echo "usage: $0 apply|remeasure|destroy" >&2
 	exit 2
 	;;
 esac

@@ -17,9 +17,15 @@ variable "model_path" {
 }
 
 variable "name" {
-  description = "Container name; the acceptance test uses its own so a quickstart left running is untouched."
+  description = "Container name (set TF_VAR_name, or -var name=..., when another quickstart holds the default); the acceptance test uses its own so a quickstart left running is untouched."
   type        = string
   default     = "llmserve-quickstart"
+}
+
+variable "host_port" {
+  description = "Host port the server publishes on 127.0.0.1 (null: a free one Docker picks). A port or name another process holds is reported as a clash."
+  type        = number
+  default     = null
 }
 
 variable "image" {
@@ -72,6 +78,7 @@ resource "llmserve_inference_server" "tiny" {
   served_model_name    = "tiny"
   max_running_requests = var.slots
   context_length       = var.slots * 2048 # llama.cpp splits the context between slots
+  host_port            = var.host_port
   readiness_timeout    = "3m"
 }
 
@@ -103,7 +110,10 @@ resource "llmserve_capacity_benchmark" "tiny" {
   lifecycle {
     postcondition {
       condition     = coalesce(self.maximum_passing_concurrency["256 / 32"], 0) >= var.minimum_capacity
-      error_message = "The server holds p95 TTFT < ${var.ttft_p95_ms} ms for fewer than ${var.minimum_capacity} users at 256 in / 32 out."
+      error_message = <<-EOT
+        The server holds p95 TTFT < ${var.ttft_p95_ms} ms for ${coalesce(self.maximum_passing_concurrency["256 / 32"], 0)} ${coalesce(self.maximum_passing_concurrency["256 / 32"], 0) == 1 ? "user" : "users"} at 256 in / 32 out; the gate asks for ${var.minimum_capacity} ${var.minimum_capacity == 1 ? "user" : "users"}. The warnings above say whether the host was busy during the trials that decided it.
+        The result stays in state, so a plain re-apply fails here again. To measure again: terraform apply -replace=llmserve_capacity_benchmark.tiny (from the repository: scripts/quickstart.sh remeasure). To change the gate: -var minimum_capacity=N. To remove everything: make quickstart-destroy.
+      EOT
     }
   }
 }

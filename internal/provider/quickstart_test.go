@@ -5,6 +5,7 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 
@@ -76,6 +77,21 @@ func TestAccQuickstart_llamaCpp(t *testing.T) {
 				statecheck.ExpectKnownOutputValue("maximum_passing_concurrency", knownvalue.MapSizeExact(2)),
 			},
 			Check: resource.ComposeTestCheckFunc(checkQuickstartResults(t, bench, labels), checkProgressLog(progressLog)),
+		}, {
+			// A gate the result cannot meet fails at plan from the result in state (nothing
+			// is measured again), with correct plurals and the exact command that recovers.
+			ConfigFile: config.StaticFile("../../examples/quickstart/main.tf"),
+			ConfigVariables: config.Variables{
+				"name":              config.StringVariable(quickstartContainer),
+				"model_path":        config.StringVariable(model),
+				"image":             config.StringVariable(quickstartImage),
+				"measured_requests": config.IntegerVariable(quickstartMeasured),
+				"progress_file":     config.StringVariable(filepath.Join(t.TempDir(), "progress.jsonl")),
+				"progress_log":      config.StringVariable(progressLog),
+				"minimum_capacity":  config.IntegerVariable(99),
+			},
+			ExpectError: regexp.MustCompile(`(?s)for\s+(1\s+user|[02-9]\s+users)\s+at\s+256\s+in\s+/\s+32\s+out;\s+the\s+gate\s+asks\s+for\s+99\s+users.*` +
+				`terraform\s+apply\s+-replace=llmserve_capacity_benchmark.tiny.*scripts/quickstart.sh\s+remeasure.*make\s+quickstart-destroy`),
 		}},
 	})
 }
