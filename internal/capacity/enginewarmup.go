@@ -14,12 +14,41 @@ package capacity
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
 	"github.com/llmserve/terraform-provider-llmserve/internal/load"
 	"github.com/llmserve/terraform-provider-llmserve/internal/metrics"
 )
+
+// DefaultEngineWarmupRequests is trial.engine_warmup_requests for a benchmark that leaves it
+// out: EngineWarmupOnGPU for a server the provider launched on Vulkan or an Intel GPU (the
+// experiment's accelerator says so), 0 otherwise, and 0 when a workload replays a trace,
+// which has no synthetic prompts to warm up with. On those accelerators the engines build
+// kernels on first use of a shape: llama.cpp's Vulkan backend a pipeline per prefill shape
+// (above), SGLang and vLLM on XPU their Triton kernels per specialization and oneDNN its
+// primitives per shape. A configured value, 0 included, always wins.
+func DefaultEngineWarmupRequests(c Config) int {
+	if c.Experiment == nil || !slices.Contains(warmupAccelerators, c.Experiment.Accelerator) {
+		return 0
+	}
+	for _, w := range c.Workloads {
+		if w.TraceFile != "" {
+			return 0
+		}
+	}
+	return EngineWarmupOnGPU
+}
+
+// EngineWarmupOnGPU is the default warm-up on Vulkan and XPU: the count the lent H200's
+// fresh llama.cpp Vulkan server needed (with 16 requests at each level it held 18 users
+// where it held none cold; 80 requests, 19.4 s in all), and small beside a run's trials
+// (a search of 3 confirmation trials of 64 measured requests sends hundreds).
+const EngineWarmupOnGPU = 16
+
+// warmupAccelerators are the experiment accelerators DefaultEngineWarmupRequests warms up.
+var warmupAccelerators = []string{"vulkan", "xpu"}
 
 // EngineWarmupMaxConcurrency bounds the warm-up's highest concurrency, and
 // engineWarmupUnknownConcurrency is it for a server that does not say how many requests it

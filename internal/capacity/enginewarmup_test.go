@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/llmserve/terraform-provider-llmserve/internal/results"
 	"github.com/llmserve/terraform-provider-llmserve/internal/simengine"
 )
 
@@ -86,5 +87,31 @@ func TestEngineWarmupRefusesATrace(t *testing.T) {
 	if len(probs) != 1 || probs[0].Path.String() != "trial.engine_warmup_requests" || !strings.Contains(probs[0].Detail, "must be 0 when a workload replays a trace") ||
 		!strings.Contains(probs[0].Detail, "workloads[0]") {
 		t.Errorf("problems %+v, want one at trial.engine_warmup_requests naming workloads[0]", probs)
+	}
+}
+
+// Left out, the warm-up is on for a server the provider launched on Vulkan or an Intel GPU
+// (its experiment says so) and off otherwise, and off for a replay, which it cannot warm.
+func TestDefaultEngineWarmupRequests(t *testing.T) {
+	t.Parallel()
+	synthetic := []Workload{{Label: "2K / 64", InputTokens: 2048, OutputTokens: 64}}
+	replay := []Workload{{Label: "trace", TraceFile: "/traces/t.jsonl"}}
+	for _, tc := range []struct {
+		name      string
+		exp       *results.Experiment
+		workloads []Workload
+		want      int
+	}{
+		{"vulkan", &results.Experiment{Accelerator: "vulkan"}, synthetic, 16},
+		{"xpu", &results.Experiment{Accelerator: "xpu"}, synthetic, 16},
+		{"cuda", &results.Experiment{Accelerator: "cuda"}, synthetic, 0},
+		{"cpu", &results.Experiment{Accelerator: "cpu"}, synthetic, 0},
+		{"an experiment from before the accelerator was recorded", &results.Experiment{Hardware: "vulkan"}, synthetic, 0},
+		{"no experiment: an endpoint the provider did not launch", nil, synthetic, 0},
+		{"vulkan replaying a trace", &results.Experiment{Accelerator: "vulkan"}, append(slices.Clone(synthetic), replay...), 0},
+	} {
+		if got := DefaultEngineWarmupRequests(Config{Experiment: tc.exp, Workloads: tc.workloads}); got != tc.want {
+			t.Errorf("%s: %d, want %d", tc.name, got, tc.want)
+		}
 	}
 }

@@ -13,7 +13,6 @@ import (
 	"path"
 	"regexp"
 	"slices"
-	"strings"
 
 	"github.com/llmserve/terraform-provider-llmserve/internal/engine"
 )
@@ -192,15 +191,6 @@ func DefaultDevices(a engine.Accelerator) []string {
 	return nil
 }
 
-// gpuSelectionEnv is the variable gpu_ids sets for a spec: the Vulkan device list for
-// llama.cpp's Vulkan backend (on xpu too), the Level Zero mask for SGLang and vLLM on xpu.
-func gpuSelectionEnv(s engine.Spec) string {
-	if s.UsesVulkan() {
-		return engine.VulkanVisibleDevicesEnv
-	}
-	return XPUAffinityEnv
-}
-
 // NewContainer builds the container that launches the spec. User labels are kept; the provider's
 // own labels are added on top so a user label cannot hide a container from the sweeper.
 func NewContainer(s engine.Spec, p Placement, sec engine.Secrets) (Container, error) {
@@ -277,12 +267,7 @@ func NewContainer(s engine.Spec, p Placement, sec engine.Secrets) (Container, er
 		// SGLang's and vLLM's tensor-parallel ranks exchange tensors through shared memory;
 		// llama.cpp runs in one process.
 		c.IPCHost = !s.UsesVulkan()
-		if len(p.GPUIDs) > 0 {
-			// Every render node stays visible; the Level Zero loader exposes only the masked
-			// devices to SYCL, PyTorch's xpu backend and so to SGLang and vLLM, and ggml's
-			// Vulkan backend only the listed ones to llama.cpp.
-			c.Env[gpuSelectionEnv(s)] = strings.Join(p.GPUIDs, ",")
-		}
+		maps.Copy(c.Env, GPUSelection(s, p.GPUIDs))
 	case engine.CUDA:
 		c.GPURequest = []string{}
 		if len(p.GPUIDs) > 0 {

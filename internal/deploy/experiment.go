@@ -13,7 +13,7 @@ func Experiment(spec engine.Spec, image, imageDigest string, info engine.ServerI
 	exp := results.Experiment{
 		ImageTag: image, ImageDigest: imageDigest, Model: spec.Model, Checkpoint: spec.Revision,
 		Hardware: string(spec.Accelerator), TensorParallelism: spec.TensorParallel,
-		ContextLength: spec.ContextLength,
+		ContextLength: spec.ContextLength, Accelerator: string(orCPU(spec.Accelerator)),
 	}
 	if info.TokenPool != 0 {
 		exp.PhysicalTokenPool = &info.TokenPool

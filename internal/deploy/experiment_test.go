@@ -14,11 +14,14 @@ func TestExperiment(t *testing.T) {
 	if exp.ContextLength != 262144 || exp.PhysicalTokenPool == nil || *exp.PhysicalTokenPool != 262144 {
 		t.Errorf("the server's own context length and pool must win: %+v", exp)
 	}
-	if exp.Hardware != "xpu" || exp.TensorParallelism != 4 || exp.ImageTag != "img:1" || exp.Checkpoint != "r" ||
+	if exp.Hardware != "xpu" || exp.Accelerator != "xpu" || exp.TensorParallelism != 4 || exp.ImageTag != "img:1" || exp.Checkpoint != "r" ||
 		exp.SpeculativeMode == nil || exp.SpeculativeMode.DraftTokens != 8 {
 		t.Errorf("experiment = %+v", exp)
 	}
 	if exp := Experiment(spec, "img:1", "", engine.ServerInfo{}); exp.ContextLength != 8192 || exp.PhysicalTokenPool != nil {
 		t.Errorf("without server info the configured context length stands: %+v", exp)
+	}
+	if exp := Experiment(engine.Spec{Engine: engine.LlamaCpp}, "img:1", "", engine.ServerInfo{}); exp.Accelerator != "cpu" {
+		t.Errorf("a spec without an accelerator runs on the CPU: %q", exp.Accelerator)
 	}
 }

@@ -116,40 +116,7 @@ func (p Placement) Validate(s engine.Spec) []problem.Problem {
 			}
 		}
 	}
-	if len(p.GPUIDs) > 0 && s.Accelerator != engine.CUDA && s.Accelerator != engine.XPU && s.Accelerator != engine.Vulkan {
-		add(attrpath.Root("gpu_ids"), "selects GPUs, which only accelerator = \"cuda\" (NVIDIA), \"xpu\" (Intel) and \"vulkan\" use; with %q it would be ignored. Remove gpu_ids or set the accelerator", orCPU(s.Accelerator))
-	}
-	seen := map[string]int{}
-	for i, id := range p.GPUIDs {
-		f := attrpath.Root("gpu_ids").Index(i)
-		switch {
-		case s.UsesVulkan() && !vulkanDevice.MatchString(id):
-			add(f, "must be a Vulkan device index (\"0\"), in the order the Vulkan loader lists them (vulkaninfo --summary: GPU0, GPU1, …), which llama.cpp reads from %s, got %q", engine.VulkanVisibleDevicesEnv, id)
-			continue
-		case s.Accelerator == engine.XPU && !s.UsesVulkan() && !levelZeroDevice.MatchString(id):
-			add(f, "must be a Level Zero device index (\"0\") or device.sub-device (\"0.1\"), as sycl-ls or xpu-smi discovery number them, got %q", id)
-			continue
-		case s.Accelerator == engine.CUDA && !cudaDevice.MatchString(id):
-			add(f, "must be a GPU index (\"0\") or a GPU or MIG UUID (\"GPU-…\", \"MIG-…\"), as nvidia-smi -L shows them, got %q", id)
-			continue
-		case strings.TrimSpace(id) == "" || strings.ContainsFunc(id, unicode.IsControl):
-			add(f, "must be a GPU index or UUID (as nvidia-smi -L shows), got %q", id)
-			continue
-		}
-		if j, dup := seen[id]; dup {
-			add(f, "%q is already listed as gpu_ids[%d]; list each GPU once", id, j)
-		}
-		seen[id] = i
-	}
-	if (s.Accelerator == engine.XPU || s.Accelerator == engine.Vulkan) && len(p.GPUIDs) > 0 {
-		env := gpuSelectionEnv(s)
-		if _, set := p.Env[env]; set {
-			add(attrpath.Root("environment").Key(env), "gpu_ids sets %s for accelerator = %q; set the devices in one place: remove it from environment or remove gpu_ids", env, s.Accelerator)
-		}
-		if s.TensorParallel > len(p.GPUIDs) {
-			add(attrpath.Root("gpu_ids"), "lists %d devices but tensor_parallel_size = %d needs one per rank; list %d devices or lower tensor_parallel_size", len(p.GPUIDs), s.TensorParallel, s.TensorParallel)
-		}
-	}
+	out = append(out, CheckGPUIDs(s, p.GPUIDs, p.Env)...)
 	for i, d := range p.Devices {
 		if !path.IsAbs(d) || !strings.HasPrefix(path.Clean(d), "/dev/") || strings.ContainsFunc(d, func(r rune) bool { return unicode.IsSpace(r) || unicode.IsControl(r) }) {
 			add(attrpath.Root("devices").Index(i), "must be a device node or directory under /dev on the engine host, such as \"/dev/dri\", got %q", d)

@@ -306,6 +306,8 @@ func inferenceServerExperimentAttributes() map[string]schema.Attribute {
 		"context_length":      num("Most tokens (prompt plus output) one request may use, as the server reports it (SGLang `context_length`, vLLM `max_model_len`, llama.cpp the per-slot `n_ctx` of `/props`, which is `context_length` divided among the slots unless the KV cache is unified), else the configured one."),
 		"physical_token_pool": num("KV cache token pool the server reports (SGLang `max_total_num_tokens`, vLLM GPU blocks × block size); null when it reports none (llama.cpp)."),
 		"replicas":            num("Engine replicas behind `endpoint`: `replicas` of an `llmserve_inference_deployment`, 0 for a single server."),
+		"accelerator": str("The accelerator family the server was launched on (`accelerator`: `cpu`, `cuda`, `xpu`, `vulkan`). A `llmserve_capacity_benchmark` given this `experiment` reads it: on `xpu` and `vulkan` its `trial.engine_warmup_requests` defaults to 16. " +
+			"Null in state written before the attribute existed, until the server is replaced or imported."),
 		"speculative_mode": schema.SingleNestedAttribute{Computed: true, MarkdownDescription: "Speculative decoding; null when off.",
 			Attributes: map[string]schema.Attribute{
 				"algorithm": str("Algorithm."), "steps": num("Steps."), "topk": num("Top-k."), "draft_tokens": num("Draft tokens."),

@@ -71,3 +71,38 @@ func TestDurationIsOneError(t *testing.T) {
 		})
 	}
 }
+
+// The same launch draws the same plan warnings on a Docker host and on a cluster: Intel's
+// runbook facts (spec.LaunchWarnings) reach the deployment as they reach the server, and a
+// Vulkan deployment that would see no GPU is warned about.
+func TestLaunchWarningsOnBothBackends(t *testing.T) {
+	t.Parallel()
+	nextn := map[string]any{"image": "lmsysorg/sglang:v0.5.20-xpu", "engine": "sglang", "model": "Qwen/Qwen3.5-35B-A3B", "accelerator": "xpu",
+		"speculative": map[string]any{"algorithm": "NEXTN", "steps": 3, "topk": 1, "draft_tokens": 4}}
+	for _, typeName := range []string{"llmserve_inference_server", "llmserve_inference_deployment"} {
+		cfg := map[string]any{"name": "x"}
+		for k, v := range nextn {
+			cfg[k] = v
+		}
+		var warnings []string
+		for _, d := range validateResourceConfig(t, typeName, cfg) {
+			if d.Severity == tfprotov6.DiagnosticSeverityWarning {
+				warnings = append(warnings, d.Summary)
+			} else {
+				t.Errorf("%s: %s: %s", typeName, d.Summary, d.Detail)
+			}
+		}
+		if len(warnings) != 1 || warnings[0] != "NEXTN on XPU is unproven" {
+			t.Errorf("%s: warnings %q, want the NEXTN one", typeName, warnings)
+		}
+	}
+	vulkan := map[string]any{"name": "x", "image": "llmserve/llamacpp-vulkan:latest", "engine": "llamacpp", "model": "/models/m.gguf", "accelerator": "vulkan"}
+	ds := validateResourceConfig(t, "llmserve_inference_deployment", vulkan)
+	if len(ds) != 1 || ds[0].Severity != tfprotov6.DiagnosticSeverityWarning || ds[0].Summary != "Vulkan replicas request no GPU" {
+		t.Fatalf("a vulkan deployment without a device: %q", diagSummaries(ds))
+	}
+	vulkan["gpu_ids"] = []any{"0"} // lavapipe, named
+	if ds := validateResourceConfig(t, "llmserve_inference_deployment", vulkan); len(ds) != 0 {
+		t.Errorf("lavapipe named by gpu_ids: %q", diagSummaries(ds))
+	}
+}

@@ -34,6 +34,7 @@ type experimentModel struct {
 	PhysicalTokenPool types.Int64  `tfsdk:"physical_token_pool"`
 	SpeculativeMode   types.Object `tfsdk:"speculative_mode"`
 	Replicas          types.Int64  `tfsdk:"replicas"`
+	Accelerator       types.String `tfsdk:"accelerator"`
 }
 
 type speculativeModeModel struct {
@@ -62,6 +63,7 @@ func experimentSchemaAttributes() map[string]schema.Attribute {
 		"context_length":      num("Context length in tokens."),
 		"physical_token_pool": num("KV cache token pool the server reports."),
 		"replicas":            num("Engine replicas behind the endpoint (`llmserve_inference_deployment`); omit for one server."),
+		"accelerator":         str("Accelerator family the engine was launched on (`cpu`, `cuda`, `xpu`, `vulkan`), as an engine resource's `experiment` records it. With `xpu` or `vulkan`, `trial.engine_warmup_requests` defaults to 16."),
 		"speculative_mode": schema.SingleNestedAttribute{
 			Optional:            true,
 			MarkdownDescription: "Speculative decoding settings; omit when the server decodes plainly.",
@@ -98,6 +100,7 @@ func experimentFromObject(ctx context.Context, obj types.Object) (*results.Exper
 		ContextLength:     int(m.ContextLength.ValueInt64()),
 		PhysicalTokenPool: intPointer(m.PhysicalTokenPool),
 		Replicas:          int(m.Replicas.ValueInt64()),
+		Accelerator:       m.Accelerator.ValueString(),
 	}
 	if !m.SpeculativeMode.IsNull() && !m.SpeculativeMode.IsUnknown() {
 		var s speculativeModeModel
@@ -129,7 +132,7 @@ func experimentValue(ctx context.Context, e results.Experiment) (types.Object, d
 		Checkpoint: types.StringValue(e.Checkpoint), Hardware: types.StringValue(e.Hardware), Driver: types.StringValue(e.Driver),
 		Kernel: types.StringValue(e.Kernel), TensorParallelism: types.Int64Value(int64(e.TensorParallelism)),
 		ContextLength: types.Int64Value(int64(e.ContextLength)), PhysicalTokenPool: nullableIntPtr(e.PhysicalTokenPool),
-		SpeculativeMode: spec, Replicas: types.Int64Value(int64(e.Replicas)),
+		SpeculativeMode: spec, Replicas: types.Int64Value(int64(e.Replicas)), Accelerator: nullableString(e.Accelerator),
 	})
 	diags.Append(d...)
 	return obj, diags

@@ -67,6 +67,8 @@ func TestEveryConfigurableStringRefusesControlCharacters(t *testing.T) {
 			{"name": "d", "image": "vllm/vllm-openai:v0.11.0", "engine": "vllm", "model": "org/m", "revision": "main",
 				"model_cache": map[string]any{"claim_name": "hf-cache", "mount_path": "/models"}},
 			{"name": "d", "image": "lmsysorg/sglang:v0.5.4", "engine": "sglang", "model": "org/m", "admin_api_key_wo": "a"},
+			{"name": "d", "image": "lmsysorg/sglang:v0.5.20-xpu", "engine": "sglang", "model": "org/m", "accelerator": "xpu", "gpu_ids": []any{"0"},
+				"accelerator_claim": map[string]any{"device_class": "gpu.intel.com", "selectors": []any{`device.driver == "gpu.intel.com"`}}},
 		},
 		"llmserve_capacity_benchmark": {
 			{"endpoint": "http://127.0.0.1:9", "replica_endpoints": []any{"http://127.0.0.1:10"}, "model": "m", "api": "chat", "api_key": "k", "admin_api_key": "a",
@@ -203,7 +205,7 @@ func TestEveryProviderStringRefusesControlCharacters(t *testing.T) {
 // experimentBase sets every string of the benchmark's experiment block.
 func experimentBase() map[string]any {
 	return map[string]any{"image_tag": "img:1", "image_digest": "sha256:0", "model": "m", "checkpoint": "c", "hardware": "cpu",
-		"driver": "d", "kernel": "k", "speculative_mode": map[string]any{"algorithm": "EAGLE"}}
+		"driver": "d", "kernel": "k", "accelerator": "vulkan", "speculative_mode": map[string]any{"algorithm": "EAGLE"}}
 }
 
 func hasError(ds []*tfprotov6.Diagnostic) bool {

@@ -146,7 +146,6 @@ func (m capacityBenchmarkModel) capacityConfig(ctx context.Context) (capacity.Co
 	f = r.fields(at, m.Trial)
 	cfg.WarmupRequests = r.int(at.At("warmup_requests"), f["warmup_requests"], def.WarmupRequests)
 	cfg.MeasuredRequests = r.int(at.At("measured_requests"), f["measured_requests"], def.MeasuredRequests)
-	cfg.EngineWarmupRequests = r.int(at.At("engine_warmup_requests"), f["engine_warmup_requests"], def.EngineWarmupRequests)
 	cfg.ConfirmationTrials = r.int(at.At("confirmation_trials"), f["confirmation_trials"], def.ConfirmationTrials)
 	cfg.CacheFlush = r.str(at.At("cache_flush"), f["cache_flush"], def.CacheFlush)
 	cfg.StallTimeout = r.duration(at.At("stall_timeout"), f["stall_timeout"], def.StallTimeout)
@@ -155,6 +154,8 @@ func (m capacityBenchmarkModel) capacityConfig(ctx context.Context) (capacity.Co
 	exp, d := experimentFromObject(ctx, m.Experiment)
 	r.diags.Append(d...)
 	cfg.Experiment = exp
+	// Its default reads the experiment and the workloads (capacity.DefaultEngineWarmupRequests).
+	cfg.EngineWarmupRequests = r.int(at.At("engine_warmup_requests"), f["engine_warmup_requests"], capacity.DefaultEngineWarmupRequests(cfg))
 	if r.known(attrpath.Root("triggers"), m.Triggers) {
 		// A changed trigger is a new measurement, never a replay (capacity keys the journal by
 		// it). At plan a trigger is often another resource's id, not known yet.

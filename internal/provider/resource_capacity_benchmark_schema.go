@@ -313,7 +313,10 @@ func benchmarkTrialAttributes(def capacity.Config) map[string]schema.Attribute {
 				"concurrency 1, 2, 4, … up to the server's running-request limit (llama.cpp slots, SGLang and vLLM running requests; 8 when the server does not say; at most %d), "+
 				"not measured and not recorded; the workload's `notes` say what was sent. For engines that build their kernels on first use: llama.cpp's Vulkan backend "+
 				"compiles a pipeline per prefill shape the first time it meets one (seconds each on a GPU), which would fail the first trial of a fresh server. "+
-				"0 to %d; unset or 0: no warm-up. Not with a `trace` workload (it has no synthetic prompts).", capacity.EngineWarmupMaxConcurrency, capacity.MaxRequests),
+				"0 to %d; 0: no warm-up. Not with a `trace` workload (it has no synthetic prompts). "+
+				"Unset, it is %d when `experiment.accelerator` is `vulkan` or `xpu` (the `experiment` of an `llmserve_inference_server` or `llmserve_inference_deployment` the provider launched there records it) and no workload replays a trace, else 0: "+
+				"on those accelerators the engines build kernels on first use of a shape (llama.cpp's Vulkan backend a pipeline per prefill shape, SGLang and vLLM on XPU their Triton kernels and oneDNN primitives), "+
+				"and a lent H200's fresh llama.cpp Vulkan server held 18 users with 16 warm-up requests at each level where it held none cold.", capacity.EngineWarmupMaxConcurrency, capacity.MaxRequests, capacity.EngineWarmupOnGPU),
 		},
 		"measured_requests": schema.Int64Attribute{
 			Optional: true, Computed: true, Default: int64default.StaticInt64(int64(def.MeasuredRequests)),

@@ -24,6 +24,8 @@ type inferenceDeploymentModel struct {
 	Replicas            types.Int64  `tfsdk:"replicas"`
 	AcceleratorResource types.String `tfsdk:"accelerator_resource"`
 	AcceleratorCount    types.Int64  `tfsdk:"accelerator_count"`
+	AcceleratorClaim    types.Object `tfsdk:"accelerator_claim"`
+	GPUIDs              types.List   `tfsdk:"gpu_ids"`
 	NodeSelector        types.Map    `tfsdk:"node_selector"`
 	Tolerations         types.List   `tfsdk:"tolerations"`
 	ModelCache          types.Object `tfsdk:"model_cache"`
@@ -53,6 +55,14 @@ type modelCacheModel struct {
 
 var modelCacheAttrTypes = objectAttrTypes(modelCacheAttribute())
 
+type acceleratorClaimModel struct {
+	DeviceClass types.String `tfsdk:"device_class"`
+	Count       types.Int64  `tfsdk:"count"`
+	Selectors   types.List   `tfsdk:"selectors"`
+}
+
+var acceleratorClaimAttrTypes = objectAttrTypes(acceleratorClaimAttribute())
+
 const metaPodAccess = "pod_access"
 
 // translate turns the planned model into the engine spec, the deployment and how to wait
@@ -64,6 +74,11 @@ func (m inferenceDeploymentModel) translate(ctx context.Context, config inferenc
 	}
 	d, dd := m.deployment(ctx, spec)
 	diags.Append(dd...)
+	// Values unknown at plan are checked here, by the same rules, before anything is applied.
+	diags.Append(problemDiagnostics(d.Validate(spec), deploymentProblem, nil, false)...)
+	if diags.HasError() {
+		return spec, d, engine.Secrets{}, deploy.Readiness{}, diags
+	}
 	secrets := config.secrets()
 	return spec, d, secrets, m.readiness(spec, secrets), diags
 }
@@ -94,6 +109,13 @@ func (m inferenceDeploymentModel) deployment(ctx context.Context, spec engine.Sp
 	var tolDiags diag.Diagnostics
 	d.Tolerations, tolDiags = kubernetesTolerations(ctx, m.Tolerations)
 	diags.Append(tolDiags...)
+	diags.Append(m.GPUIDs.ElementsAs(ctx, &d.GPUIDs, false)...)
+	if !m.AcceleratorClaim.IsNull() {
+		var ac acceleratorClaimModel
+		diags.Append(m.AcceleratorClaim.As(ctx, &ac, basetypes.ObjectAsOptions{})...)
+		d.AcceleratorClaim = &kubernetes.AcceleratorClaim{DeviceClass: ac.DeviceClass.ValueString(), Count: ac.Count.ValueInt64()}
+		diags.Append(ac.Selectors.ElementsAs(ctx, &d.AcceleratorClaim.Selectors, false)...)
+	}
 	if !m.ModelCache.IsNull() {
 		var mc modelCacheModel
 		diags.Append(m.ModelCache.As(ctx, &mc, basetypes.ObjectAsOptions{})...)
@@ -105,7 +127,7 @@ func (m inferenceDeploymentModel) deployment(ctx context.Context, spec engine.Sp
 
 // placementKnown says whether every value Deployment.Validate reads is known.
 func (m inferenceDeploymentModel) placementKnown() bool {
-	for _, v := range []attr.Value{m.Name, m.Namespace, m.Image, m.Replicas, m.AcceleratorResource, m.AcceleratorCount, m.NodeSelector, m.Tolerations,
+	for _, v := range []attr.Value{m.Name, m.Namespace, m.Image, m.Replicas, m.AcceleratorResource, m.AcceleratorCount, m.AcceleratorClaim, m.GPUIDs, m.NodeSelector, m.Tolerations,
 		m.ShmSizeMB, m.ModelCache, m.Environment, m.ServiceType, m.ServicePort, m.Labels, m.Annotations, m.ReadinessTimeout, m.SecretsVersion, m.PodAccess} {
 		if !fullyKnown(v) {
 			return false
@@ -137,6 +159,14 @@ func (m *inferenceDeploymentModel) fromRecord(ctx context.Context, rec kubernete
 	diags := m.fromSpec(ctx, d.Image, rec.Spec, d.Meta[metaSecrets], d.Meta[metaReadiness])
 	m.Name, m.Namespace = types.StringValue(d.Name), types.StringValue(d.Namespace)
 	m.AcceleratorResource, m.AcceleratorCount = types.StringValue(d.AcceleratorResource), types.Int64Value(d.AcceleratorCount)
+	m.GPUIDs = stringList(ctx, d.GPUIDs, &diags)
+	m.AcceleratorClaim = types.ObjectNull(acceleratorClaimAttrTypes)
+	if a := d.AcceleratorClaim; a != nil {
+		v, dd := types.ObjectValueFrom(ctx, acceleratorClaimAttrTypes, acceleratorClaimModel{DeviceClass: types.StringValue(a.DeviceClass),
+			Count: nullableInt(int(a.Count)), Selectors: stringList(ctx, a.Selectors, &diags)})
+		diags.Append(dd...)
+		m.AcceleratorClaim = v
+	}
 	// The record omits empty maps, so {} reads back as unset, as it was stored.
 	m.NodeSelector, m.Environment = stringMap(ctx, d.NodeSelector, &diags), stringMap(ctx, d.Env, &diags)
 	m.Labels, m.Annotations = stringMap(ctx, d.Labels, &diags), stringMap(ctx, d.Annotations, &diags)

@@ -30,7 +30,9 @@ func (r *inferenceDeploymentResource) ValidateConfig(ctx context.Context, req re
 	if m.placementKnown() {
 		d, diags := m.deployment(ctx, spec)
 		resp.Diagnostics.Append(diags...)
-		resp.Diagnostics.Append(problemDiagnostics(d.Validate(), deploymentProblem, nil, false)...)
+		resp.Diagnostics.Append(problemDiagnostics(d.Validate(spec), deploymentProblem, nil, true)...)
+		// What Intel's runbook says fails after a valid launch starts, as the server warns.
+		resp.Diagnostics.Append(problemDiagnostics(spec.LaunchWarnings(d.Env), deploymentProblem, nil, true)...)
 	}
 	resp.Diagnostics.Append(m.checkReadinessBounds()...)
 	if !m.PodAccess.IsUnknown() {
@@ -75,10 +77,17 @@ func (r *inferenceDeploymentResource) ModifyPlan(ctx context.Context, req resour
 // acceleratorResourceDefault fills an omitted accelerator_resource from accelerator, so the
 // plan shows what each replica requests.
 var acceleratorResourceDefault = planDefault[types.String]{
-	description: "defaults from accelerator: cuda nvidia.com/gpu, xpu gpu.intel.com/i915, cpu none",
+	description: "defaults from accelerator: cuda nvidia.com/gpu, xpu gpu.intel.com/i915, vulkan and cpu none; none with accelerator_claim",
 	fill: func(ctx context.Context, req defaultRequest, diags *diag.Diagnostics) (types.String, bool) {
 		accel := configString(ctx, req.Config, "accelerator", diags)
-		if accel.IsUnknown() {
+		var claim types.Object
+		diags.Append(req.Config.GetAttribute(ctx, path.Root("accelerator_claim"), &claim)...)
+		switch {
+		case claim.IsUnknown():
+			return types.String{}, false
+		case !claim.IsNull():
+			return types.StringValue(""), true // the claim asks for the devices instead
+		case accel.IsUnknown():
 			return types.String{}, false
 		}
 		return types.StringValue(kubernetes.DefaultAcceleratorResource(acceleratorOf(accel))), true
@@ -92,12 +101,14 @@ var acceleratorCountDefault = planDefault[types.Int64]{
 	fill: func(ctx context.Context, req defaultRequest, diags *diag.Diagnostics) (types.Int64, bool) {
 		res, accel := configString(ctx, req.Config, "accelerator_resource", diags), configString(ctx, req.Config, "accelerator", diags)
 		var tp types.Int64
+		var claim types.Object
 		diags.Append(req.Config.GetAttribute(ctx, path.Root("tensor_parallel_size"), &tp)...)
-		if res.IsUnknown() || accel.IsUnknown() || tp.IsUnknown() {
+		diags.Append(req.Config.GetAttribute(ctx, path.Root("accelerator_claim"), &claim)...)
+		if res.IsUnknown() || accel.IsUnknown() || tp.IsUnknown() || claim.IsUnknown() {
 			return types.Int64{}, false
 		}
 		name := res.ValueString()
-		if res.IsNull() {
+		if res.IsNull() && claim.IsNull() {
 			name = kubernetes.DefaultAcceleratorResource(acceleratorOf(accel))
 		}
 		return types.Int64Value(kubernetes.DefaultAcceleratorCount(name, tp.ValueInt64())), true

@@ -35,7 +35,10 @@ func (r *inferenceDeploymentResource) Schema(ctx context.Context, _ resource.Sch
 	image := shared["image"].(schema.StringAttribute)
 	image.MarkdownDescription = "Engine image, by tag or pinned `repo@sha256:...`; the nodes' container runtime pulls it."
 	accel := shared["accelerator"].(schema.StringAttribute)
-	accel.MarkdownDescription = "Accelerator family the engine computes on: `cuda`, `xpu` or `cpu` (default). Decides engine flags and the default `accelerator_resource`."
+	accel.MarkdownDescription = "Accelerator family the engine computes on, as for `llmserve_inference_server`: `xpu` (Intel GPUs; `llamacpp` computes there through ggml's Vulkan backend), " +
+		"`vulkan` (`llamacpp` only: any Vulkan device), `cuda` or `cpu` (default). Decides the engine flags (on `xpu` and `vulkan` llama.cpp offloads every layer to `Vulkan0`…`Vulkan<tensor_parallel_size - 1>`, " +
+		"split by whole layers when `tensor_parallel_size` > 1; its image must hold the Vulkan backend), the plan's checks and warnings for Intel GPUs, and the default `accelerator_resource`. " +
+		"Unlike a Docker host, a pod sees no `/dev/dri` unless a device plugin (`accelerator_resource`) or a resource driver (`accelerator_claim`) gives it GPUs: with `vulkan` and neither, plan warns."
 	port := shared["port"].(schema.Int64Attribute)
 	port.MarkdownDescription = "Port the engine listens on in the pod; the engine's default (SGLang 30000, vLLM 8000, llama.cpp 8080) when omitted."
 	resp.Schema = schema.Schema{
@@ -74,11 +77,17 @@ func (r *inferenceDeploymentResource) Schema(ctx context.Context, _ resource.Sch
 				Validators:          []validator.Int64{int64validator.Between(1, 1000)},
 				MarkdownDescription: "Pods, each a whole engine. Changed in place: new replicas must generate before apply returns. Default 1."},
 			"accelerator_resource": schema.StringAttribute{Optional: true, Computed: true, PlanModifiers: []planmodifier.String{acceleratorResourceDefault, stringplanmodifier.RequiresReplace()},
-				MarkdownDescription: "Extended resource each replica requests from the device plugin, e.g. `nvidia.com/gpu`, `gpu.intel.com/i915` or `gpu.intel.com/xe`. " +
-					"Defaults from `accelerator`: `cuda` → `nvidia.com/gpu`, `xpu` → `gpu.intel.com/i915`, `cpu` → none (empty string)."},
+				MarkdownDescription: "Extended resource each replica requests from the device plugin, e.g. `nvidia.com/gpu`, `gpu.intel.com/i915` or `gpu.intel.com/xe` (Intel's plugin names GPUs driven by the `xe` kernel driver, Battlemage's Arc Pro B-series among them, `xe`). " +
+					"Defaults from `accelerator`: `cuda` → `nvidia.com/gpu`, `xpu` → `gpu.intel.com/i915`, `vulkan` and `cpu` → none (empty string); none with `accelerator_claim`, which it excludes."},
 			"accelerator_count": schema.Int64Attribute{Optional: true, Computed: true, PlanModifiers: []planmodifier.Int64{acceleratorCountDefault, int64planmodifier.RequiresReplace()},
 				Validators:          []validator.Int64{int64validator.AtLeast(0)},
 				MarkdownDescription: "Accelerators per replica; `tensor_parallel_size` when omitted (0 without an `accelerator_resource`)."},
+			"accelerator_claim": acceleratorClaimAttribute(),
+			"gpu_ids": schema.ListAttribute{ElementType: types.StringType, Optional: true, PlanModifiers: []planmodifier.List{listplanmodifier.RequiresReplace()},
+				MarkdownDescription: "Which of the devices a pod was given the engine uses, by the rules of `llmserve_inference_server`'s `gpu_ids` and through the same variables, each listed once and at least `tensor_parallel_size` of them: " +
+					"`xpu` with SGLang or vLLM sets `ZE_AFFINITY_MASK` (Level Zero indices `\"0\"` or `\"0.1\"`), `llamacpp` on `xpu` or `vulkan` sets `GGML_VK_VISIBLE_DEVICES` (Vulkan indices; a CPU-type device, Mesa's lavapipe, is used only when listed). " +
+					"On Kubernetes the indices count the devices the device plugin or the claim gave the pod, not the node's: which physical GPUs a pod gets is the plugin's or the resource driver's choice. " +
+					"Refused with `cuda` (NVIDIA's plugin sets `NVIDIA_VISIBLE_DEVICES` itself) and `cpu`. A Docker server's `devices` has no counterpart: device nodes reach a pod only through `accelerator_resource` or `accelerator_claim`."},
 			"node_selector": schema.MapAttribute{ElementType: types.StringType, Optional: true, PlanModifiers: replaceMap,
 				MarkdownDescription: "Node labels a replica's node must carry, e.g. `{\"gpu.intel.com/family\" = \"B70\"}`."},
 			"tolerations": tolerationsAttribute(),
@@ -120,6 +129,23 @@ func tolerationsAttribute() schema.ListNestedAttribute {
 			"effect":             schema.StringAttribute{Optional: true, Validators: []validator.String{stringvalidator.OneOf("NoSchedule", "PreferNoSchedule", "NoExecute")}, MarkdownDescription: "`NoSchedule`, `PreferNoSchedule` or `NoExecute`; every effect when omitted."},
 			"toleration_seconds": schema.Int64Attribute{Optional: true, MarkdownDescription: "How long a `NoExecute` taint is tolerated."},
 		}}}
+}
+
+func acceleratorClaimAttribute() schema.SingleNestedAttribute {
+	return schema.SingleNestedAttribute{Optional: true,
+		PlanModifiers: []planmodifier.Object{objectplanmodifier.RequiresReplace()},
+		MarkdownDescription: "Devices claimed through Dynamic Resource Allocation (`resource.k8s.io/v1`, Kubernetes 1.34+) instead of a device plugin's extended resource: " +
+			"the provider applies a ResourceClaimTemplate `<name>-accelerator` that every pod references, so each replica gets a ResourceClaim of its own, which the scheduler allocates from the devices the class's driver publishes (ResourceSlices). " +
+			"Refused together with `accelerator_resource`. Apply checks first that the cluster serves `resource.k8s.io/v1` and has the DeviceClass; a claim no node can satisfy fails the rollout after `readiness_timeout` with the class, the count and the scheduler's words. " +
+			"Destroy removes the template and waits until the pods' claims are gone (their devices free again).",
+		Attributes: map[string]schema.Attribute{
+			"device_class": schema.StringAttribute{Required: true,
+				MarkdownDescription: "DeviceClass to claim from, e.g. `gpu.intel.com` (Intel's resource driver for Arc GPUs) or `gpu.nvidia.com`; `kubectl get deviceclasses` lists the cluster's."},
+			"count": schema.Int64Attribute{Optional: true, Validators: []validator.Int64{int64validator.Between(1, int64(kubernetes.MaxClaimDevices))},
+				MarkdownDescription: fmt.Sprintf("Devices per replica, 1 to %d; `tensor_parallel_size` when omitted.", kubernetes.MaxClaimDevices)},
+			"selectors": schema.ListAttribute{ElementType: types.StringType, Optional: true,
+				MarkdownDescription: "CEL expressions every claimed device must satisfy, over `device` (`device.driver`, `device.attributes[\"<driver>\"].<name>`, `device.capacity[\"<driver>\"].memory`), e.g. `device.attributes[\"gpu.intel.com\"].deviceType == \"discrete\"`. The API server checks them at apply."},
+		}}
 }
 
 func modelCacheAttribute() schema.SingleNestedAttribute {

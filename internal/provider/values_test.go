@@ -24,7 +24,7 @@ func TestObjectAttrTypesFromSchemas(t *testing.T) {
 		{"experiment.speculative_mode", speculativeModeAttrTypes, map[string]attr.Type{"algorithm": str, "steps": num, "topk": num, "draft_tokens": num}},
 		{"experiment", experimentAttrTypes, map[string]attr.Type{
 			"image_tag": str, "image_digest": str, "model": str, "checkpoint": str, "hardware": str, "driver": str, "kernel": str,
-			"tensor_parallelism": num, "context_length": num, "physical_token_pool": num, "replicas": num,
+			"tensor_parallelism": num, "context_length": num, "physical_token_pool": num, "replicas": num, "accelerator": str,
 			"speculative_mode": types.ObjectType{AttrTypes: map[string]attr.Type{"algorithm": str, "steps": num, "topk": num, "draft_tokens": num}},
 		}},
 	}

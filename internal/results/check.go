@@ -142,7 +142,7 @@ func (r *reader) checkFace(d *Document) {
 	for _, f := range []struct{ key, v string }{
 		{"experiment.image_tag", e.ImageTag}, {"experiment.image_digest", e.ImageDigest}, {"experiment.model", e.Model},
 		{"experiment.checkpoint", e.Checkpoint}, {"experiment.hardware", e.Hardware}, {"experiment.driver", e.Driver},
-		{"experiment.kernel", e.Kernel}, {"aiperf.version", d.AIPerf.Version}, {"aiperf.arrival_pattern", d.AIPerf.ArrivalPattern},
+		{"experiment.kernel", e.Kernel}, {"experiment.accelerator", e.Accelerator}, {"aiperf.version", d.AIPerf.Version}, {"aiperf.arrival_pattern", d.AIPerf.ArrivalPattern},
 		{"aiperf.cache_policy", d.AIPerf.CachePolicy}, {"correctness_total.uniqueness_scope", d.CorrectnessTotal.UniquenessScope},
 	} {
 		r.printable(f.key, f.v)

@@ -96,6 +96,7 @@ func (r *reader) experiment(o *object) Experiment {
 	o.plain(&e)
 	e.PhysicalTokenPool = o.nullableInt("physical_token_pool")
 	o.optionalValue("replicas", &e.Replicas)
+	o.optionalValue("accelerator", &e.Accelerator)
 	if v, p := o.field("speculative_mode"); v != nil && v.kind != kindNull {
 		if so := r.asObject(p, v); so != nil {
 			e.SpeculativeMode = &SpeculativeMode{}

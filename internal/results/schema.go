@@ -56,6 +56,11 @@ type Experiment struct {
 	// Replicas is how many engine replicas serve behind the endpoint (a Kubernetes
 	// deployment); absent (0) for one server.
 	Replicas int `json:"replicas,omitempty"`
+	// Accelerator is the device family the provider launched the engine on ("cpu", "cuda",
+	// "xpu", "vulkan"), as configured; absent when the experiment did not come from a
+	// provider-launched server. What a benchmark's defaults read (an engine warm-up for the
+	// engines that compile kernels on first use), where hardware is free text.
+	Accelerator string `json:"accelerator,omitempty"`
 }
 
 // SpeculativeMode describes speculative decoding; nil when the server decodes plainly.

@@ -80,7 +80,7 @@ func TestWaitRolloutDone(t *testing.T) {
 	c, _ := fakeCluster(deploymentObject(d, 2))
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
-	if err := c.WaitRollout(ctx, d, nil); err != nil {
+	if err := c.WaitRollout(ctx, d, engine.Spec{}, nil); err != nil {
 		t.Fatalf("rolled-out Deployment: %v", err)
 	}
 }
@@ -89,7 +89,7 @@ func TestWaitRolloutGone(t *testing.T) {
 	t.Parallel()
 	d := small()
 	c, _ := fakeCluster()
-	err := c.WaitRollout(context.Background(), d, nil)
+	err := c.WaitRollout(context.Background(), d, engine.Spec{}, nil)
 	if err == nil || !strings.Contains(err.Error(), "was deleted during its rollout") {
 		t.Fatalf("missing Deployment: %v", err)
 	}
@@ -116,7 +116,7 @@ func TestWaitRolloutCrashLoopDiagnosed(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	start := time.Now()
-	err := c.WaitRollout(ctx, d, []string{"hf_secret"})
+	err := c.WaitRollout(ctx, d, engine.Spec{}, []string{"hf_secret"})
 	if time.Since(start) > 3*time.Second {
 		t.Errorf("a crash-looping pod took %s to fail the rollout; it should fail at once", time.Since(start))
 	}
@@ -162,7 +162,7 @@ func TestWaitRolloutProgressDeadline(t *testing.T) {
 	pending.Status.Conditions = []corev1.PodCondition{{Type: corev1.PodScheduled, Status: corev1.ConditionFalse,
 		Reason: "Unschedulable", Message: "0/3 nodes are available: 3 Insufficient gpu.intel.com/xe."}}
 	c, _ := fakeCluster(dep, pending)
-	err := c.WaitRollout(context.Background(), d, nil)
+	err := c.WaitRollout(context.Background(), d, engine.Spec{}, nil)
 	var re *RolloutError
 	if !errors.As(err, &re) {
 		t.Fatalf("want *RolloutError, got %T %v", err, err)
@@ -193,7 +193,7 @@ func TestWaitRolloutTimeout(t *testing.T) {
 	c, _ := fakeCluster(objs...)
 	ctx, cancel := context.WithTimeout(context.Background(), 200*time.Millisecond)
 	defer cancel()
-	err := c.WaitRollout(ctx, d, nil)
+	err := c.WaitRollout(ctx, d, engine.Spec{}, nil)
 	var re *RolloutError
 	if !errors.As(err, &re) {
 		t.Fatalf("want *RolloutError, got %T %v", err, err)

@@ -43,6 +43,10 @@ func (c *Cluster) Apply(ctx context.Context, d Deployment, s engine.Spec, sec en
 	} else if err := c.deleteOwned(ctx, "Secret", d, c.secretLabels, c.deleteSecret); err != nil {
 		return err
 	}
+	// The template before the pods that reference it: a pod whose template is missing waits.
+	if err := c.applyClaimTemplate(ctx, d, s, opts); err != nil {
+		return err
+	}
 	da, err := d.DeploymentApply(s, keys)
 	if err != nil {
 		return err
@@ -69,24 +73,25 @@ func (c *Cluster) apply(ctx context.Context, f func(context.Context) error) erro
 	return c.explain(ctx, f(callCtx))
 }
 
-// CheckOwnership fails with a *NameTakenError when a Deployment, Service or Secret of d's
-// names exists that this provider did not create for d: server-side apply with Force would
-// otherwise take it over, and destroy would then delete someone else's object. A cluster it
-// cannot ask is a *ClusterError.
+// CheckOwnership fails with a *NameTakenError when a Deployment, Service, Secret or
+// ResourceClaimTemplate of d's names exists that this provider did not create for d:
+// server-side apply with Force would otherwise take it over, and destroy would then delete
+// someone else's object. A cluster it cannot ask is a *ClusterError.
 func (c *Cluster) CheckOwnership(ctx context.Context, d Deployment) error {
 	for _, o := range []struct {
-		kind string
-		get  labelsFunc
-	}{{"Deployment", c.deploymentLabels}, {"Service", c.serviceLabels}, {"Secret", c.secretLabels}} {
+		kind, name string
+		get        labelsFunc
+	}{{"Deployment", d.Name, c.deploymentLabels}, {"Service", d.Name, c.serviceLabels}, {"Secret", SecretName(d.Name), c.secretLabels},
+		{"ResourceClaimTemplate", ClaimTemplateName(d.Name), c.claimTemplateLabels}} {
 		l, err := o.get(ctx, d.Namespace, d.Name)
 		if apierrors.IsNotFound(err) {
 			continue
 		}
 		if err != nil {
-			return fmt.Errorf("reading %s %s/%s: %w", o.kind, d.Namespace, d.Name, c.explain(ctx, err))
+			return fmt.Errorf("reading %s %s/%s: %w", o.kind, d.Namespace, o.name, c.explain(ctx, err))
 		}
 		if l[ManagedByLabel] != managedBy || l[InstanceLabel] != d.Name {
-			return &NameTakenError{Kind: o.kind, Namespace: d.Namespace, Name: d.Name}
+			return &NameTakenError{Kind: o.kind, Namespace: d.Namespace, Name: o.name}
 		}
 	}
 	return nil
@@ -245,8 +250,8 @@ func (e *RolloutError) Error() string {
 
 // WaitRollout waits until every replica of the current template is updated, ready and
 // available and no old pod is left, or fails with the failing pods' events and log lines.
-// ctx bounds the wait.
-func (c *Cluster) WaitRollout(ctx context.Context, d Deployment, redact []string) error {
+// ctx bounds the wait; s is the engine spec the replicas run.
+func (c *Cluster) WaitRollout(ctx context.Context, d Deployment, s engine.Spec, redact []string) error {
 	ticker := time.NewTicker(time.Second)
 	defer ticker.Stop()
 	var lastErr error
@@ -264,11 +269,11 @@ func (c *Cluster) WaitRollout(ctx context.Context, d Deployment, redact []string
 			}
 			for _, cond := range dep.Status.Conditions {
 				if cond.Type == appsv1.DeploymentProgressing && cond.Status == corev1.ConditionFalse {
-					return c.rolloutError(context.WithoutCancel(ctx), d, cond.Reason+": "+cond.Message, redact)
+					return c.rolloutError(context.WithoutCancel(ctx), d, s, cond.Reason+": "+cond.Message, redact)
 				}
 			}
 			if reason, failing := c.failingPod(ctx, d); failing {
-				return c.rolloutError(context.WithoutCancel(ctx), d, reason, redact)
+				return c.rolloutError(context.WithoutCancel(ctx), d, s, reason, redact)
 			}
 		}
 		select {
@@ -279,7 +284,7 @@ func (c *Cluster) WaitRollout(ctx context.Context, d Deployment, redact []string
 			}
 			diagCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 20*time.Second)
 			defer cancel()
-			return c.rolloutError(diagCtx, d, reason, redact)
+			return c.rolloutError(diagCtx, d, s, reason, redact)
 		case <-ticker.C:
 		}
 	}
@@ -321,12 +326,20 @@ func (c *Cluster) failingPod(ctx context.Context, d Deployment) (string, bool) {
 	return "", false
 }
 
-func (c *Cluster) rolloutError(ctx context.Context, d Deployment, reason string, redact []string) error {
+func (c *Cluster) rolloutError(ctx context.Context, d Deployment, s engine.Spec, reason string, redact []string) error {
 	e := &RolloutError{Namespace: d.Namespace, Name: d.Name, Reason: reason}
 	list, err := c.cs.CoreV1().Pods(d.Namespace).List(ctx, metav1.ListOptions{LabelSelector: labels.SelectorFromSet(d.selector()).String()})
 	if err != nil {
 		e.Pods = append(e.Pods, fmt.Sprintf("(listing pods failed: %v)", err))
 		return e
+	}
+	// A claim no node can satisfy is said first, in the configuration's terms: the
+	// scheduler's own message ("cannot allocate all claims") names neither class nor count.
+	for _, p := range list.Items {
+		if why := unallocatedClaim(d, s, p); why != "" {
+			e.Reason += "; " + why
+			break
+		}
 	}
 	const maxPods = 3 // one failing pod usually explains all; three bound the message
 	for _, p := range list.Items {
@@ -418,9 +431,9 @@ func eventTime(e corev1.Event) time.Time {
 	return e.CreationTimestamp.Time
 }
 
-// Delete removes the Deployment, Service and Secret this provider created for d (each only
-// when it carries the provider's labels for d) and waits until its pods and the Deployment
-// itself are gone.
+// Delete removes the Deployment, Service, Secret and ResourceClaimTemplate this provider
+// created for d (each only when it carries the provider's labels for d) and waits until its
+// pods, their ResourceClaims and the Deployment itself are gone.
 func (c *Cluster) Delete(ctx context.Context, d Deployment) error {
 	if err := c.deleteOwned(ctx, "Service", d, c.serviceLabels, c.deleteService); err != nil {
 		return err
@@ -431,22 +444,34 @@ func (c *Cluster) Delete(ctx context.Context, d Deployment) error {
 	if err := c.deleteOwned(ctx, "Secret", d, c.secretLabels, c.deleteSecret); err != nil {
 		return err
 	}
+	// The template goes at once (pods keep the claims already made from it); the claims go
+	// with their pods, removed by the resourceclaim controller.
+	if err := c.deleteOwned(ctx, "ResourceClaimTemplate", d, c.claimTemplateLabels, c.deleteClaimTemplate); err != nil {
+		return err
+	}
 	// Deleted in the foreground, the Deployment outlives its pods until the garbage collector
-	// has removed its ReplicaSets too: done only once both are gone, so that a check or a
-	// create of the same name right after finds nothing.
+	// has removed its ReplicaSets too: done only once both are gone, and the pods' claims
+	// with them, so that a check or a create of the same name right after finds nothing and
+	// no device stays allocated.
 	ticker := time.NewTicker(time.Second)
 	defer ticker.Stop()
 	for {
 		list, err := c.cs.CoreV1().Pods(d.Namespace).List(ctx, metav1.ListOptions{LabelSelector: labels.SelectorFromSet(d.selector()).String()})
 		podsGone := err == nil && len(list.Items) == 0
+		claims := -1
 		if podsGone {
 			_, err = c.cs.AppsV1().Deployments(d.Namespace).Get(ctx, d.Name, metav1.GetOptions{})
 			if apierrors.IsNotFound(err) {
-				return nil
+				if claims, err = c.claimsLeft(ctx, d); err == nil && claims == 0 {
+					return nil
+				}
 			}
 		}
 		select {
 		case <-ctx.Done():
+			if claims > 0 {
+				return fmt.Errorf("waiting for the %d ResourceClaims of %s/%s to go after its pods: %w", claims, d.Namespace, d.Name, ctx.Err())
+			}
 			if podsGone {
 				return fmt.Errorf("waiting for Deployment %s/%s to go after its pods: %w", d.Namespace, d.Name, ctx.Err())
 			}

@@ -18,7 +18,7 @@ type LaunchStep int
 
 // The steps of a launch, in order.
 const (
-	StepApply    LaunchStep = iota + 1 // server-side apply of the Deployment, Service and Secret
+	StepApply    LaunchStep = iota + 1 // server-side apply of the Deployment, Service, Secret and ResourceClaimTemplate
 	StepRollout                        // the Deployment's rollout (WaitRollout)
 	StepGenerate                       // one real completion on every replica (ProveGenerates)
 )
@@ -59,7 +59,7 @@ func (c *Cluster) Launch(ctx context.Context, d Deployment, s engine.Spec, sec e
 		rolloutCtx, cancel = context.WithTimeout(ctx, r.Timeout)
 		defer cancel()
 	}
-	if err := c.WaitRollout(rolloutCtx, d, r.Redact); err != nil {
+	if err := c.WaitRollout(rolloutCtx, d, s, r.Redact); err != nil {
 		return engine.ServerInfo{}, &LaunchError{StepRollout, err}
 	}
 	info, _, err := c.ProveGenerates(ctx, d, s.Port, access, r)

@@ -14,6 +14,7 @@ import (
 	corev1ac "k8s.io/client-go/applyconfigurations/core/v1"
 	metav1ac "k8s.io/client-go/applyconfigurations/meta/v1"
 
+	"github.com/llmserve/terraform-provider-llmserve/internal/deploy"
 	"github.com/llmserve/terraform-provider-llmserve/internal/engine"
 )
 
@@ -65,10 +66,16 @@ type Deployment struct {
 
 	// AcceleratorResource is the extended resource each replica requests
 	// (nvidia.com/gpu, gpu.intel.com/xe); empty requests none.
-	AcceleratorResource string            `json:"accelerator_resource,omitempty"`
-	AcceleratorCount    int64             `json:"accelerator_count,omitempty"`
-	NodeSelector        map[string]string `json:"node_selector,omitempty"`
-	Tolerations         []Toleration      `json:"tolerations,omitempty"`
+	AcceleratorResource string `json:"accelerator_resource,omitempty"`
+	AcceleratorCount    int64  `json:"accelerator_count,omitempty"`
+	// AcceleratorClaim asks Dynamic Resource Allocation for each replica's devices instead
+	// of an extended resource (claim.go); nil asks none.
+	AcceleratorClaim *AcceleratorClaim `json:"accelerator_claim,omitempty"`
+	// GPUIDs select, among the devices a pod was given, the ones the engine uses
+	// (deploy.GPUSelection: Level Zero's mask, ggml's Vulkan device list).
+	GPUIDs       []string          `json:"gpu_ids,omitempty"`
+	NodeSelector map[string]string `json:"node_selector,omitempty"`
+	Tolerations  []Toleration      `json:"tolerations,omitempty"`
 	// ShmSizeBytes sizes a memory-backed emptyDir at /dev/shm; 0 keeps the runtime's 64 MiB.
 	ShmSizeBytes int64             `json:"shm_size_bytes,omitempty"`
 	ModelCache   *ModelCache       `json:"model_cache,omitempty"`
@@ -191,12 +198,14 @@ func (d Deployment) DeploymentApply(s engine.Spec, secretKeys []string) (*appsv1
 		WithCommand(entry...).WithArgs(args...).
 		WithPorts(corev1ac.ContainerPort().WithName("http").WithContainerPort(int32(s.Port)).WithProtocol(corev1.ProtocolTCP))
 	// The engine's own environment (vLLM's development mode, which serves the cache reset
-	// the benchmark's flush calls) on top of the user's, as the Docker backend does.
+	// the benchmark's flush calls) and the devices gpu_ids selects on top of the user's, as
+	// the Docker backend does.
 	env := maps.Clone(d.Env)
 	if env == nil {
 		env = map[string]string{}
 	}
 	maps.Copy(env, s.Env())
+	maps.Copy(env, deploy.GPUSelection(s, d.GPUIDs))
 	for _, k := range slices.Sorted(maps.Keys(env)) {
 		c.WithEnv(corev1ac.EnvVar().WithName(k).WithValue(env[k]))
 	}
@@ -213,13 +222,18 @@ func (d Deployment) DeploymentApply(s engine.Spec, secretKeys []string) (*appsv1
 		WithTimeoutSeconds(5).WithFailureThreshold(startupFailures))
 	c.WithReadinessProbe(corev1ac.Probe().WithHTTPGet(health()).WithPeriodSeconds(period).
 		WithTimeoutSeconds(5).WithFailureThreshold(3))
+	pod := corev1ac.PodSpec().WithNodeSelector(d.NodeSelector)
 	if d.AcceleratorResource != "" && d.AcceleratorCount > 0 {
 		q := resource.MustParse(strconv.FormatInt(d.AcceleratorCount, 10))
 		rl := corev1.ResourceList{corev1.ResourceName(d.AcceleratorResource): q}
 		c.WithResources(corev1ac.ResourceRequirements().WithLimits(rl).WithRequests(rl))
 	}
-
-	pod := corev1ac.PodSpec().WithContainers(c).WithNodeSelector(d.NodeSelector)
+	if d.AcceleratorClaim != nil {
+		// Each pod gets its own claim from the template (the resourceclaim controller makes
+		// it, the scheduler allocates it); the engine container consumes all of it.
+		pod.WithResourceClaims(corev1ac.PodResourceClaim().WithName(claimName).WithResourceClaimTemplateName(ClaimTemplateName(d.Name)))
+		c.WithResources(corev1ac.ResourceRequirements().WithClaims(corev1ac.ResourceClaim().WithName(claimName)))
+	}
 	if d.ShmSizeBytes > 0 {
 		size := resource.NewQuantity(d.ShmSizeBytes, resource.BinarySI)
 		pod.WithVolumes(corev1ac.Volume().WithName(shmVolume).WithEmptyDir(
@@ -236,6 +250,9 @@ func (d Deployment) DeploymentApply(s engine.Spec, secretKeys []string) (*appsv1
 		pod.WithVolumes(v)
 		c.WithVolumeMounts(corev1ac.VolumeMount().WithName(cacheVolume).WithMountPath(mc.MountPath).WithReadOnly(mc.ReadOnly))
 	}
+	// Added last: WithContainers copies the container, so a mount added to c afterwards
+	// would never reach the pod (the /dev/shm and model cache mounts once did not).
+	pod.WithContainers(c)
 	for _, t := range d.Tolerations {
 		tol := corev1ac.Toleration().WithKey(t.Key).WithValue(t.Value).
 			WithOperator(corev1.TolerationOperator(t.Operator)).WithEffect(corev1.TaintEffect(t.Effect))

@@ -80,6 +80,15 @@ func TestDeploymentApply(t *testing.T) {
 		*vols[1].PersistentVolumeClaim.ClaimName != "hf" {
 		t.Errorf("volumes %+v", vols)
 	}
+	// Mounted in the engine container, not only declared: the pod once had both volumes and
+	// mounted neither (the container was copied into the pod before its mounts were added).
+	var mounts []string
+	for _, m := range c.VolumeMounts {
+		mounts = append(mounts, *m.Name+"="+*m.MountPath)
+	}
+	if want := []string{"dshm=/dev/shm", "model-cache=/root/.cache/huggingface"}; !slices.Equal(mounts, want) {
+		t.Errorf("engine container mounts %v, want %v", mounts, want)
+	}
 	// The provider's labels win over a user label of the same key: the selector must hold.
 	if got := da.Spec.Template.Labels[InstanceLabel]; got != "qwen" {
 		t.Errorf("instance label %q, want qwen", got)
@@ -114,6 +123,41 @@ func TestDeploymentApplyEngineEnv(t *testing.T) {
 	}
 	if want := []string{"A=1", "B=2", "VLLM_SERVER_DEV_MODE=1"}; !slices.Equal(got, want) {
 		t.Errorf("env %v, want %v", got, want)
+	}
+}
+
+// gpu_ids choose among a pod's devices through the variable the server sets (package
+// deploy's GPUSelection), for llama.cpp on Vulkan as for SGLang on Intel GPUs; the Vulkan
+// launch names its devices as on Docker.
+func TestDeploymentApplyGPUIDs(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		spec    engine.Spec
+		env     string
+		argsEnd string
+	}{
+		{engine.Spec{Engine: engine.LlamaCpp, Model: "/models/m.gguf", TensorParallel: 2, Accelerator: engine.Vulkan, Port: 8080},
+			"GGML_VK_VISIBLE_DEVICES=1,0", "--n-gpu-layers 999 --device Vulkan0,Vulkan1 --split-mode layer"},
+		{engine.Spec{Engine: engine.SGLang, Model: "Qwen/Qwen3-8B", TensorParallel: 2, Accelerator: engine.XPU, Port: 30000},
+			"ZE_AFFINITY_MASK=1,0", "--device xpu"},
+	} {
+		d := testDeployment()
+		d.Env, d.GPUIDs = nil, []string{"1", "0"}
+		da, err := d.DeploymentApply(tc.spec, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		c := da.Spec.Template.Spec.Containers[0]
+		var env []string
+		for _, e := range c.Env {
+			env = append(env, *e.Name+"="+*e.Value)
+		}
+		if !slices.Contains(env, tc.env) {
+			t.Errorf("%s on %s: env %v, want %s", tc.spec.Engine, tc.spec.Accelerator, env, tc.env)
+		}
+		if args := strings.Join(c.Args, " "); !strings.Contains(args, tc.argsEnd) {
+			t.Errorf("%s on %s: args %q, want %q in them", tc.spec.Engine, tc.spec.Accelerator, args, tc.argsEnd)
+		}
 	}
 }
 

@@ -11,6 +11,7 @@ import (
 
 	"github.com/llmserve/terraform-provider-llmserve/internal/attrpath"
 	"github.com/llmserve/terraform-provider-llmserve/internal/deploy"
+	"github.com/llmserve/terraform-provider-llmserve/internal/engine"
 	"github.com/llmserve/terraform-provider-llmserve/internal/problem"
 )
 
@@ -18,11 +19,14 @@ import (
 // overwritten (objectLabels), and the user would believe it had been kept.
 var reservedLabels = []string{ManagedByLabel, InstanceLabel, nameLabel}
 
-// Validate reports every problem of where and how the replicas would run, in terms of the
-// attributes that set them, so a plan shows them all at once instead of the API server
-// refusing the first at apply: the rules llmserve_inference_server has (environment, labels
-// the provider writes, absolute mount paths) and Kubernetes' own (label syntax, tolerations).
-func (d Deployment) Validate() []problem.Problem {
+// Validate reports every problem of where and how the replicas of the engine spec s would
+// run, in terms of the attributes that set them, so a plan shows them all at once instead
+// of the API server refusing the first at apply: the rules llmserve_inference_server has
+// (environment, labels the provider writes, absolute mount paths, gpu_ids: the same
+// functions of package deploy) and Kubernetes' own (label syntax, tolerations, a claim).
+// The rules that read the spec are left out for its zero value, which a plan passes while
+// the engine settings are unknown.
+func (d Deployment) Validate(s engine.Spec) []problem.Problem {
 	var out []problem.Problem
 	add := func(p attrpath.Path, format string, args ...any) {
 		out = append(out, problem.At(p, format, args...))
@@ -60,6 +64,9 @@ func (d Deployment) Validate() []problem.Problem {
 			add(attrpath.Root("accelerator_resource"), "%q is not a resource name such as \"nvidia.com/gpu\" or \"gpu.intel.com/xe\"", r)
 		}
 	}
+	if s.Engine != "" { // the zero spec: not known yet, the accelerator rules wait for it
+		out = append(out, d.validateAccelerators(s)...)
+	}
 	if mc := d.ModelCache; mc != nil {
 		at := attrpath.Root("model_cache")
 		switch mp := mc.MountPath; {
@@ -84,6 +91,36 @@ func (d Deployment) Validate() []problem.Problem {
 		case path.Clean(hp) == "/":
 			add(at.At("host_path"), "cannot be the node's root directory; give a directory for model weights such as /var/lib/llmserve/models")
 		}
+	}
+	return out
+}
+
+// validateAccelerators checks how the replicas get their devices: an extended resource or a
+// claim, not both; gpu_ids by the server's rules, choosing among the devices a pod was
+// given, except NVIDIA's, which the device plugin or the claim chooses alone.
+func (d Deployment) validateAccelerators(s engine.Spec) []problem.Problem {
+	var out []problem.Problem
+	add := func(p attrpath.Path, format string, args ...any) {
+		out = append(out, problem.At(p, format, args...))
+	}
+	if a := d.AcceleratorClaim; a != nil {
+		out = append(out, a.validate(attrpath.Root("accelerator_claim"))...)
+		if d.AcceleratorResource != "" {
+			add(attrpath.Root("accelerator_claim"), "and accelerator_resource = %q both ask for the replicas' devices, through Dynamic Resource Allocation and a device plugin; keep one: remove accelerator_resource (and accelerator_count) to claim devices of DeviceClass %q, or remove accelerator_claim", d.AcceleratorResource, a.DeviceClass)
+		} else if d.AcceleratorCount > 0 {
+			add(attrpath.Root("accelerator_count"), "counts devices of accelerator_resource, which accelerator_claim replaces; remove accelerator_count and set accelerator_claim.count (default: tensor_parallel_size)")
+		}
+	}
+	if s.Accelerator == engine.CUDA && len(d.GPUIDs) > 0 {
+		add(attrpath.Root("gpu_ids"), "on Kubernetes NVIDIA's device plugin (accelerator_resource) or the claim (accelerator_claim) chooses which GPUs a pod gets and sets NVIDIA_VISIBLE_DEVICES itself; remove gpu_ids and set accelerator_count or accelerator_claim.count")
+	} else {
+		out = append(out, deploy.CheckGPUIDs(s, d.GPUIDs, d.Env)...)
+	}
+	if s.Accelerator == engine.Vulkan && d.AcceleratorResource == "" && d.AcceleratorClaim == nil && len(d.GPUIDs) == 0 {
+		p := problem.At(attrpath.Root("accelerator"), "\"vulkan\" has no device plugin resource of its own, so the pods request no GPU and see no render node: llama.cpp would find no Vulkan GPU and fail to start. "+
+			"Set accelerator_resource to your device plugin's resource (gpu.intel.com/i915, gpu.intel.com/xe, amd.com/gpu) or accelerator_claim to a DeviceClass; for Mesa's lavapipe on the CPU, name it with gpu_ids = [\"0\"]")
+		p.Summary, p.Warning = "Vulkan replicas request no GPU", true
+		out = append(out, p)
 	}
 	return out
 }
