@@ -58,14 +58,16 @@ func noiseWarnings(objectives []results.SLO, doc *results.Document) []problem.Pr
 					}
 				}
 				v := func(x float64) string { return trimFloat(math.Round(x*10)/10) + unit }
-				lines[i] = fmt.Sprintf("at %s, %s was %s in trial %d but %s in trial %d (+%.0f %%; from their %d requests the first lies below %s and the second above %s at 95 %%)",
-					d.LevelTextOn(w.Axis()), d.Objective, v(d.Low), d.LowTrial, v(d.High), d.HighTrial, d.SpreadPercent(), d.Requests, v(d.LowUpper), v(d.HighLower))
+				lines[i] = fmt.Sprintf("at %s, %s was %s in trial %d but %s in trial %d (+%.0f %%: beyond what their %d requests explain, the first below %s and the second above %s, and more than the %.0f %% that matters)",
+					d.LevelTextOn(w.Axis()), d.Objective, v(d.Low), d.LowTrial, v(d.High), d.HighTrial, d.SpreadPercent(), d.Requests, v(d.LowUpper), v(d.HighLower), results.DefaultDisagreementRule.Band*100)
 			}
 			out = append(out, problem.Problem{Path: boundaryPath(w), Warning: true,
 				Summary: fmt.Sprintf("Confirmation trials of workload %q disagree beyond their size", w.Label),
 				Detail: fmt.Sprintf("Workload %q: %s. Trials of one server at one level differ this much only when something else changed between them "+
 					"(another job on the host or the server's machine, CPU throttling, a cache); results_json records each under trial_disagreements. "+
-					"Measure again on a quieter host before gating on this result.", w.Label, listed(lines))})
+					"The rule: the two trials' values differ beyond their own sampling noise (a two-sided test at %.0f %%, from each trial's requests and spread) "+
+					"and by at least %.0f %%, the comparison's band. Measure again on a quieter host before gating on this result.",
+					w.Label, listed(lines), results.DefaultDisagreementRule.Alpha*100, results.DefaultDisagreementRule.Band*100)})
 		}
 		var busy []string
 		for _, st := range w.Trials() {

@@ -93,6 +93,19 @@ type trialAt struct {
 	// Value is what the level stands for: the concurrency, the request rate, or a replay's
 	// speedup.
 	Value float64
+	// Comparison marks a full trial added for the comparison with the baseline
+	// (comparison.go): Kind is Confirmation, Index its number among those at its level, and
+	// its prompts and records file are its own, never a search trial's.
+	Comparison bool
+}
+
+// kindName names the trial's kind in its prompt stream, records file and journal entry:
+// probe, confirmation or comparison.
+func (at trialAt) kindName() string {
+	if at.Comparison {
+		return kindComparison
+	}
+	return at.Kind.String()
 }
 
 // outcome and rateOutcome are the search's outcomes as capacity runs them: each carries its

@@ -45,7 +45,7 @@ func (a concurrencyAxis) search(ctx context.Context, r *trialRunner) (search.Res
 	for _, t := range s.cfg.History {
 		// A trial whose requests failed is measured again: the run is resumed because
 		// something went wrong, and the failure may have been the server's, not the load's.
-		if t.Workload == w.Label && t.Errors == 0 {
+		if t.Workload == w.Label && t.Errors == 0 && t.Kind != kindComparison {
 			history = append(history, t.outcome())
 		}
 	}
@@ -86,7 +86,7 @@ func closedLoopNotes(out *results.Workload, res search.ResultOf[*results.Trial],
 func (concurrencyAxis) where(at trialAt) string { return fmt.Sprintf("concurrency %d", at.Level) }
 
 func (concurrencyAxis) stream(workload string, at trialAt) string {
-	return TrialStream(workload, at.Level, at.Kind.String(), at.Index)
+	return TrialStream(workload, at.Level, at.kindName(), at.Index)
 }
 
 // TrialStream names a closed-loop trial's prompt stream: its warmup prompts come from
@@ -115,7 +115,9 @@ func (a concurrencyAxis) drive(ctx context.Context, r *trialRunner, at trialAt, 
 	res, err := load.RunTrial(ctx, r.s.client, spec)
 	out.res, out.measuredEnd = res, res.MeasuredEnd
 	out.window = res.Measured()
-	out.lowest = at.Level == a.min
+	// A trial added for a comparison may run at the minimum without being the search's
+	// first: its failure is a finding of the comparison, never the end of the run.
+	out.lowest = at.Level == a.min && !at.Comparison
 	return out, err
 }
 
@@ -125,7 +127,7 @@ func (concurrencyAxis) place(t *results.Trial, _ Workload, at trialAt) { t.Concu
 func (concurrencyAxis) mark(*JournalEntry, Workload, float64) {}
 
 func (concurrencyAxis) recordsFile(index int, w Workload, at trialAt) (string, records.Trial) {
-	return records.FileName(index, w.Label, at.Kind.String(), at.Level, at.Index), records.Trial{Workload: w.Label, Concurrency: at.Level, Index: at.Index}
+	return records.FileName(index, w.Label, at.kindName(), at.Level, at.Index), records.Trial{Workload: w.Label, Concurrency: at.Level, Index: at.Index}
 }
 
 func (a concurrencyAxis) offAxis(t JournalEntry) string {

@@ -73,7 +73,7 @@ func fitsContext(w Workload, index int, maxContext int) error {
 func (usersAxis) where(at trialAt) string { return fmt.Sprintf("%d users", at.Level) }
 
 func (usersAxis) stream(workload string, at trialAt) string {
-	return fmt.Sprintf("%s users=%d %s t=%d", workload, at.Level, at.Kind, at.Index)
+	return fmt.Sprintf("%s users=%d %s t=%d", workload, at.Level, at.kindName(), at.Index)
 }
 
 // prompts fits the shared system prompt and measures the calibration; a trial's messages
@@ -150,7 +150,7 @@ func (a usersAxis) drive(ctx context.Context, r *trialRunner, at trialAt, p tria
 	}
 	res, err := load.RunUsers(ctx, r.s.client, spec)
 	out.res, out.measuredEnd, out.window = res, res.MeasuredEnd, res.Measured()
-	out.lowest = at.Level == a.min
+	out.lowest = at.Level == a.min && !at.Comparison
 	own, shared := a.cacheShape(w)
 	c := metrics.Conversations(res.Requests, own, int(math.Ceil(p.measured.calibration.TemplateOverheadTokens))+shared)
 	out.conversations = &c
@@ -166,7 +166,7 @@ func (usersAxis) cacheShape(w Workload) (own, shared int) {
 }
 
 func (usersAxis) recordsFile(index int, w Workload, at trialAt) (string, records.Trial) {
-	return records.FileName(index, w.Label, at.Kind.String(), at.Level, at.Index), records.Trial{Workload: w.Label, Concurrency: at.Level, Index: at.Index}
+	return records.FileName(index, w.Label, at.kindName(), at.Level, at.Index), records.Trial{Workload: w.Label, Concurrency: at.Level, Index: at.Index}
 }
 
 func (usersAxis) progressAt(e JournalEntry) string { return fmt.Sprintf("users=%d", e.Concurrency) }

@@ -9,6 +9,7 @@ package capacity
 import (
 	"time"
 
+	"github.com/llmserve/terraform-provider-llmserve/internal/compare"
 	"github.com/llmserve/terraform-provider-llmserve/internal/load"
 	"github.com/llmserve/terraform-provider-llmserve/internal/results"
 	"github.com/llmserve/terraform-provider-llmserve/internal/trace"
@@ -79,6 +80,19 @@ type Config struct {
 	// the server's container id): a journal entry recorded under other triggers is never
 	// reused. No triggers and an empty map are the same run.
 	Triggers map[string]string
+
+	// Baseline, when set, is an earlier result this run measures against (comparison.go):
+	// after each workload's search it measures the levels the comparison needs and adds
+	// trials one at a time while the verdict is open, at most ComparisonBudget of them
+	// (trial.comparison_budget). Neither is in the fingerprint: a baseline changes what is
+	// compared, not what a trial measures, so the journal's trials stand for any baseline.
+	Baseline         *Document `json:",omitempty"`
+	ComparisonBudget int
+	// Delivered, when set, is the result this configuration delivered before (the
+	// benchmark's state when only its baseline changed): its searches stand as they are,
+	// and only the comparison with Baseline is measured, reusing the trials it added for
+	// an earlier comparison at the same level and number.
+	Delivered *Document `json:",omitempty"`
 
 	// History holds trials finished by an earlier, interrupted run of the same
 	// configuration; they are reused instead of measured again.
@@ -153,7 +167,27 @@ const (
 	// MaxConfirmationTrials bounds trial.confirmation_trials: each one is a full trial on
 	// both sides of the boundary.
 	MaxConfirmationTrials = 100
+	// MaxComparisonBudget bounds trial.comparison_budget: the trials a workload may add one
+	// at a time while its comparison with the baseline is open.
+	MaxComparisonBudget = 100
 )
+
+// Document is a results document a configuration carries (a baseline, a delivered result):
+// it travels to a runner as its schema v1 JSON, read back by results.Parse.
+type Document struct{ *results.Document }
+
+// MarshalJSON writes the document as schema v1 JSON.
+func (d Document) MarshalJSON() ([]byte, error) { return results.Marshal(d.Document) }
+
+// UnmarshalJSON reads a schema v1 document, checked as every reader checks it.
+func (d *Document) UnmarshalJSON(data []byte) error {
+	doc, err := results.Parse(data)
+	if err != nil {
+		return err
+	}
+	d.Document = doc
+	return nil
+}
 
 // The APIs a benchmark can send requests to: the load client's.
 const (
@@ -173,6 +207,7 @@ func Defaults() Config {
 		MeasuredRequests:   64,
 		ConfirmationTrials: 3,
 		CacheFlush:         "auto",
+		ComparisonBudget:   compare.DefaultComparisonBudget,
 		StallTimeout:       load.DefaultStallTimeout,
 		RequestTimeout:     load.DefaultRequestTimeout,
 	}

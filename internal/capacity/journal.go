@@ -32,8 +32,8 @@ type JournalEntry struct {
 	Concurrency int       `json:"concurrency"`
 	Rate        float64   `json:"rate,omitempty"`    // an open-loop trial's request rate; its concurrency is 0
 	Speedup     float64   `json:"speedup,omitempty"` // a replay trial's speedup; Rate is then the trace's mean rate times it
-	Kind        string    `json:"kind"`              // probe | confirmation | run_completed
-	Index       int       `json:"index"`             // 1-based confirmation trial number; 0 for probes
+	Kind        string    `json:"kind"`              // probe | confirmation | comparison | run_completed
+	Index       int       `json:"index"`             // 1-based confirmation (or comparison) trial number at its level; 1 for probes
 	// Verdict is pass, fail (an objective was missed) or error (requests failed); written
 	// for readers, Pass and Errors are what a resumed run reads.
 	Verdict     string  `json:"verdict,omitempty"`
@@ -132,6 +132,11 @@ func (t JournalEntry) verdict() string {
 // kindRunCompleted marks the end of a finished run in the journal: trials before it belong
 // to a result already delivered and are never reused.
 const kindRunCompleted = "run_completed"
+
+// kindComparison is the journal's kind of a full trial added for the comparison with a
+// baseline (comparison.go): never one of the search's, which reuses only probes and
+// confirmations; the document lists it as a confirmation with for_comparison.
+const kindComparison = "comparison"
 
 // Fingerprint identifies what a trial's outcome depends on, so journal entries from another
 // configuration (or other triggers: another server, another revision) are never reused.
@@ -360,7 +365,7 @@ func journalLine(history []JournalEntry, line []byte, fingerprint string, ignore
 	case t.Kind == kindRunCompleted:
 		ignored.delivered += len(history)
 		return nil
-	case t.Kind != search.Probe.String() && t.Kind != search.Confirmation.String(),
+	case t.Kind != search.Probe.String() && t.Kind != search.Confirmation.String() && t.Kind != kindComparison,
 		t.Rate == 0 && (t.Concurrency < 1 || t.Concurrency > search.MaxLevel),
 		t.Rate != 0 && (t.Concurrency != 0 || !(t.Rate > 0) || math.IsInf(t.Rate, 0)),
 		t.Speedup != 0 && (t.Rate == 0 || !(t.Speedup > 0) || math.IsInf(t.Speedup, 0)),

@@ -142,6 +142,16 @@ func (t JournalEntry) inconsistency(cfg Config, objectives []results.SLO) string
 // offConfiguration says why the trial's workload level, kind or index is not one cfg's
 // search can ask for, or "".
 func (t JournalEntry) offConfiguration(cfg Config) string {
+	if t.Kind == kindComparison {
+		// A comparison's levels are the baseline's, wherever the search's bounds lie.
+		switch {
+		case t.Rate != 0:
+			return fmt.Sprintf("it is a comparison trial at rate %.6g requests/s, but comparisons measure closed-loop levels", t.Rate)
+		case t.Index < 1:
+			return fmt.Sprintf("it is comparison %d, but they are numbered from 1", t.Index)
+		}
+		return ""
+	}
 	if why := cfg.runAxis().offAxis(t); why != "" {
 		return why
 	}

@@ -146,7 +146,7 @@ func (b openLoopBase) offLadder(value float64, name string) string {
 func history(a onLadder, entries []JournalEntry, label string) []rateOutcome {
 	var out []rateOutcome
 	for _, t := range entries {
-		if t.Workload == label && a.rung(t) > 0 && t.Errors == 0 {
+		if t.Workload == label && a.rung(t) > 0 && t.Errors == 0 && t.Kind != kindComparison {
 			out = append(out, rateOutcome{OutcomeOf: t.outcome(), Rate: a.rung(t)})
 		}
 	}

@@ -45,13 +45,17 @@ func newRunTracker(cfg Config, slos []results.SLO, say func(string)) *runTracker
 }
 
 // begin marks the trial that runs now, at where on the run's axis.
-func (w *runTracker) begin(workload, where string, kind search.Kind, index int) {
+func (w *runTracker) begin(workload, where string, at trialAt) {
 	if w == nil {
 		return
 	}
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	w.current = fmt.Sprintf("%s at %s of workload %q", trialName(kind, index, w.cfg.ConfirmationTrials), where, workload)
+	name := trialName(at.Kind, at.Index, w.cfg.ConfirmationTrials)
+	if at.Comparison {
+		name = fmt.Sprintf("comparison trial %d", at.Index)
+	}
+	w.current = fmt.Sprintf("%s at %s of workload %q", name, where, workload)
 	w.step = stepNone
 }
 
@@ -170,8 +174,11 @@ func (w *runTracker) sayf(format string, args ...any) {
 // line is the human line of one finished trial, with the run's standing after it.
 func (w *runTracker) line(workload, at string, o outcome, e JournalEntry) string {
 	var b strings.Builder
-	fmt.Fprintf(&b, "%s  %q %s %s  %s", time.Now().UTC().Format("15:04:05"), workload, at,
-		trialName(o.Kind, o.Index, w.cfg.ConfirmationTrials), strings.ToUpper(e.verdict()))
+	name := trialName(o.Kind, o.Index, w.cfg.ConfirmationTrials)
+	if e.Kind == kindComparison {
+		name = fmt.Sprintf("comparison %d", e.Index)
+	}
+	fmt.Fprintf(&b, "%s  %q %s %s  %s", time.Now().UTC().Format("15:04:05"), workload, at, name, strings.ToUpper(e.verdict()))
 	if o.DecidedEarly {
 		b.WriteString(" (stopped early)")
 	}
@@ -303,7 +310,10 @@ func (w *runTracker) left(current string) string {
 // remaining is the fewest and the most trials a workload's search can still ask for, after
 // what it has done ("": a workload not begun), along the run's axis.
 func (w *runTracker) remaining(workload string) (lo, hi int) {
-	return w.axis.remaining(w.cfg, w.done[workload])
+	// Trials added for a comparison are not the search's; how many more it adds depends on
+	// the verdict, at most its budget.
+	search := slices.DeleteFunc(slices.Clone(w.done[workload]), func(e JournalEntry) bool { return e.Kind == kindComparison })
+	return w.axis.remaining(w.cfg, search)
 }
 
 // maxEstimateCandidates bounds the boundaries an estimate plays out: every level when the

@@ -68,7 +68,7 @@ func run(ctx context.Context, cfg Config) (*results.Document, runStats, error) {
 	doc := s.skeleton()
 	for i, w := range cfg.Workloads {
 		r := &trialRunner{s: s, w: w, index: i}
-		wr, err := s.axis.measure(ctx, r)
+		wr, err := r.measureWorkload(ctx, doc)
 		if r.warmupNote != "" {
 			wr.Notes = append(wr.Notes, r.warmupNote)
 		}
@@ -259,10 +259,20 @@ func (s *session) skeleton() *results.Document {
 			MeasuredRequestsPerTrial:         cfg.MeasuredRequests,
 			IndependentTrialsPerBoundarySide: cfg.ConfirmationTrials,
 			CachePolicy:                      s.flush.Policy(),
+			ComparisonBudget:                 comparisonBudget(cfg),
 		},
 		SLOs:      s.slos(),
 		Workloads: []results.Workload{},
 	}
+}
+
+// comparisonBudget is the document's aiperf.comparison_budget: the run's budget when it
+// measures against a baseline, else absent.
+func comparisonBudget(cfg Config) int {
+	if cfg.Baseline == nil {
+		return 0
+	}
+	return cfg.ComparisonBudget
 }
 
 // slos are the configured objectives with their defaults filled in, as documents state them.

@@ -44,7 +44,7 @@ func (r *trialRunner) run(ctx context.Context, at trialAt) (outcome, error) {
 		s.tracker.sayf("%s  %q %s", time.Now().UTC().Format("15:04:05"), r.w.Label, note)
 	}
 	clock := newTrialClock()
-	s.tracker.begin(r.w.Label, ax.where(at), at.Kind, at.Index)
+	s.tracker.begin(r.w.Label, ax.where(at), at)
 	// Fitting prompts asks the server to count tokens, which generates nothing: it overlaps
 	// the idle wait and the flush instead of following them.
 	prep := s.prepareAsync(ctx, r.w, ax.stream(r.w.Label, at))
@@ -82,9 +82,12 @@ func (r *trialRunner) run(ctx context.Context, at trialAt) (outcome, error) {
 		// it again, as every trial whose requests failed.
 		out.Request = search.Request{Concurrency: at.Level, Kind: at.Kind, Index: at.Index}
 		e := r.entry(out)
+		if at.Comparison {
+			e.Kind = kindComparison
+		}
 		ax.mark(&e, r.w, at.Value)
 		r.finished(out, e)
-		s.tracker.begin(r.w.Label, ax.where(at), at.Kind, at.Index) // the run stops in this trial: its message names it
+		s.tracker.begin(r.w.Label, ax.where(at), at) // the run stops in this trial: its message names it
 		return outcome{}, abort
 	}
 	return out, nil

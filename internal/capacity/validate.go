@@ -60,6 +60,13 @@ func (c Config) Validate() []problem.Problem {
 		}
 	}
 	v.between(trial.At("confirmation_trials"), c.ConfirmationTrials, 1, MaxConfirmationTrials)
+	v.between(trial.At("comparison_budget"), c.ComparisonBudget, 0, MaxComparisonBudget)
+	if c.Baseline != nil && c.OpenLoop != nil {
+		v.add(problem.Problem{Path: attrpath.Root("baseline"), Summary: "Baseline with an open-loop search", Reads: []attrpath.Path{attrpath.Root("arrival")},
+			Detail: "baseline: a benchmark measures against its baseline on closed-loop levels (concurrency, or users of conversation workloads), which it can add one at a time; " +
+				"an open-loop search (arrival, search.rate or search.speedup) walks a ladder of rates that a comparison's levels need not lie on. Remove baseline here and compare the " +
+				"finished results with provider::llmserve::compare(baseline, results_json), or the llmserve_capacity_report data source's baseline, which read any axis."})
+	}
 	if !slices.Contains(engine.FlushModes, c.CacheFlush) {
 		v.fail(trial.At("cache_flush"), "Unknown cache flush", "must be one of %s, got %q", strings.Join(engine.FlushModes, ", "), c.CacheFlush)
 	}

@@ -34,6 +34,11 @@
 //     contradiction, inconclusive.
 //   - Without any level measured by both runs, the boundaries decide as above: a contradiction
 //     is a regression (or an improvement); none is inconclusive, never unchanged.
+//   - Two documents holding the same trials (a document and its copy) are one measurement
+//     read twice, not two runs: every objective is unchanged, with no uncertainty.
+//   - A document measured against a baseline (aiperf.comparison_budget) was read look after
+//     look; Alpha is then spent over the looks as sequential.go says, and the verdict is
+//     read at the document's last look.
 package compare
 
 import (
@@ -194,7 +199,17 @@ func Compare(baseline, current *results.Document, o Options) Result {
 			r.OnlyInCurrent = append(r.OnlyInCurrent, cw.Label)
 			continue
 		}
-		r.Workloads = append(r.Workloads, compareWorkload(baseline, current, bw, cw, len(r.Refused) > 0, o))
+		wo := o
+		if Sequential(current) {
+			// Measured against a baseline, look after look: the verdict is read at the
+			// look the run stopped at, with the level spent there (sequential.go).
+			wo.Alpha = LookAlpha(o.Alpha, Look(cw))
+		}
+		w := compareWorkload(baseline, current, bw, cw, len(r.Refused) > 0, wo)
+		if Sequential(current) && w.Verdict != Incomparable {
+			w.Notes = append(w.Notes, sequentialNote(current, cw, o))
+		}
+		r.Workloads = append(r.Workloads, w)
 	}
 	for _, bw := range baseline.Workloads {
 		if !seen[bw.Label] {
@@ -389,7 +404,8 @@ func boundaryContradiction(a Axis, bw, cw results.Workload) (contradiction, note
 func passedAbove(a Axis, w results.Workload, failed float64) *float64 {
 	var best *float64
 	for _, t := range w.AllTrials {
-		if at := a.at(t); !t.StoppedEarly && t.Verdict == "pass" && levelKey(at) > levelKey(failed) && (best == nil || at > *best) {
+		// Trials added for a comparison are not the search's: its boundary stands without them.
+		if at := a.at(t); !t.StoppedEarly && t.ForComparison == 0 && t.Verdict == "pass" && levelKey(at) > levelKey(failed) && (best == nil || at > *best) {
 			best = &at
 		}
 	}
@@ -404,6 +420,9 @@ func describe(a Axis, ob Objective, o Options) string {
 	levels := make([]float64, len(ob.Levels))
 	for i, l := range ob.Levels {
 		levels[i] = l.At
+	}
+	if ob.NoiseSource == "identical" {
+		return fmt.Sprintf("%s: the same trials in both documents (every value identical at %s), so no change", ob.Key, a.phrase(levels))
 	}
 	rep := representative(ob)
 	extra := ""
@@ -597,11 +616,13 @@ func compareObjective(a Axis, bslo, slo results.SLO, bw, cw results.Workload, nO
 	if len(levels) == 0 {
 		return ob
 	}
+	identical := sameObservations(bo, co)
 	higher := slo.Info().HigherIsBetter
-	sumW, sumWD := 0.0, 0.0
+	sumW, sumWD, sumNB := 0.0, 0.0, 0.0
 	ds, ws := make([]float64, len(levels)), make([]float64, len(levels))
 	for i, c := range levels {
 		b, cu := bo[c], co[c]
+		sumNB += float64(len(b))
 		wt := 1 / (1/float64(len(b)) + 1/float64(len(cu)))
 		d := meanX(cu) - meanX(b)
 		ds[i], ws[i] = d, wt
@@ -615,11 +636,41 @@ func compareObjective(a Axis, bslo, slo results.SLO, bw, cw results.Workload, nO
 		ob.Levels = append(ob.Levels, l)
 	}
 	d := sumWD / sumW
-	// The levels' own disagreement: if the server changed, every level moved alike; if the
-	// runs differ by noise the repeated trials did not see (a level measured once, a burst of
-	// load on the machine), the levels scatter. With three levels or more the scatter is a
-	// second estimate of the variance; where it is significantly larger than the first (an F
-	// test at 5 %), it replaces it, with its own degrees of freedom.
+	if identical {
+		// The same measurements on both sides (a document compared with itself or a
+		// copy): not two samples of one server, one sample read twice, so the change is
+		// exactly nothing, with no uncertainty.
+		ob.Change, ob.Noise, ob.T, ob.Low, ob.High, ob.NoiseSource = 0, 0, 0, 0, 0, "identical"
+		ob.Critical = tQuantile(1-o.Alpha/(2*float64(nObjectives)), dof)
+		ob.Verdict = Unchanged
+		return ob
+	}
+	minLog, band := math.Log1p(o.MinChange), math.Log1p(o.Band)
+	judge := func(variance, dof float64) (se, critical float64, verdict string) {
+		// The floor keeps documents with no spread from dividing by zero.
+		se = max(math.Sqrt(variance/sumW), 1e-9)
+		critical = tQuantile(1-o.Alpha/(2*float64(nObjectives)), dof)
+		switch t := d / se; {
+		case t >= critical && d >= minLog:
+			return se, critical, Regressed
+		case t <= -critical && d <= -minLog:
+			return se, critical, Improved
+		case d-critical*se > -band && d+critical*se < band:
+			return se, critical, Unchanged
+		}
+		return se, critical, Inconclusive
+	}
+	se, critical, verdict := judge(variance, dof)
+	// The levels' own disagreement: if the runs differ by noise the repeated trials did not
+	// see (a level measured once, a burst of load on the machine), the levels scatter. With
+	// three levels or more the scatter is a second estimate of the variance; where it is
+	// significantly larger than the first (an F test at 5 %), it replaces it, with its own
+	// degrees of freedom. A change that grows with load (a server with fewer slots: the same
+	// at low load, far worse near its boundary) scatters the levels too, but all one way,
+	// where noise scatters them both ways: against a regression or an improvement the
+	// scatter stands only where a level moved against the pooled change beyond its own
+	// noise. Against unchanged it always stands: one level that moved by more than the band
+	// is a change, whatever the others did.
 	if len(levels) >= 3 {
 		ss := 0.0
 		for i := range ds {
@@ -627,28 +678,25 @@ func compareObjective(a Axis, bslo, slo results.SLO, bw, cw results.Workload, nO
 		}
 		k := float64(len(levels) - 1)
 		if between := ss / k; between > variance*fQuantile(0.95, k, min(dof, 1e6)) {
-			variance, dof = between, k
-			ob.NoiseSource = "levels"
+			opposed := false
+			for i := range ds {
+				own := math.Sqrt(variance / ws[i])
+				opposed = opposed || ds[i]*d < 0 && math.Abs(ds[i]) >= critical*own
+			}
+			if opposed || (verdict != Regressed && verdict != Improved) {
+				variance, dof = between, k
+				ob.NoiseSource = "levels"
+				se, critical, verdict = judge(variance, dof)
+			}
 		}
 	}
-	se := math.Sqrt(variance / sumW)
-	// The floor keeps identical documents (zero spread) from dividing by zero.
-	se = max(se, 1e-9)
-	ob.Change, ob.Noise, ob.T = math.Expm1(d), math.Expm1(se), d/se
-	ob.Critical = tQuantile(1-o.Alpha/(2*float64(nObjectives)), dof)
-	lo, hi := d-ob.Critical*se, d+ob.Critical*se
-	ob.Low, ob.High = math.Expm1(lo), math.Expm1(hi)
-	minLog, band := math.Log1p(o.MinChange), math.Log1p(o.Band)
-	switch {
-	case ob.T >= ob.Critical && d >= minLog:
-		ob.Verdict = Regressed
-	case ob.T <= -ob.Critical && d <= -minLog:
-		ob.Verdict = Improved
-	case lo > -band && hi < band:
-		ob.Verdict = Unchanged
-	default:
-		ob.Verdict = Inconclusive
-		ob.Decide = decide(ob, d, se, band, confirmations, o)
+	ob.Change, ob.Noise, ob.T, ob.Critical, ob.Verdict = math.Expm1(d), math.Expm1(se), d/se, critical, verdict
+	ob.Low, ob.High = math.Expm1(d-critical*se), math.Expm1(d+critical*se)
+	if verdict == Inconclusive {
+		// With any number of current trials the weights approach the baseline's trials:
+		// the standard error can shrink no further than this.
+		floor := math.Sqrt(variance / sumNB)
+		ob.Decide = decide(ob, d, se, floor, band, confirmations, sumNB/float64(len(levels)), o)
 	}
 	return ob
 }
@@ -657,7 +705,11 @@ func compareObjective(a Axis, bslo, slo results.SLO, bw, cw results.Workload, nO
 // must shrink until the interval leaves zero by MinChange or fits inside the band, and it
 // shrinks with the square root of the trials at the common levels (and, for a percentile,
 // of the requests per trial); a scatter of the levels beyond the trials' spread is the host.
-func decide(ob Objective, d, se, band float64, confirmations int, o Options) string {
+//
+// floor is the standard error with unlimited current trials: a benchmark measuring against
+// this baseline cannot get below it, so where even it leaves the interval wider than the
+// band, the baseline's own trials (perLevel a common level, on average) are what is missing.
+func decide(ob Objective, d, se, floor, band float64, confirmations int, perLevel float64, o Options) string {
 	target := (band - math.Abs(d)) / ob.Critical
 	if math.Abs(d) >= math.Log1p(o.MinChange) || target <= 0 {
 		target = math.Abs(d) / ob.Critical
@@ -673,10 +725,38 @@ func decide(ob Objective, d, se, band float64, confirmations int, o Options) str
 		}
 	}
 	parts = append(parts, "more measured_requests per trial (a percentile over more requests spreads less)")
+	if room := band - math.Abs(d); room > 0 && ob.Critical*floor >= room {
+		// floor² = s² / (levels · perLevel): a baseline of n trials a level gets the
+		// interval within the room once critical · s / √(levels · n) < room.
+		need := math.Ceil(perLevel * (ob.Critical * floor / room) * (ob.Critical * floor / room))
+		parts = append(parts, fmt.Sprintf("a baseline with more trials: however many the current run adds, the baseline's own %.3g trials a level keep the interval at ± %.1f %% or wider, "+
+			"more than the ± %.0f %% the band leaves; a baseline with about %.0f confirmation trials a level could be shown unchanged",
+			perLevel, 100*math.Expm1(ob.Critical*floor), 100*math.Expm1(band), max(need, perLevel+1)))
+	}
 	if ob.NoiseSource == "levels" {
 		parts = append(parts, "a quieter host: the levels scatter beyond what the trials at each level show (load on the machine during a run)")
 	}
 	return strings.Join(parts, "; or ")
+}
+
+// sameObservations reports whether two runs hold the same trials' values at the same levels
+// (every value, bit for bit): the same measurements, not two runs of a server.
+func sameObservations(a, b map[float64][]obs) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for c, as := range a {
+		bs, ok := b[c]
+		if !ok || len(as) != len(bs) {
+			return false
+		}
+		for i := range as {
+			if as[i].x != bs[i].x {
+				return false
+			}
+		}
+	}
+	return true
 }
 
 // sortedLevels are m's levels, ascending.

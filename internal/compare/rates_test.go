@@ -6,6 +6,7 @@ import (
 	"net/http/httptest"
 	"os"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -36,6 +37,12 @@ func rateModel(seed uint64, slower float64) simengine.Model {
 // rateRun is one capacity benchmark against the simulated server, through the real run path
 // (HTTP, streaming client, metrics, search), in scaled wall time.
 func rateRun(ctx context.Context, m simengine.Model, timeScale float64, recordsDir string) (*results.Document, error) {
+	return rateRunAgainst(ctx, m, timeScale, recordsDir, nil)
+}
+
+// rateRunAgainst is rateRun measuring against a baseline (nil: none) with the default
+// comparison budget.
+func rateRunAgainst(ctx context.Context, m simengine.Model, timeScale float64, recordsDir string, baseline *results.Document) (*results.Document, error) {
 	eng, err := simengine.NewServer(simengine.Options{Model: m, ModelName: "sim", TimeScale: timeScale})
 	if err != nil {
 		return nil, err
@@ -50,7 +57,15 @@ func rateRun(ctx context.Context, m simengine.Model, timeScale float64, recordsD
 		MinConcurrency: 1, MaxConcurrency: 24,
 		WarmupRequests: 4, MeasuredRequests: 32, ConfirmationTrials: 3,
 		CacheFlush: "auto", Seed: 1, RecordsDirectory: recordsDir,
+		Baseline: baselineOf(baseline), ComparisonBudget: envInt("COMPARE_BUDGET", compare.DefaultComparisonBudget),
 	})
+}
+
+func baselineOf(d *results.Document) *capacity.Document {
+	if d == nil {
+		return nil
+	}
+	return &capacity.Document{Document: d}
 }
 
 func envFloat(name string, def float64) float64 {
@@ -107,4 +122,59 @@ func BenchmarkRates(b *testing.B) {
 		}
 		reportRates(b, pairs, sameV, slowerV)
 	}
+}
+
+// BenchmarkSequential measures the benchmark measuring against its baseline, in wall-clock
+// time through the whole run path (HTTP, streaming client, search, compare.Measure): per
+// seeded pair a baseline run, then a run of the same server (other noise seeds) and one of
+// the server made 15 % slower, each given the baseline, with the default
+// trial.comparison_budget (COMPARE_BUDGET). Printed: each pair's verdicts, then the shares
+// (reportRates) and the trials the comparisons added as a multiple of the runs' own.
+// COMPARE_PAIRS (default 20) and COMPARE_TIMESCALE (default 0.25) as for BenchmarkRates.
+//
+//	flock /tmp/heavy.lock go test -run '^$' -bench 'BenchmarkSequential$' -benchtime 1x -timeout 120m ./internal/compare/
+func BenchmarkSequential(b *testing.B) {
+	pairs := envInt("COMPARE_PAIRS", 20)
+	timeScale := envFloat("COMPARE_TIMESCALE", 0.25)
+	ctx := context.Background()
+	for range b.N {
+		sameV, slowerV := map[string]int{}, map[string]int{}
+		added, own := 0, 0
+		for i := range pairs {
+			seed := uint64(5000 + 3*i)
+			base, err := rateRun(ctx, rateModel(seed, 1), timeScale, "")
+			if err != nil {
+				b.Fatal(err)
+			}
+			var verdicts [2]string
+			for j, f := range []float64{1, 1.15} {
+				cur, err := rateRunAgainst(ctx, rateModel(seed+1+uint64(j), f), timeScale, "", base)
+				if err != nil {
+					b.Fatal(err)
+				}
+				w := compare.Compare(base, cur, compare.Options{}).Workloads[0]
+				verdicts[j] = w.Verdict
+				needed, seq := compare.Added(cur.Workloads[0])
+				added += needed + seq
+				own += len(cur.Workloads[0].AllTrials) - needed - seq
+				if testing.Verbose() {
+					fmt.Printf("pair %2d ×%.2f: %-12s added %d+%d: %s\n", i, f, w.Verdict, needed, seq, w.Reason)
+				}
+			}
+			sameV[verdicts[0]]++
+			slowerV[verdicts[1]]++
+			fmt.Printf("pair %2d: same %s, 15 %% slower %s (load %s)\n", i, verdicts[0], verdicts[1], loadAvg())
+		}
+		reportRates(b, pairs, sameV, slowerV)
+		b.ReportMetric(float64(added)/float64(own), "added/own")
+	}
+}
+
+// loadAvg is the machine's 1-minute load average, for the figures printed beside it.
+func loadAvg() string {
+	raw, err := os.ReadFile("/proc/loadavg")
+	if err != nil {
+		return "?"
+	}
+	return strings.Fields(string(raw))[0]
 }

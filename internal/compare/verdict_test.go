@@ -273,13 +273,24 @@ func TestCompareReplayResults(t *testing.T) {
 		!strings.Contains(got.Reason, "maximum passing speed-up 1.221× → 0.48×") {
 		t.Errorf("%s (%s): %s", got.Verdict, got.Axis, got.Reason)
 	}
-	// The replay against itself: matched on its six speed-ups, no change, but one trial of 18
-	// requests a speed-up cannot show the change within ±10 % (its records' bootstrap gives
-	// ±20 %): inconclusive, not unchanged. Three times slower at every speed-up: regressed.
+	// The replay against itself: matched on its six speed-ups, the same trials on both sides:
+	// one measurement read twice, unchanged, although one trial of 18 requests a speed-up
+	// could not show a change within ±10 % between two runs (its records' bootstrap gives
+	// ±20 %). Three times slower at every speed-up: regressed.
 	records := RecordsSamples(filepath.Join("..", "results", "testdata", "replay", "records"))
 	self := Compare(b, b, Options{Baseline: records, Current: records}).Workloads[0]
-	if self.Verdict != Inconclusive || len(self.Objectives[0].Levels) != 6 || self.Objectives[0].Change != 0 || self.Objectives[0].NoiseSource != "records" {
+	if self.Verdict != Unchanged || len(self.Objectives[0].Levels) != 6 || self.Objectives[0].Change != 0 || self.Objectives[0].NoiseSource != "identical" ||
+		!strings.Contains(self.Reason, "the same trials in both documents") {
 		t.Errorf("the replay against itself: %s: %s", self.Verdict, self.Reason)
+	}
+	// One trial's value moved by a hair: two runs now, and the records' noise decides.
+	nudged, err := readReplay()
+	if err != nil {
+		t.Fatal(err)
+	}
+	nudged.Workloads[0].AllTrials[0].SLOs[0].Value *= 1.0001
+	if near := Compare(b, nudged, Options{Baseline: records, Current: records}).Workloads[0]; near.Verdict != Inconclusive || near.Objectives[0].NoiseSource != "records" {
+		t.Errorf("the replay against a copy nudged by 0.01 %%: %s (%s): %s", near.Verdict, near.Objectives[0].NoiseSource, near.Reason)
 	}
 	slow, err := readReplay()
 	if err != nil {

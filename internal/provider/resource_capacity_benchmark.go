@@ -9,12 +9,15 @@ import (
 	"strings"
 	"time"
 
+	"github.com/hashicorp/terraform-plugin-framework/diag"
 	"github.com/hashicorp/terraform-plugin-framework/path"
 	"github.com/hashicorp/terraform-plugin-framework/resource"
+	"github.com/hashicorp/terraform-plugin-framework/tfsdk"
 	"github.com/hashicorp/terraform-plugin-framework/types"
 	"github.com/hashicorp/terraform-plugin-log/tflog"
 
 	"github.com/llmserve/terraform-provider-llmserve/internal/capacity"
+	"github.com/llmserve/terraform-provider-llmserve/internal/results"
 )
 
 var (
@@ -47,48 +50,64 @@ func (r *capacityBenchmarkResource) Configure(_ context.Context, req resource.Co
 func (r *capacityBenchmarkResource) Create(ctx context.Context, req resource.CreateRequest, resp *resource.CreateResponse) {
 	var plan capacityBenchmarkModel
 	resp.Diagnostics.Append(req.Plan.Get(ctx, &plan)...)
+	if resp.Diagnostics.HasError() {
+		return
+	}
+	if !r.benchmark(ctx, req.Config, &plan, nil, &resp.Diagnostics) {
+		return
+	}
+	plan.ID = types.StringValue(randomID())
+	resp.Diagnostics.Append(resp.State.Set(ctx, &plan)...)
+}
+
+// benchmark runs the benchmark m plans and sets its results and comparison in m; false when
+// it did not deliver a result (the diagnostics say why). delivered, when set, is the result
+// stored before, whose searches stand: only the comparison with m's baseline is measured.
+func (r *capacityBenchmarkResource) benchmark(ctx context.Context, config tfsdk.Config, m *capacityBenchmarkModel, delivered *results.Document, diags *diag.Diagnostics) bool {
 	var apiKey, adminKey types.String
 	// Write-only values are only in the config, never in the plan.
-	resp.Diagnostics.Append(req.Config.GetAttribute(ctx, path.Root("api_key"), &apiKey)...)
-	resp.Diagnostics.Append(req.Config.GetAttribute(ctx, path.Root("admin_api_key"), &adminKey)...)
-	if resp.Diagnostics.HasError() {
-		return
+	diags.Append(config.GetAttribute(ctx, path.Root("api_key"), &apiKey)...)
+	diags.Append(config.GetAttribute(ctx, path.Root("admin_api_key"), &adminKey)...)
+	if diags.HasError() {
+		return false
 	}
-
-	timeout, diags := plan.Timeouts.Create(ctx, defaultBenchmarkTimeout)
-	resp.Diagnostics.Append(diags...)
-	cfg, _, diags := plan.capacityConfig(ctx)
-	resp.Diagnostics.Append(diags...)
+	timeout, d := m.Timeouts.Create(ctx, defaultBenchmarkTimeout)
+	diags.Append(d...)
+	cfg, _, d := m.capacityConfig(ctx)
+	diags.Append(d...)
 	// Every value is known now: one that was unknown at plan meets its rule here, before
 	// anything is sent.
-	resp.Diagnostics.Append(problemDiagnostics(cfg.Check(), benchmarkProblem, nil, false)...)
-	if resp.Diagnostics.HasError() {
-		return
+	diags.Append(problemDiagnostics(cfg.Check(), benchmarkProblem, nil, false)...)
+	if diags.HasError() {
+		return false
 	}
 	cfg.APIKey, cfg.AdminAPIKey = apiKey.ValueString(), adminKey.ValueString()
-	resp.Diagnostics.Append(problemDiagnostics(cfg.RunWarnings(), benchmarkProblem, nil, true)...)
+	if delivered != nil {
+		cfg.Delivered = &capacity.Document{Document: delivered}
+	}
+	diags.Append(problemDiagnostics(cfg.RunWarnings(), benchmarkProblem, nil, true)...)
 	if r.data != nil {
 		cfg.ToolVersion = r.data.version
 	}
 
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
-	report, err := r.place(plan).run(ctx, cfg, capacity.Files{
-		ProgressFile: plan.ProgressFile.ValueString(),
-		ProgressLog:  plan.ProgressLog.ValueString(),
+	report, err := r.place(*m).run(ctx, cfg, capacity.Files{
+		ProgressFile: m.ProgressFile.ValueString(),
+		ProgressLog:  m.ProgressLog.ValueString(),
 		// One readable line per trial for TF_LOG=INFO, beside the progress log.
 		Say: func(line string) { tflog.Info(ctx, line) },
 	})
 	var fileErr *capacity.FileError
 	if errors.As(err, &fileErr) {
-		resp.Diagnostics.AddAttributeError(attributePath(fileErr.Path), "Cannot use "+strings.ReplaceAll(fileErr.Path.String(), "_", " "), err.Error())
-		return
+		diags.AddAttributeError(attributePath(fileErr.Path), "Cannot use "+strings.ReplaceAll(fileErr.Path.String(), "_", " "), err.Error())
+		return false
 	}
 	if summary := report.Resumed.Summary(); summary != "" || len(report.Resumed.Ignored) > 0 {
-		resp.Diagnostics.AddAttributeWarning(path.Root("progress_file"), "Progress file: what the run reused", resumeWarning(report.Resumed))
+		diags.AddAttributeWarning(path.Root("progress_file"), "Progress file: what the run reused", resumeWarning(report.Resumed))
 	}
 	if len(report.Failures) > 0 {
-		resp.Diagnostics.AddWarning("Requests failed during the capacity benchmark", failureWarning(report.Failures, err == nil))
+		diags.AddWarning("Requests failed during the capacity benchmark", failureWarning(report.Failures, err == nil))
 	}
 	if err != nil {
 		summary := "Capacity benchmark failed"
@@ -97,19 +116,18 @@ func (r *capacityBenchmarkResource) Create(ctx context.Context, req resource.Cre
 		if errors.As(err, &titled) {
 			summary = titled.Summary()
 		}
-		resp.Diagnostics.AddError(summary, err.Error())
-		return
+		diags.AddError(summary, err.Error())
+		return false
 	}
 	doc := report.Document
-
-	resp.Diagnostics.Append(plan.setResults(ctx, doc)...)
-	if resp.Diagnostics.HasError() {
-		return
+	diags.Append(m.setResults(ctx, doc)...)
+	diags.Append(m.setComparison(ctx)...)
+	if diags.HasError() {
+		return false
 	}
-	resp.Diagnostics.Append(problemDiagnostics(cfg.ResultWarnings(doc), benchmarkProblem, nil, true)...)
-	plan.ID = types.StringValue(randomID())
-	plan.APIKey, plan.AdminAPIKey = types.StringNull(), types.StringNull()
-	resp.Diagnostics.Append(resp.State.Set(ctx, &plan)...)
+	diags.Append(problemDiagnostics(cfg.ResultWarnings(doc), benchmarkProblem, nil, true)...)
+	m.APIKey, m.AdminAPIKey = types.StringNull(), types.StringNull()
+	return true
 }
 
 // Read keeps the stored result: a benchmark measures a moment, there is nothing remote to refresh.
@@ -122,9 +140,10 @@ func (r *capacityBenchmarkResource) Read(ctx context.Context, req resource.ReadR
 	resp.Diagnostics.Append(resp.State.Set(ctx, &state)...)
 }
 
-// Update only happens for attributes that do not re-run the benchmark (progress_file,
+// Update happens for attributes that do not re-run the benchmark (progress_file,
 // progress_log, timeouts, api_key, replica_endpoints: pod addresses change with every pod
-// restart, the measurement does not).
+// restart, the measurement does not) and for baseline and trial.comparison_budget, which
+// measure only the comparison again: the stored searches stand.
 func (r *capacityBenchmarkResource) Update(ctx context.Context, req resource.UpdateRequest, resp *resource.UpdateResponse) {
 	var plan, state capacityBenchmarkModel
 	resp.Diagnostics.Append(req.Plan.Get(ctx, &plan)...)
@@ -132,12 +151,40 @@ func (r *capacityBenchmarkResource) Update(ctx context.Context, req resource.Upd
 	if resp.Diagnostics.HasError() {
 		return
 	}
+	if comparisonChanged(plan, state) {
+		stored, err := results.Parse([]byte(state.ResultsJSON.ValueString()))
+		if err != nil {
+			resp.Diagnostics.AddAttributeError(path.Root("results_json"), "Cannot read the stored result",
+				fmt.Sprintf("The stored results_json does not read back (%v); replace the benchmark to measure again: terraform apply -replace=<address>.", err))
+			return
+		}
+		if plan.Baseline.IsNull() {
+			// No comparison any more: the stored searches, without the trials the last one
+			// added, and nothing sent.
+			resp.Diagnostics.Append(state.setResults(ctx, capacity.WithoutComparison(stored))...)
+			state.Comparison = types.ObjectNull(comparisonAttrTypes)
+		} else {
+			id := state.ID
+			state = plan
+			state.ID = id
+			if !r.benchmark(ctx, req.Config, &state, stored, &resp.Diagnostics) {
+				return
+			}
+		}
+	}
+	state.Baseline, state.Trial = plan.Baseline, plan.Trial
 	state.ProgressFile = plan.ProgressFile
 	state.ProgressLog = plan.ProgressLog
 	state.Timeouts = plan.Timeouts
 	state.Replicas = plan.Replicas
 	state.APIKey, state.AdminAPIKey = types.StringNull(), types.StringNull()
 	resp.Diagnostics.Append(resp.State.Set(ctx, &state)...)
+}
+
+// comparisonChanged is whether the planned comparison differs from the stored one: another
+// baseline, or another comparison budget.
+func comparisonChanged(plan, state capacityBenchmarkModel) bool {
+	return !plan.Baseline.Equal(state.Baseline) || !plan.comparisonBudget().Equal(state.comparisonBudget())
 }
 
 // Delete forgets the result and removes what is left of its runner; the server is left as it is.

@@ -7,16 +7,19 @@ package provider
 
 import (
 	"context"
+	"fmt"
 	"time"
 
 	"github.com/hashicorp/terraform-plugin-framework-timeouts/resource/timeouts"
 	"github.com/hashicorp/terraform-plugin-framework/attr"
 	"github.com/hashicorp/terraform-plugin-framework/diag"
+	"github.com/hashicorp/terraform-plugin-framework/path"
 	"github.com/hashicorp/terraform-plugin-framework/types"
 	"github.com/hashicorp/terraform-plugin-framework/types/basetypes"
 
 	"github.com/llmserve/terraform-provider-llmserve/internal/attrpath"
 	"github.com/llmserve/terraform-provider-llmserve/internal/capacity"
+	"github.com/llmserve/terraform-provider-llmserve/internal/compare"
 	"github.com/llmserve/terraform-provider-llmserve/internal/results"
 )
 
@@ -42,6 +45,8 @@ type capacityBenchmarkModel struct {
 	Telemetry    types.List     `tfsdk:"telemetry_endpoints"`
 	Timeouts     timeouts.Value `tfsdk:"timeouts"`
 	Runner       types.Object   `tfsdk:"runner"`
+	Baseline     types.String   `tfsdk:"baseline"`
+	Comparison   types.Object   `tfsdk:"comparison"`
 
 	MaximumPassingConcurrency types.Map    `tfsdk:"maximum_passing_concurrency"`
 	MaximumPassingUsers       types.Map    `tfsdk:"maximum_passing_users"`
@@ -147,6 +152,7 @@ func (m capacityBenchmarkModel) capacityConfig(ctx context.Context) (capacity.Co
 	cfg.WarmupRequests = r.int(at.At("warmup_requests"), f["warmup_requests"], def.WarmupRequests)
 	cfg.MeasuredRequests = r.int(at.At("measured_requests"), f["measured_requests"], def.MeasuredRequests)
 	cfg.ConfirmationTrials = r.int(at.At("confirmation_trials"), f["confirmation_trials"], def.ConfirmationTrials)
+	cfg.ComparisonBudget = r.int(at.At("comparison_budget"), f["comparison_budget"], def.ComparisonBudget)
 	cfg.CacheFlush = r.str(at.At("cache_flush"), f["cache_flush"], def.CacheFlush)
 	cfg.StallTimeout = r.duration(at.At("stall_timeout"), f["stall_timeout"], def.StallTimeout)
 	cfg.RequestTimeout = r.duration(at.At("request_timeout"), f["request_timeout"], def.RequestTimeout)
@@ -164,8 +170,50 @@ func (m capacityBenchmarkModel) capacityConfig(ctx context.Context) (capacity.Co
 			cfg.Triggers[k] = r.str(attrpath.Root("triggers"), v, "")
 		}
 	}
+	if b := r.str(attrpath.Root("baseline"), m.Baseline, ""); b != "" {
+		doc, err := results.Parse([]byte(b))
+		if err != nil {
+			r.diags.AddAttributeError(path.Root("baseline"), "Invalid baseline document",
+				fmt.Sprintf("baseline is not a schema v1 results document:\n%v\nGive an earlier run's results_json: file(\"baseline.json\"), the llmserve_capacity_report data source's results_json, or another benchmark's.", err))
+		} else {
+			cfg.Baseline = &capacity.Document{Document: doc}
+		}
+	}
 	cfg.LoadTraces() // every line checked at plan; Validate reports a file that cannot be replayed
 	return cfg, r.unknown, r.diags
+}
+
+// comparisonBudget is the planned trial.comparison_budget, null when unset.
+func (m capacityBenchmarkModel) comparisonBudget() types.Int64 {
+	if m.Trial.IsNull() || m.Trial.IsUnknown() {
+		return types.Int64Null()
+	}
+	if v, ok := m.Trial.Attributes()["comparison_budget"].(types.Int64); ok {
+		return v
+	}
+	return types.Int64Null()
+}
+
+// setComparison sets comparison: results_json compared with the baseline, exactly as
+// provider::llmserve::compare(baseline, results_json) reads them; null without a baseline.
+func (m *capacityBenchmarkModel) setComparison(ctx context.Context) diag.Diagnostics {
+	m.Comparison = types.ObjectNull(comparisonAttrTypes)
+	if m.Baseline.IsNull() {
+		return nil
+	}
+	var diags diag.Diagnostics
+	base, err := results.Parse([]byte(m.Baseline.ValueString()))
+	if err != nil {
+		diags.AddAttributeError(path.Root("baseline"), "Invalid baseline document", err.Error())
+		return diags
+	}
+	doc, err := results.Parse([]byte(m.ResultsJSON.ValueString()))
+	if err != nil {
+		diags.AddError("Cannot read results_json back", err.Error())
+		return diags
+	}
+	m.Comparison, diags = types.ObjectValueFrom(ctx, comparisonAttrTypes, comparisonValue(compare.Compare(base, doc, compare.Options{})))
+	return diags
 }
 
 // valueReader reads Terraform values into domain values, noting the path of each value not

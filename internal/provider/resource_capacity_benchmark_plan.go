@@ -75,7 +75,11 @@ const labelKeyedPlan = " Planned with one key per configured workload label (val
 // after hours of load. Only a new measurement is planned this way; an in-place update keeps
 // the stored result (UseStateForUnknown).
 func (r *capacityBenchmarkResource) ModifyPlan(ctx context.Context, req resource.ModifyPlanRequest, resp *resource.ModifyPlanResponse) {
-	if req.Plan.Raw.IsNull() || !req.State.Raw.IsNull() {
+	if req.Plan.Raw.IsNull() {
+		return
+	}
+	r.planComparison(ctx, req, resp)
+	if !req.State.Raw.IsNull() {
 		return
 	}
 	var runnerValue types.Object
@@ -122,5 +126,34 @@ func (r *capacityBenchmarkResource) ModifyPlan(ctx context.Context, req resource
 			return
 		}
 		resp.Diagnostics.Append(resp.Plan.SetAttribute(ctx, path.Root(name), m)...)
+	}
+}
+
+// planComparison plans comparison: null without a baseline; unknown when the comparison will
+// be measured (a new benchmark, or another baseline or comparison_budget, which also adds
+// trials to results_json and workload_results); else the stored one.
+func (r *capacityBenchmarkResource) planComparison(ctx context.Context, req resource.ModifyPlanRequest, resp *resource.ModifyPlanResponse) {
+	var plan capacityBenchmarkModel
+	resp.Diagnostics.Append(req.Plan.GetAttribute(ctx, path.Root("baseline"), &plan.Baseline)...)
+	resp.Diagnostics.Append(req.Plan.GetAttribute(ctx, path.Root("trial"), &plan.Trial)...)
+	if resp.Diagnostics.HasError() {
+		return
+	}
+	if plan.Baseline.IsNull() {
+		resp.Diagnostics.Append(resp.Plan.SetAttribute(ctx, path.Root("comparison"), types.ObjectNull(comparisonAttrTypes))...)
+	}
+	if req.State.Raw.IsNull() {
+		return
+	}
+	var state capacityBenchmarkModel
+	resp.Diagnostics.Append(req.State.GetAttribute(ctx, path.Root("baseline"), &state.Baseline)...)
+	resp.Diagnostics.Append(req.State.GetAttribute(ctx, path.Root("trial"), &state.Trial)...)
+	if resp.Diagnostics.HasError() || !comparisonChanged(plan, state) {
+		return
+	}
+	resp.Diagnostics.Append(resp.Plan.SetAttribute(ctx, path.Root("results_json"), types.StringUnknown())...)
+	resp.Diagnostics.Append(resp.Plan.SetAttribute(ctx, path.Root("workload_results"), types.ListUnknown(req.Plan.Schema.GetAttributes()["workload_results"].GetType().(attr.TypeWithElementType).ElementType()))...)
+	if !plan.Baseline.IsNull() {
+		resp.Diagnostics.Append(resp.Plan.SetAttribute(ctx, path.Root("comparison"), types.ObjectUnknown(comparisonAttrTypes))...)
 	}
 }

@@ -24,7 +24,27 @@ import (
 	"github.com/hashicorp/terraform-plugin-framework/types"
 
 	"github.com/llmserve/terraform-provider-llmserve/internal/capacity"
+	"github.com/llmserve/terraform-provider-llmserve/internal/compare"
 )
+
+// trialChangeReplaces replaces the benchmark when its trial shape changed in anything but
+// comparison_budget, which only the comparison reads.
+func trialChangeReplaces(ctx context.Context, req planmodifier.ObjectRequest, resp *objectplanmodifier.RequiresReplaceIfFuncResponse) {
+	if req.StateValue.IsNull() || req.PlanValue.IsUnknown() || req.PlanValue.IsNull() {
+		resp.RequiresReplace = !req.StateValue.Equal(req.PlanValue)
+		return
+	}
+	state, plan := req.StateValue.Attributes(), req.PlanValue.Attributes()
+	for name, v := range plan {
+		if name == "comparison_budget" {
+			continue
+		}
+		if s, ok := state[name]; !ok || !s.Equal(v) {
+			resp.RequiresReplace = true
+			return
+		}
+	}
+}
 
 func (r *capacityBenchmarkResource) Schema(ctx context.Context, _ resource.SchemaRequest, resp *resource.SchemaResponse) {
 	replace := []planmodifier.String{stringplanmodifier.RequiresReplace()}
@@ -141,9 +161,36 @@ func (r *capacityBenchmarkResource) Schema(ctx context.Context, _ resource.Schem
 				Computed: true,
 				MarkdownDescription: fmt.Sprintf("Shape of every trial. Defaults match the reference AIPerf protocol: %d warmups, %d measured requests, %d confirmation trials, cache flushed.",
 					def.WarmupRequests, def.MeasuredRequests, def.ConfirmationTrials),
-				Default:       objectDefault(ctx, trialAttributes),
-				PlanModifiers: []planmodifier.Object{objectplanmodifier.RequiresReplace()},
-				Attributes:    trialAttributes,
+				Default: objectDefault(ctx, trialAttributes),
+				// A new comparison_budget only measures the comparison again (Update), as
+				// a new baseline does; every other change is a new measurement.
+				PlanModifiers: []planmodifier.Object{objectplanmodifier.RequiresReplaceIf(trialChangeReplaces,
+					"A change of the trial shape re-runs the benchmark; comparison_budget alone measures only the comparison again.",
+					"A change of the trial shape re-runs the benchmark; `comparison_budget` alone measures only the comparison again.")},
+				Attributes: trialAttributes,
+			},
+			"baseline": schema.StringAttribute{
+				Optional: true,
+				MarkdownDescription: "An earlier run's `results_json` to measure against: `file(\"baseline.json\")`, the `llmserve_capacity_report` data source's " +
+					"`results_json`, or another benchmark's. After each workload's search the benchmark measures the levels the comparison needs " +
+					"(the baseline's maximum passing and first failing level, up to `trial.confirmation_trials` full trials each, even outside the search's bounds), " +
+					"reads the verdict, and while it is `inconclusive` adds one full trial at a time where it narrows the interval most and reads it again, " +
+					"until the verdict is `regressed`, `improved` or `unchanged` or `trial.comparison_budget` trials are spent. Each look spends its own share " +
+					"of the 5 % false-alarm level (4 % at the first, 5 %/(5 j (j+1)) at the j-th after it), so looking after every trial keeps the stated error " +
+					"rates. The trials added are listed in `results_json` with `for_comparison` (the look) and never move the capacity; `comparison` is the verdict. " +
+					"Changing only `baseline` (or `trial.comparison_budget`) keeps every trial of the stored result and measures only what the new comparison needs, " +
+					"reusing the comparison trials it measured before at the same level and number; removing it keeps the stored searches and drops the comparison " +
+					"without sending a request. Closed-loop searches only (concurrency, or users of `conversation` workloads): an open-loop `arrival` is refused at plan. " +
+					"The \"Gate on change\" guide shows the gate.",
+				Validators: []validator.String{nonEmptyString{}},
+			},
+			"comparison": schema.ObjectAttribute{
+				Computed:       true,
+				AttributeTypes: comparisonAttrTypes,
+				MarkdownDescription: "This run compared with `baseline` at the look it stopped at; null without a baseline. The same object, value for value, as " +
+					"`provider::llmserve::compare(baseline, results_json)` returns: gate on `self.comparison.regressed` or a workload's `verdict` in a `postcondition`. " +
+					descCompareMethod + "\n\nAttributes: " + comparisonAttributesDescription,
+				PlanModifiers: []planmodifier.Object{objectplanmodifier.UseStateForUnknown()},
 			},
 			"triggers": schema.MapAttribute{
 				Optional:            true,
@@ -325,6 +372,16 @@ func benchmarkTrialAttributes(def capacity.Config) map[string]schema.Attribute {
 		"confirmation_trials": schema.Int64Attribute{
 			Optional: true, Computed: true, Default: int64default.StaticInt64(int64(def.ConfirmationTrials)),
 			MarkdownDescription: fmt.Sprintf("Independent full trials on each side of the boundary; all must pass at the maximum passing concurrency. 1 to %d; default %d.", capacity.MaxConfirmationTrials, def.ConfirmationTrials),
+		},
+		// Optional without a default, as engine_warmup_requests: state written before it
+		// existed reads it as null, which means the default.
+		"comparison_budget": schema.Int64Attribute{
+			Optional: true,
+			MarkdownDescription: fmt.Sprintf("With a `baseline`: the most full trials a workload adds one at a time while its comparison is `inconclusive`, "+
+				"beside the levels the comparison needs; 0 to %d, unset: %d. More cannot narrow the interval below what the baseline's own trials allow: "+
+				"with 3 confirmation trials a side the comparison decides when repeated trials of the server spread by about 3 %% or less; "+
+				"at 5 %% measure the baseline with `confirmation_trials = 5` (the \"Gate on change\" guide has the measured rates). "+
+				"Changing it alone measures only the comparison again.", capacity.MaxComparisonBudget, compare.DefaultComparisonBudget),
 		},
 		"cache_flush": schema.StringAttribute{
 			Optional: true, Computed: true, Default: stringdefault.StaticString(def.CacheFlush),

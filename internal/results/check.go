@@ -172,6 +172,14 @@ func (r *reader) checkFace(d *Document) {
 					}
 					r.fail(joinKey(tp, "concurrency"), "%d is not the side's level: %s ran at %s %d, where every trial of the side ran", t.Concurrency, side.key, field, *side.level)
 				}
+				if t.ForComparison > 0 {
+					switch {
+					case side.key != "trials":
+						r.fail(joinKey(tp, "for_comparison"), "a trial added for a comparison is listed only among the workload's trials, never on a side of the boundary")
+					case t.Kind != "confirmation" || t.StoppedEarly:
+						r.fail(joinKey(tp, "for_comparison"), "a trial added for a comparison is a full trial: kind confirmation, not stopped early")
+					}
+				}
 				r.checkTrialFace(tp, objectives, t)
 			}
 		}

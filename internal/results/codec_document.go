@@ -28,7 +28,11 @@ func (r *reader) document(root *node) *Document {
 	}
 	d := &Document{SchemaVersion: SchemaVersion}
 	d.Experiment = r.experiment(o.child("experiment"))
-	d.AIPerf = plainBlock[Protocol](o.child("aiperf"))
+	if ao := o.child("aiperf"); ao != nil {
+		ao.plain(&d.AIPerf)
+		ao.optionalValue("comparison_budget", &d.AIPerf.ComparisonBudget)
+		ao.finish()
+	}
 	if v, p := o.optional("slo"); v != nil {
 		s := r.slo(r.asObject(p, v), true)
 		d.SLO = &s
@@ -313,6 +317,7 @@ func (r *reader) trial(o *object) Trial {
 	o.optionalValue("request_rate", &t.RequestRate)
 	o.optionalValue("speedup", &t.Speedup)
 	o.optionalValue("users", &t.Users)
+	o.optionalValue("for_comparison", &t.ForComparison)
 	if v, p := o.optional("conversations"); v != nil {
 		if co := r.asObject(p, v); co != nil {
 			var c ConversationTrial

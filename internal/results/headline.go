@@ -137,8 +137,8 @@ type headlineTrial struct {
 // pass (a level with none yet is judged by its probe); the first failing concurrency is the
 // lowest failing level, and the maximum passing concurrency the highest passing level below
 // it (or the highest passing level when none failed). Trials are the workload's list of
-// every trial (AllTrials); a document older than that list (the reference's shape) is
-// judged by its two sides, each trial at its side's boundary. The error names a trial no
+// every trial (AllTrials), less those added for a comparison (Trial.ForComparison); a
+// document older than that list (the reference's shape) is judged by its two sides, each trial at its side's boundary. The error names a trial no
 // verdict can be derived for (an objective it records nothing of).
 func DeriveHeadline(objectives []SLO, w Workload) (Headline, error) {
 	var h Headline
@@ -152,6 +152,9 @@ func DeriveHeadline(objectives []SLO, w Workload) (Headline, error) {
 			h.Verdicts = append(h.Verdicts, ht.verdict)
 		}
 	}
+	// Trials added for a comparison with a baseline have verdicts but never move the
+	// boundary: the capacity is the search's, whatever baseline a run was given.
+	trials = slices.DeleteFunc(trials, func(ht headlineTrial) bool { return ht.trial.ForComparison > 0 })
 	if w.byUsers() {
 		h.deriveUsers(objectives, trials)
 		return h, nil

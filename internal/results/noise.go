@@ -6,14 +6,11 @@ import (
 	"slices"
 )
 
-// TrialDisagreement is one level whose confirmation trials disagree on an objective by more
-// than their own requests explain: the 95 % interval of the lowest trial's value and that of
-// the highest trial's do not overlap. Each interval is the distribution-free one of a
-// percentile estimated from n requests: the values at the trial's own quantiles p ± 1.96 ·
-// √(p(1 − p)/n), read from its recorded percentiles (linear between them). Trials of one
-// server at one level should agree within those intervals; when they do not, something
-// beside the level changed between them (another job on the host, a throttled CPU, a cache).
-// A workload's list is absent when its trials agree. Additive.
+// TrialDisagreement is one level whose confirmation trials disagree on an objective both
+// beyond what their own requests explain and by enough to matter (DisagreementRule): trials
+// of one server at one level should agree within their sampling noise; when they do not,
+// something beside the level changed between them (another job on the host, a throttled
+// CPU, a cache). A workload's list is absent when its trials agree. Additive.
 type TrialDisagreement struct {
 	// The level: Concurrency, RequestRate (open loop) or Speedup (a replay); the others absent.
 	Concurrency int     `json:"concurrency,omitempty"`
@@ -23,7 +20,8 @@ type TrialDisagreement struct {
 	Objective string `json:"objective"`
 	// Low and High are the lowest and the highest confirmation trial's value of it (their
 	// Trial numbers LowTrial and HighTrial); LowUpper is the top of the lowest trial's
-	// interval and HighLower the bottom of the highest's (LowUpper < HighLower).
+	// interval and HighLower the bottom of the highest's (LowUpper < HighLower): intervals
+	// sized so that they part exactly when the rule's test finds the two trials differ.
 	Low       float64 `json:"low"`
 	High      float64 `json:"high"`
 	LowTrial  int     `json:"low_trial"`
@@ -62,15 +60,45 @@ func (d TrialDisagreement) LevelTextOn(ax Axis) string {
 	return d.LevelText()
 }
 
-// noiseZ is the normal quantile of the two-sided 95 % interval.
-const noiseZ = 1.96
+// DisagreementRule says when the confirmation trials of one level disagree enough to say so.
+// Both must hold, for the lowest and the highest trial's value of a percentile objective:
+//
+//   - Beyond noise: ln(high / low) exceeds the two-sided 1 − Alpha critical value (the
+//     normal's, Bonferroni-split over the level's pairs of trials) times the standard error
+//     of that difference. A trial's standard error is that of a sample percentile p from n
+//     requests, σ · √(p(1 − p)/n) / φ(z_p) in log terms, with σ the trial's own spread of
+//     the metric in log terms (from its mean and standard deviation, as a lognormal's:
+//     σ² = ln(1 + CV²); from p10 and p90 where a document has no mean). Unlike an interval
+//     read between a trial's recorded percentiles, it does not shrink to the sample's
+//     maximum when few requests reach the tail: from 8 requests a p95 is barely known.
+//   - Large enough to matter: high is at least Band above low (the comparison's band, ±10 %
+//     by default), so a difference too small to change a gate's verdict never warns.
+//
+// Its false alarms on identical trials are measured by BenchmarkDisagreementFalseAlarms.
+type DisagreementRule struct {
+	// Alpha is the two-sided false-alarm level per level and objective: 0.02.
+	Alpha float64
+	// Band is the smallest relative difference that warns: 0.10.
+	Band float64
+}
 
-// Disagreements lists, per level of w with two or more confirmation trials and per
-// percentile objective, where those trials disagree beyond their size (see
-// TrialDisagreement), in the order of the levels and the objectives. Trials with failed
-// requests or stopped early are left out: their values are not estimates from n requests.
-// A lowest value of 0 or below is left out too: the spread is in percent of it.
+// DefaultDisagreementRule is the rule documents are written with; its Band is the
+// comparison's default equivalence band (compare.DefaultBand).
+var DefaultDisagreementRule = DisagreementRule{Alpha: 0.02, Band: 0.10}
+
+// Disagreements lists, by DefaultDisagreementRule, the levels of w whose confirmation trials
+// disagree (see DisagreementRule.Find).
 func Disagreements(objectives []SLO, w Workload) []TrialDisagreement {
+	return DefaultDisagreementRule.Find(objectives, w)
+}
+
+// Find lists, per level of w with two or more confirmation trials and per percentile
+// objective, where those trials disagree by the rule, in the order of the levels and the
+// objectives. Trials with failed requests or stopped early are left out: their values are
+// not estimates from n requests; so are trials added for a comparison (the search's trials
+// are what a disagreement questions). A lowest value of 0 or below is left out too: the
+// spread is in percent of it.
+func (rule DisagreementRule) Find(objectives []SLO, w Workload) []TrialDisagreement {
 	ax := w.Axis()
 	var out []TrialDisagreement
 	for _, l := range noiseLevels(w) {
@@ -92,11 +120,23 @@ func Disagreements(objectives []SLO, w Workload) []TrialDisagreement {
 			}
 			low := slices.MinFunc(ests, func(a, b noiseEstimate) int { return cmpFloat(a.v, b.v) })
 			high := slices.MaxFunc(ests, func(a, b noiseEstimate) int { return cmpFloat(a.v, b.v) })
-			if !(low.hi < high.lo) || !(low.v > 0) {
+			if !(low.v > 0) {
 				continue
 			}
+			pairs := float64(len(ests) * (len(ests) - 1) / 2)
+			crit := normalQuantile(1 - rule.Alpha/(2*pairs))
+			diff, se := math.Log(high.v/low.v), math.Hypot(low.se, high.se)
+			if !(diff > crit*se) || high.v < low.v*(1+rule.Band) {
+				continue
+			}
+			// Each trial's interval, sized so that they part exactly when the test above
+			// finds a difference: c·(se_low + se_high) = crit·√(se_low² + se_high²).
+			c := crit
+			if sum := low.se + high.se; sum > 0 {
+				c = crit * se / sum
+			}
 			d := TrialDisagreement{Objective: s.Key(), Low: low.v, High: high.v, LowTrial: low.t.Trial, HighTrial: high.t.Trial,
-				LowUpper: low.hi, HighLower: high.lo, Requests: min(low.n, high.n)}
+				LowUpper: low.v * math.Exp(c*low.se), HighLower: high.v * math.Exp(-c*high.se), Requests: min(low.n, high.n)}
 			d.setLevel(ax, l.at)
 			out = append(out, d)
 		}
@@ -118,7 +158,7 @@ func noiseLevels(w Workload) []*noiseLevel {
 	var levels []*noiseLevel
 	add := func(st SideTrial) {
 		t := st.Trial
-		if t.Kind == "probe" || t.StoppedEarly || t.Correctness.Errors > 0 {
+		if t.Kind == "probe" || t.StoppedEarly || t.Correctness.Errors > 0 || t.ForComparison > 0 {
 			return
 		}
 		at, ok := ax.Level(st)
@@ -152,12 +192,12 @@ func noiseObjective(s SLO) bool {
 	return !m.PerTrial && m.stats != nil && s.Percentile > 0 && s.Percentile < 100
 }
 
-// noiseEstimate is one trial's value of an objective, the 95 % interval around it and the
-// successful requests it comes from.
+// noiseEstimate is one trial's value of an objective, the standard error of its logarithm
+// (percentileSE) and the successful requests it comes from.
 type noiseEstimate struct {
-	t         Trial
-	v, lo, hi float64
-	n         int
+	t     Trial
+	v, se float64
+	n     int
 }
 
 func estimateNoise(s SLO, t Trial) (noiseEstimate, bool) {
@@ -170,14 +210,50 @@ func estimateNoise(s SLO, t Trial) (noiseEstimate, bool) {
 	if !ok {
 		return noiseEstimate{}, false
 	}
-	p := s.Percentile / 100
-	half := noiseZ * math.Sqrt(p*(1-p)/float64(n))
-	lo, okLo := st.quantile(p - half)
-	hi, okHi := st.quantile(p + half)
-	if !okLo || !okHi {
+	sigma, ok := st.logSpread(n)
+	if !ok {
 		return noiseEstimate{}, false
 	}
-	return noiseEstimate{t: t, v: v, lo: lo, hi: hi, n: n}, true
+	return noiseEstimate{t: t, v: v, se: percentileSE(s.Percentile/100, n, sigma), n: n}, true
+}
+
+// percentileSE is the standard error, in log terms, of the p-quantile of n values whose
+// logarithms spread by sigma: the sample quantile's asymptotic variance p(1 − p) / (n f²)
+// with f the normal density at z_p (the values' lognormal shape).
+func percentileSE(p float64, n int, sigma float64) float64 {
+	z := normalQuantile(p)
+	phi := math.Exp(-z*z/2) / math.Sqrt(2*math.Pi)
+	return sigma * math.Sqrt(p*(1-p)/float64(n)) / phi
+}
+
+// logSpread is the standard deviation of the metric's logarithm over a trial's n values,
+// read as a lognormal's from the recorded mean and (population) standard deviation:
+// σ² = ln(1 + CV²), with CV corrected to n − 1; where a document records no mean and
+// deviation, from p10 and p90 (z = ±1.2816). ok is false when neither is recorded.
+func (s Stats) logSpread(n int) (float64, bool) {
+	if s.Has("avg") && s.Has("std") && s.Avg > 0 && s.Std >= 0 && n >= 2 {
+		cv := s.Std / s.Avg * math.Sqrt(float64(n)/float64(n-1))
+		return math.Sqrt(math.Log1p(cv * cv)), true
+	}
+	if s.Has("p10") && s.Has("p90") && s.P10 > 0 && s.P90 >= s.P10 {
+		return math.Log(s.P90/s.P10) / (2 * 1.2815515655446004), true
+	}
+	return 0, false
+}
+
+// normalQuantile is the standard normal's p-quantile, by bisection on its distribution
+// function.
+func normalQuantile(p float64) float64 {
+	lo, hi := -40.0, 40.0
+	for range 200 {
+		mid := (lo + hi) / 2
+		if 0.5*math.Erfc(-mid/math.Sqrt2) < p {
+			lo = mid
+		} else {
+			hi = mid
+		}
+	}
+	return (lo + hi) / 2
 }
 
 func (d *TrialDisagreement) setLevel(ax Axis, at float64) {
@@ -233,36 +309,6 @@ func cmpFloat(a, b float64) int {
 		return 1
 	}
 	return 0
-}
-
-// quantile reads the distribution's q-quantile (0 ≤ q ≤ 1, clipped) from the recorded
-// statistics: linear between the recorded percentiles, min and max at the ends. ok is false
-// when fewer than two of them are recorded around q.
-func (s Stats) quantile(q float64) (float64, bool) {
-	q = min(max(q, 0), 1)
-	type knot struct{ q, v float64 }
-	var knots []knot
-	if s.Has("min") {
-		knots = append(knots, knot{0, s.Min})
-	}
-	for i, p := range statPercentiles {
-		if s.Has(StatKeys[4+i]) {
-			knots = append(knots, knot{p / 100, *s.field(4 + i)})
-		}
-	}
-	if s.Has("max") {
-		knots = append(knots, knot{1, s.Max})
-	}
-	for i := 1; i < len(knots); i++ {
-		a, b := knots[i-1], knots[i]
-		if q >= a.q && q <= b.q {
-			if b.q == a.q {
-				return a.v, true
-			}
-			return a.v + (b.v-a.v)*(q-a.q)/(b.q-a.q), true
-		}
-	}
-	return 0, false
 }
 
 // NonMonotone lists where w's capacity curve goes up and down: each level at which a trial

@@ -83,6 +83,11 @@ type Protocol struct {
 	MeasuredRequestsPerTrial         int     `json:"measured_requests_per_trial"`
 	IndependentTrialsPerBoundarySide int     `json:"independent_trials_per_boundary_side"`
 	CachePolicy                      string  `json:"cache_policy"`
+	// ComparisonBudget is set when the run measured against a baseline (the benchmark's
+	// baseline): the most trials it could add one at a time while the comparison's verdict
+	// was open (trial.comparison_budget). Its presence says the comparison was sequential,
+	// so compare spends its false-alarm level over the looks (Trial.ForComparison). Additive.
+	ComparisonBudget int `json:"comparison_budget,omitempty"`
 }
 
 // Objectives are the objectives every trial is judged by: SLOs, or the legacy single SLO.
@@ -215,6 +220,13 @@ type Trial struct {
 	// Host is the load generator's own machine during the trial's load (Linux: /proc);
 	// absent where it cannot be read. Additive.
 	Host *HostLoad `json:"host,omitempty"`
+	// ForComparison marks a full trial the run added for its comparison with a baseline,
+	// not for its own search: the look of the sequential comparison it was first read at
+	// (1: a level the comparison needs, measured before the first verdict; 2, 3, …: one
+	// trial added after each open verdict). Such trials are listed only among the
+	// workload's trials, with kind confirmation; they never move the capacity (the
+	// headline is the search's), they feed the comparison. Absent from other trials. Additive.
+	ForComparison int `json:"for_comparison,omitempty"`
 }
 
 // HostLoad is what the machine running the load generator did during a trial's load, read

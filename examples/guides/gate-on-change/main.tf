@@ -35,30 +35,35 @@ locals {
   baseline = file("${path.module}/${var.baseline}")
 }
 
-# The candidate, measured with the same protocol as the baseline: same workloads, objectives,
-# trial shape and model. Anything else makes compare() refuse (comparable = false).
+# The candidate, measured with the same protocol as the baseline (same workloads, objectives,
+# trial shape and model; anything else makes the comparison refuse: comparable = false) and
+# against it: after each workload's search it measures the levels the comparison needs and
+# adds trials one at a time while the verdict is open, at most trial.comparison_budget.
 resource "llmserve_capacity_benchmark" "candidate" {
   endpoint  = var.endpoint
   model     = "Qwen/Qwen3-8B"
   workloads = [{ label = "1K / 16", input_tokens = 1024, output_tokens = 16 }]
   slos      = [{ metric = "time_to_first_token", percentile = 95, threshold_ms = 600 }]
   search    = { min_concurrency = 1, max_concurrency = 16 }
-  trial     = { warmup_requests = 4, measured_requests = 32, confirmation_trials = 3 }
+  trial     = { warmup_requests = 4, measured_requests = 32, confirmation_trials = 3, comparison_budget = 12 }
   triggers  = { image = var.image }
+  baseline  = local.baseline
 
   # The gate: the apply fails when the candidate is slower than the baseline beyond its
-  # noise, or (with fail_on_inconclusive) when the trials cannot tell, naming each workload,
-  # its figures and what would decide it; nothing depending on it is applied.
+  # noise, or (with fail_on_inconclusive) when even the budget could not tell, naming each
+  # workload, its figures and what would decide it; nothing depending on it is applied.
+  # self.comparison is what provider::llmserve::compare(local.baseline, self.results_json)
+  # returns, value for value.
   lifecycle {
     postcondition {
-      condition     = provider::llmserve::compare(local.baseline, self.results_json).comparable
-      error_message = "The candidate was not measured like the baseline:\n${provider::llmserve::compare(local.baseline, self.results_json).summary}"
+      condition     = self.comparison.comparable
+      error_message = "The candidate was not measured like the baseline:\n${self.comparison.summary}"
     }
     postcondition {
-      condition = length(provider::llmserve::compare(local.baseline, self.results_json).regressed) == 0 && (
-        !var.fail_on_inconclusive || length(provider::llmserve::compare(local.baseline, self.results_json).inconclusive) == 0
+      condition = length(self.comparison.regressed) == 0 && (
+        !var.fail_on_inconclusive || length(self.comparison.inconclusive) == 0
       )
-      error_message = "Capacity regressed, or could not be told, against ${var.baseline}:\n${provider::llmserve::compare(local.baseline, self.results_json).summary}"
+      error_message = "Capacity regressed, or could not be told, against ${var.baseline}:\n${self.comparison.summary}"
     }
   }
 }

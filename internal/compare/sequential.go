@@ -1,0 +1,203 @@
+package compare
+
+// A comparison made sequentially. A benchmark given a baseline measures the levels the
+// comparison needs, reads the verdict (the first look), and while it is inconclusive adds
+// one trial and reads it again (one look per trial added), until the verdict is settled or
+// its budget is spent. A test read at a fixed false-alarm level after every trial would
+// raise false alarms with every look; so each look spends its own share of Alpha:
+//
+//	look 1:        4α/5
+//	look j + 1:    α / (5 j (j + 1))      (j = 1, 2, …: the j-th trial added)
+//
+// The shares sum to α over any number of looks (Σ_{j≥1} 1/(j(j+1)) = 1), so by the union
+// bound the chance that a run ever calls a server regressed or improved when it is not,
+// or unchanged when it changed by the band or more, is at most α, however many looks it
+// takes and whatever made it stop: each look's test holds its own share. The spending does
+// not depend on the budget, so compare reads a finished document exactly as the benchmark
+// read it at its last look: the look is in the document (results.Trial.ForComparison).
+// BenchmarkSequentialVirtual measures the rates by simulation.
+
+import (
+	"fmt"
+	"slices"
+
+	"github.com/llmserve/terraform-provider-llmserve/internal/results"
+)
+
+// DefaultComparisonBudget is the most trials a benchmark adds one at a time while a
+// workload's verdict is open (trial.comparison_budget), beside the levels it needs.
+const DefaultComparisonBudget = 12
+
+// LookAlpha is the two-sided false-alarm level spent at a look of a sequential comparison
+// whose total is alpha (see the package's sequential method above).
+func LookAlpha(alpha float64, look int) float64 {
+	if look <= 1 {
+		return 4 * alpha / 5
+	}
+	j := float64(look - 1)
+	return alpha / (5 * j * (j + 1))
+}
+
+// Look is the look of a sequential comparison at which w's trials were read: the largest
+// ForComparison among them, 1 when the run added none after its first look.
+func Look(w results.Workload) int {
+	look := 1
+	for _, t := range w.AllTrials {
+		look = max(look, t.ForComparison)
+	}
+	return look
+}
+
+// Added counts w's trials added for a comparison: those measured before the first look at
+// levels the comparison needed (needed), and those added one at a time after it (sequential).
+func Added(w results.Workload) (needed, sequential int) {
+	for _, t := range w.AllTrials {
+		switch {
+		case t.ForComparison == 1:
+			needed++
+		case t.ForComparison > 1:
+			sequential++
+		}
+	}
+	return needed, sequential
+}
+
+// Sequential says whether doc was measured against a baseline, its looks spending the
+// false-alarm level as LookAlpha does.
+func Sequential(doc *results.Document) bool { return doc.AIPerf.ComparisonBudget > 0 }
+
+// sequentialNote says how a sequential comparison got to its verdict: the trials it added,
+// the look and the level spent there.
+func sequentialNote(cd *results.Document, cw results.Workload, o Options) string {
+	needed, seq := Added(cw)
+	look := Look(cw)
+	return fmt.Sprintf("measured against this baseline: %d trial(s) at levels the comparison needed and %d added one at a time while the verdict was open "+
+		"(trial.comparison_budget %d); read at look %d, where the false-alarm level spent is %.3g %% of the %.3g %% over all looks",
+		needed, seq, cd.AIPerf.ComparisonBudget, look, 100*LookAlpha(o.Alpha, look), 100*o.Alpha)
+}
+
+// NextLevel is where one more trial of the current run would narrow an inconclusive
+// workload's interval most: among the levels its open objectives compare, the one whose
+// weight 1/(1/n_baseline + 1/n_current) grows most with one more current trial, ties to the
+// higher level. ok is false when no objective is open or none has a level in common.
+func NextLevel(w Workload) (at float64, ok bool) {
+	best := -1.0
+	for _, ob := range w.Objectives {
+		if ob.Verdict != Inconclusive {
+			continue
+		}
+		for _, l := range ob.Levels {
+			nb, nc := float64(l.BaselineN), float64(l.CurrentN)
+			gain := nb * nb / ((nb + nc) * (nb + nc + 1))
+			if gain > best || gain == best && l.At > at {
+				best, at, ok = gain, l.At, true
+			}
+		}
+	}
+	return at, ok
+}
+
+// NeededLevels are the levels a current run must measure in full for a comparison with the
+// baseline's workload bw: the baseline's boundary on its axis, the maximum passing level and
+// the first failing one above it, where the baseline measured them in full.
+func NeededLevels(bw results.Workload) []float64 {
+	a := axisOf(bw)
+	var out []float64
+	bp, bf := a.boundary(bw)
+	for _, l := range []*float64{bp, bf} {
+		if l == nil {
+			continue
+		}
+		if slices.ContainsFunc(bw.AllTrials, func(t results.Trial) bool {
+			return !t.StoppedEarly && t.Kind != "probe" && levelKey(a.at(t)) == levelKey(*l)
+		}) || len(bw.AllTrials) == 0 {
+			out = append(out, *l)
+		}
+	}
+	return out
+}
+
+// TrialFunc measures one full trial of the current run at a level on the workload's axis
+// (index: the trial's number among those added for the comparison at that level, from 1)
+// and returns its record, placed at the level.
+type TrialFunc func(at float64, index int) (results.Trial, error)
+
+// Plan is how a sequential comparison runs: the confirmation trials a needed level must
+// hold (the run's trial.confirmation_trials) and the most trials added one at a time.
+type Plan struct {
+	ConfirmationTrials int
+	Budget             int
+	Options            Options
+}
+
+// Measure runs the sequential comparison of the current run's workload cw (of document cd,
+// which gives the protocol and objectives) against the baseline bd: first the levels the
+// comparison needs (NeededLevels) up to p.ConfirmationTrials full trials each, then, while
+// the verdict is inconclusive and the budget lasts, one trial at NextLevel per look. Each
+// trial added carries its look in ForComparison. It returns cw with those trials appended
+// (their verdicts are the caller's to derive) and the comparison at the last look, which is
+// what Compare(bd, cd with that workload) returns. A workload missing from the baseline, or
+// one the comparison refuses (another protocol, axis or shape), gets no trial.
+func Measure(bd, cd *results.Document, cw results.Workload, p Plan, trial TrialFunc) (results.Workload, Workload, error) {
+	base, cur := *bd, *cd
+	cur.AIPerf.ComparisonBudget = p.Budget
+	var bw *results.Workload
+	for i := range bd.Workloads {
+		if bd.Workloads[i].Label == cw.Label {
+			bw = &bd.Workloads[i]
+		}
+	}
+	read := func() Workload {
+		cur.Workloads = []results.Workload{cw}
+		r := Compare(&base, &cur, p.Options)
+		if len(r.Workloads) == 0 {
+			return Workload{Label: cw.Label, Verdict: Incomparable}
+		}
+		return r.Workloads[0]
+	}
+	if bw == nil {
+		return cw, Workload{}, nil
+	}
+	base.Workloads = []results.Workload{*bw}
+	if w := read(); w.Verdict == Incomparable {
+		return cw, w, nil
+	}
+	a := axisOf(cw)
+	added := map[float64]int{}
+	add := func(at float64, look int) error {
+		added[levelKey(at)]++
+		t, err := trial(at, added[levelKey(at)])
+		if err != nil {
+			return err
+		}
+		t.ForComparison = look
+		cw.AllTrials = append(slices.Clone(cw.AllTrials), t)
+		return nil
+	}
+	for _, at := range NeededLevels(*bw) {
+		full := 0
+		for _, t := range cw.AllTrials {
+			if t.Kind != "probe" && !t.StoppedEarly && levelKey(a.at(t)) == levelKey(at) {
+				full++
+			}
+		}
+		for ; full < p.ConfirmationTrials; full++ {
+			if err := add(at, 1); err != nil {
+				return cw, Workload{}, err
+			}
+		}
+	}
+	for look := 1; ; look++ {
+		w := read()
+		if w.Verdict != Inconclusive || look > p.Budget {
+			return cw, w, nil
+		}
+		at, ok := NextLevel(w)
+		if !ok {
+			return cw, w, nil
+		}
+		if err := add(at, look+1); err != nil {
+			return cw, Workload{}, err
+		}
+	}
+}
