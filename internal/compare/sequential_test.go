@@ -123,7 +123,9 @@ func TestSequentialErrorRates(t *testing.T) {
 		for range pairs {
 			base, cur := run(4, 1), run(4, f)
 			_, w, err := Measure(base, cur, cur.Workloads[0], Plan{ConfirmationTrials: 3, Budget: 12, Options: o},
-				func(at float64, index int) (results.Trial, error) { return seqTrial(int(at), index, level(int(at), f)), nil })
+				func(at float64, index int) (results.Trial, error) {
+					return seqTrial(int(at), index, level(int(at), f)), nil
+				})
 			if err != nil {
 				t.Fatal(err)
 			}
