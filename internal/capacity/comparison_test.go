@@ -1,7 +1,11 @@
 package capacity
 
 import (
+	"bytes"
+	"context"
+	"encoding/json"
 	"net/http/httptest"
+	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -67,6 +71,47 @@ func TestRunMeasuresAgainstBaseline(t *testing.T) {
 		t.Errorf("compare after a round trip: %s\nbefore: %s", got.Summary(), want.Summary())
 	}
 
+	// An interrupted run of this configuration resumes every trial from its journal, the
+	// comparison's too (at concurrency 4, outside nothing: a comparison's levels are the
+	// baseline's, wherever the search's bounds lie).
+	path := filepath.Join(t.TempDir(), "progress.jsonl")
+	j, err := OpenJournal(path, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, e := range journal {
+		if err := j.Append(e); err != nil {
+			t.Fatal(err)
+		}
+	}
+	j.Close()
+	measured := 0
+	resumed := cfg
+	resumed.RecordsDirectory = t.TempDir()
+	rep, err := Resume(context.Background(), resumed, Files{ProgressFile: path, Trial: func(JournalEntry) { measured++ }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if measured != 0 || rep.Resumed.Trials != len(journal) || len(rep.Resumed.Ignored) != 0 {
+		t.Errorf("resumed %d of %d journaled trials, measured %d, ignored %q", rep.Resumed.Trials, len(journal), measured, rep.Resumed.Ignored)
+	}
+	if got := compare.Compare(base, rep.Document, compare.Options{}); got.Summary() != want.Summary() {
+		t.Errorf("the resumed run's comparison: %s\nwant: %s", got.Summary(), want.Summary())
+	}
+
+	// The baseline travels to a runner as its JSON, and comes back the same document.
+	raw, err := json.Marshal(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var back Config
+	if err := json.Unmarshal(raw, &back); err != nil {
+		t.Fatal(err)
+	}
+	if a, b := mustMarshal(t, back.Baseline.Document), mustMarshal(t, base); !bytes.Equal(a, b) {
+		t.Error("the baseline changed on its way to a runner")
+	}
+
 	// Only the baseline changes: the delivered searches stand, the comparison is measured
 	// again against the new baseline (the 2-slot run itself, whose levels the run has).
 	again := testConfig(two)
@@ -84,4 +129,13 @@ func TestRunMeasuresAgainstBaseline(t *testing.T) {
 
 func searchTrials(w results.Workload) []results.Trial {
 	return slices.DeleteFunc(slices.Clone(w.AllTrials), func(t results.Trial) bool { return t.ForComparison > 0 })
+}
+
+func mustMarshal(t *testing.T, d *results.Document) []byte {
+	t.Helper()
+	raw, err := results.Marshal(d)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return raw
 }
