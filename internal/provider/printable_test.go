@@ -75,7 +75,7 @@ func TestEveryConfigurableStringRefusesControlCharacters(t *testing.T) {
 				"workloads": workloads, "slos": []any{map[string]any{"metric": "time_to_first_token", "percentile": 95.0, "threshold_ms": 100.0, "comparison": "strictly_less_than"}},
 				"trial":    map[string]any{"cache_flush": "auto", "stall_timeout": "90s", "request_timeout": "30m"},
 				"triggers": map[string]any{"server": "x"}, "progress_file": "p.jsonl", "progress_log": "p.log", "records_directory": "records", "telemetry_endpoints": []any{"http://gpu-node:9400/metrics"},
-				"timeouts": map[string]any{"create": "1h"}, "experiment": experimentBase()},
+				"timeouts": map[string]any{"create": "1h"}, "experiment": experimentBase(), "baseline": referenceDocument(t)},
 			{"endpoint": "http://127.0.0.1:9", "model": "m", "workloads": workloads,
 				"slos":    []any{map[string]any{"metric": "time_to_first_token", "percentile": 95.0, "threshold_ms": 100.0}},
 				"arrival": map[string]any{"pattern": "poisson"}, "search": map[string]any{"rate": map[string]any{"min": 1.0, "max": 4.0}},
@@ -336,4 +336,14 @@ func withEscape(v any, l leaf) (any, bool) {
 		return out, true
 	}
 	return nil, false
+}
+
+// referenceDocument is the reference results document, a valid baseline.
+func referenceDocument(t *testing.T) string {
+	t.Helper()
+	raw, err := os.ReadFile(filepath.Join("..", "results", "testdata", "reference.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(raw)
 }
