@@ -79,6 +79,39 @@ func TestRunUsersFindsSaturation(t *testing.T) {
 		t.Logf("passing %d users: first turns p95 %.0f ms, later turns p95 %.0f ms, %.0f %% of later prompts cached", tr.Users,
 			tr.Conversations.FirstTurnTTFTP95Ms, tr.Conversations.LaterTurnTTFTP95Ms, *tr.Conversations.LaterTurnCachedPercent)
 	}
+
+	// Against a baseline one level up (its sides moved one user up), the run measures the
+	// baseline's first failing users level for the comparison, counted in users.
+	mp, ff := *w.MaximumPassingUsers+1, *w.FirstFailingUsers+1
+	base := *doc
+	bw := w
+	bw.AllTrials, bw.MaximumPassingUsers, bw.FirstFailingUsers = nil, &mp, &ff
+	bw.PassingTrials, bw.FailingTrials = atUsers(w.PassingTrials, mp), atUsers(w.FailingTrials, ff)
+	base.Workloads = []results.Workload{bw}
+	var added []JournalEntry
+	cfg.Baseline, cfg.ComparisonBudget = &Document{&base}, 0
+	cfg.Progress = func(e JournalEntry) { added = append(added, e) }
+	doc3, err := Run(context.Background(), cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(added) != cfg.ConfirmationTrials || added[0].Kind != kindComparison || added[0].Concurrency != ff {
+		t.Fatalf("trials measured for the comparison %+v, want %d at %d users", added, cfg.ConfirmationTrials, ff)
+	}
+	for _, tr := range doc3.Workloads[0].AllTrials {
+		if tr.ForComparison > 0 && (tr.Users != ff || tr.Concurrency != 0 || tr.Conversations == nil) {
+			t.Errorf("a comparison trial %+v, want it at %d users", tr, ff)
+		}
+	}
+}
+
+func atUsers(ts []results.Trial, users int) []results.Trial {
+	out := make([]results.Trial, len(ts))
+	for i, t := range ts {
+		t.Users = users
+		out[i] = t
+	}
+	return out
 }
 
 // Conversations are refused where they cannot run, naming the attribute and the fix.

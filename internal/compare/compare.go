@@ -803,7 +803,9 @@ func (r Result) Summary() string {
 		fmt.Fprintf(&b, "%s: %s: %s\n", w.Label, w.Verdict, w.Reason)
 		if w.Verdict == Inconclusive {
 			for _, n := range w.Notes {
-				if strings.Contains(n, "to decide") {
+				// What would decide it, and for a run measured against this baseline what it
+				// spent trying.
+				if strings.Contains(n, "to decide") || strings.HasPrefix(n, sequentialNotePrefix) {
 					fmt.Fprintf(&b, "  %s\n", n)
 				}
 			}

@@ -66,12 +66,15 @@ func Added(w results.Workload) (needed, sequential int) {
 // false-alarm level as LookAlpha does.
 func Sequential(doc *results.Document) bool { return doc.AIPerf.ComparisonBudget > 0 }
 
+// sequentialNotePrefix opens the note of a comparison measured against its baseline.
+const sequentialNotePrefix = "measured against this baseline: "
+
 // sequentialNote says how a sequential comparison got to its verdict: the trials it added,
 // the look and the level spent there.
 func sequentialNote(cd *results.Document, cw results.Workload, o Options) string {
 	needed, seq := Added(cw)
 	look := Look(cw)
-	return fmt.Sprintf("measured against this baseline: %d trial(s) at levels the comparison needed and %d added one at a time while the verdict was open "+
+	return fmt.Sprintf(sequentialNotePrefix+"%d trial(s) at levels the comparison needed and %d added one at a time while the verdict was open "+
 		"(trial.comparison_budget %d); read at look %d, where the false-alarm level spent is %.3g %% of the %.3g %% over all looks",
 		needed, seq, cd.AIPerf.ComparisonBudget, look, 100*LookAlpha(o.Alpha, look), 100*o.Alpha)
 }
