@@ -5,6 +5,7 @@ import (
 	"regexp"
 	"testing"
 
+	"github.com/hashicorp/terraform-plugin-testing/config"
 	"github.com/hashicorp/terraform-plugin-testing/helper/resource"
 	"github.com/hashicorp/terraform-plugin-testing/terraform"
 
@@ -28,6 +29,7 @@ func TestAccCapacityBenchmark_usersLlamaCpp(t *testing.T) {
 	}
 	testAccRequireLlamaCppImage(t, b)
 	const name = "llmserve-acc-users"
+	// Step 1 only: the refusal of a flush that turns llama.cpp's prompt cache off.
 	bench := func(flush string) string {
 		return tinyLlamaServerHCL(name, model) + fmt.Sprintf(`
 
@@ -45,15 +47,25 @@ resource "llmserve_capacity_benchmark" "tiny" {
 }
 `, flush)
 	}
-	const addr = "llmserve_capacity_benchmark.tiny"
+	const addr = "llmserve_capacity_benchmark.chat"
+	// The guide's example names its provider registry.terraform.io/llmserve/llmserve.
+	t.Setenv("TF_ACC_PROVIDER_NAMESPACE", "llmserve")
 	resource.Test(t, resource.TestCase{
 		ProtoV6ProviderFactories: testAccProtoV6ProviderFactories,
-		CheckDestroy:             testAccCheckGone(b, name),
+		CheckDestroy:             testAccCheckGone(b, name, name+"-guide"),
 		Steps: []resource.TestStep{{
 			Config:      bench("auto"),
 			ExpectError: regexp.MustCompile(`trial.cache_flush = "none"`),
 		}, {
-			Config: bench("none"),
+			// The conversations guide's configuration as the guide writes it, on levels of 1
+			// and 2 users.
+			ConfigFile: config.StaticFile("../../examples/guides/conversations/main.tf"),
+			ConfigVariables: config.Variables{
+				"name":       config.StringVariable(name + "-guide"), // step 1's server may still be leaving
+				"model_path": config.StringVariable(model),
+				"image":      config.StringVariable(quickstartImage),
+				"users":      config.ListVariable(config.IntegerVariable(1), config.IntegerVariable(2)),
+			},
 			Check: func(s *terraform.State) error {
 				attrs := s.RootModule().Resources[addr].Primary.Attributes
 				doc, err := results.Parse([]byte(attrs["results_json"]))
