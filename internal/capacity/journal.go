@@ -354,17 +354,22 @@ func journalLine(history []JournalEntry, line []byte, fingerprint string, ignore
 		ignored.damaged++
 		return history
 	}
-	if t.Fingerprint != fingerprint {
-		if t.Kind != kindRunCompleted {
-			ignored.otherConfig++
-			ignored.otherParts = append(ignored.otherParts, t.FingerprintParts)
+	if t.Kind == kindRunCompleted {
+		// A delivered run's apply already said what it ignored before it: from here on,
+		// only what came after is news, so the warning does not grow with every apply.
+		*ignored = ignoredLines{}
+		if t.Fingerprint == fingerprint {
+			ignored.delivered = len(history)
+			return nil
 		}
 		return history
 	}
+	if t.Fingerprint != fingerprint {
+		ignored.otherConfig++
+		ignored.otherParts = append(ignored.otherParts, t.FingerprintParts)
+		return history
+	}
 	switch {
-	case t.Kind == kindRunCompleted:
-		ignored.delivered += len(history)
-		return nil
 	case t.Kind != search.Probe.String() && t.Kind != search.Confirmation.String() && t.Kind != kindComparison,
 		t.Rate == 0 && (t.Concurrency < 1 || t.Concurrency > search.MaxLevel),
 		t.Rate != 0 && (t.Concurrency != 0 || !(t.Rate > 0) || math.IsInf(t.Rate, 0)),

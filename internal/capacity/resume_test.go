@@ -153,10 +153,37 @@ func TestJournalSaysWhatItIgnored(t *testing.T) {
 		t.Errorf("history of %d trials, want the 3 after the delivered run", n)
 	}
 	got := strings.Join(j.Ignored(), "\n")
-	for _, want := range []string{"2 trials of another configuration", "1 trial of an earlier run of this configuration that finished", "1 damaged line"} {
+	for _, want := range []string{"1 trial of an earlier run of this configuration that finished", "1 damaged line"} {
 		if !strings.Contains(got, want) {
 			t.Errorf("ignored reasons %q lack %q", got, want)
 		}
+	}
+	// The other configuration's trials came before the delivered run, whose apply said so.
+	if strings.Contains(got, "another configuration") {
+		t.Errorf("ignored reasons %q repeat what the delivered run's apply said", got)
+	}
+	j.Close()
+
+	// Apply after apply, each a finished run of a changed configuration: the warning says
+	// the latest interrupted configuration's lines only, and does not grow.
+	var said []string
+	for i := range 4 {
+		c := cfg
+		c.MaxConcurrency = 10 + i
+		write(c, trial(1), trial(2))
+		j, err := OpenJournal(path, c)
+		if err != nil {
+			t.Fatal(err)
+		}
+		said = append(said, strings.Join(j.Ignored(), "\n"))
+		if err := j.Complete(); err != nil {
+			t.Fatal(err)
+		}
+		j.Close()
+		write(other, trial(1)) // an interrupted run of another configuration between them
+	}
+	if said[3] != said[1] || said[2] != said[1] || !strings.Contains(said[1], "1 trial of another configuration") {
+		t.Errorf("the warning changes with every apply: %q", said)
 	}
 }
 
