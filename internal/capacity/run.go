@@ -260,6 +260,7 @@ func (s *session) skeleton() *results.Document {
 			IndependentTrialsPerBoundarySide: cfg.ConfirmationTrials,
 			CachePolicy:                      s.flush.Policy(),
 			ComparisonBudget:                 comparisonBudget(cfg),
+			EngineWarmupRequests:             cfg.EngineWarmupRequests,
 		},
 		SLOs:      s.slos(),
 		Workloads: []results.Workload{},

@@ -46,6 +46,9 @@ func protocolDifferences(b, c *results.Document) (refused, flagged []string) {
 	if bi, ci := imageRepository(be.ImageTag), imageRepository(ce.ImageTag); bi != ci && bi != "" && ci != "" {
 		refused = append(refused, fmt.Sprintf("engine image differs: baseline %s, current %s; a new tag of the same image is compared, another engine is not", bi, ci))
 	}
+	if bp.EngineWarmupRequests != cp.EngineWarmupRequests {
+		flagged = append(flagged, fmt.Sprintf("engine warm-up requests: baseline %d, current %d (a cold engine's first trials can be slower)", bp.EngineWarmupRequests, cp.EngineWarmupRequests))
+	}
 	if bp.WarmupsPerTrial != cp.WarmupsPerTrial {
 		flagged = append(flagged, fmt.Sprintf("warmups per trial: baseline %d, current %d", bp.WarmupsPerTrial, cp.WarmupsPerTrial))
 	}

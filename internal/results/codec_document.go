@@ -31,6 +31,7 @@ func (r *reader) document(root *node) *Document {
 	if ao := o.child("aiperf"); ao != nil {
 		ao.plain(&d.AIPerf)
 		ao.optionalValue("comparison_budget", &d.AIPerf.ComparisonBudget)
+		ao.optionalValue("engine_warmup_requests", &d.AIPerf.EngineWarmupRequests)
 		ao.finish()
 	}
 	if v, p := o.optional("slo"); v != nil {

@@ -64,7 +64,11 @@ func Markdown(d *Document) string {
 	row("Load", strings.Join(load, ", "))
 	row("Trials", fmt.Sprintf("%d warmup + %d measured requests per trial, %d confirmation trials per boundary side",
 		p.WarmupsPerTrial, p.MeasuredRequestsPerTrial, p.IndependentTrialsPerBoundarySide))
+	if p.EngineWarmupRequests > 0 {
+		row("Engine warm-up", fmt.Sprintf("%d requests before each workload's first trial", p.EngineWarmupRequests))
+	}
 	row("Cache", mdText(p.CachePolicy))
+	row("Load ran", loadRanText(d.Runner, p.Version))
 	b.WriteString("\n")
 
 	// One axis for every workload names the columns; workloads searched along different axes
@@ -145,6 +149,8 @@ func Markdown(d *Document) string {
 				fixed(t.OutputThroughputTPS, 1), fixed(t.PerUserOutputThroughputTPS.Avg, 1), mdText(verdict))
 		}
 		b.WriteString("\n")
+		writeDisagreements(&b, w)
+		writeHostLoad(&b, w)
 		writeConversations(&b, ax, trials)
 		writeServerView(&b, ax, trials)
 		writeAccelerators(&b, ax, trials)
@@ -442,4 +448,56 @@ func writeServerView(b *strings.Builder, ax Axis, trials []SideTrial) {
 	if notes {
 		b.WriteString("\n")
 	}
+}
+
+// loadRanText says where the load ran: the Terraform process unless a runner carried it;
+// nothing for another tool's document, which does not say.
+func loadRanText(r *Runner, version string) string {
+	if r == nil {
+		if strings.HasPrefix(version, "terraform-provider-llmserve") {
+			return "in the Terraform process"
+		}
+		return ""
+	}
+	where := mdText(r.Kind) + " runner"
+	if r.Host != "" {
+		where += " on " + mdCode(r.Host)
+	}
+	if r.Network != "" {
+		where += ", network " + mdCode(r.Network)
+	}
+	return where
+}
+
+// writeDisagreements lists the levels whose confirmation trials disagreed beyond their size.
+func writeDisagreements(b *strings.Builder, w Workload) {
+	if len(w.TrialDisagreements) == 0 {
+		return
+	}
+	b.WriteString("Confirmation trials that disagree beyond their size (noise: measure again on a quieter host before gating):\n\n")
+	for _, d := range w.TrialDisagreements {
+		fmt.Fprintf(b, "- at %s, %s: %s in trial %d but %s in trial %d (+%.0f %%)\n",
+			mdText(d.LevelTextOn(w.Axis())), mdText(d.Objective), formatFloat(d.Low), d.LowTrial, formatFloat(d.High), d.HighTrial, d.SpreadPercent())
+	}
+	b.WriteString("\n")
+}
+
+// writeHostLoad summarises the load generator's machine over the workload's trials: the
+// range of the 1-minute load average and the busiest trial.
+func writeHostLoad(b *strings.Builder, w Workload) {
+	lo, hi, busy, cpus, n := math.Inf(1), math.Inf(-1), 0.0, 0, 0
+	for _, t := range w.AllTrials {
+		h := t.Host
+		if h == nil {
+			continue
+		}
+		n++
+		lo, hi = math.Min(lo, math.Min(h.LoadAvg1mStart, h.LoadAvg1mEnd)), math.Max(hi, math.Max(h.LoadAvg1mStart, h.LoadAvg1mEnd))
+		busy, cpus = math.Max(busy, h.BusyPercent), max(cpus, h.CPUs)
+	}
+	if n == 0 {
+		return
+	}
+	fmt.Fprintf(b, "Load generator's host over %d %s: 1-minute load average %.2f–%.2f on %d CPUs, at most %.0f %% busy.\n\n",
+		n, map[bool]string{true: "trial", false: "trials"}[n == 1], lo, hi, cpus, busy)
 }

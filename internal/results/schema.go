@@ -88,6 +88,10 @@ type Protocol struct {
 	// was open (trial.comparison_budget). Its presence says the comparison was sequential,
 	// so compare spends its false-alarm level over the looks (Trial.ForComparison). Additive.
 	ComparisonBudget int `json:"comparison_budget,omitempty"`
+	// EngineWarmupRequests is trial.engine_warmup_requests: requests sent once before a
+	// workload's first trial to prime the engine (kernels, graphs). A warm and a cold run
+	// measure different protocols; absent: none.
+	EngineWarmupRequests int `json:"engine_warmup_requests,omitempty"`
 }
 
 // Objectives are the objectives every trial is judged by: SLOs, or the legacy single SLO.
