@@ -1,6 +1,9 @@
 package results
 
 import (
+	"math"
+	"regexp"
+	"strconv"
 	"strings"
 	"testing"
 )
@@ -34,5 +37,47 @@ func TestMarkdownSaysWhereAndHowTheLoadRan(t *testing.T) {
 	d.Runner = nil
 	if md := Markdown(d); !strings.Contains(md, "| Load ran | in the Terraform process |") {
 		t.Errorf("a local run does not say where its load ran:\n%s", md)
+	}
+}
+
+// The SVG keeps every trial visible and its canvas used: a passing trial just under the
+// threshold and a failing one just over it at one level stand side by side (one hid the
+// other), the legend shows probe symbols only when there are probes, and a single
+// workload's panel spans the width its title needs.
+func TestSVGKeepsCloseTrialsApartAndItsCanvasFull(t *testing.T) {
+	t.Parallel()
+	doc := parseReference(t)
+	doc.Workloads = doc.Workloads[:1]
+	doc.SLOs = []SLO{{Metric: "time_to_first_token", Percentile: 95, ThresholdMs: 1500, Comparison: StrictlyLessThan}}
+	doc.SLO = nil
+	w := &doc.Workloads[0]
+	conf := func(c, n int, p95 float64, verdict string) Trial {
+		return Trial{Kind: "confirmation", Trial: n, Concurrency: c, Verdict: verdict, TTFTMs: Stats{P95: p95},
+			SLOs: []SLOResult{{Metric: "time_to_first_token", Percentile: 95, Value: p95, Met: p95 < 1500}}}
+	}
+	w.AllTrials = []Trial{conf(2, 1, 900, "pass"), conf(3, 1, 1496.9, "pass"), conf(3, 2, 1502.4, "fail")}
+	svg := SVG(doc)
+	pass := regexp.MustCompile(`<circle class="passing" cx="([0-9.]+)" cy="([0-9.]+)"[^>]*><title>confirmation[^<]*1496\.9`).FindStringSubmatch(svg)
+	fail := regexp.MustCompile(`<path class="failing" d="M([0-9.]+) ([0-9.]+)L[^>]*><title>[^<]*1502\.4`).FindStringSubmatch(svg)
+	if pass == nil || fail == nil {
+		t.Fatalf("markers not found:\n%s", svg)
+	}
+	px, _ := strconv.ParseFloat(pass[1], 64)
+	fx, _ := strconv.ParseFloat(fail[1], 64) // the cross's left end: its centre is 5 to the right
+	if math.Abs((fx+5)-px) < 10 {
+		t.Errorf("passing marker at x %.1f and failing one at %.1f overlap", px, fx+5)
+	}
+	if strings.Contains(svg, "probe met / missed") {
+		t.Error("the legend shows probe symbols though no trial is a probe")
+	}
+	width, _ := strconv.ParseFloat(regexp.MustCompile(`<svg [^>]*width="([0-9.]+)"`).FindStringSubmatch(svg)[1], 64)
+	frames := regexp.MustCompile(`<rect x="([0-9.]+)" y="[0-9.]+" width="([0-9.]+)" height="[0-9.]+" fill="none"`).FindAllStringSubmatch(svg, -1)
+	if len(frames) != 1 {
+		t.Fatalf("%d plot frames", len(frames))
+	}
+	x, _ := strconv.ParseFloat(frames[0][1], 64)
+	fw, _ := strconv.ParseFloat(frames[0][2], 64)
+	if right := width - (x + fw); right > 60 {
+		t.Errorf("the plot ends %.0f px before the canvas does (width %.0f)", right, width)
 	}
 }

@@ -14,16 +14,20 @@ import (
 // document with many workloads stays readable on a page; with several objectives each
 // workload is one row, one panel per objective.
 const (
-	svgColumns   = 3
-	svgMargin    = 24.0
-	svgPanelW    = 380.0
-	svgPanelH    = 314.0
-	svgPanelGap  = 20.0
-	svgPlotLeft  = 62.0 // room for y tick labels and the axis title
-	svgPlotRight = 18.0
-	svgPlotTop   = 58.0 // room for the panel title and the boundary's two lines
-	svgPlotBot   = 50.0 // room for x tick labels and the axis title
-	svgArrow     = 16.0 // length of the arrow of a value that is a lower bound
+	svgColumns  = 3
+	svgMargin   = 24.0
+	svgPanelW   = 380.0
+	svgPanelH   = 314.0
+	svgPanelGap = 20.0
+	// Markers of different kinds closer than svgMarkerClash pixels at one level stand
+	// svgMarkerShift pixels either side of it.
+	svgMarkerClash = 10.0
+	svgMarkerShift = 6.0
+	svgPlotLeft    = 62.0 // room for y tick labels and the axis title
+	svgPlotRight   = 18.0
+	svgPlotTop     = 58.0 // room for the panel title and the boundary's two lines
+	svgPlotBot     = 50.0 // room for x tick labels and the axis title
+	svgArrow       = 16.0 // length of the arrow of a value that is a lower bound
 
 	colorPassing   = "#1b7f3b"
 	colorFailing   = "#c62828"
@@ -131,7 +135,7 @@ func SVG(d *Document) string {
 	if len(notCharted) > 0 {
 		sub += " (not charted: the trials do not record " + strings.Join(notCharted, ", ") + ")"
 	}
-	allTrials, stopped, lagged := false, false, false
+	allTrials, probes, stopped, lagged := false, false, false, false
 	for _, w := range d.Workloads {
 		allTrials = allTrials || len(w.AllTrials) > 0
 		for _, t := range w.AllTrials {
@@ -139,9 +143,10 @@ func SVG(d *Document) string {
 		}
 		for _, p := range chartPoints(w, charted[0]) {
 			lagged = lagged || p.lagged
+			probes = probes || p.probe
 		}
 	}
-	legend := legendItems(allTrials, stopped, lagged, charted[0].hasThreshold)
+	legend := legendItems(allTrials, probes, stopped, lagged, charted[0].hasThreshold)
 
 	// A panel is as wide as its heading and its boundary lines need, so none is squeezed.
 	panelW := svgPanelW
@@ -152,6 +157,9 @@ func SVG(d *Document) string {
 	}
 	gridW := float64(cols)*panelW + float64(cols-1)*svgPanelGap
 	width := 2*svgMargin + max(gridW, textWidth(title, 18, true), textWidth(sub, 12, false))
+	// Panels fill the width the title needs, so a single workload's chart is not left in
+	// one half of the canvas.
+	panelW = max(panelW, (width-2*svgMargin-float64(cols-1)*svgPanelGap)/float64(cols))
 	// The legend wraps onto as many lines as the width needs.
 	var legendLines [][]legendItem
 	lineW := 0.0
@@ -205,7 +213,7 @@ type legendItem struct {
 	draw  func(x, y float64) string
 }
 
-func legendItems(allTrials, stopped, lagged, withThreshold bool) []legendItem {
+func legendItems(allTrials, probes, stopped, lagged, withThreshold bool) []legendItem {
 	item := func(text string, markerW float64, marker func(x, y float64) string) legendItem {
 		return legendItem{width: markerW + 8 + textWidth(text, 12, false) + 22, draw: func(x, y float64) string {
 			return marker(x, y) + fmt.Sprintf(`<text x="%s" y="%s">%s</text>`, num(x+markerW), num(y+4), esc(text))
@@ -219,7 +227,7 @@ func legendItems(allTrials, stopped, lagged, withThreshold bool) []legendItem {
 		item(met, 12, func(x, y float64) string { return passMarker(x, y, "") }),
 		item(missed, 12, func(x, y float64) string { return failMarker(x, y, "") }),
 	}
-	if allTrials {
+	if probes {
 		out = append(out, item("probe met / missed", 30, func(x, y float64) string {
 			return probeMarker(x, y, colorPassing, "passing probe", "") + probeMarker(x+16, y, colorFailing, "failing probe", "")
 		}))
@@ -479,9 +487,21 @@ func writePanel(b *strings.Builder, index int, x0, y0, panelW float64, w Workloa
 		st.n++
 		st.yMin, st.yMax = min(st.yMin, y), max(st.yMax, y)
 	}
+	// Markers of different kinds at one level that would land on each other (a passing trial
+	// at 1496.9 ms beside a failing one at 1502.4 ms) stand side by side instead, so neither
+	// hides the other.
+	shift := map[stackKey]float64{}
+	for i, a := range order {
+		for _, c := range order[i+1:] {
+			sa, sc := stacks[a], stacks[c]
+			if a.x == c.x && sa.yMin-sc.yMax < svgMarkerClash && sc.yMin-sa.yMax < svgMarkerClash {
+				shift[a], shift[c] = -svgMarkerShift, svgMarkerShift
+			}
+		}
+	}
 	for _, key := range order {
 		if st := stacks[key]; st.n > 1 && st.yMax-st.yMin < 8 {
-			fmt.Fprintf(b, `<text class="stack" x="%s" y="%s" font-size="10" fill="%s">×%d</text>`+"\n", num(st.x+8), num(st.yMin-4), colorMuted, st.n)
+			fmt.Fprintf(b, `<text class="stack" x="%s" y="%s" font-size="10" fill="%s">×%d</text>`+"\n", num(st.x+shift[key]+8), num(st.yMin-4), colorMuted, st.n)
 		}
 	}
 
@@ -491,7 +511,7 @@ func writePanel(b *strings.Builder, index int, x0, y0, panelW float64, w Workloa
 			at = "at least "
 		}
 		tip := fmt.Sprintf("%s at %s %s: %s %s%s %s", p.label, ax.Name(), ax.Text(p.x), o.label, at, fixed(p.v, 1), o.unit)
-		x, y := px(p.x), py(p.v)
+		x, y := px(p.x)+shift[stackKey{p.x, boolCount(p.met) + 2*boolCount(p.probe) + 4*boolCount(p.lagged)}], py(p.v)
 		color := colorFailing
 		if p.unjudged {
 			color, tip = colorMuted, tip+", not judged on this objective"
