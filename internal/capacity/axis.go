@@ -49,6 +49,13 @@ type axis interface {
 	// records_directory) and the trial those records name.
 	recordsFile(index int, w Workload, at trialAt) (string, records.Trial)
 
+	// leastTrial is the least time a trial of workload i waits on its own schedule or its
+	// users' pauses, whatever the server does (timebudget.go); zero when nothing but the
+	// server decides it.
+	leastTrial(cfg Config, i int, w Workload) trialFloor
+	// loadStep is the step a trial is in while its load runs, as a stopped run names it.
+	loadStep() trialStep
+
 	// progressAt names a finished trial's place in its progress line: "c=4",
 	// "rate 3.08/s offered 2.32/s".
 	progressAt(e JournalEntry) string

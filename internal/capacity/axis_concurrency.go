@@ -198,3 +198,5 @@ func (syntheticPrompts) prompts(ctx context.Context, s *session, w Workload, str
 func (syntheticPrompts) cacheShape(w Workload) (own, shared int) {
 	return w.InputTokens - w.SharedPrefixTokens, w.SharedPrefixTokens
 }
+
+func (concurrencyAxis) loadStep() trialStep { return stepRequests }

@@ -13,8 +13,10 @@ import (
 	"sync/atomic"
 
 	"github.com/llmserve/terraform-provider-llmserve/internal/attrpath"
+	"github.com/llmserve/terraform-provider-llmserve/internal/engine"
 	"github.com/llmserve/terraform-provider-llmserve/internal/load"
 	"github.com/llmserve/terraform-provider-llmserve/internal/metrics"
+	"github.com/llmserve/terraform-provider-llmserve/internal/problem"
 	"github.com/llmserve/terraform-provider-llmserve/internal/records"
 	"github.com/llmserve/terraform-provider-llmserve/internal/results"
 	"github.com/llmserve/terraform-provider-llmserve/internal/search"
@@ -30,10 +32,7 @@ func (usersAxis) pattern() string {
 func (a usersAxis) measure(ctx context.Context, r *trialRunner) (results.Workload, error) {
 	s, w := r.s, r.w
 	if v, ok := s.flush.RequestFields["cache_prompt"]; ok && v == false {
-		return results.Workload{}, fmt.Errorf("workload %q: %s is how this engine's cache is flushed (%s), and a conversation needs that cache: its later turns "+
-			"send their history back for it to serve. Set trial.cache_flush = \"none\": conversations are unique, so what an earlier trial left in the cache "+
-			"can serve a turn nothing beyond the shared system prompt, and each trial's warm-cache proof counts any turn it did",
-			w.Label, "turning the prompt cache off on every request", s.flush.Method)
+		return results.Workload{}, fmt.Errorf("workload %q: %s", w.Label, llamaCppFlushWithConversations("the cache flush ("+s.flush.Policy()+")"))
 	}
 	if err := fitsContext(w, r.index, s.info.MaxContext); err != nil {
 		return results.Workload{}, err
@@ -51,6 +50,15 @@ func (a usersAxis) measure(ctx context.Context, r *trialRunner) (results.Workloa
 	}
 	closedLoopNotes(&out, res, len(a.levels) > 0, func(level int) string { return fmt.Sprintf("%d users", level) })
 	return out, nil
+}
+
+// llamaCppFlushWithConversations is why llama.cpp's flush, chosen as chosen says, and a
+// conversation cannot go together, and what to set instead: plan says it for an explicit
+// cache_flush = "llamacpp", the run for one "auto" picked once the server said what it is.
+func llamaCppFlushWithConversations(chosen string) string {
+	return fmt.Sprintf("%s turns llama.cpp's prompt cache off on every request, which is how its cache is flushed, and a conversation needs that cache: its later turns "+
+		"send their history back for it to serve. Set trial.cache_flush = \"none\": conversations are unique, so what an earlier trial left in the cache "+
+		"can serve a turn nothing beyond the shared system prompt, and each trial's warm-cache proof counts any turn it did", chosen)
 }
 
 // fitsContext refuses a conversation whose last turn cannot fit the server's context per
@@ -190,6 +198,12 @@ func (v *validation) conversations(c Config) {
 	if c.API != APIChat {
 		v.fail(attrpath.Root("api"), "Conversations need the chat API", "a conversation sends its history as chat messages; set api = %q, got %q", APIChat, c.API)
 	}
+	if c.CacheFlush == engine.FlushLlamaCpp {
+		// cache_flush = "auto" picks the same method once the server says it is llama.cpp,
+		// which only apply can know: measure refuses it then, with this message.
+		v.add(problem.Problem{Path: attrpath.Root("trial").At("cache_flush"), Summary: "Conversations need the prefix cache", Reads: []attrpath.Path{root},
+			Detail: llamaCppFlushWithConversations(`trial.cache_flush = "llamacpp"`)})
+	}
 	if c.OpenLoop != nil {
 		v.fail(attrpath.Root("search"), "Conversations are a closed loop in users", "search a rate or a replay with single requests; conversations search users (search.min_concurrency and search.max_concurrency count users)")
 	}
@@ -211,3 +225,5 @@ func (v *validation) conversations(c Config) {
 		}
 	}
 }
+
+func (usersAxis) loadStep() trialStep { return stepUsers }

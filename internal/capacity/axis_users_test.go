@@ -133,6 +133,7 @@ func TestValidateConversations(t *testing.T) {
 		{"no turns", func(c *Config) { c.Workloads[0].Conversation.Turns = 0 }, "workloads[0].conversation.turns"},
 		{"no warmup", func(c *Config) { c.Workloads[0].Conversation.WarmupConversations = 0 }, "workloads[0].conversation.warmup_conversations"},
 		{"spread", func(c *Config) { c.Workloads[0].InputTokensStddev = 8 }, "workloads[0].conversation: Conversations have fixed lengths"},
+		{"llama.cpp flush", func(c *Config) { c.CacheFlush = "llamacpp" }, `trial.cache_flush: Conversations need the prefix cache: trial.cache_flush = "llamacpp" turns llama.cpp's prompt cache off on every request, which is how its cache is flushed, and a conversation needs that cache`},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {

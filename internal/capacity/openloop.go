@@ -346,3 +346,5 @@ func scheduledRate(schedule []time.Duration) float64 {
 	}
 	return float64(len(schedule)-1) / (schedule[len(schedule)-1] - schedule[0]).Seconds()
 }
+
+func (openLoopBase) loadStep() trialStep { return stepRequests }

@@ -71,6 +71,7 @@ const (
 	stepReplicasFlush
 	stepPrompts
 	stepRequests
+	stepUsers
 )
 
 func (s trialStep) String() string {
@@ -82,6 +83,7 @@ func (s trialStep) String() string {
 		stepReplicasFlush: "while flushing every replica's prefix cache",
 		stepPrompts:       "while its prompts were prepared",
 		stepRequests:      "while its requests ran",
+		stepUsers:         "while its users held their conversations (thinking users pause their think time before every turn)",
 	}[s]
 }
 

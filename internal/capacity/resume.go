@@ -11,6 +11,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"path/filepath"
 	"strings"
 	"time"
 
@@ -33,6 +34,42 @@ type Files struct {
 	// Trial, when set, receives every finished trial after the journal has it (the Docker
 	// runner streams them to the provider, which mirrors the journal where Terraform runs).
 	Trial func(JournalEntry)
+}
+
+// Check refuses files a run could not keep apart, as a *FileError: progress_log naming the
+// file progress_file names (the same path once cleaned and made absolute, or one file
+// through a link), whose human lines would break the journal a later run resumes from.
+func (f Files) Check() error {
+	if f.ProgressFile == "" || f.ProgressLog == "" {
+		return nil
+	}
+	same := absClean(f.ProgressFile) == absClean(f.ProgressLog)
+	if !same {
+		a, errA := os.Stat(f.ProgressFile)
+		b, errB := os.Stat(f.ProgressLog)
+		same = errA == nil && errB == nil && os.SameFile(a, b)
+	}
+	if !same {
+		return nil
+	}
+	return &FileError{Path: attrpath.Root("progress_log"), Err: fmt.Errorf("progress_log %q names the same file as progress_file %q: the journal is JSON lines a later apply resumes from, "+
+		"and the log's human lines in it would make it unreadable; give progress_log a file of its own, e.g. %q", f.ProgressLog, f.ProgressFile, logBeside(f.ProgressFile))}
+}
+
+// absClean is p cleaned and absolute, or only cleaned when the working directory is unknown.
+func absClean(p string) string {
+	if a, err := filepath.Abs(p); err == nil {
+		return a
+	}
+	return filepath.Clean(p)
+}
+
+// logBeside suggests a progress log beside the journal.
+func logBeside(journal string) string {
+	if base := strings.TrimSuffix(journal, filepath.Ext(journal)); base+".log" != journal {
+		return base + ".log"
+	}
+	return journal + ".progress.log"
 }
 
 // Report is what a run produced besides its document.
@@ -175,6 +212,9 @@ func Resume(ctx context.Context, cfg Config, files Files) (Report, error) {
 	// The fingerprint names each trace by its contents. A configuration that does not
 	// validate stops the run once its files are open, as a run stopped by any other error.
 	invalid := cfg.check()
+	if err := files.Check(); err != nil {
+		return rep, err
+	}
 	journal, err := OpenJournal(files.ProgressFile, cfg)
 	if err != nil {
 		return rep, &FileError{Path: attrpath.Root("progress_file"), Err: err}

@@ -58,7 +58,7 @@ func (r *trialRunner) run(ctx context.Context, at trialAt) (outcome, error) {
 	if err != nil {
 		return outcome{}, err
 	}
-	s.tracker.enter(stepRequests)
+	s.tracker.enter(ax.loadStep())
 	run, seen, host, err := r.load(ctx, at, prompts, clock)
 	if err != nil {
 		return outcome{}, err

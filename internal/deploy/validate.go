@@ -41,9 +41,14 @@ func (p Placement) Validate(s engine.Spec) []problem.Problem {
 	add := func(p attrpath.Path, format string, args ...any) {
 		out = append(out, problem.At(p, format, args...))
 	}
-	out = append(out, checkImage(p.Image)...)
+	out = append(out, CheckImage(attrpath.Root("image"), p.Image, "the engine image", "lmsysorg/sglang:v0.5.4")...)
 	if p.BindAddress != "" && net.ParseIP(p.BindAddress) == nil {
 		add(attrpath.Root("bind_address"), "%q is not an IP address; the engine host would publish on every address the name resolves to (for \"localhost\" both 127.0.0.1 and ::1, or all interfaces), not what state says. Use an IP literal: \"127.0.0.1\" for this host only, \"0.0.0.0\" for every interface", p.BindAddress)
+	}
+	if ip := net.ParseIP(p.BindAddress); p.Unpublished && !p.HostNetwork && ip != nil && !ip.IsLoopback() {
+		out = append(out, problem.Problem{Path: attrpath.Root("bind_address"), Reads: []attrpath.Path{attrpath.Root("publish")}, Detail: fmt.Sprintf(
+			"bind_address: %q would be ignored with publish = false: nothing is published, and the engine listens on %s inside its container, which only its own network namespace reaches "+
+				"(a benchmark's runner = { docker = … }). Remove bind_address, or set publish = true to serve on %s", p.BindAddress, UnpublishedAddress, p.BindAddress)})
 	}
 	switch {
 	case p.Unpublished && p.HostNetwork:
@@ -117,11 +122,7 @@ func (p Placement) Validate(s engine.Spec) []problem.Problem {
 		}
 	}
 	out = append(out, CheckGPUIDs(s, p.GPUIDs, p.Env)...)
-	for i, d := range p.Devices {
-		if !path.IsAbs(d) || !strings.HasPrefix(path.Clean(d), "/dev/") || strings.ContainsFunc(d, func(r rune) bool { return unicode.IsSpace(r) || unicode.IsControl(r) }) {
-			add(attrpath.Root("devices").Index(i), "must be a device node or directory under /dev on the engine host, such as \"/dev/dri\", got %q", d)
-		}
-	}
+	out = append(out, checkDevices(p.Devices)...)
 	for i, g := range p.GroupAdd {
 		if strings.TrimSpace(g) == "" || strings.ContainsFunc(g, func(r rune) bool { return unicode.IsSpace(r) || unicode.IsControl(r) }) {
 			add(attrpath.Root("group_add").Index(i), "must be a group name or numeric id, got %q", g)
@@ -129,6 +130,40 @@ func (p Placement) Validate(s engine.Spec) []problem.Problem {
 	}
 	if p.ShmSizeBytes != 0 && (s.Accelerator == engine.CUDA || s.Accelerator == engine.XPU && !s.UsesVulkan()) {
 		add(attrpath.Root("shm_size_mb"), "has no effect with accelerator = %q: the container shares the host's IPC namespace and its /dev/shm. Remove shm_size_mb", s.Accelerator)
+	}
+	return out
+}
+
+// checkDevices refuses a device path Docker would map otherwise than written, or not at all:
+// each must be an absolute, clean path under /dev, listed once. Docker's own
+// host:container:permissions form is not this attribute's: the path is mapped to the same
+// path inside the container with read, write and mknod (rwm), as the accelerators need.
+func checkDevices(devices []string) []problem.Problem {
+	var out []problem.Problem
+	seen := map[string]int{}
+	for i, d := range devices {
+		at := attrpath.Root("devices").Index(i)
+		clean := path.Clean(d)
+		switch {
+		case strings.ContainsFunc(d, func(r rune) bool { return unicode.IsSpace(r) || unicode.IsControl(r) }):
+			out = append(out, problem.At(at, "must be a device node or directory under /dev on the engine host, such as \"/dev/dri\", got %q, which holds spaces or control characters", d))
+			continue
+		case strings.Contains(d, ":"):
+			host, _, _ := strings.Cut(d, ":")
+			out = append(out, problem.At(at, "%q is Docker's host:container:permissions form, which devices does not take: give the host path alone (%q); "+
+				"it is mapped to the same path in the container with rwm", d, host))
+			continue
+		case !path.IsAbs(d) || !strings.HasPrefix(clean, "/dev/"):
+			out = append(out, problem.At(at, "must be a device node or directory under /dev on the engine host, such as \"/dev/dri\", got %q", d))
+			continue
+		case clean != d:
+			out = append(out, problem.At(at, "%q is not a clean path; write %q", d, clean))
+		}
+		if j, dup := seen[clean]; dup {
+			out = append(out, problem.At(at, "%q is already listed as devices[%d]; list each device once", d, j))
+			continue
+		}
+		seen[clean] = i
 	}
 	return out
 }
@@ -180,15 +215,38 @@ func (p Placement) CheckReachable(engineHost string) []problem.Problem {
 	return []problem.Problem{{Path: attrpath.Root("bind_address"), Summary: "Endpoint unreachable from this machine", Warning: true, Detail: fmt.Sprintf("the engine host %s is remote, and bind_address %s serves only on its loopback, so this machine (and a benchmark run from it) cannot reach the server; readiness would wait out readiness_timeout. Set bind_address = \"0.0.0.0\" (or the host's address) and restrict access with a firewall", u.Hostname(), p.BindAddress)}}
 }
 
-func checkImage(ref string) []problem.Problem {
-	switch {
-	case strings.TrimSpace(ref) == "":
-		return []problem.Problem{problem.At(attrpath.Root("image"), "must name the engine image, e.g. \"lmsysorg/sglang:v0.5.4\" or \"repo@sha256:...\"")}
-	case strings.ContainsFunc(ref, func(r rune) bool { return unicode.IsSpace(r) || unicode.IsControl(r) }):
-		return []problem.Problem{problem.At(attrpath.Root("image"), "%q contains spaces or control characters; an image reference is one word such as \"lmsysorg/sglang:v0.5.4\"", ref)}
+// CheckImage reports an image reference at at that the Docker Engine would refuse, parsed as
+// Docker parses one (a name with an optional tag and digest, or an image id); what names the
+// image in the message ("the engine image") and example is one that would do.
+func CheckImage(at attrpath.Path, ref, what, example string) []problem.Problem {
+	if p := imageWords(at, ref, what, example); p != nil {
+		return p
 	}
 	if _, err := reference.ParseAnyReference(ref); err != nil {
-		return []problem.Problem{problem.At(attrpath.Root("image"), "%q is not an image reference (%v); use repository[:tag] or repository@sha256:digest, lowercase, e.g. \"lmsysorg/sglang:v0.5.4\"", ref, err)}
+		return []problem.Problem{problem.At(at, "%q is not an image reference (%v); use repository[:tag] or repository@sha256:digest, lowercase, e.g. %q", ref, err, example)}
+	}
+	return nil
+}
+
+// CheckKubernetesImage is CheckImage as the kubelet parses a pod's image (a normalized name:
+// an image id alone, which only a Docker Engine resolves, is refused too).
+func CheckKubernetesImage(at attrpath.Path, ref, what, example string) []problem.Problem {
+	if p := imageWords(at, ref, what, example); p != nil {
+		return p
+	}
+	if _, err := reference.ParseNormalizedNamed(ref); err != nil {
+		return []problem.Problem{problem.At(at, "%q is not an image reference a kubelet pulls (%v); use repository[:tag] or repository@sha256:digest, lowercase, e.g. %q", ref, err, example)}
+	}
+	return nil
+}
+
+// imageWords refuses an empty reference and one of more than one word.
+func imageWords(at attrpath.Path, ref, what, example string) []problem.Problem {
+	switch {
+	case strings.TrimSpace(ref) == "":
+		return []problem.Problem{problem.At(at, "must name %s, e.g. %q or \"repo@sha256:...\"", what, example)}
+	case strings.ContainsFunc(ref, func(r rune) bool { return unicode.IsSpace(r) || unicode.IsControl(r) }):
+		return []problem.Problem{problem.At(at, "%q contains spaces or control characters; an image reference is one word such as %q", ref, example)}
 	}
 	return nil
 }

@@ -153,13 +153,8 @@ func (s Spec) Validate() []problem.Problem {
 		if s.TensorParallel > 1 && !s.UsesVulkan() {
 			add("tensor_parallel_size", "llama.cpp splits a model across devices only on GPUs here (accelerator \"xpu\" or \"vulkan\": --split-mode layer over Vulkan0..N-1); on %q set 1, or use engine \"sglang\" or \"vllm\"", orCPU(s.Accelerator))
 		}
-		if _, ok := flagValue(s.ExtraArgs, "--split-mode"); ok && s.UsesVulkan() {
-			add("extra_args", "the provider sets --split-mode layer for tensor_parallel_size > 1; ggml's row split needs a split buffer type, which only the CUDA and SYCL backends have, not Vulkan: remove --split-mode from extra_args")
-		}
-		for _, f := range []string{"--device", "-dev", "--n-gpu-layers", "-ngl", "--gpu-layers"} {
-			if hasFlag(s.ExtraArgs, f) && s.UsesVulkan() {
-				add("extra_args", "%s is set by the provider on a Vulkan launch (every layer on the devices gpu_ids and tensor_parallel_size select); remove it from extra_args", f)
-			}
+		if s.UsesVulkan() {
+			out = append(out, s.vulkanFlags()...)
 		}
 		if s.MemFraction != 0 {
 			add("mem_fraction", "llama.cpp sizes its KV cache from context_length, not a memory fraction; remove mem_fraction")
@@ -192,6 +187,36 @@ func flagValue(args []string, name string) (string, bool) {
 		}
 	}
 	return v, ok
+}
+
+// vulkanFlags refuses, in extra_args, the llama.cpp flags a Vulkan launch sets itself, in
+// their long and short forms (llama.cpp common/arg.cpp): a second value would override the
+// provider's, or fail the server at start.
+func (s Spec) vulkanFlags() []problem.Problem {
+	var out []problem.Problem
+	extra := attrpath.Root("extra_args")
+	if i, f, ok := flagAt(s.ExtraArgs, "--split-mode", "-sm"); ok {
+		out = append(out, problem.At(extra.Index(i), "the provider sets --split-mode layer for tensor_parallel_size > 1; ggml's row split needs a split buffer type, which only the CUDA and SYCL backends have, not Vulkan: remove %s from extra_args", f))
+	}
+	for _, names := range [][]string{{"--device", "-dev"}, {"--n-gpu-layers", "-ngl", "--gpu-layers"}} {
+		if i, f, ok := flagAt(s.ExtraArgs, names...); ok {
+			out = append(out, problem.At(extra.Index(i), "%s is set by the provider on a Vulkan launch (every layer on the devices gpu_ids and tensor_parallel_size select); remove it from extra_args", f))
+		}
+	}
+	return out
+}
+
+// flagAt finds the first of names in args, alone or as name=value, whether a value follows
+// it or not: its index and the name as written.
+func flagAt(args []string, names ...string) (int, string, bool) {
+	for i, a := range args {
+		for _, n := range names {
+			if a == n || strings.HasPrefix(a, n+"=") {
+				return i, n, true
+			}
+		}
+	}
+	return 0, "", false
 }
 
 func hasFlag(args []string, name string) bool {

@@ -171,10 +171,13 @@ func TestValidate(t *testing.T) {
 		}, "tensor_parallel_size", `on "cpu" set 1`},
 		{"llamacpp row split on vulkan", func(s *Spec) {
 			*s = Spec{Engine: LlamaCpp, Model: "/m.gguf", TensorParallel: 2, Accelerator: Vulkan, Port: 8080, ExtraArgs: []string{"--split-mode", "row"}}
-		}, "extra_args", "remove --split-mode"},
+		}, "extra_args[0]", "remove --split-mode"},
+		{"llamacpp short row split on vulkan", func(s *Spec) {
+			*s = Spec{Engine: LlamaCpp, Model: "/m.gguf", TensorParallel: 2, Accelerator: Vulkan, Port: 8080, ExtraArgs: []string{"--verbose", "-sm", "row"}}
+		}, "extra_args[1]", "remove -sm"},
 		{"llamacpp device in extra_args on xpu", func(s *Spec) {
 			*s = Spec{Engine: LlamaCpp, Model: "/m.gguf", TensorParallel: 1, Accelerator: XPU, Port: 8080, ExtraArgs: []string{"-dev", "Vulkan1"}}
-		}, "extra_args", "-dev is set by the provider"},
+		}, "extra_args[0]", "-dev is set by the provider"},
 		{"sglang topk > 1 on xpu", func(s *Spec) { s.Speculative.TopK, s.Speculative.DraftTokens = 4, 16 }, "speculative.topk", "set topk = 1"},
 		{"sglang MTP", func(s *Spec) { s.Speculative.Algorithm = "mtp" }, "speculative.algorithm", `use "NEXTN"`},
 		{"llamacpp needs a gguf path", func(s *Spec) {

@@ -370,6 +370,33 @@ func badConfigs(t *testing.T) []badConfig {
 		{"benchmark timeouts.create negative", bench(map[string]string{"timeouts": `{ create = "-1h" }`}), "timeouts.create", `must be a positive Go duration`},
 		{"trigger control character", bench(map[string]string{"triggers": `{ server = "a\u0000b" }`}), `triggers["server"]`, `contains the control character U+0000`},
 
+		// Issue 39: the newest surfaces at plan (TestPlanRefusesBadNewSurfaces holds every row
+		// of them; these go through the real CLI).
+		{"runner docker container empty", bench(map[string]string{"runner": `{ docker = { container = "" } }`}), "runner.docker.container", `is empty; give the server container's id or name`},
+		{"runner docker image malformed digest", bench(map[string]string{"runner": `{ docker = { container = "qwen", image = "llmserve-runner@sha256:xyz" } }`}), "runner.docker.image",
+			`"llmserve-runner@sha256:xyz" is not an image reference`},
+		{"runner kubernetes namespace not a DNS label", bench(map[string]string{"runner": `{ kubernetes = { namespace = "LLM_Serving", image = "ghcr.io/llmserve/llmserve-runner:1.0.0" } }`}),
+			"runner.kubernetes.namespace", `"LLM_Serving" is not a namespace name`},
+		{"runner kubernetes image with a space", bench(map[string]string{"runner": `{ kubernetes = { namespace = "llm", image = "llmserve runner" } }`}), "runner.kubernetes.image",
+			`contains spaces or control characters`},
+		{"unpublished bind_address", srv(map[string]string{"publish": `false`, "bind_address": `"0.0.0.0"`}), "bind_address", `would be ignored with publish = false: nothing is published`},
+		{"devices listed twice", srv(map[string]string{"engine": `"llamacpp"`, "model": `"/m/x.gguf"`, "accelerator": `"vulkan"`, "devices": `["/dev/dri", "/dev/dri"]`}), "devices[1]",
+			`is already listed as devices[0]; list each device once`},
+		{"devices host:container:rwm", srv(map[string]string{"engine": `"llamacpp"`, "model": `"/m/x.gguf"`, "accelerator": `"vulkan"`, "devices": `["/dev/dri:/dev/dri:rwm"]`}), "devices[0]",
+			`is Docker's host:container:permissions form, which devices does not take: give the host path alone ("/dev/dri")`},
+		{"devices null", srv(map[string]string{"engine": `"llamacpp"`, "model": `"/m/x.gguf"`, "accelerator": `"vulkan"`, "devices": `[null]`}), "devices[0]",
+			`is null: every element of this list must be a string`},
+		{"vulkan extra_args -sm", srv(map[string]string{"engine": `"llamacpp"`, "model": `"/m/x.gguf"`, "accelerator": `"vulkan"`, "extra_args": `["-sm", "row"]`}), "extra_args[0]",
+			`remove -sm from extra_args`},
+		{"progress_log is progress_file", bench(map[string]string{"progress_file": q(filepath.Join(dir, "run.jsonl")), "progress_log": q(filepath.Join(dir, "run.jsonl"))}), "progress_log",
+			`names the same file as progress_file`},
+		{"conversation with the llama.cpp flush", bench(map[string]string{
+			"workloads": `[{ label = "chat", input_tokens = 8, output_tokens = 8, conversation = { turns = 4, think_time = { mean = "2s" } } }]`,
+			"trial":     `{ cache_flush = "llamacpp" }`}), "trial.cache_flush", `Set trial.cache_flush = "none"`},
+		{"constant think time past timeouts.create", bench(map[string]string{
+			"workloads": `[{ label = "chat", input_tokens = 8, output_tokens = 8, conversation = { turns = 4, think_time = { distribution = "constant", mean = "1000h" } } }]`}),
+			"workloads[0].conversation.think_time.mean", `= 4000h0m0s on its own pauses, whatever the server does, which is longer than timeouts.create (24h0m0s)`},
+
 		// llmserve_capacity_report: which document to read.
 		{"report path empty", `data "llmserve_capacity_report" "r" { path = "" }`, "path", `is empty; leave it out or give a results document`},
 		{"report content empty", `data "llmserve_capacity_report" "r" { content = "" }`, "content", `is empty; leave it out or give a results document`},

@@ -342,8 +342,8 @@ func (m engineSettings) spec(ctx context.Context) (engine.Spec, diag.Diagnostics
 	if m.Port.IsNull() || m.Port.IsUnknown() {
 		s.Port = engine.DefaultPort(s.Engine)
 	}
-	diags.Append(m.ExtraArgs.ElementsAs(ctx, &s.ExtraArgs, false)...)
-	diags.Append(m.Entrypoint.ElementsAs(ctx, &s.Entrypoint, false)...)
+	diags.Append(stringsOf(ctx, path.Root("extra_args"), m.ExtraArgs, &s.ExtraArgs)...)
+	diags.Append(stringsOf(ctx, path.Root("entrypoint"), m.Entrypoint, &s.Entrypoint)...)
 	if !m.Speculative.IsNull() {
 		var sp speculativeModel
 		diags.Append(m.Speculative.As(ctx, &sp, basetypes.ObjectAsOptions{})...)

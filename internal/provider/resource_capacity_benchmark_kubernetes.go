@@ -37,11 +37,11 @@ func kubernetesRunnerAttribute() schema.Attribute {
 			"; an API server that fails every request for " + runner.APILostBound.String() + " stops the apply while the runner goes on; each of the first two removes the Job. " +
 			"A runner process that dies is restarted in its pod by the kubelet and resumes from its journal there; a pod that is lost takes its journal with it, and the next apply resumes from `progress_file`.",
 		Attributes: map[string]schema.Attribute{
-			"namespace": schema.StringAttribute{Required: true, Validators: []validator.String{printableValidator{}, stringvalidator.LengthAtLeast(1)},
-				MarkdownDescription: "Namespace of the runner Job: the server's (`llmserve_inference_deployment.<name>.namespace`)."},
-			"image": schema.StringAttribute{Required: true, Validators: []validator.String{printableValidator{}, stringvalidator.LengthAtLeast(1)},
+			"namespace": schema.StringAttribute{Required: true, Validators: []validator.String{printableValidator{}},
+				MarkdownDescription: "Namespace of the runner Job: the server's (`llmserve_inference_deployment.<name>.namespace`); a DNS-1123 label, checked at plan."},
+			"image": schema.StringAttribute{Required: true, Validators: []validator.String{printableValidator{}},
 				MarkdownDescription: "The runner image of this provider version: the release publishes `ghcr.io/llmserve/llmserve-runner:<version>` (the provider's Linux binary as its entrypoint, FROM scratch); " +
-					"a copy in a registry the cluster pulls from works the same."},
+					"a copy in a registry the cluster pulls from works the same. Checked at plan as the kubelet parses it (an image id alone is refused: no kubelet pulls one)."},
 			"node_selector": schema.MapAttribute{ElementType: types.StringType, Optional: true,
 				MarkdownDescription: "Node labels the runner's pod must match (for example the server's node pool, to measure from next to it)."},
 			"tolerations": tolerationsAttribute(),

@@ -15,7 +15,7 @@ func TestCapacityBenchmark_kubernetesRunnerPlan(t *testing.T) {
 	for _, tc := range []struct{ name, runner, want string }{
 		{"both places", `{ docker = { container = "s" }, kubernetes = { namespace = "n", image = "i" } }`, `(?s)Runner needs one place.*exactly one of runner.docker.*runner.kubernetes`},
 		{"no place", `{}`, `(?s)Runner needs one place.*exactly one of runner.docker.*runner.kubernetes`},
-		{"empty image", `{ kubernetes = { namespace = "n", image = "" } }`, `(?s)runner.kubernetes.image.*at least 1`},
+		{"empty image", `{ kubernetes = { namespace = "n", image = "" } }`, `(?s)runner.kubernetes.image: must name the runner image`},
 		{"no namespace", `{ kubernetes = { image = "i" } }`, `(?s)Incorrect attribute value type|attribute "namespace" is required`},
 		{"unknown access", `{ kubernetes = { namespace = "n", image = "i", pod_access = "ssh" } }`, `(?s)pod_access.*api_proxy.*pod_network`},
 		{"bad taint key", `{ kubernetes = { namespace = "n", image = "i", tolerations = [{ key = "gpu pool", operator = "Exists" }] } }`, `(?s)runner.kubernetes.tolerations\[0\].key.*not a taint key`},

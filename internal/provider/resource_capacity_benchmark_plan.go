@@ -4,13 +4,19 @@ package provider
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"time"
 
+	"github.com/hashicorp/terraform-plugin-framework-timeouts/resource/timeouts"
 	"github.com/hashicorp/terraform-plugin-framework/attr"
 	"github.com/hashicorp/terraform-plugin-framework/path"
 	"github.com/hashicorp/terraform-plugin-framework/resource"
 	"github.com/hashicorp/terraform-plugin-framework/types"
 	"github.com/hashicorp/terraform-plugin-go/tftypes"
+
+	"github.com/llmserve/terraform-provider-llmserve/internal/attrpath"
+	"github.com/llmserve/terraform-provider-llmserve/internal/capacity"
 )
 
 // ValidateConfig applies capacity.Config.Validate to the values known at plan. A problem
@@ -24,10 +30,22 @@ func (r *capacityBenchmarkResource) ValidateConfig(ctx context.Context, req reso
 	}
 	cfg, unknown, diags := m.capacityConfig(ctx)
 	resp.Diagnostics.Append(diags...)
-	resp.Diagnostics.Append(problemDiagnostics(cfg.Validate(), benchmarkProblem, unknown, true)...)
+	problems := cfg.Validate()
+	resp.Diagnostics.Append(problemDiagnostics(problems, benchmarkProblem, unknown, true)...)
+	if limit, ok := createTimeout(ctx, m.Timeouts); ok && capacity.Err(problems) == nil && !resp.Diagnostics.HasError() && !shapeUnknown(unknown) {
+		budget := capacity.Budget{Limit: limit, Detached: !m.Runner.IsNull()}
+		resp.Diagnostics.Append(problemDiagnostics(cfg.CheckTime(budget), benchmarkProblem, nil, true)...)
+	}
 
+	if !m.ProgressFile.IsUnknown() && !m.ProgressLog.IsUnknown() {
+		var fileErr *capacity.FileError
+		if err := (capacity.Files{ProgressFile: m.ProgressFile.ValueString(), ProgressLog: m.ProgressLog.ValueString()}).Check(); errors.As(err, &fileErr) {
+			resp.Diagnostics.AddAttributeError(attributePath(fileErr.Path), "Progress log and journal in one file", err.Error())
+		}
+	}
 	if !m.Runner.IsNull() && !m.Runner.IsUnknown() {
 		checkRunnerPlace(m.Runner, resp)
+		checkRunnerSettings(m.Runner, resp)
 		checkRunnerPlacement(ctx, m.Runner, resp)
 		for i, w := range cfg.Workloads {
 			if w.TraceFile != "" {
@@ -64,6 +82,34 @@ func (r *capacityBenchmarkResource) ValidateConfig(ctx context.Context, req reso
 				"search.concurrency_levels runs exactly the listed levels, so search.min_concurrency and search.max_concurrency would be ignored; remove them, or remove concurrency_levels to search between them.")
 		}
 	}
+}
+
+// createTimeout is timeouts.create as configured, or the default; ok is false while it is
+// unknown or does not parse (its own validator says so).
+func createTimeout(ctx context.Context, t timeouts.Value) (time.Duration, bool) {
+	if t.IsUnknown() {
+		return 0, false
+	}
+	if !t.IsNull() {
+		if v, ok := t.Attributes()["create"]; ok && v.IsUnknown() {
+			return 0, false
+		}
+	}
+	limit, diags := t.Create(ctx, defaultBenchmarkTimeout)
+	return limit, !diags.HasError()
+}
+
+// shapeUnknown says whether a setting that decides how long a trial waits (workloads, search,
+// trial) is not known yet.
+func shapeUnknown(unknown []attrpath.Path) bool {
+	for _, u := range unknown {
+		for _, root := range []string{"workloads", "search", "trial", "arrival"} {
+			if u.Within(attrpath.Root(root)) || attrpath.Root(root).Within(u) {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 // labelKeyedPlan is appended to the descriptions of the maps ModifyPlan plans by label.

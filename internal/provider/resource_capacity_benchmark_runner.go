@@ -19,8 +19,10 @@ import (
 	"github.com/hashicorp/terraform-plugin-framework/schema/validator"
 	"github.com/hashicorp/terraform-plugin-framework/types"
 
+	"github.com/llmserve/terraform-provider-llmserve/internal/attrpath"
 	"github.com/llmserve/terraform-provider-llmserve/internal/capacity"
 	"github.com/llmserve/terraform-provider-llmserve/internal/localfile"
+	"github.com/llmserve/terraform-provider-llmserve/internal/problem"
 	"github.com/llmserve/terraform-provider-llmserve/internal/results"
 	"github.com/llmserve/terraform-provider-llmserve/internal/runner"
 )
@@ -55,15 +57,16 @@ func benchmarkRunnerAttribute() schema.Attribute {
 				MarkdownDescription: "A runner container on the server's Docker Engine.",
 				Attributes: map[string]schema.Attribute{
 					"container": schema.StringAttribute{
-						Required:            true,
-						Validators:          []validator.String{printableValidator{}},
-						MarkdownDescription: "The server container, by id or name: `llmserve_inference_server.<name>.id`, or any running container on the provider's engine. The runner shares its network namespace.",
+						Required:   true,
+						Validators: []validator.String{printableValidator{}},
+						MarkdownDescription: "The server container, by id or name: `llmserve_inference_server.<name>.id`, or any running container on the provider's engine. The runner shares its network namespace. " +
+							"Plan refuses what Docker would (empty, or not a container name: letters, digits and `_ . -` after the first character).",
 					},
 					"image": schema.StringAttribute{
 						Optional:   true,
 						Validators: []validator.String{printableValidator{}},
 						MarkdownDescription: "An image holding the provider's Linux binary as its entrypoint (for example `FROM scratch`, `COPY terraform-provider-llmserve_v<version> /llmserve-runner`, `ENTRYPOINT [\"/llmserve-runner\"]`), " +
-							"of the same provider version. Needed when the engine host's architecture or OS differs from the provider's (the plan says so when the engine can be asked then, " +
+							"of the same provider version, a reference as Docker parses one (checked at plan). Needed when the engine host's architecture or OS differs from the provider's (the plan says so when the engine can be asked then, " +
 							"else the apply before anything is created); pulled when the engine does not have it. Unset: built on the engine from the running provider's binary " +
 							"(`" + runner.BinaryEnv + "` overrides which binary).",
 					},
@@ -71,6 +74,31 @@ func benchmarkRunnerAttribute() schema.Attribute {
 			},
 		},
 	}
+}
+
+// checkRunnerSettings applies the runner's rules (runner.CheckDocker, runner.CheckKubernetes)
+// to the settings known at plan; one known only at apply is checked by Terraform's
+// validation then, before the runner is created.
+func checkRunnerSettings(v types.Object, resp *resource.ValidateConfigResponse) {
+	at := attrpath.Root("runner")
+	var problems []problem.Problem
+	var unknown []attrpath.Path
+	str := func(o types.Object, name string, place attrpath.Path) types.String {
+		s, _ := o.Attributes()[name].(types.String)
+		if s.IsUnknown() {
+			unknown = append(unknown, place.At(name))
+		}
+		return s
+	}
+	if d, ok := v.Attributes()["docker"].(types.Object); ok && !d.IsNull() && !d.IsUnknown() {
+		c, i := str(d, "container", at.At("docker")), str(d, "image", at.At("docker"))
+		problems = append(problems, runner.CheckDocker(at.At("docker"), c.ValueString(), i.ValueString(), !i.IsNull())...)
+	}
+	if k, ok := v.Attributes()["kubernetes"].(types.Object); ok && !k.IsNull() && !k.IsUnknown() {
+		ns, i := str(k, "namespace", at.At("kubernetes")), str(k, "image", at.At("kubernetes"))
+		problems = append(problems, runner.CheckKubernetes(at.At("kubernetes"), ns.ValueString(), i.ValueString())...)
+	}
+	resp.Diagnostics.Append(problemDiagnostics(problems, "Invalid runner setting", unknown, true)...)
 }
 
 // benchmarkPlace is where a benchmark's measurement runs.
@@ -150,6 +178,9 @@ func (p dockerPlace) run(ctx context.Context, cfg capacity.Config, files capacit
 // resumes from (progress_file, read as the local run reads it), the job that start runs and
 // waits for, and the report with where the load ran (start names the runner and its place).
 func runOnRunner(cfg capacity.Config, files capacity.Files, start func(runner.Job) (runner.Outcome, string, *results.Runner, error)) (capacity.Report, error) {
+	if err := files.Check(); err != nil {
+		return capacity.Report{}, err
+	}
 	mirror, err := runner.OpenMirror(cfg, files.ProgressFile, files.ProgressLog, files.Say)
 	if err != nil {
 		return capacity.Report{}, err

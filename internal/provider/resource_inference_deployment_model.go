@@ -9,6 +9,7 @@ import (
 
 	"github.com/hashicorp/terraform-plugin-framework/attr"
 	"github.com/hashicorp/terraform-plugin-framework/diag"
+	"github.com/hashicorp/terraform-plugin-framework/path"
 	"github.com/hashicorp/terraform-plugin-framework/types"
 	"github.com/hashicorp/terraform-plugin-framework/types/basetypes"
 
@@ -102,19 +103,19 @@ func (m inferenceDeploymentModel) deployment(ctx context.Context, spec engine.Sp
 	if !m.SecretsVersion.IsNull() {
 		d.Meta[metaSecrets] = m.SecretsVersion.ValueString()
 	}
-	diags.Append(m.NodeSelector.ElementsAs(ctx, &d.NodeSelector, false)...)
-	diags.Append(m.Environment.ElementsAs(ctx, &d.Env, false)...)
-	diags.Append(m.Labels.ElementsAs(ctx, &d.Labels, false)...)
-	diags.Append(m.Annotations.ElementsAs(ctx, &d.Annotations, false)...)
+	diags.Append(stringMapOf(ctx, path.Root("node_selector"), m.NodeSelector, &d.NodeSelector)...)
+	diags.Append(stringMapOf(ctx, path.Root("environment"), m.Environment, &d.Env)...)
+	diags.Append(stringMapOf(ctx, path.Root("labels"), m.Labels, &d.Labels)...)
+	diags.Append(stringMapOf(ctx, path.Root("annotations"), m.Annotations, &d.Annotations)...)
 	var tolDiags diag.Diagnostics
 	d.Tolerations, tolDiags = kubernetesTolerations(ctx, m.Tolerations)
 	diags.Append(tolDiags...)
-	diags.Append(m.GPUIDs.ElementsAs(ctx, &d.GPUIDs, false)...)
+	diags.Append(stringsOf(ctx, path.Root("gpu_ids"), m.GPUIDs, &d.GPUIDs)...)
 	if !m.AcceleratorClaim.IsNull() {
 		var ac acceleratorClaimModel
 		diags.Append(m.AcceleratorClaim.As(ctx, &ac, basetypes.ObjectAsOptions{})...)
 		d.AcceleratorClaim = &kubernetes.AcceleratorClaim{DeviceClass: ac.DeviceClass.ValueString(), Count: ac.Count.ValueInt64()}
-		diags.Append(ac.Selectors.ElementsAs(ctx, &d.AcceleratorClaim.Selectors, false)...)
+		diags.Append(stringsOf(ctx, path.Root("accelerator_claim").AtName("selectors"), ac.Selectors, &d.AcceleratorClaim.Selectors)...)
 	}
 	if !m.ModelCache.IsNull() {
 		var mc modelCacheModel

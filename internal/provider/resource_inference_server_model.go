@@ -9,6 +9,7 @@ import (
 
 	"github.com/hashicorp/terraform-plugin-framework/attr"
 	"github.com/hashicorp/terraform-plugin-framework/diag"
+	"github.com/hashicorp/terraform-plugin-framework/path"
 	"github.com/hashicorp/terraform-plugin-framework/types"
 
 	"github.com/llmserve/terraform-provider-llmserve/internal/deploy"
@@ -134,11 +135,11 @@ func (m inferenceServerModel) placement(ctx context.Context) (deploy.Placement, 
 	if !m.SecretsVersion.IsNull() {
 		p.Meta[metaSecrets] = m.SecretsVersion.ValueString()
 	}
-	diags.Append(m.Environment.ElementsAs(ctx, &p.Env, false)...)
-	diags.Append(m.Labels.ElementsAs(ctx, &p.Labels, false)...)
-	diags.Append(m.GroupAdd.ElementsAs(ctx, &p.GroupAdd, false)...)
-	diags.Append(m.GPUIDs.ElementsAs(ctx, &p.GPUIDs, false)...)
-	diags.Append(m.Devices.ElementsAs(ctx, &p.Devices, false)...)
+	diags.Append(stringMapOf(ctx, path.Root("environment"), m.Environment, &p.Env)...)
+	diags.Append(stringMapOf(ctx, path.Root("labels"), m.Labels, &p.Labels)...)
+	diags.Append(stringsOf(ctx, path.Root("group_add"), m.GroupAdd, &p.GroupAdd)...)
+	diags.Append(stringsOf(ctx, path.Root("gpu_ids"), m.GPUIDs, &p.GPUIDs)...)
+	diags.Append(stringsOf(ctx, path.Root("devices"), m.Devices, &p.Devices)...)
 	if !m.Devices.IsNull() && p.Devices == nil {
 		p.Devices = []string{} // configured empty: map no device, recorded as []
 	}

@@ -53,7 +53,8 @@ func (r *inferenceServerResource) Schema(ctx context.Context, _ resource.SchemaR
 					"At least `tensor_parallel_size` ids, and not together with the same variable in `environment`. Refused with `cpu`, which would ignore it."},
 			"devices": schema.ListAttribute{ElementType: types.StringType, Optional: true, PlanModifiers: replaceList,
 				MarkdownDescription: "Host device nodes mapped into the container, replacing the accelerator's default: `xpu` and `vulkan` map `/dev/dri` (the GPUs' render nodes), the others none (NVIDIA GPUs come through the device request). " +
-					"`[]` maps none, and then adds none of the accelerator's groups either: lavapipe, Mesa's Vulkan implementation on the CPU, needs no device node, and Docker refuses to start a container whose device is missing on the host."},
+					"`[]` maps none, and then adds none of the accelerator's groups either: lavapipe, Mesa's Vulkan implementation on the CPU, needs no device node, and Docker refuses to start a container whose device is missing on the host. " +
+					"Each is an absolute, clean path under `/dev` on the engine host, listed once, mapped to the same path in the container with read, write and mknod (`rwm`); Docker's `host:container:permissions` form is refused."},
 			"group_add": schema.ListAttribute{ElementType: types.StringType, Optional: true, PlanModifiers: replaceList,
 				MarkdownDescription: "Supplementary groups, replacing the accelerator's defaults. Use numeric ids when the image lacks the host's group names."},
 			"shm_size_mb": schema.Int64Attribute{Optional: true, PlanModifiers: replaceInt,
@@ -73,7 +74,7 @@ func (r *inferenceServerResource) Schema(ctx context.Context, _ resource.SchemaR
 					"which only its own network namespace reaches: a `llmserve_capacity_benchmark` with `runner = { docker = { container = <this id> } }` measures it from there. " +
 					"The provider checks readiness through the Docker Engine it already talks to (local socket, `tcp://` with TLS, `ssh://`): each of its connections is a short-lived relay container " +
 					"of the runner image (the provider's own binary, built on the engine as the benchmark's runner is) in the server's network namespace, removed when the connection closes. " +
-					"Refused with `network_mode = \"host\"` and with `host_port`, and at plan when the engine answers then and the provider binary cannot run on it (another architecture: set `LLMSERVE_RUNNER_BINARY` to the provider's Linux release binary for it)."},
+					"Refused with `network_mode = \"host\"`, with `host_port` and with a `bind_address` other than a loopback address (each would be ignored), and at plan when the engine answers then and the provider binary cannot run on it (another architecture: set `LLMSERVE_RUNNER_BINARY` to the provider's Linux release binary for it)."},
 			"network_mode": schema.StringAttribute{Optional: true, Computed: true, Default: stringdefault.StaticString("bridge"), PlanModifiers: replace,
 				Validators:          []validator.String{stringvalidator.OneOf("bridge", "host")},
 				MarkdownDescription: "`bridge` (default, port published) or `host` (the engine answers on `port` of the host)."},

@@ -2,6 +2,9 @@ package provider
 
 import (
 	"context"
+	"fmt"
+	"maps"
+	"slices"
 
 	"github.com/hashicorp/terraform-plugin-framework/attr"
 	"github.com/hashicorp/terraform-plugin-framework/diag"
@@ -116,4 +119,40 @@ func objectAttrTypes(a interface{ GetType() attr.Type }) map[string]attr.Type {
 		t = l.ElementType()
 	}
 	return t.(attr.TypeWithAttributeTypes).AttributeTypes()
+}
+
+// stringsOf reads a list of strings into *out as ElementsAs does, except that a null element,
+// which ElementsAs reports as a Value Conversion Error addressed to the provider's
+// developer, is an error at that element saying what to write instead.
+func stringsOf(ctx context.Context, at path.Path, l types.List, out *[]string) diag.Diagnostics {
+	var diags diag.Diagnostics
+	for i, e := range l.Elements() {
+		if e.IsNull() {
+			diags.Append(nullElement(at.AtListIndex(i), "list"))
+		}
+	}
+	if diags.HasError() {
+		return diags
+	}
+	return l.ElementsAs(ctx, out, false)
+}
+
+// stringMapOf is stringsOf for a map of strings.
+func stringMapOf(ctx context.Context, at path.Path, m types.Map, out *map[string]string) diag.Diagnostics {
+	var diags diag.Diagnostics
+	for _, k := range slices.Sorted(maps.Keys(m.Elements())) {
+		if m.Elements()[k].IsNull() {
+			diags.Append(nullElement(at.AtMapKey(k), "map"))
+		}
+	}
+	if diags.HasError() {
+		return diags
+	}
+	return m.ElementsAs(ctx, out, false)
+}
+
+func nullElement(at path.Path, kind string) diag.Diagnostic {
+	return diag.NewAttributeErrorDiagnostic(at, "Null "+kind+" element",
+		fmt.Sprintf("%s is null: every element of this %s must be a string. Remove the element, or drop nulls where the %s is built (compact() for a list, "+
+			"a for expression with an if clause for a map)", at, kind, kind))
 }
