@@ -1,10 +1,12 @@
 package compare_test
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"net/http/httptest"
 	"os"
+	"os/exec"
 	"strconv"
 	"strings"
 	"testing"
@@ -177,4 +179,82 @@ func loadAvg() string {
 		return "?"
 	}
 	return strings.Fields(string(raw))[0]
+}
+
+// BenchmarkSequentialEndpoint runs BenchmarkSequential's pairs against a real server the
+// caller starts and restarts: per pair COMPARE_RESTART (a shell command that starts the
+// server afresh) then the baseline run, COMPARE_RESTART again then the same server measured
+// against the baseline, and COMPARE_SLOWER (a shell command that starts it slower) then the
+// slower one measured against it. Printed per pair: both verdicts, the trials each
+// comparison added and whether each run's confirmation trials disagreed (the warning);
+// then the shares. Skipped without COMPARE_ENDPOINT: scripts/sequential-llamacpp.sh runs it
+// against llama.cpp in Docker. The protocol is the quickstart's first workload: 256 in / 32
+// out, p95 TTFT < COMPARE_TTFT_MS (default 1500) ms, 2 warmups and COMPARE_MEASURED (default
+// 16) measured requests, 3 confirmation trials, concurrency 1 to 16.
+func BenchmarkSequentialEndpoint(b *testing.B) {
+	endpoint := os.Getenv("COMPARE_ENDPOINT")
+	if endpoint == "" {
+		b.Skip("COMPARE_ENDPOINT is not set: scripts/sequential-llamacpp.sh starts llama.cpp and runs this")
+	}
+	pairs := envInt("COMPARE_PAIRS", 10)
+	ctx := context.Background()
+	sh := func(what string) {
+		if out, err := exec.CommandContext(ctx, "sh", "-c", os.Getenv(what)).CombinedOutput(); err != nil {
+			b.Fatalf("%s: %v: %s", what, err, out)
+		}
+	}
+	run := func(baseline *results.Document) *results.Document {
+		cfg := capacity.Defaults()
+		cfg.Endpoint, cfg.Model, cfg.Seed = endpoint, cmp.Or(os.Getenv("COMPARE_MODEL"), "tiny"), 1
+		cfg.Workloads = []capacity.Workload{{Label: "256 / 32", InputTokens: 256, OutputTokens: 32}}
+		cfg.SLOs = []results.SLO{{Metric: results.MetricTTFT, Percentile: 95, ThresholdMs: envFloat("COMPARE_TTFT_MS", 1500)}}
+		cfg.WarmupRequests, cfg.MeasuredRequests, cfg.ConfirmationTrials = 2, envInt("COMPARE_MEASURED", 16), 3
+		cfg.MinConcurrency, cfg.MaxConcurrency = 1, 16
+		cfg.Baseline = baselineOf(baseline)
+		doc, err := capacity.Run(ctx, cfg)
+		if err != nil {
+			b.Fatal(err)
+		}
+		return doc
+	}
+	for range b.N {
+		sameV, slowerV := map[string]int{}, map[string]int{}
+		warned, runs := 0, 0
+		for i := range pairs {
+			sh("COMPARE_RESTART")
+			base := run(nil)
+			var line []string
+			for j, restart := range []string{"COMPARE_RESTART", "COMPARE_SLOWER"} {
+				sh(restart)
+				cur := run(base)
+				w := compare.Compare(base, cur, compare.Options{}).Workloads[0]
+				needed, seq := compare.Added(cur.Workloads[0])
+				line = append(line, fmt.Sprintf("%s %s (capacity %s → %s, added %d+%d)", []string{"same", "slower"}[j], w.Verdict,
+					levelStr(w.Axis, w.BaselineMaximumPassing), levelStr(w.Axis, w.CurrentMaximumPassing), needed, seq))
+				[]map[string]int{sameV, slowerV}[j][w.Verdict]++
+				if j == 0 {
+					for _, d := range []*results.Document{base, cur} {
+						runs++
+						if len(d.Workloads[0].TrialDisagreements) > 0 {
+							warned++
+						}
+					}
+				}
+				if testing.Verbose() {
+					fmt.Printf("  %s\n", w.Reason)
+				}
+			}
+			fmt.Printf("pair %2d: %s (load %s)\n", i, strings.Join(line, "; "), loadAvg())
+		}
+		fmt.Printf("same-server runs whose confirmation trials disagree (the warning): %d of %d\n", warned, runs)
+		reportRates(b, pairs, sameV, slowerV)
+	}
+}
+
+// levelStr is a maximum passing level, or "none".
+func levelStr(_ compare.Axis, v *float64) string {
+	if v == nil {
+		return "none"
+	}
+	return strconv.FormatFloat(*v, 'f', -1, 64)
 }
