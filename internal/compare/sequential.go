@@ -79,25 +79,54 @@ func sequentialNote(cd *results.Document, cw results.Workload, o Options) string
 		needed, seq, cd.AIPerf.ComparisonBudget, look, 100*LookAlpha(o.Alpha, look), 100*o.Alpha)
 }
 
-// NextLevel is where one more trial of the current run would narrow an inconclusive
-// workload's interval most: among the levels its open objectives compare, the one whose
-// weight 1/(1/n_baseline + 1/n_current) grows most with one more current trial, ties to the
-// higher level. ok is false when no objective is open or none has a level in common.
-func NextLevel(w Workload) (at float64, ok bool) {
+// nextLevel is where one more trial of the current run cw would narrow the interval of
+// a comparison with bw most: among the levels the baseline measured in full (those both
+// runs measured, and those only the baseline did, which one trial makes common), the one
+// whose weight 1/(1/n_baseline + 1/n_current) grows most with one more current trial, ties
+// to the higher level; ok is false when the baseline has no full trial.
+func nextLevel(bw, cw results.Workload) (at float64, ok bool) {
+	a := axisOf(cw)
+	nb, nc := fullTrials(a, bw), fullTrials(a, cw)
 	best := -1.0
-	for _, ob := range w.Objectives {
-		if ob.Verdict != Inconclusive {
-			continue
-		}
-		for _, l := range ob.Levels {
-			nb, nc := float64(l.BaselineN), float64(l.CurrentN)
-			gain := nb * nb / ((nb + nc) * (nb + nc + 1))
-			if gain > best || gain == best && l.At > at {
-				best, at, ok = gain, l.At, true
-			}
+	for _, l := range sortedKeys(nb) {
+		b, c := float64(nb[l]), float64(nc[l])
+		gain := b * b / ((b + c) * (b + c + 1))
+		if gain > best || gain == best && l > at {
+			best, at, ok = gain, l, true
 		}
 	}
 	return at, ok
+}
+
+// fullTrials counts w's full trials without failed requests by level: the trials a
+// comparison reads.
+func fullTrials(a Axis, w results.Workload) map[float64]int {
+	out := map[float64]int{}
+	trials := w.AllTrials
+	if len(trials) == 0 {
+		for _, st := range w.Trials() {
+			t := st.Trial
+			if a == AxisConcurrency && t.Concurrency == 0 {
+				t.Concurrency = st.Concurrency
+			}
+			trials = append(trials, t)
+		}
+	}
+	for _, t := range trials {
+		if at := a.at(t); !t.StoppedEarly && t.Kind != "probe" && at > 0 && t.Correctness.Errors == 0 && t.Verdict != "error" {
+			out[levelKey(at)]++
+		}
+	}
+	return out
+}
+
+func sortedKeys(m map[float64]int) []float64 {
+	out := make([]float64, 0, len(m))
+	for k := range m {
+		out = append(out, k)
+	}
+	slices.Sort(out)
+	return out
 }
 
 // NeededLevels are the levels a current run must measure in full for a comparison with the
@@ -136,7 +165,8 @@ type Plan struct {
 // Measure runs the sequential comparison of the current run's workload cw (of document cd,
 // which gives the protocol and objectives) against the baseline bd: first the levels the
 // comparison needs (NeededLevels) up to p.ConfirmationTrials full trials each, then, while
-// the verdict is inconclusive and the budget lasts, one trial at NextLevel per look. Each
+// the verdict is inconclusive and the budget lasts, one trial per look where it narrows the
+// interval most (nextLevel: a level both runs measured, or one only the baseline did). Each
 // trial added carries its look in ForComparison. It returns cw with those trials appended
 // (their verdicts are the caller's to derive) and the comparison at the last look, which is
 // what Compare(bd, cd with that workload) returns. A workload missing from the baseline, or
@@ -195,7 +225,7 @@ func Measure(bd, cd *results.Document, cw results.Workload, p Plan, trial TrialF
 		if w.Verdict != Inconclusive || look > p.Budget {
 			return cw, w, nil
 		}
-		at, ok := NextLevel(w)
+		at, ok := nextLevel(*bw, cw)
 		if !ok {
 			return cw, w, nil
 		}
