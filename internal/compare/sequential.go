@@ -19,6 +19,7 @@ package compare
 
 import (
 	"fmt"
+	"math"
 	"slices"
 
 	"github.com/llmserve/terraform-provider-llmserve/internal/results"
@@ -79,6 +80,22 @@ func sequentialNote(cd *results.Document, cw results.Workload, o Options) string
 		needed, seq, cd.AIPerf.ComparisonBudget, look, 100*LookAlpha(o.Alpha, look), 100*o.Alpha)
 }
 
+// tooWide reports whether an objective's interval is at least the band wide (in log terms):
+// then only a change close to the middle of the band could be shown unchanged, and most
+// verdicts would stay open.
+func tooWide(w Workload, o Options) bool {
+	band := o.Band
+	if band <= 0 {
+		band = DefaultBand
+	}
+	for _, ob := range w.Objectives {
+		if len(ob.Levels) > 0 && ob.NoiseSource != "identical" && math.Log1p(ob.High)-math.Log1p(ob.Low) >= math.Log1p(band) {
+			return true
+		}
+	}
+	return false
+}
+
 // nextLevel is where one more trial of the current run cw would narrow the interval of
 // a comparison with bw most: among the levels the baseline measured in full (those both
 // runs measured, and those only the baseline did, which one trial makes common), the one
@@ -98,8 +115,8 @@ func nextLevel(bw, cw results.Workload) (at float64, ok bool) {
 	return at, ok
 }
 
-// fullTrials counts w's full trials without failed requests by level: the trials a
-// comparison reads.
+// fullTrials counts w's full trials without failed requests by level (a probe that ran in
+// full is one): the trials a comparison reads.
 func fullTrials(a Axis, w results.Workload) map[float64]int {
 	out := map[float64]int{}
 	trials := w.AllTrials
@@ -113,7 +130,7 @@ func fullTrials(a Axis, w results.Workload) map[float64]int {
 		}
 	}
 	for _, t := range trials {
-		if at := a.at(t); !t.StoppedEarly && t.Kind != "probe" && at > 0 && t.Correctness.Errors == 0 && t.Verdict != "error" {
+		if at := a.at(t); !t.StoppedEarly && at > 0 && t.Correctness.Errors == 0 && t.Verdict != "error" {
 			out[levelKey(at)]++
 		}
 	}
@@ -134,15 +151,11 @@ func sortedKeys(m map[float64]int) []float64 {
 // the first failing one above it, where the baseline measured them in full.
 func NeededLevels(bw results.Workload) []float64 {
 	a := axisOf(bw)
+	full := fullTrials(a, bw)
 	var out []float64
 	bp, bf := a.boundary(bw)
 	for _, l := range []*float64{bp, bf} {
-		if l == nil {
-			continue
-		}
-		if slices.ContainsFunc(bw.AllTrials, func(t results.Trial) bool {
-			return !t.StoppedEarly && t.Kind != "probe" && levelKey(a.at(t)) == levelKey(*l)
-		}) || len(bw.AllTrials) == 0 {
+		if l != nil && full[levelKey(*l)] > 0 {
 			out = append(out, *l)
 		}
 	}
@@ -164,7 +177,9 @@ type Plan struct {
 
 // Measure runs the sequential comparison of the current run's workload cw (of document cd,
 // which gives the protocol and objectives) against the baseline bd: first the levels the
-// comparison needs (NeededLevels) up to p.ConfirmationTrials full trials each, then, while
+// comparison needs (NeededLevels) up to p.ConfirmationTrials full trials each (and, where
+// the first look's interval would be at least the band wide, every level the baseline
+// measured in full: tooWide), then, while
 // the verdict is inconclusive and the budget lasts, one trial per look where it narrows the
 // interval most (nextLevel: a level both runs measured, or one only the baseline did). Each
 // trial added carries its look in ForComparison. It returns cw with those trials appended
@@ -197,27 +212,35 @@ func Measure(bd, cd *results.Document, cw results.Workload, p Plan, trial TrialF
 	}
 	a := axisOf(cw)
 	added := map[float64]int{}
-	add := func(at float64, look int) error {
-		added[levelKey(at)]++
-		t, err := trial(at, added[levelKey(at)])
-		if err != nil {
-			return err
+	// fill brings the current run to p.ConfirmationTrials full trials at each level, every
+	// trial added before the first look.
+	fill := func(levels []float64) error {
+		have := fullTrials(a, cw)
+		for _, at := range levels {
+			for n := have[levelKey(at)]; n < p.ConfirmationTrials; n++ {
+				added[levelKey(at)]++
+				t, err := trial(at, added[levelKey(at)])
+				if err != nil {
+					return err
+				}
+				t.ForComparison = 1
+				cw.AllTrials = append(slices.Clone(cw.AllTrials), t)
+			}
 		}
-		t.ForComparison = look
-		cw.AllTrials = append(slices.Clone(cw.AllTrials), t)
 		return nil
 	}
-	for _, at := range NeededLevels(*bw) {
-		full := 0
-		for _, t := range cw.AllTrials {
-			if t.Kind != "probe" && !t.StoppedEarly && levelKey(a.at(t)) == levelKey(at) {
-				full++
-			}
-		}
-		for ; full < p.ConfirmationTrials; full++ {
-			if err := add(at, 1); err != nil {
-				return cw, Workload{}, err
-			}
+	if err := fill(NeededLevels(*bw)); err != nil {
+		return cw, Workload{}, err
+	}
+	// Before the first verdict, the width of its interval alone (the noise, not the change)
+	// says whether it is likely to decide: where the interval is at least the band wide
+	// whatever its centre (a noisy server, few degrees of freedom), every level the baseline
+	// measured in full is brought to p.ConfirmationTrials too, still before the first look.
+	// Choosing how much to measure from the spread and not from the change is Stein's
+	// two-stage design: the test read afterwards keeps its level.
+	if tooWide(read(), p.Options) {
+		if err := fill(sortedKeys(fullTrials(a, *bw))); err != nil {
+			return cw, Workload{}, err
 		}
 	}
 	for look := 1; ; look++ {
@@ -229,8 +252,12 @@ func Measure(bd, cd *results.Document, cw results.Workload, p Plan, trial TrialF
 		if !ok {
 			return cw, w, nil
 		}
-		if err := add(at, look+1); err != nil {
+		added[levelKey(at)]++
+		t, err := trial(at, added[levelKey(at)])
+		if err != nil {
 			return cw, Workload{}, err
 		}
+		t.ForComparison = look + 1
+		cw.AllTrials = append(slices.Clone(cw.AllTrials), t)
 	}
 }
