@@ -91,6 +91,9 @@ type Options struct {
 	Baseline, Current Samples
 	// Resamples is the bootstrap's number of resamples per trial; 400 when 0.
 	Resamples int
+	// SameSetup is the user saying both runs measured the same model, engine and hardware:
+	// a setup one run did not record, or records differently, is then flagged, not refused.
+	SameSetup bool
 }
 
 // Samples returns a trial's per-request values of metric, or false when it has no records.
@@ -186,7 +189,7 @@ func Compare(baseline, current *results.Document, o Options) Result {
 		o.Resamples = 400
 	}
 	var r Result
-	r.Refused, r.Flagged = protocolDifferences(baseline, current)
+	r.Refused, r.Flagged = protocolDifferences(baseline, current, o.SameSetup)
 	base := map[string]results.Workload{}
 	for _, w := range baseline.Workloads {
 		base[w.Label] = w

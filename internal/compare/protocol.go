@@ -12,7 +12,20 @@ import (
 // protocolDifferences sorts what differs between two documents' protocols into what makes
 // their numbers different quantities (refused) and what changes the setup a reader should
 // know about but leaves the numbers comparable (flagged).
-func protocolDifferences(b, c *results.Document) (refused, flagged []string) {
+//
+// The setup (model, engine image, hardware) is refused when it differs, and when one run
+// recorded it and the other did not: a run that recorded nothing may be anything, and a
+// gate that compared it with a shipped example's document reported a +1278 % regression.
+// sameSetup is the user saying the two runs measured the same model, engine and hardware;
+// those differences are then flagged instead.
+func protocolDifferences(b, c *results.Document, sameSetup bool) (refused, flagged []string) {
+	setup := func(line string) {
+		if sameSetup {
+			flagged = append(flagged, line+" (same_setup: taken as the same)")
+		} else {
+			refused = append(refused, line+"; if both runs measured the same model, engine and hardware, record it in both (the benchmark's experiment) or say so with same_setup (compare() and the data source)")
+		}
+	}
 	bo, co := b.Objectives(), c.Objectives()
 	if keys(bo) != keys(co) {
 		refused = append(refused, fmt.Sprintf("objectives differ: baseline judges %s, current %s; a percentile of another metric is another quantity", keys(bo), keys(co)))
@@ -26,9 +39,11 @@ func protocolDifferences(b, c *results.Document) (refused, flagged []string) {
 	}
 	bp, cp := b.AIPerf, c.AIPerf
 	be, ce := b.Experiment, c.Experiment
-	switch same, why := sameModel(be, ce); {
+	switch same, why, known := sameModel(be, ce); {
 	case !same:
 		refused = append(refused, fmt.Sprintf("model differs: baseline %s, current %s; compare a model with itself", model(be), model(ce)))
+	case why != "" && !known:
+		setup(fmt.Sprintf("model named differently: baseline %s, current %s; %s", model(be), model(ce), why))
 	case why != "":
 		flagged = append(flagged, fmt.Sprintf("model named differently: baseline %s, current %s; %s", model(be), model(ce), why))
 	}
@@ -43,8 +58,18 @@ func protocolDifferences(b, c *results.Document) (refused, flagged []string) {
 		refused = append(refused, fmt.Sprintf("request shape differs: baseline streaming=%v ignore_eos=%v temperature=%v, current streaming=%v ignore_eos=%v temperature=%v",
 			bp.Streaming, bp.IgnoreEOS, bp.Temperature, cp.Streaming, cp.IgnoreEOS, cp.Temperature))
 	}
-	if bi, ci := imageRepository(be.ImageTag), imageRepository(ce.ImageTag); bi != ci && bi != "" && ci != "" {
+	switch bi, ci := imageRepository(be.ImageTag), imageRepository(ce.ImageTag); {
+	case bi != ci && bi != "" && ci != "":
 		refused = append(refused, fmt.Sprintf("engine image differs: baseline %s, current %s; a new tag of the same image is compared, another engine is not", bi, ci))
+	case bi != ci:
+		setup(fmt.Sprintf("engine image recorded by one run only: baseline %s, current %s", quoted(bi), quoted(ci)))
+	}
+	if be.Hardware != ce.Hardware {
+		if be.Hardware != "" && ce.Hardware != "" {
+			setup(fmt.Sprintf("hardware differs: baseline %s, current %s", quoted(be.Hardware), quoted(ce.Hardware)))
+		} else {
+			setup(fmt.Sprintf("hardware recorded by one run only: baseline %s, current %s", quoted(be.Hardware), quoted(ce.Hardware)))
+		}
 	}
 	if bp.EngineWarmupRequests != cp.EngineWarmupRequests {
 		flagged = append(flagged, fmt.Sprintf("engine warm-up requests: baseline %d, current %d (a cold engine's first trials can be slower)", bp.EngineWarmupRequests, cp.EngineWarmupRequests))
@@ -62,7 +87,6 @@ func protocolDifferences(b, c *results.Document) (refused, flagged []string) {
 		name string
 		b, c any
 	}{
-		{"hardware", be.Hardware, ce.Hardware},
 		{"tensor parallelism", be.TensorParallelism, ce.TensorParallelism},
 		{"replicas", max(be.Replicas, 1), max(ce.Replicas, 1)},
 		{"context length", be.ContextLength, ce.ContextLength},
@@ -145,25 +169,29 @@ func shown(v any) string {
 // chooses freely): those are flagged, not refused. Two identities that both say what they are
 // (hub ids or files, or both runs with their experiment) and differ are two models. Two
 // checkpoints (revisions) that are both recorded must agree.
-func sameModel(b, c results.Experiment) (bool, string) {
+//
+// known is false when the names alone cannot tell (one is missing, or an alias of a run
+// without an experiment): the caller refuses that unless the user says the setups are the
+// same.
+func sameModel(b, c results.Experiment) (same bool, why string, known bool) {
 	if b.Checkpoint != "" && c.Checkpoint != "" && b.Checkpoint != c.Checkpoint {
-		return false, ""
+		return false, "", true
 	}
 	if b.Model == c.Model {
-		return true, ""
+		return true, "", true
 	}
 	bi, ci := modelIdentity(b.Model), modelIdentity(c.Model)
 	switch {
 	case bi != "" && bi == ci:
-		return true, "the same model file (" + bi + ")"
+		return true, "the same model file (" + bi + ")", true
 	case b.Checkpoint != "" && b.Checkpoint == c.Checkpoint:
-		return true, "the same checkpoint"
+		return true, "the same checkpoint", true
 	case b.Model == "" || c.Model == "":
-		return true, "one run did not record its model: make sure it is the same"
+		return true, "one run did not record its model", false
 	case isAlias(b.Model) && !hasExperiment(b), isAlias(c.Model) && !hasExperiment(c):
-		return true, "an alias the server answers to, in a run that recorded no experiment: make sure it is the same model"
+		return true, "an alias the server answers to, in a run that recorded no experiment", false
 	}
-	return false, ""
+	return false, "", true
 }
 
 // modelIdentity is a model file's name without its directory and extension, lower case

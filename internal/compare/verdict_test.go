@@ -146,8 +146,9 @@ func TestCompareBoundariesAloneInconclusive(t *testing.T) {
 }
 
 // A model is compared by what identifies it, not by the name a run happened to use: the same
-// GGUF named by its served alias in a run without an experiment and by its path in another is
-// flagged, not refused (issue 32); two hub ids are two models. An empty value reads
+// GGUF under another directory is flagged, not refused (issue 32); two hub ids are two
+// models; a model, engine or hardware one run did not record is refused unless the user says
+// the setups are the same (same_setup), then flagged (issue 40). An empty value reads
 // "(not recorded)", never "baseline ,".
 func TestCompareModelUnderAnotherName(t *testing.T) {
 	t.Parallel()
@@ -175,7 +176,15 @@ func TestCompareModelUnderAnotherName(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			b, c := doc(4, trials(4, 900, 918, 882)), doc(4, trials(4, 900, 918, 882))
 			b.Experiment, c.Experiment = tc.base, tc.cur
-			r := Compare(b, c, Options{})
+			unknown := tc.name == "alias without an experiment, path with one" || tc.name == "a model not recorded"
+			if unknown {
+				// Recorded on one side only: refused unless the user says the setups are the same.
+				r := Compare(b, c, Options{})
+				if refused := strings.Join(r.Refused, "\n"); !strings.Contains(refused, tc.flagged) || !strings.Contains(refused, "say so with same_setup") {
+					t.Errorf("without same_setup: refused %q, want %q and the fix", r.Refused, tc.flagged)
+				}
+			}
+			r := Compare(b, c, Options{SameSetup: unknown})
 			refused, flagged := strings.Join(r.Refused, "\n"), strings.Join(r.Flagged, "\n")
 			if (tc.refused == "") != (len(r.Refused) == 0) || !strings.Contains(refused, tc.refused) {
 				t.Errorf("refused %q, want %q", r.Refused, tc.refused)
@@ -186,7 +195,7 @@ func TestCompareModelUnderAnotherName(t *testing.T) {
 			if tc.none != "" && strings.Contains(r.Summary(), tc.none) {
 				t.Errorf("summary says %q:\n%s", tc.none, r.Summary())
 			}
-			if tc.name == "a model not recorded" && !strings.Contains(flagged, "hardware: baseline (not recorded), current 1 x H200") {
+			if tc.name == "a model not recorded" && !strings.Contains(flagged, `hardware recorded by one run only: baseline (not recorded), current "1 x H200" (same_setup: taken as the same)`) {
 				t.Errorf("flagged %q, want the hardware with (not recorded)", r.Flagged)
 			}
 		})

@@ -45,6 +45,7 @@ type capacityReportModel struct {
 	WorkloadResults           types.List    `tfsdk:"workload_results"`
 	SLOs                      types.List    `tfsdk:"slos"`
 	Baseline                  types.String  `tfsdk:"baseline"`
+	SameSetup                 types.Bool    `tfsdk:"same_setup"`
 	RecordsDirectory          types.String  `tfsdk:"records_directory"`
 	BaselineRecordsDirectory  types.String  `tfsdk:"baseline_records_directory"`
 	Comparison                types.Object  `tfsdk:"comparison"`

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 
+	"github.com/hashicorp/terraform-plugin-framework-validators/boolvalidator"
 	"github.com/hashicorp/terraform-plugin-framework-validators/stringvalidator"
 	"github.com/hashicorp/terraform-plugin-framework/datasource/schema"
 	"github.com/hashicorp/terraform-plugin-framework/diag"
@@ -26,6 +27,14 @@ func addBaselineAttributes(attrs map[string]schema.Attribute) {
 		MarkdownDescription: "A baseline results document (schema v1 JSON, for example `file(\"releases/v1.4.json\")`) " +
 			"to compare this document with; `comparison` is then set. The same comparison as the `compare` function.",
 		Validators: []validator.String{nonEmptyString{}},
+	}
+	attrs["same_setup"] = schema.BoolAttribute{
+		Optional: true,
+		MarkdownDescription: "Say that this document and `baseline` measured the same model, engine and hardware. " +
+			"Without it, a model, engine image or hardware that differs, or that one document recorded and the other " +
+			"did not, makes the comparison refuse (`comparable` false): a document that recorded nothing may have " +
+			"measured anything. With it, those differences are listed in `flagged` instead. Requires `baseline`.",
+		Validators: []validator.Bool{boolvalidator.AlsoRequires(path.MatchRoot("baseline"))},
 	}
 	attrs["records_directory"] = schema.StringAttribute{
 		Optional: true,
@@ -71,7 +80,7 @@ func (m *capacityReportModel) compareWithBaseline(ctx context.Context, doc *resu
 			fmt.Sprintf("baseline is not a schema v1 results document:\n%v", err))
 		return diags
 	}
-	var o compare.Options
+	o := compare.Options{SameSetup: m.SameSetup.ValueBool()}
 	if !m.BaselineRecordsDirectory.IsNull() {
 		dir := m.BaselineRecordsDirectory.ValueString()
 		// A missing records file falls back on the trials' spread; one the reader refuses

@@ -40,10 +40,11 @@ const descCompareMethod = "Per workload present in both documents it returns bot
 	"trial is `regressed` whatever the common levels show; without such a contradiction, `inconclusive`. Without any " +
 	"level measured by both runs the boundaries decide the same way, and nothing else can be told (`inconclusive`). " +
 	"Documents whose protocols differ (other objectives, measured requests per trial, arrival pattern, model, " +
-	"engine image) are not compared: `comparable` is false, `refused` says why and every verdict is " +
-	"`incomparable`; a workload whose lengths or axis differ is `incomparable` on its own. Differences that leave the " +
-	"numbers comparable (threshold, warmups, confirmation trials, cache policy, hardware, a model named differently " +
-	"that is the same file or an alias) are listed in `flagged`. The result is the same for the same documents, " +
+	"engine image, hardware) are not compared: `comparable` is false, `refused` says why and every verdict is " +
+	"`incomparable`; so are documents of which only one recorded its model, engine image or hardware, unless you say " +
+	"they measured the same setup (`same_setup`); a workload whose lengths or axis differ is `incomparable` on its own. " +
+	"Differences that leave the numbers comparable (threshold, warmups, engine warm-up, confirmation trials, cache " +
+	"policy, a model named differently that is the same file) are listed in `flagged`. The result is the same for the same documents, " +
 	"whatever order they list their workloads and trials in. The \"Gate on change\" guide describes the method and " +
 	"its measured rates."
 
@@ -57,15 +58,29 @@ func (compareFunction) Definition(_ context.Context, _ function.DefinitionReques
 			function.StringParameter{Name: "baseline_json", MarkdownDescription: "The baseline: " + doc},
 			function.StringParameter{Name: "current_json", MarkdownDescription: "The candidate: " + doc},
 		},
+		VariadicParameter: function.ObjectParameter{Name: "options", AttributeTypes: compareOptionTypes,
+			MarkdownDescription: "At most one object: `{ same_setup = true }` says both documents measured the same model, " +
+				"engine and hardware, so a setup one of them did not record (or records differently) is flagged, " +
+				"not refused. Without it such documents are not compared: a document that recorded nothing may have " +
+				"measured anything."},
 		Return: function.ObjectReturn{AttributeTypes: comparisonAttrTypes},
 	}
 }
 
 func (compareFunction) Run(ctx context.Context, req function.RunRequest, resp *function.RunResponse) {
 	var baseline, current string
-	resp.Error = function.ConcatFuncErrors(req.Arguments.Get(ctx, &baseline, &current))
+	var options []compareOptions
+	resp.Error = function.ConcatFuncErrors(req.Arguments.Get(ctx, &baseline, &current, &options))
 	if resp.Error != nil {
 		return
+	}
+	if len(options) > 1 {
+		resp.Error = function.NewArgumentFuncError(3, fmt.Sprintf("At most one options object, got %d: merge them into one { same_setup = ... }", len(options)))
+		return
+	}
+	var o compare.Options
+	if len(options) == 1 {
+		o.SameSetup = options[0].SameSetup.ValueBool()
 	}
 	docs := make([]*results.Document, 2)
 	for i, s := range []string{baseline, current} {
@@ -77,9 +92,16 @@ func (compareFunction) Run(ctx context.Context, req function.RunRequest, resp *f
 		}
 		docs[i] = d
 	}
-	v := comparisonValue(compare.Compare(docs[0], docs[1], compare.Options{}))
+	v := comparisonValue(compare.Compare(docs[0], docs[1], o))
 	resp.Error = function.ConcatFuncErrors(resp.Result.Set(ctx, v))
 }
+
+// compareOptions is compare()'s optional last argument.
+type compareOptions struct {
+	SameSetup types.Bool `tfsdk:"same_setup"`
+}
+
+var compareOptionTypes = map[string]attr.Type{"same_setup": types.BoolType}
 
 var (
 	comparisonLevelType = types.ObjectType{AttrTypes: map[string]attr.Type{

@@ -2,6 +2,7 @@ package provider
 
 import (
 	"fmt"
+	"os"
 	"path/filepath"
 	"regexp"
 	"testing"
@@ -11,6 +12,8 @@ import (
 	"github.com/hashicorp/terraform-plugin-testing/statecheck"
 	"github.com/hashicorp/terraform-plugin-testing/tfjsonpath"
 	"github.com/hashicorp/terraform-plugin-testing/tfversion"
+
+	"github.com/llmserve/terraform-provider-llmserve/internal/results"
 )
 
 // compareDoc is one of the comparison's test documents: capacity runs of the simulated engine
@@ -167,4 +170,67 @@ func replayPath(t *testing.T) string {
 		t.Fatal(err)
 	}
 	return p
+}
+
+// A run that recorded no setup is not compared with one that did, unless the user says both
+// measured the same model, engine and hardware: compare()'s options argument and the data
+// source's same_setup (issue 40: such a run read "regressed: +1278 %" against the guide's
+// shipped document).
+func TestAccFunctionCompare_sameSetup(t *testing.T) {
+	t.Parallel()
+	doc, err := results.ReadFile(compareDoc(t, "same"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	d, err := results.Parse(doc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	d.Experiment = results.Experiment{Model: "sim"} // a bare endpoint benchmark: the served alias only
+	raw, err := results.Marshal(d)
+	if err != nil {
+		t.Fatal(err)
+	}
+	bare := filepath.Join(t.TempDir(), "bare.json")
+	if err := os.WriteFile(bare, raw, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	base := compareDoc(t, "baseline")
+	resource.Test(t, resource.TestCase{
+		ProtoV6ProviderFactories: testAccProtoV6ProviderFactories,
+		TerraformVersionChecks:   []tfversion.TerraformVersionCheck{tfversion.SkipBelow(tfversion.Version1_8_0)},
+		Steps: []resource.TestStep{{
+			Config: fmt.Sprintf(`
+locals {
+  refused = provider::llmserve::compare(file(%[1]q), file(%[2]q))
+  said    = provider::llmserve::compare(file(%[1]q), file(%[2]q), { same_setup = true })
+}
+data "llmserve_capacity_report" "said" {
+  path       = %[2]q
+  baseline   = file(%[1]q)
+  same_setup = true
+}
+output "refused_comparable" { value = local.refused.comparable }
+output "refused_why"        { value = join("\n", local.refused.refused) }
+output "said_comparable"    { value = local.said.comparable }
+output "said_flagged"       { value = join("\n", local.said.flagged) }
+output "data_comparable"    { value = data.llmserve_capacity_report.said.comparison.comparable }
+`, base, bare),
+			ConfigStateChecks: []statecheck.StateCheck{
+				statecheck.ExpectKnownOutputValue("refused_comparable", knownvalue.Bool(false)),
+				statecheck.ExpectKnownOutputValue("refused_why", knownvalue.StringRegexp(regexp.MustCompile(`(?s)recorded by one run only.*same_setup`))),
+				statecheck.ExpectKnownOutputValue("said_comparable", knownvalue.Bool(true)),
+				statecheck.ExpectKnownOutputValue("said_flagged", knownvalue.StringRegexp(regexp.MustCompile(`same_setup: taken as the same`))),
+				statecheck.ExpectKnownOutputValue("data_comparable", knownvalue.Bool(true)),
+			},
+		}},
+	})
+	resource.Test(t, resource.TestCase{
+		ProtoV6ProviderFactories: testAccProtoV6ProviderFactories,
+		TerraformVersionChecks:   []tfversion.TerraformVersionCheck{tfversion.SkipBelow(tfversion.Version1_8_0)},
+		Steps: []resource.TestStep{{
+			Config:      fmt.Sprintf(`output "x" { value = provider::llmserve::compare(file(%[1]q), file(%[1]q), { same_setup = true }, { same_setup = false }) }`, base),
+			ExpectError: regexp.MustCompile(`At most one options object`),
+		}},
+	})
 }

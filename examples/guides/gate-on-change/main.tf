@@ -20,7 +20,7 @@ variable "image" {
 }
 
 variable "baseline" {
-  description = "The archived results_json of the release in production, beside this configuration."
+  description = "The archived results_json of the release in production, beside this configuration. Empty: no comparison (the first run, which makes the first baseline)."
   type        = string
   default     = "baseline.json"
 }
@@ -32,7 +32,7 @@ variable "fail_on_inconclusive" {
 }
 
 locals {
-  baseline = file("${path.module}/${var.baseline}")
+  baseline = var.baseline == "" ? null : file("${path.module}/${var.baseline}")
 }
 
 # The candidate, measured with the same protocol as the baseline (same workloads, objectives,
@@ -56,13 +56,13 @@ resource "llmserve_capacity_benchmark" "candidate" {
   # returns, value for value.
   lifecycle {
     postcondition {
-      condition     = self.comparison.comparable
+      condition     = try(self.comparison.comparable, true) # no baseline: nothing to compare
       error_message = "The candidate was not measured like the baseline:\n${self.comparison.summary}"
     }
     postcondition {
-      condition = length(self.comparison.regressed) == 0 && (
+      condition = try(length(self.comparison.regressed) == 0 && (
         !var.fail_on_inconclusive || length(self.comparison.inconclusive) == 0
-      )
+      ), true)
       error_message = "Capacity regressed, or could not be told, against ${var.baseline}:\n${self.comparison.summary}"
     }
   }
@@ -83,14 +83,14 @@ data "llmserve_capacity_report" "candidate" {
 
   lifecycle {
     postcondition {
-      condition = self.comparison.comparable && length(self.comparison.regressed) == 0 && (
+      condition = try(self.comparison.comparable && length(self.comparison.regressed) == 0 && (
         !var.fail_on_inconclusive || length(self.comparison.inconclusive) == 0
-      )
+      ), true)
       error_message = "The candidate does not pass against ${var.baseline}:\n${self.comparison.summary}"
     }
   }
 }
 
 output "comparison" {
-  value = data.llmserve_capacity_report.candidate.comparison.summary
+  value = try(data.llmserve_capacity_report.candidate.comparison.summary, "no baseline: nothing compared")
 }
