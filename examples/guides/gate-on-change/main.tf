@@ -57,13 +57,13 @@ resource "llmserve_capacity_benchmark" "candidate" {
   lifecycle {
     postcondition {
       condition     = try(self.comparison.comparable, true) # no baseline: nothing to compare
-      error_message = "The candidate was not measured like the baseline:\n${self.comparison.summary}"
+      error_message = "The candidate was not measured like the baseline:\n${try(self.comparison.summary, "")}"
     }
     postcondition {
       condition = try(length(self.comparison.regressed) == 0 && (
         !var.fail_on_inconclusive || length(self.comparison.inconclusive) == 0
       ), true)
-      error_message = "Capacity regressed, or could not be told, against ${var.baseline}:\n${self.comparison.summary}"
+      error_message = "Capacity regressed, or could not be told, against ${var.baseline}:\n${try(self.comparison.summary, "")}"
     }
   }
 }
@@ -86,7 +86,7 @@ data "llmserve_capacity_report" "candidate" {
       condition = try(self.comparison.comparable && length(self.comparison.regressed) == 0 && (
         !var.fail_on_inconclusive || length(self.comparison.inconclusive) == 0
       ), true)
-      error_message = "The candidate does not pass against ${var.baseline}:\n${self.comparison.summary}"
+      error_message = "The candidate does not pass against ${var.baseline}:\n${try(self.comparison.summary, "")}"
     }
   }
 }
