@@ -7,6 +7,7 @@ package capacity
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"hash/fnv"
 	"math"
@@ -32,7 +33,7 @@ func (usersAxis) pattern() string {
 func (a usersAxis) measure(ctx context.Context, r *trialRunner) (results.Workload, error) {
 	s, w := r.s, r.w
 	if v, ok := s.flush.RequestFields["cache_prompt"]; ok && v == false {
-		return results.Workload{}, fmt.Errorf("workload %q: %s", w.Label, llamaCppFlushWithConversations("the cache flush ("+s.flush.Policy()+")"))
+		return results.Workload{}, errors.New(llamaCppFlushWithConversations("the cache flush (" + s.flush.Policy() + ")"))
 	}
 	if err := fitsContext(w, r.index, s.info.MaxContext); err != nil {
 		return results.Workload{}, err

@@ -200,3 +200,26 @@ func TestRunUsersRefusesALastTurnPastTheContext(t *testing.T) {
 		t.Errorf("%d requests served before the refusal", n)
 	}
 }
+
+// cache_flush = "auto" against llama.cpp picks the flush that turns its prompt cache off,
+// which a conversation cannot use: the run refuses before measuring, naming the workload
+// once (it was named twice) and the setting that works.
+func TestUsersRefuseLlamaCppAutoFlushOnce(t *testing.T) {
+	t.Parallel()
+	eng, err := simengine.NewServer(simengine.Options{Model: simengine.TwoSlotModel(), Protocol: simengine.LlamaCpp, ModelName: "sim"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := httptest.NewServer(eng)
+	defer srv.Close()
+	cfg := testConfig(srv.URL)
+	cfg.Workloads = []Workload{{Label: "chat", InputTokens: 32, OutputTokens: 8, Conversation: &Conversation{
+		Turns: 2, SystemPromptTokens: 16, WarmupConversations: 1, Think: load.Think{Distribution: load.ThinkConstant, Mean: 10 * time.Millisecond}}}}
+	_, err = Run(context.Background(), cfg)
+	if err == nil {
+		t.Fatal("a conversation ran with llama.cpp's cache turned off")
+	}
+	if msg := err.Error(); strings.Count(msg, `workload "chat"`) != 1 || !strings.Contains(msg, `Set trial.cache_flush = "none"`) {
+		t.Errorf("error %q: want the workload named once and the fix", msg)
+	}
+}
