@@ -3,7 +3,9 @@ package capacity
 // Whether a run can finish inside the time its caller gives it (timeouts.create), judged
 // from the configuration alone: the time a trial spends waiting on its own schedule (an
 // open-loop trial's arrivals, a replay's recorded offsets) or on its users' think time
-// passes whatever the server does, so it is a floor under the trial that plan can know.
+// passes however fast the server answers, so it is a floor under every trial that sends all
+// its measured requests (every passing one; a probe may stop early only once it has
+// failed), which plan can know.
 
 import (
 	"fmt"
@@ -66,7 +68,7 @@ func (c Config) CheckTime(b Budget) []problem.Problem {
 			if !f.sure {
 				what = "waits on average at least"
 			}
-			detail := fmt.Sprintf("%s: a trial of workload %q %s %s = %s on its own pauses, whatever the server does, which is longer than timeouts.create (%s)",
+			detail := fmt.Sprintf("%s: a passing trial of workload %q %s %s = %s on its own pauses, however fast the server answers, which is longer than timeouts.create (%s)",
 				f.at, w.Label, what, f.how, humanSeconds(f.seconds), b.Limit)
 			switch {
 			case b.Detached:
@@ -89,7 +91,7 @@ func (c Config) CheckTime(b Budget) []problem.Problem {
 			then = "the runner measures on past it, and each later apply attaches to it until it finishes"
 		}
 		out = append(out, problem.Problem{Path: attrpath.Root("timeouts").At("create"), Summary: "Run longer than timeouts.create", Warning: true,
-			Detail: fmt.Sprintf("timeouts.create (%s) is shorter than the pauses of the fewest trials the search can ask for, whatever the server does: %s = %s over %d trials; "+
+			Detail: fmt.Sprintf("timeouts.create (%s) is shorter than the pauses of the fewest trials the search can ask for, however fast the server answers: %s = %s over %d trials; "+
 				"%s, or raise timeouts.create above %s", b.Limit, strings.Join(sums, " + "), humanSeconds(total), fewest, then, humanSeconds(total))})
 	}
 	return out
@@ -101,7 +103,8 @@ func (concurrencyAxis) leastTrial(Config, int, Workload) trialFloor { return tri
 // leastTrial of conversations: before its first measured turn a user pauses a think time
 // before every turn of its warm-up conversations and after each of them (turns × warm-up
 // conversations pauses), then once between measured turns; at the most users the search
-// tries, one of them sends at least ⌈measured turns / users⌉ of them.
+// tries, one of them sends at least ⌈measured turns / users⌉ of them. A turn that fails ends
+// its conversation early, so the floor is a trial's whose turns are answered.
 func (a usersAxis) leastTrial(c Config, i int, w Workload) trialFloor {
 	cv := w.Conversation
 	if cv == nil || cv.Think.Mean <= 0 {

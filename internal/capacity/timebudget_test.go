@@ -33,12 +33,12 @@ func TestCheckTime(t *testing.T) {
 		// 8 measured turns over at most 5 users: one user sends 2, so
 		// 1h × (2 warm-up conversations × 3 turns + 2 − 1) = 7h.
 		{"constant think time", users(load.ThinkConstant, time.Hour, 3, 2), Budget{Limit: 6 * time.Hour},
-			"workloads[0].conversation.think_time.mean: Trial longer than timeouts.create: workloads[0].conversation.think_time.mean: a trial of workload \"64 / 8\" waits at least " +
-				"think_time.mean 1h0m0s × (warmup_conversations 2 × turns 3 + ⌈trial.measured_requests 8 / 5 users⌉ − 1) = 7h0m0s on its own pauses, whatever the server does, " +
+			"workloads[0].conversation.think_time.mean: Trial longer than timeouts.create: workloads[0].conversation.think_time.mean: a passing trial of workload \"64 / 8\" waits at least " +
+				"think_time.mean 1h0m0s × (warmup_conversations 2 × turns 3 + ⌈trial.measured_requests 8 / 5 users⌉ − 1) = 7h0m0s on its own pauses, however fast the server answers, " +
 				"which is longer than timeouts.create (6h0m0s), and a trial cut short keeps nothing", false},
 		{"constant think time inside the limit", users(load.ThinkConstant, time.Hour, 3, 2), Budget{Limit: 8 * time.Hour},
 			// 2 trials at least (a boundary confirmed by trial.confirmation_trials = 2) × 7h = 14h.
-			"timeouts.create: Run longer than timeouts.create: timeouts.create (8h0m0s) is shorter than the pauses of the fewest trials the search can ask for, whatever the server does: " +
+			"timeouts.create: Run longer than timeouts.create: timeouts.create (8h0m0s) is shorter than the pauses of the fewest trials the search can ask for, however fast the server answers: " +
 				"2 × 7h0m0s (\"64 / 8\") = 14h0m0s over 2 trials; set progress_file", true},
 		{"constant think time, room for the run", users(load.ThinkConstant, time.Hour, 3, 2), Budget{Limit: 14 * time.Hour}, "", false},
 		{"random think time", users(load.ThinkExponential, time.Hour, 3, 2), Budget{Limit: 6 * time.Hour}, "waits on average at least think_time.mean 1h0m0s", true},
@@ -47,7 +47,7 @@ func TestCheckTime(t *testing.T) {
 		// (1 warmup + 8 measured − 1) gaps of 1/0.002 s = 4000 s.
 		{"constant arrivals", func(c *Config) {
 			c.OpenLoop = &OpenLoop{Arrival: load.Arrival{Pattern: load.ArrivalConstant}, MinRate: 0.001, MaxRate: 0.002, Tolerance: 0.05}
-		}, Budget{Limit: time.Hour}, "search.rate.max: Trial longer than timeouts.create: search.rate.max: a trial of workload \"64 / 8\" waits at least (1 warmups + 8 measured requests − 1) / search.rate.max 0.002 requests/s = 1h6m40s", false},
+		}, Budget{Limit: time.Hour}, "search.rate.max: Trial longer than timeouts.create: search.rate.max: a passing trial of workload \"64 / 8\" waits at least (1 warmups + 8 measured requests − 1) / search.rate.max 0.002 requests/s = 1h6m40s", false},
 		{"poisson arrivals", func(c *Config) {
 			c.OpenLoop = &OpenLoop{Arrival: load.Arrival{Pattern: load.ArrivalPoisson}, MinRate: 0.001, MaxRate: 0.002, Tolerance: 0.05}
 		}, Budget{Limit: time.Hour}, "waits on average at least (1 warmups", true},
@@ -59,7 +59,7 @@ func TestCheckTime(t *testing.T) {
 			}
 			c.Workloads[0] = Workload{Label: "recorded", TraceFile: "t.jsonl", Trace: &trace.Trace{Requests: reqs}}
 			c.OpenLoop = &OpenLoop{Speedup: true, MinRate: 1, MaxRate: 2, Tolerance: 0.05}
-		}, Budget{Limit: time.Hour}, "search.speedup.max: Trial longer than timeouts.create: search.speedup.max: a trial of workload \"recorded\" waits at least the trace's span 3h0m0s / search.speedup.max 2 = 1h30m0s", false},
+		}, Budget{Limit: time.Hour}, "search.speedup.max: Trial longer than timeouts.create: search.speedup.max: a passing trial of workload \"recorded\" waits at least the trace's span 3h0m0s / search.speedup.max 2 = 1h30m0s", false},
 		{"think time beyond a Duration", users(load.ThinkConstant, 1<<62, 100, 100), Budget{Limit: time.Hour}, "years on its own pauses", false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

@@ -395,7 +395,7 @@ func badConfigs(t *testing.T) []badConfig {
 			"trial":     `{ cache_flush = "llamacpp" }`}), "trial.cache_flush", `Set trial.cache_flush = "none"`},
 		{"constant think time past timeouts.create", bench(map[string]string{
 			"workloads": `[{ label = "chat", input_tokens = 8, output_tokens = 8, conversation = { turns = 4, think_time = { distribution = "constant", mean = "1000h" } } }]`}),
-			"workloads[0].conversation.think_time.mean", `= 4000h0m0s on its own pauses, whatever the server does, which is longer than timeouts.create (24h0m0s)`},
+			"workloads[0].conversation.think_time.mean", `= 4000h0m0s on its own pauses, however fast the server answers, which is longer than timeouts.create (24h0m0s)`},
 
 		// llmserve_capacity_report: which document to read.
 		{"report path empty", `data "llmserve_capacity_report" "r" { path = "" }`, "path", `is empty; leave it out or give a results document`},

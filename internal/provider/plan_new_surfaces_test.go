@@ -164,7 +164,7 @@ func badNewSurfaces(t *testing.T) []newSurface {
 		// Think time, warm-up and trial shape against timeouts.create.
 		{"time", "constant think time of 1000h", benchT, with(surfaceBench, map[string]any{"workloads": conversation("constant", "1000h")}),
 			"workloads[0].conversation.think_time.mean",
-			"waits at least think_time.mean 1000h0m0s × (warmup_conversations 1 × turns 4 + ⌈trial.measured_requests 64 / 64 users⌉ − 1) = 4000h0m0s on its own pauses, whatever the server does, which is longer than timeouts.create (24h0m0s), and a trial cut short keeps nothing", false},
+			"waits at least think_time.mean 1000h0m0s × (warmup_conversations 1 × turns 4 + ⌈trial.measured_requests 64 / 64 users⌉ − 1) = 4000h0m0s on its own pauses, however fast the server answers, which is longer than timeouts.create (24h0m0s), and a trial cut short keeps nothing", false},
 		{"time", "constant think time past a short timeouts.create", benchT, with(surfaceBench, map[string]any{"workloads": conversation("constant", "10m"),
 			"search": map[string]any{"max_concurrency": 16}, "timeouts": map[string]any{"create": "1h"}}),
 			"workloads[0].conversation.think_time.mean", "(warmup_conversations 1 × turns 4 + ⌈trial.measured_requests 64 / 16 users⌉ − 1) = 1h10m0s", false},
@@ -180,7 +180,7 @@ func badNewSurfaces(t *testing.T) []newSurface {
 			"search":    map[string]any{"speedup": map[string]any{"min": 0.5, "max": 1}}, "timeouts": map[string]any{"create": "1h"}}),
 			"search.speedup.max", "the trace's span 2h0m0s / search.speedup.max 1 = 2h0m0s", false},
 		{"time", "the fewest trials together past timeouts.create", benchT, with(surfaceBench, map[string]any{"workloads": conversation("constant", "5m"), "timeouts": map[string]any{"create": "50m"}}),
-			"timeouts.create", `timeouts.create (50m0s) is shorter than the pauses of the fewest trials the search can ask for, whatever the server does: 3 × 20m0s ("chat") = 1h0m0s over 3 trials; set progress_file`, true},
+			"timeouts.create", `timeouts.create (50m0s) is shorter than the pauses of the fewest trials the search can ask for, however fast the server answers: 3 × 20m0s ("chat") = 1h0m0s over 3 trials; set progress_file`, true},
 	}
 }
 

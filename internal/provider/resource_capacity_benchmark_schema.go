@@ -263,7 +263,7 @@ func (r *capacityBenchmarkResource) Schema(ctx context.Context, _ resource.Schem
 			"timeouts": positiveTimeouts(ctx, timeouts.Opts{
 				Create: true,
 				CreateDescription: "How long the whole benchmark may run, as a Go duration (`\"90m\"`, `\"36h\"`). Default `24h`; must be positive. " +
-					"Plan sets against it what a trial waits whatever the server does (conversations' think time, a constant-arrival rate trial at `search.rate.max`, a replay's span at `search.speedup.max`), with the arithmetic: " +
+					"Plan sets against it what a trial waits however fast the server answers (conversations' think time, a constant-arrival rate trial at `search.rate.max`, a replay's span at `search.speedup.max`), with the arithmetic: " +
 					"an error when one trial cannot fit (a trial cut short keeps nothing), a warning when random pauses make that likely, when a runner would finish it after the apply, or when the fewest trials the search can ask for do not fit together.",
 			}),
 
