@@ -244,8 +244,13 @@ start() {
 		--tls-cert-file "$pki/apiserver.crt" --tls-private-key-file "$pki/apiserver.key" \
 		--token-auth-file "$pki/tokens.csv" --authorization-mode RBAC \
 		--service-account-issuer https://kubernetes.default.svc --service-account-key-file "$pki/sa.pub" \
-		--service-account-signing-key-file "$pki/sa.key" --enable-priority-and-fairness=false
+		--service-account-signing-key-file "$pki/sa.key" --enable-priority-and-fairness=false \
+		--runtime-config resource.k8s.io/v1=true
 	wait_for apiserver 240 api "https://127.0.0.1:$(port 0)/readyz"
+	# Dynamic Resource Allocation (GA in 1.34, served by default; named so a change of
+	# default cannot take it away): the scheduler allocates ResourceClaims from the
+	# ResourceSlices a test publishes, the controller manager makes pods' claims.
+	api "https://127.0.0.1:$(port 0)/apis/resource.k8s.io/v1" >/dev/null || die "the API server does not serve resource.k8s.io/v1"
 	start_bg controller-manager "$kube_bin/kube-controller-manager" --kubeconfig "$dir/kubeconfig" \
 		--leader-elect=false --bind-address 127.0.0.1 --secure-port "$(port 3)" \
 		--service-account-private-key-file "$pki/sa.key" --root-ca-file "$pki/ca.crt" \
@@ -255,10 +260,52 @@ start() {
 	# A Job's pod runs until its process ends: the tests, playing the kubelet, start the
 	# benchmark runner's real program on its pod IP and report its end; kwok's pod-complete
 	# stage would mark it Succeeded the moment it runs, so it is left out.
+	#
+	# A deleted pod holding ResourceClaims (Dynamic Resource Allocation) goes as under a
+	# kubelet: first a terminal phase, then away. The resourceclaim controller releases a
+	# pod's claims only once the pod is terminal, and a pod deleted in the foreground (as a
+	# Deployment's are) waits for its claims, its dependents: kwok's plain delete would leave
+	# both waiting for each other. Pods without claims are deleted as kwok always did.
 	python3 - "$kwok_bin/stages.yaml" >"$dir/stages.yaml" <<'PY'
 import sys
 docs = open(sys.argv[1]).read().split("\n---\n")
-print("\n---\n".join(d for d in docs if "name: pod-complete" not in d))
+docs = [d for d in docs if "name: pod-complete" not in d]
+claims = """    - key: '.spec.resourceClaims'
+      operator: '{op}'
+"""
+out = []
+for d in docs:
+    if "name: pod-delete" not in d:
+        out.append(d)
+        continue
+    sel = "      operator: 'Exists'\n"
+    plain = d.replace(sel, sel + claims.format(op="DoesNotExist"), 1)
+    out.append(plain)
+    out.append(d.replace("name: pod-delete", "name: pod-delete-claims").replace(sel, sel + claims.format(op="Exists") +
+        """    - key: '.status.phase'
+      operator: 'NotIn'
+      values: ['Pending', 'Running']
+""", 1))
+    out.append("""apiVersion: kwok.x-k8s.io/v1alpha1
+kind: Stage
+metadata:
+  name: pod-terminate-claims
+spec:
+  resourceRef:
+    apiGroup: v1
+    kind: Pod
+  selector:
+    matchExpressions:
+    - key: '.metadata.deletionTimestamp'
+      operator: 'Exists'
+""" + claims.format(op="Exists") + """    - key: '.status.phase'
+      operator: 'In'
+      values: ['Pending', 'Running']
+  next:
+    statusTemplate: |
+      phase: Failed
+  immediateNextStage: true""")
+print("\n---\n".join(out))
 PY
 	# Pod IPs are addresses of this host on lo: the engines and runners the tests start bind
 	# them, and the API server's pod proxy dials them.
@@ -272,7 +319,35 @@ PY
 	wait_for kwok 120 nodes_ready
 	# The default ServiceAccount must exist before pods can be created in the namespace.
 	wait_for controller-manager 120 api "https://127.0.0.1:$(port 0)/api/v1/namespaces/default/serviceaccounts/default"
+	ready_first_pod
 	log "cluster up in $(awk -v a="$t0" -v b="$(date +%s.%N)" 'BEGIN { printf "%.1f", b - a }') s: KUBECONFIG=$dir/kubeconfig"
+}
+
+# ready_first_pod has kwok give one throwaway pod an IP before any test runs. kwok v0.8.0
+# makes its pod IP pool on first use without a lock (PodController.ipPool: Load, then
+# Store), so the first pods it readies at once (two replicas of a Deployment) can each get
+# a pool of their own and the same address: the second engine then fails to bind the first's
+# IP. One pod readied alone makes the pool every later pod shares.
+ready_first_pod() {
+	local pods="https://127.0.0.1:$(port 0)/api/v1/namespaces/default/pods"
+	api -X POST "$pods" -d @- >/dev/null <<'POD' || die "creating the throwaway pod failed"
+{"apiVersion": "v1", "kind": "Pod",
+ "metadata": {"name": "kwok-ip-pool"},
+ "spec": {"nodeSelector": {"type": "kwok"}, "containers": [{"name": "pause", "image": "pause"}]}}
+POD
+	local ip=""
+	for _ in $(seq 1 120); do
+		ip=$(api "$pods/kwok-ip-pool" | python3 -c 'import json, sys; print(json.load(sys.stdin).get("status", {}).get("podIP", ""))') || true
+		[[ -n "$ip" ]] && break
+		sleep 0.5
+	done
+	[[ -n "$ip" ]] || die "kwok gave the throwaway pod no IP"
+	api -X DELETE "$pods/kwok-ip-pool?gracePeriodSeconds=0" >/dev/null || die "deleting the throwaway pod failed"
+	for _ in $(seq 1 120); do
+		api "$pods/kwok-ip-pool" >/dev/null 2>&1 || return 0
+		sleep 0.5
+	done
+	die "the throwaway pod did not go"
 }
 
 nodes_ready() {

@@ -49,7 +49,7 @@ func run(args []string) int {
 	adminKey := fs.String("admin-api-key", os.Getenv("SIMENGINE_ADMIN_API_KEY"), "guard /flush_cache with this key, as SGLang's --admin-api-key (protocol sglang)")
 	devMode := fs.Bool("dev-mode", false, "serve vLLM's development endpoints (/reset_prefix_cache, /server_info), as VLLM_SERVER_DEV_MODE=1")
 	noCacheReport := fs.Bool("no-cache-report", false, "leave cached tokens out of usage (SGLang without --enable-cache-report, vLLM without --enable-prompt-tokens-details)")
-	outputFault := fs.String("output-fault", "", "answer with broken text, timing and usage unchanged: exclamation (every token \"!\"), empty (no text, tokens counted) or same (one text for every prompt)")
+	outputFault := fs.String("output-fault", "", "answer with broken text, timing and usage unchanged: exclamation (every token \"!\"), empty (no text, tokens counted), same (one text for every prompt) or unk (every token \"<unk>\")")
 	noMetrics := fs.Bool("no-metrics", false, "serve no /metrics (SGLang without --enable-metrics, llama.cpp without --metrics)")
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {

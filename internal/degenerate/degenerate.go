@@ -6,12 +6,18 @@
 //
 // A phrase repeating ("the the the", a sentence cycling) is greedy decoding's natural loop,
 // not a fault, and passes: no one code point dominates such text, since a phrase has several.
+// A special token repeating ("<unk><unk><unk>", "[PAD][PAD]": a broken vocabulary or a
+// model emitting its padding) does not pass although no one code point dominates it: a unit
+// of a few code points, with no space between the repetitions and bracketed by ASCII
+// punctuation, makes up most of the output. Words and phrases loop with spaces between them,
+// CJK phrases with their own punctuation, laughter ("hahaha") with letters only: all pass.
 package degenerate
 
 import (
 	"fmt"
 	"strconv"
 	"strings"
+	"unicode"
 	"unicode/utf8"
 )
 
@@ -30,6 +36,10 @@ const (
 	MinIdenticalCodePoints = 128
 	// HeadCodePoints is how much of an output is kept to quote.
 	HeadCodePoints = 40
+	// MaxTokenCodePoints is the longest unit the repeated-token rule looks for: special
+	// tokens are short ("<unk>" 5, "<|endoftext|>" 13), and a longer unit without spaces is a
+	// phrase (a CJK sentence loop of 18).
+	MaxTokenCodePoints = 16
 )
 
 // Kind is why an output is degenerate.
@@ -42,6 +52,10 @@ const (
 	Empty Kind = "empty"
 	// RepeatedCodePoint: one code point is at least DominantPercent of the output.
 	RepeatedCodePoint Kind = "repeated_code_point"
+	// RepeatedToken: one unit of 2 to MaxTokenCodePoints code points, without whitespace and
+	// holding ASCII punctuation ("<unk>", "[PAD]"), repeated back to back for at least
+	// DominantPercent of the output.
+	RepeatedToken Kind = "repeated_token"
 	// IdenticalAcrossPrompts: byte for byte another prompt's output.
 	IdenticalAcrossPrompts Kind = "identical_across_prompts"
 )
@@ -53,6 +67,11 @@ type Output struct {
 	Dominant   rune   // the code point that occurs most often (the first to reach that count)
 	DominantN  int    // how often Dominant occurs
 	Head       string // the first HeadCodePoints code points, to quote
+	// Token is the unit the output repeats back to back the most (Tally.Output says which
+	// units count), and TokenN how many of the output's code points the repetition covers;
+	// "" and 0 when no unit repeats three times.
+	Token  string
+	TokenN int
 }
 
 // Of is the Output of a whole text.
@@ -71,6 +90,8 @@ func (o Output) Check(completionTokens int) Kind {
 		return Empty
 	case o.CodePoints >= MinCodePoints && o.DominantN*100 >= o.CodePoints*DominantPercent:
 		return RepeatedCodePoint
+	case o.CodePoints >= MinCodePoints && o.TokenN*100 >= o.CodePoints*DominantPercent:
+		return RepeatedToken
 	}
 	return None
 }
@@ -83,6 +104,8 @@ func (o Output) Describe(k Kind, completionTokens int) string {
 		return fmt.Sprintf("empty output although the server counted %d completion tokens", completionTokens)
 	case RepeatedCodePoint:
 		return fmt.Sprintf("%s repeated for %d of its %d code points: %s", codePoint(o.Dominant), o.DominantN, o.CodePoints, o.Quote())
+	case RepeatedToken:
+		return fmt.Sprintf("the token %s repeated for %d of its %d code points: %s", strconv.Quote(o.Token), o.TokenN, o.CodePoints, o.Quote())
 	case IdenticalAcrossPrompts:
 		return fmt.Sprintf("the same %d code points for different prompts: %s", o.CodePoints, o.Quote())
 	}
@@ -115,6 +138,19 @@ type Tally struct {
 	head    strings.Builder
 	headN   int
 	pending string // the first bytes of a code point whose last ones are in the next chunk
+
+	runs runs
+}
+
+// runs are the runs of repetition at each period p (2 to MaxTokenCodePoints): run[p] code
+// points in a row have each equaled the one p before them. last holds the latest
+// MaxTokenCodePoints code points; token and tokenN are the longest run of a token's shape
+// that has ended (tokenShape), its unit and the code points it covered.
+type runs struct {
+	last   [MaxTokenCodePoints]rune
+	run    [MaxTokenCodePoints + 1]int
+	token  string
+	tokenN int
 }
 
 // WriteString adds a chunk of the output. A code point split between chunks is counted
@@ -153,6 +189,7 @@ func (t *Tally) Write(p []byte) {
 
 // add counts one code point; an invalid byte is U+FFFD, in the counts and the head.
 func (t *Tally) add(r rune) {
+	t.runs.add(r, t.out.CodePoints)
 	t.out.CodePoints++
 	var n int
 	if r >= 0 && r < 128 {
@@ -178,9 +215,62 @@ func (t *Tally) add(r rune) {
 // one invalid code point each, as utf8.RuneCountInString counts them.
 func (t *Tally) Output() Output {
 	o := t.out
+	// The runs still going end here, on a copy: the tally may go on.
+	end := t.runs
+	for p := 2; p <= MaxTokenCodePoints; p++ {
+		end.endRun(p, o.CodePoints)
+	}
+	o.Token, o.TokenN = end.token, end.tokenN
 	o.CodePoints += len(t.pending)
 	o.Head = t.head.String()
 	return o
+}
+
+// add is code point i, r.
+func (t *runs) add(r rune, i int) {
+	for p := 2; p <= MaxTokenCodePoints && p <= i; p++ {
+		if t.last[(i-p)%MaxTokenCodePoints] == r {
+			t.run[p]++
+			continue
+		}
+		t.endRun(p, i)
+	}
+	t.last[i%MaxTokenCodePoints] = r
+}
+
+// endRun closes the run at period p before code point i (the code points up to i-1 are in
+// last): it becomes the output's token when it repeated its unit at least three times, has a
+// token's shape and covered more than any run before (a shorter period wins a tie).
+func (t *runs) endRun(p, i int) {
+	n := t.run[p]
+	t.run[p] = 0
+	if n < 2*p || n+p <= t.tokenN {
+		return
+	}
+	unit := make([]rune, p)
+	for k := range p {
+		unit[k] = t.last[(i-p+k)%MaxTokenCodePoints]
+	}
+	if tokenShape(unit) {
+		t.token, t.tokenN = string(unit), n+p
+	}
+}
+
+// tokenShape says whether a repeating unit looks like a special token rather than language:
+// no whitespace (a word or phrase loop has a space in every unit), at least one ASCII
+// punctuation or symbol (the brackets of "<unk>", "[PAD]", "<|endoftext|>"; a letters-only
+// or CJK loop has none), and more than one code point (one repeated code point is
+// RepeatedCodePoint's).
+func tokenShape(unit []rune) bool {
+	punct, same := false, true
+	for _, r := range unit {
+		if unicode.IsSpace(r) {
+			return false
+		}
+		punct = punct || r < utf8.RuneSelf && (unicode.IsPunct(r) || unicode.IsSymbol(r))
+		same = same && r == unit[0]
+	}
+	return punct && !same
 }
 
 // Identity finds outputs that different prompts got byte for byte. Add every output of a

@@ -28,6 +28,21 @@ func TestCheck(t *testing.T) {
 		{"a word loop", strings.Repeat("the ", 100), 100, None},
 		{"a one-letter word loop: 50 %", strings.Repeat("a ", 100), 100, None},
 		{"prose", "The quick brown fox jumps over the lazy dog, and then it runs away into the forest.", 20, None},
+		// A special token back to back: no one code point dominates, the unit does.
+		{"<unk> repeated", strings.Repeat("<unk>", 16), 16, RepeatedToken},
+		{"[PAD] repeated", strings.Repeat("[PAD]", 16), 16, RepeatedToken},
+		{"<|endoftext|> repeated", strings.Repeat("<|endoftext|>", 8), 8, RepeatedToken},
+		{"<s> after a sentence", "Here it is: " + strings.Repeat("<s>", 20), 21, RepeatedToken},
+		{"a token three times: 15 code points, too short to judge", strings.Repeat("<unk>", 3), 3, None},
+		{"<unk> for just under 80 %", strings.Repeat("x", 21) + strings.Repeat("<unk>", 16), 17, None},
+		{"<unk> for exactly 80 %", strings.Repeat("x", 20) + strings.Repeat("<unk>", 16), 17, RepeatedToken},
+		{"two tokens alternating: one unit", strings.Repeat("<s></s>", 8), 16, RepeatedToken},
+		// Loops that are language, however repetitive, pass.
+		{"laughter: letters only", strings.Repeat("ha", 40), 40, None},
+		{"a word loop with spaces", strings.Repeat("<unk> ", 16), 16, None},
+		{"a short CJK phrase loop", strings.Repeat("重要。", 20), 20, None},
+		{"a CJK sentence loop", strings.Repeat("我们需要注意的是，这个问题非常重要。", 5), 60, None},
+		{"two different runs, neither 80 %", strings.Repeat("<a>", 14) + strings.Repeat("[b]", 14), 28, None},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
@@ -41,12 +56,21 @@ func TestCheck(t *testing.T) {
 // Recorded long outputs of healthy servers pass, greedy decoding's phrase loops included
 // (testdata/healthy: the tiny llama.cpp model's greedy outputs of 512 tokens, and the loops
 // greedy decoding falls into: a word, a sentence, a five-word phrase, a numbered list,
-// indented code and JSON, a table, CJK); the broken ones of testdata/degenerate fail. Each
+// indented code and JSON, a table, CJK); the broken ones of testdata/degenerate fail, the
+// special tokens repeated (repeated-token-*) by the repeated-token rule. Each
 // is also streamed in chunks of every size from 1 to 7 bytes, splitting code points, and
 // must give the same Output as the whole text.
 func TestRecordedOutputs(t *testing.T) {
 	t.Parallel()
-	for dir, want := range map[string]Kind{"healthy": None, "degenerate": RepeatedCodePoint} {
+	for dir, wantOf := range map[string]func(string) Kind{
+		"healthy": func(string) Kind { return None },
+		"degenerate": func(f string) Kind {
+			if strings.HasPrefix(filepath.Base(f), "repeated-token-") {
+				return RepeatedToken
+			}
+			return RepeatedCodePoint
+		},
+	} {
 		files, err := filepath.Glob(filepath.Join("testdata", dir, "*.txt"))
 		if err != nil || len(files) < 4 {
 			t.Fatalf("testdata/%s: %d files, %v", dir, len(files), err)
@@ -57,6 +81,7 @@ func TestRecordedOutputs(t *testing.T) {
 				t.Fatal(err)
 			}
 			text := string(b)
+			want := wantOf(f)
 			whole := Of(text)
 			if got := whole.Check(len(text)); got != want {
 				t.Errorf("%s: %q (%s), want %q", f, got, whole.Describe(got, 0), want)
@@ -83,6 +108,10 @@ func TestRecordedOutputs(t *testing.T) {
 
 func TestDescribeQuotesSafely(t *testing.T) {
 	t.Parallel()
+	if got, want := Of("A: "+strings.Repeat("<unk>", 20)).Describe(RepeatedToken, 21),
+		`the token "<unk>" repeated for 100 of its 103 code points: "A: <unk><unk><unk><unk><unk><unk><unk><u"…`; got != want {
+		t.Errorf("Describe = %s, want %s", got, want)
+	}
 	o := Of(strings.Repeat("!", 100))
 	if got, want := o.Describe(RepeatedCodePoint, 100), `U+0021 '!' repeated for 100 of its 100 code points: "`+strings.Repeat("!", HeadCodePoints)+`"…`; got != want {
 		t.Errorf("Describe = %s, want %s", got, want)

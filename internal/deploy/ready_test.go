@@ -89,6 +89,7 @@ func TestProbeDegenerateCompletion(t *testing.T) {
 		{simengine.OutputSame, ""},
 		{simengine.OutputExclamation, `degenerate (repeated_code_point): U+0021 '!' repeated for 16 of its 16 code points: "!!!!!!!!!!!!!!!!"`},
 		{simengine.OutputEmpty, "degenerate (empty): empty output although the server counted 16 completion tokens"},
+		{simengine.OutputUnknownToken, `degenerate (repeated_token): the token "<unk>" repeated for 80 of its 80 code points: "<unk><unk><unk><unk><unk><unk><unk><unk>"…`},
 	} {
 		t.Run(string(tc.fault), func(t *testing.T) {
 			t.Parallel()

@@ -9,7 +9,8 @@ import (
 // JudgeOutputs applies the degenerate-output rules (package degenerate, the same the
 // readiness probe applies to its completion) to a trial's measured requests that finished
 // with HTTP 200 and no error: empty text although tokens were counted, one code point
-// repeated for most of the output, byte for byte another prompt's output. kinds[i] is the
+// repeated for most of the output, a special token repeated for most of it, byte for byte
+// another prompt's output. kinds[i] is the
 // first rule records[i] breaks, in that order (degenerate.None for a warmup, a failed or
 // cancelled request, one whose output is unknown, or a fine output).
 func JudgeOutputs(records []load.RequestResult) (counts results.DegenerateOutputs, kinds []degenerate.Kind) {
@@ -31,6 +32,8 @@ func JudgeOutputs(records []load.RequestResult) (counts results.DegenerateOutput
 			counts.Empty++
 		case degenerate.RepeatedCodePoint:
 			counts.RepeatedCodePoint++
+		case degenerate.RepeatedToken:
+			counts.RepeatedToken++
 		}
 		if Succeeded(r) && id.Shared(r.OutputHash, r.Output.CodePoints) {
 			counts.IdenticalAcrossPrompts++

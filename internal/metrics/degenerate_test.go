@@ -68,6 +68,14 @@ func TestJudgeOutputs(t *testing.T) {
 		{"healthy phrase loops", six(loop), results.DegenerateOutputs{Checked: 6}, false},
 		{"llm-scaler #647: \"!!!!\" for every prompt", six(func(int) string { return exclamation }),
 			results.DegenerateOutputs{Requests: 6, Checked: 6, RepeatedCodePoint: 6, IdenticalAcrossPrompts: 6}, true},
+		{"\"<unk>\" for every prompt", six(func(int) string { return strings.Repeat("<unk>", 40) }),
+			results.DegenerateOutputs{Requests: 6, Checked: 6, RepeatedToken: 6, IdenticalAcrossPrompts: 6}, true},
+		{"\"[PAD]\" for one prompt", six(func(i int) string {
+			if i == 0 {
+				return strings.Repeat("[PAD]", 8)
+			}
+			return loop(i)
+		}), results.DegenerateOutputs{Requests: 1, Checked: 6, RepeatedToken: 1}, false},
 		{"empty while tokens were counted", six(func(int) string { return "" }), results.DegenerateOutputs{Requests: 6, Checked: 6, Empty: 6}, true},
 		{"the same paragraph for every prompt", six(func(int) string { return stock }), results.DegenerateOutputs{Requests: 6, Checked: 6, IdenticalAcrossPrompts: 6}, true},
 		{"the same short opening for every prompt", shortSame, results.DegenerateOutputs{Checked: 6}, false},

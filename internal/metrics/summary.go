@@ -311,6 +311,7 @@ func Totals(trials ...results.Trial) results.Correctness {
 			t.Empty += d.Empty
 			t.RepeatedCodePoint += d.RepeatedCodePoint
 			t.IdenticalAcrossPrompts += d.IdenticalAcrossPrompts
+			t.RepeatedToken += d.RepeatedToken
 		}
 		if cc := c.CachedPromptTokens; cc != nil && cc.Known {
 			cached += cc.Tokens

@@ -83,3 +83,41 @@ func TestRecomputeDegenerateOutputs(t *testing.T) {
 		t.Errorf("a changed file recomputes with differences %v", got[0].Differences)
 	}
 }
+
+// The repeated-token rule reads what a line keeps of the unit: a "<unk>" output is flagged
+// again from its file, and a line without a repeated unit carries no such field.
+func TestRecordsKeepTheRepeatedToken(t *testing.T) {
+	t.Parallel()
+	sent := time.Unix(1_800_000_000, 0)
+	var recs []load.RequestResult
+	for i, text := range []string{"A: " + strings.Repeat("<unk>", 40), strings.Repeat("and then we went home ", 8)} {
+		o := degenerate.Of(text)
+		recs = append(recs, load.RequestResult{Index: i, Prompt: "p", PromptHash: uint64(i), RequestedOutputTokens: 41, Sent: sent,
+			Headers: sent.Add(time.Millisecond), FirstContent: sent.Add(2 * time.Millisecond), LastContent: sent.Add(time.Second), Done: sent.Add(time.Second),
+			HTTPStatus: 200, FinishReason: "length", UsageReported: true, PromptTokens: 8, CompletionTokens: 41, Output: &o, OutputHash: uint64(10 + i)})
+	}
+	dir := t.TempDir()
+	if _, err := Write(dir, "t.jsonl", FromLoad(Trial{Workload: "w", Concurrency: 1, Index: 1}, recs)); err != nil {
+		t.Fatal(err)
+	}
+	raw, err := os.ReadFile(filepath.Join(dir, "t.jsonl"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	lines := strings.Split(strings.TrimSpace(string(raw)), "\n")
+	if !strings.Contains(lines[0], `"repeated_token":"\u003cunk\u003e","repeated_token_code_points":200`) || strings.Contains(lines[1], "repeated_token") {
+		t.Fatalf("records:\n%s", raw)
+	}
+	back, _, err := Read(filepath.Join(dir, "t.jsonl"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var again []load.RequestResult
+	for _, l := range back {
+		again = append(again, l.RequestResult())
+	}
+	counts, kinds := metrics.JudgeOutputs(again)
+	if counts != (results.DegenerateOutputs{Requests: 1, Checked: 2, RepeatedToken: 1}) || kinds[0] != degenerate.RepeatedToken {
+		t.Errorf("judged from the file: %+v %v", counts, kinds)
+	}
+}

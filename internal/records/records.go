@@ -64,6 +64,11 @@ type Line struct {
 	DominantCodePoint  *string `json:"dominant_code_point,omitempty"`
 	DominantCodePoints *int    `json:"dominant_code_points,omitempty"`
 	OutputHead         *string `json:"output_head,omitempty"`
+	// The unit the output repeated back to back the most in a special token's shape
+	// ("<unk>") and the code points its repetition covered (degenerate.Output Token and
+	// TokenN), only on a line whose output has one: the repeated-token rule reads them.
+	RepeatedToken           *string `json:"repeated_token,omitempty"`
+	RepeatedTokenCodePoints *int    `json:"repeated_token_code_points,omitempty"`
 
 	// ChunkOffsetsNs is each content chunk's arrival after sent_ns. With record_chunk_times
 	// every line has it ([] for a request that streamed nothing); without, no line does: nil
@@ -150,6 +155,9 @@ func FromLoad(t Trial, recs []load.RequestResult) []Line {
 			if o.DominantN > 0 {
 				l.DominantCodePoint = ptr(string(o.Dominant))
 			}
+			if o.TokenN > 0 {
+				l.RepeatedToken, l.RepeatedTokenCodePoints = ptr(o.Token), ptr(o.TokenN)
+			}
 		}
 		if r.HTTPStatus != 0 {
 			l.HTTPStatus = ptr(r.HTTPStatus)
@@ -218,7 +226,8 @@ func (l Line) RequestResult() load.RequestResult {
 	r.CachedTokens = l.CachedTokens
 	if l.OutputRecorded() {
 		r.PromptHash, r.OutputHash = unhash(l.PromptHash), unhash(l.OutputHash)
-		r.Output = &degenerate.Output{CodePoints: *l.OutputCodePoints, DominantN: deref(l.DominantCodePoints), Head: deref(l.OutputHead)}
+		r.Output = &degenerate.Output{CodePoints: *l.OutputCodePoints, DominantN: deref(l.DominantCodePoints), Head: deref(l.OutputHead),
+			Token: deref(l.RepeatedToken), TokenN: deref(l.RepeatedTokenCodePoints)}
 		if d := deref(l.DominantCodePoint); d != "" {
 			r.Output.Dominant, _ = utf8.DecodeRuneInString(d)
 		}
@@ -366,6 +375,10 @@ func (l Line) appendJSON(b []byte) []byte {
 		b = optStr(b, `,"dominant_code_point":`, l.DominantCodePoint)
 		b = optSmall(b, `,"dominant_code_points":`, l.DominantCodePoints)
 		b = optStr(b, `,"output_head":`, l.OutputHead)
+		if l.RepeatedToken != nil { // only where the output repeats a unit
+			b = optStr(b, `,"repeated_token":`, l.RepeatedToken)
+			b = optSmall(b, `,"repeated_token_code_points":`, l.RepeatedTokenCodePoints)
+		}
 	}
 	if l.ChunkOffsetsNs != nil {
 		b = append(b, `,"chunk_offsets_ns":[`...)

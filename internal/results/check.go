@@ -333,9 +333,9 @@ func (r *reader) checkTrialFace(p string, objectives []SLO, t Trial) {
 			r.fail(joinKey(dp, "checked"), "%d judged outputs in a trial of %d measured requests (profiling_records)", d.Checked, c.ProfilingRecords)
 		case d.Requests > d.Checked:
 			r.fail(joinKey(dp, "requests"), "%d degenerate outputs of %d judged (checked)", d.Requests, d.Checked)
-		case max(d.Empty, d.RepeatedCodePoint, d.IdenticalAcrossPrompts) > d.Requests || min(d.Empty, d.RepeatedCodePoint, d.IdenticalAcrossPrompts) < 0:
-			r.fail(dp, "a rule's count (%d empty, %d repeated_code_point, %d identical_across_prompts) is negative or above the degenerate requests (%d)",
-				d.Empty, d.RepeatedCodePoint, d.IdenticalAcrossPrompts, d.Requests)
+		case max(d.Empty, d.RepeatedCodePoint, d.IdenticalAcrossPrompts, d.RepeatedToken) > d.Requests || min(d.Empty, d.RepeatedCodePoint, d.IdenticalAcrossPrompts, d.RepeatedToken) < 0:
+			r.fail(dp, "a rule's count (%d empty, %d repeated_code_point, %d identical_across_prompts, %d repeated_token) is negative or above the degenerate requests (%d)",
+				d.Empty, d.RepeatedCodePoint, d.IdenticalAcrossPrompts, d.RepeatedToken, d.Requests)
 		}
 	}
 	if c.HTTP200 > c.ProfilingRecords+c.WarmupRecords {

@@ -471,7 +471,12 @@ func (r *reader) correctness(o *object) Correctness {
 	o.optionalValue("requests_cached_beyond_shared_prefix", &c.RequestsCachedBeyondSharedPrefix)
 	if v, p := o.optional("degenerate_outputs"); v != nil {
 		if do := r.asObject(p, v); do != nil {
-			d := plainBlock[DegenerateOutputs](do)
+			var d DegenerateOutputs
+			if do != nil {
+				do.plain(&d)
+				do.optionalValue("repeated_token", &d.RepeatedToken)
+				do.finish()
+			}
 			c.DegenerateOutputs = &d
 		}
 	}

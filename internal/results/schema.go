@@ -451,6 +451,10 @@ type DegenerateOutputs struct {
 	// IdenticalAcrossPrompts: an output of 128 code points or more that another prompt got
 	// byte for byte.
 	IdenticalAcrossPrompts int `json:"identical_across_prompts"`
+	// RepeatedToken: a special token's shape ("<unk>", "[PAD]": 2 to 16 code points, no
+	// whitespace, ASCII punctuation) repeated back to back for 80 % or more of an output of 16
+	// code points or more. Additive: absent when 0, as in documents from before the rule.
+	RepeatedToken int `json:"repeated_token,omitempty"`
 }
 
 // Most reports whether most of the judged outputs were degenerate, which makes the trial an

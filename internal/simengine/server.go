@@ -127,9 +127,9 @@ func NewServer(opts Options) (*Server, error) {
 		opts.DefaultMaxTokens = 128
 	}
 	switch opts.OutputFault {
-	case "", OutputExclamation, OutputEmpty, OutputSame:
+	case "", OutputExclamation, OutputEmpty, OutputSame, OutputUnknownToken:
 	default:
-		return nil, fmt.Errorf("simengine: unknown output fault %q (exclamation, empty or same)", opts.OutputFault)
+		return nil, fmt.Errorf("simengine: unknown output fault %q (exclamation, empty, same or unk)", opts.OutputFault)
 	}
 	if opts.Version == "" {
 		opts.Version = "simengine-1"

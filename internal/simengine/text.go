@@ -70,6 +70,9 @@ const (
 	OutputEmpty OutputFault = "empty"
 	// OutputSame: the same text for every prompt.
 	OutputSame OutputFault = "same"
+	// OutputUnknownToken: every token is "<unk>", what a server whose tokenizer and model
+	// disagree (a vocabulary that lost its merges) detokenizes to.
+	OutputUnknownToken OutputFault = "unk"
 )
 
 // word is the generator of a request's i-th token under fault f: outputWord, unless the
@@ -82,6 +85,8 @@ func (f OutputFault) word(seed uint64, i int) string {
 		return ""
 	case OutputSame:
 		return outputWord(0, i)
+	case OutputUnknownToken:
+		return "<unk>"
 	}
 	return outputWord(seed, i)
 }
