@@ -8,6 +8,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/llmserve/terraform-provider-llmserve/internal/degenerate"
 	"github.com/llmserve/terraform-provider-llmserve/internal/engine"
 	"github.com/llmserve/terraform-provider-llmserve/internal/load"
 	"github.com/llmserve/terraform-provider-llmserve/internal/metrics"
@@ -208,6 +209,11 @@ func (s *session) checkStreaming(ctx context.Context) error {
 		return fmt.Errorf("preflight request: HTTP 404: the server has no %s endpoint or does not serve model %q; check api and model", s.cfg.API, s.cfg.Model)
 	case !r.OK():
 		return fmt.Errorf("preflight request failed (HTTP %d): %s", r.HTTPStatus, r.Err)
+	case r.FirstContent.IsZero() && r.UsageReported && r.CompletionTokens > 0:
+		// It streams, and says it generated: its text is what is broken, not its streaming.
+		return fmt.Errorf("preflight request: degenerate output (%s): the server streams and counts tokens but sends no text; "+
+			"its model or kernels are broken (see correctness.degenerate_outputs in the results schema guide), so it has no capacity to measure; check its logs",
+			degenerate.Output{}.Describe(degenerate.Empty, r.CompletionTokens))
 	case r.FirstContent.IsZero():
 		return errors.New("preflight request: the server streamed no content chunk; it must support \"stream\": true")
 	case !r.UsageReported:

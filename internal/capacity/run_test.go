@@ -162,6 +162,22 @@ func TestRunPreflightDiagnostics(t *testing.T) {
 			http.NotFound(w, r)
 		}
 	})
+	// Issue 39: chunks with empty content while usage counts 24 completion tokens. It streams:
+	// its output is what is broken.
+	emptyChunks := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		switch r.URL.Path {
+		case "/v1/models":
+			w.Write([]byte(`{"data":[{"id":"sim"}]}`))
+		case "/v1/chat/completions":
+			w.Header().Set("Content-Type", "text/event-stream")
+			for range 24 {
+				w.Write([]byte("data: {\"choices\":[{\"delta\":{\"content\":\"\"}}]}\n\n"))
+			}
+			w.Write([]byte("data: {\"choices\":[{\"delta\":{},\"finish_reason\":\"length\"}],\"usage\":{\"prompt_tokens\":3,\"completion_tokens\":24}}\n\ndata: [DONE]\n\n"))
+		default:
+			http.NotFound(w, r)
+		}
+	})
 	cases := []struct {
 		name    string
 		handler http.Handler
@@ -172,7 +188,9 @@ func TestRunPreflightDiagnostics(t *testing.T) {
 		{"missing api key", twoSlotEngine(t, simengine.Options{APIKey: "right"}), nil, "api_key is missing or wrong"},
 		{"unknown model", twoSlotEngine(t, simengine.Options{}), func(c *Config) { c.Model = "llama" }, `set model to one of them`},
 		{"no usage", noUsage, func(c *Config) { c.CacheFlush = "none" }, "sent no usage"},
-		{"not streaming", notStreaming, func(c *Config) { c.CacheFlush = "none" }, "preflight"},
+		{"not streaming", notStreaming, func(c *Config) { c.CacheFlush = "none" }, "is the server streaming?"},
+		{"empty chunks with tokens counted", emptyChunks, func(c *Config) { c.CacheFlush = "none" },
+			"preflight request: degenerate output (empty output although the server counted 24 completion tokens): the server streams and counts tokens but sends no text"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {

@@ -56,7 +56,8 @@ func TestCheck(t *testing.T) {
 // Recorded long outputs of healthy servers pass, greedy decoding's phrase loops included
 // (testdata/healthy: the tiny llama.cpp model's greedy outputs of 512 tokens, and the loops
 // greedy decoding falls into: a word, a sentence, a five-word phrase, a numbered list,
-// indented code and JSON, a table, CJK); the broken ones of testdata/degenerate fail, the
+// indented code and JSON, a table, CJK, and loops full of brackets and punctuation that are
+// no special token: HTML rows, citations, array indexes, generic types); the broken ones of testdata/degenerate fail, the
 // special tokens repeated (repeated-token-*) by the repeated-token rule. Each
 // is also streamed in chunks of every size from 1 to 7 bytes, splitting code points, and
 // must give the same Output as the whole text.
