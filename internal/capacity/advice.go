@@ -39,14 +39,16 @@ func (c Config) RunWarnings() []problem.Problem {
 }
 
 // ResultWarnings are what a finished run's document asks the user to look at: a workload
-// whose numbers are the edge of the search rather than its capacity (at its
-// capacity_bounded_by_search key), and trials served from a cache that should have been
-// cold (the whole run: no single setting is to blame).
+// whose load generator was the bottleneck (no capacity of the server reported from there
+// up: the fix for where the load ran), a workload whose numbers are the edge of the search
+// rather than its capacity (at its capacity_bounded_by_search key), and trials served from a
+// cache that should have been cold (the whole run: no single setting is to blame).
 func (c Config) ResultWarnings(doc *results.Document) []problem.Problem {
 	var out []problem.Problem
 	if doc == nil {
 		return nil
 	}
+	out = append(out, clientBoundWarnings(doc)...)
 	for _, w := range doc.Workloads {
 		if w.SearchBound() == results.BoundNone {
 			if w.MaximumPassingConcurrency == nil && w.FirstFailingConcurrency != nil {

@@ -43,9 +43,9 @@ func (a concurrencyAxis) search(ctx context.Context, r *trialRunner) (search.Res
 	s, w := r.s, r.w
 	var history []outcome
 	for _, t := range s.cfg.History {
-		// A trial whose requests failed is measured again: the run is resumed because
-		// something went wrong, and the failure may have been the server's, not the load's.
-		if t.Workload == w.Label && t.Errors == 0 && t.Kind != kindComparison {
+		// A trial whose requests failed, or whose client was the bottleneck, is measured
+		// again (remeasured); a comparison's trials are not the search's.
+		if t.Workload == w.Label && !t.remeasured() && t.Kind != kindComparison {
 			history = append(history, t.outcome())
 		}
 	}
@@ -58,8 +58,14 @@ func (a concurrencyAxis) search(ctx context.Context, r *trialRunner) (search.Res
 		GuardBand:          guardBand,
 		Progress:           func(o outcome) { r.finished(o, r.entry(o)) },
 	}, search.RunnerFuncOf[*results.Trial](func(ctx context.Context, q search.Request) (outcome, error) {
-		return r.run(ctx, trialAt{Kind: q.Kind, Index: q.Index, Level: q.Concurrency, Value: float64(q.Concurrency)})
+		return r.runJudgeable(ctx, trialAt{Kind: q.Kind, Index: q.Index, Level: q.Concurrency, Value: float64(q.Concurrency)})
 	}))
+	if all, ok := endsClientBound(err, res.All); ok {
+		// The search cannot judge the server past a client-bound level: the workload ends
+		// there, its boundary what the trials below it say (DeriveHeadline).
+		res = search.ResultOf[*results.Trial]{All: all, NonMonotone: res.NonMonotone}
+		return res, workloadResult(w, nil, nil, all), nil
+	}
 	if err != nil {
 		return res, results.Workload{}, err
 	}
@@ -77,8 +83,11 @@ func closedLoopNotes(out *results.Workload, res search.ResultOf[*results.Trial],
 		out.Notes = append(out.Notes, n)
 	}
 	for _, o := range res.All {
-		if t := o.Detail; t != nil && o.Failed > 0 {
+		if t := o.Detail; t != nil && o.Failed > 0 && !t.ClientBound() {
 			out.Notes = append(out.Notes, failedNote(o, t, at(o.Concurrency)))
+		}
+		if t := o.Detail; t != nil && t.ClientBound() {
+			out.Notes = append(out.Notes, clientBoundNote(o, at(o.Concurrency)))
 		}
 	}
 }

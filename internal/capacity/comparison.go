@@ -64,7 +64,9 @@ func (r *trialRunner) comparisonTrial(ctx context.Context, level float64, index 
 	o, e, ok := r.reusedComparison(at)
 	if !ok {
 		var err error
-		if o, err = r.run(ctx, at); err != nil {
+		// A comparison cannot weigh a trial that measured its client: one client-bound
+		// twice stops the run with the figures (runJudgeable).
+		if o, err = r.runJudgeable(ctx, at); err != nil {
 			return results.Trial{}, err
 		}
 		o.Request = req

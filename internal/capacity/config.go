@@ -108,6 +108,9 @@ type Config struct {
 	// the load axis Check picked from it (runAxis).
 	checked bool
 	axis    axis
+	// sampleCPU reads the load generator's CPU around each trial's load; nil reads this
+	// process's (sampleCPU). Tests starve a client with their own readings.
+	sampleCPU func() cpuSample
 }
 
 // Workload is one input/output shape to find the boundary for.

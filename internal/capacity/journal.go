@@ -34,8 +34,9 @@ type JournalEntry struct {
 	Speedup     float64   `json:"speedup,omitempty"` // a replay trial's speedup; Rate is then the trace's mean rate times it
 	Kind        string    `json:"kind"`              // probe | confirmation | comparison | run_completed
 	Index       int       `json:"index"`             // 1-based confirmation (or comparison) trial number at its level; 1 for probes
-	// Verdict is pass, fail (an objective was missed) or error (requests failed); written
-	// for readers, Pass and Errors are what a resumed run reads.
+	// Verdict is pass, fail (an objective was missed), error (requests failed) or
+	// client_bound (the load generator was the bottleneck: Metrics.Client); written for
+	// readers, Pass, Errors and the client block are what a resumed run reads.
 	Verdict     string  `json:"verdict,omitempty"`
 	DurationS   float64 `json:"duration_s,omitempty"` // the trial's wall-clock, preparation included
 	Pass        bool    `json:"pass"`
@@ -118,9 +119,19 @@ func sloFields(rs []results.SLOResult) []string {
 	return out
 }
 
-// verdict is pass, fail (an objective was missed) or error (requests failed).
+// clientBound says the trial's load generator was the bottleneck (its metrics' client block).
+func (t JournalEntry) clientBound() bool { return t.Metrics != nil && t.Metrics.ClientBound() }
+
+// remeasured says a resumed run measures the trial again rather than reusing it: its
+// requests failed (the failure may have been the server's, not the load's), or its load
+// generator was the bottleneck (it measured the client, and the client may have more CPU now).
+func (t JournalEntry) remeasured() bool { return t.Errors > 0 || t.clientBound() }
+
+// verdict is pass, fail (an objective was missed), error (requests failed) or client_bound.
 func (t JournalEntry) verdict() string {
 	switch {
+	case t.clientBound():
+		return results.VerdictClientBound
 	case t.Pass:
 		return "pass"
 	case t.Errors > 0:

@@ -40,7 +40,8 @@ func (t JournalEntry) key() journalKey {
 
 // vetHistory keeps the trials of history (line numbers in lines) that are consistent with
 // themselves and with cfg, and returns the others as suspect lines. Trials whose requests
-// failed are kept as they are: the run measures them again whatever they say.
+// failed, or whose client was the bottleneck, are kept as they are: the run measures them
+// again whatever they say.
 //
 // Two error-free lines of the same trial (workload, level, kind and index) are both set
 // aside: a run never records a trial twice (a reused trial is not written again, and only
@@ -52,7 +53,7 @@ func vetHistory(history []JournalEntry, lines []int, cfg Config) ([]JournalEntry
 	why := make([]string, len(history))
 	copies := map[journalKey][]int{}
 	for i, t := range history {
-		if t.Errors > 0 {
+		if t.remeasured() {
 			continue
 		}
 		why[i] = t.inconsistency(cfg, objectives)

@@ -146,7 +146,7 @@ func (b openLoopBase) offLadder(value float64, name string) string {
 func history(a onLadder, entries []JournalEntry, label string) []rateOutcome {
 	var out []rateOutcome
 	for _, t := range entries {
-		if t.Workload == label && a.rung(t) > 0 && t.Errors == 0 && t.Kind != kindComparison {
+		if t.Workload == label && a.rung(t) > 0 && !t.remeasured() && t.Kind != kindComparison {
 			out = append(out, rateOutcome{OutcomeOf: t.outcome(), Rate: a.rung(t)})
 		}
 	}
@@ -180,12 +180,14 @@ func measureLadder(ctx context.Context, r *trialRunner, a onLadder, ol OpenLoop,
 			r.finished(o.OutcomeOf, e)
 		},
 	}, func(ctx context.Context, q search.RateRequest) (outcome, error) {
-		at := trialAt{Kind: q.Kind, Index: q.Index, Value: q.Rate}
-		return onceMoreOnScheduleFault(ctx, q, func(ctx context.Context, _ search.RateRequest) (outcome, error) { return r.run(ctx, at) },
-			func(err error) {
-				s.tracker.sayf("%s: the trial at %.4g requests/s runs again: %v", w.Label, q.Rate, err)
-			})
+		return r.runJudgeable(ctx, trialAt{Kind: q.Kind, Index: q.Index, Value: q.Rate})
 	})
+	if cb := (*clientBoundError)(nil); errors.As(err, &cb) {
+		// The search cannot judge the server past a client-bound rate: the workload ends
+		// there, its boundary what the trials below it say (DeriveHeadline).
+		res = search.RateResultOf[*results.Trial]{All: append(res.All, rateOutcome{OutcomeOf: cb.trial, Rate: cb.at.Value}), NonMonotone: res.NonMonotone}
+		err = nil
+	}
 	if err != nil {
 		return results.Workload{}, err
 	}
@@ -212,8 +214,11 @@ func measureLadder(ctx context.Context, r *trialRunner, a onLadder, ol OpenLoop,
 		out.Notes = append(out.Notes, n)
 	}
 	for _, o := range res.All {
-		if t := o.Detail; t != nil && o.Failed > 0 {
+		if t := o.Detail; t != nil && o.Failed > 0 && !t.ClientBound() {
 			out.Notes = append(out.Notes, failedNote(o.OutcomeOf, t, rateLevel(t)))
+		}
+		if t := o.Detail; t != nil && t.ClientBound() {
+			out.Notes = append(out.Notes, clientBoundNote(o.OutcomeOf, rateLevel(t)))
 		}
 	}
 	return out, nil
@@ -243,19 +248,6 @@ func rateBoundNote(w results.Workload) string {
 		return fmt.Sprintf("even the lowest rate tried, %.4g requests/s, failed: capacity is below it; lower search.rate.min to find the boundary", r)
 	}
 	return ""
-}
-
-// onceMoreOnScheduleFault runs a schedule trial again, once, when its client could not keep
-// the schedule: that trial measured the client, not the server, and nothing of it was kept,
-// so a passing stall of a shared machine costs one trial instead of the run, while a client
-// that is too slow for the rate still stops the run with the reason.
-func onceMoreOnScheduleFault[O any](ctx context.Context, q search.RateRequest, run func(context.Context, search.RateRequest) (O, error), say func(error)) (O, error) {
-	out, err := run(ctx, q)
-	if late := (*load.ScheduleError)(nil); errors.As(err, &late) && ctx.Err() == nil {
-		say(err)
-		out, err = run(ctx, q)
-	}
-	return out, err
 }
 
 // driveOnSchedule sends one trial's prompts on schedule (warmups first: they run into the

@@ -85,7 +85,8 @@ type Resumed struct {
 	File      string
 	Trials    int      // finished trials reused instead of measured again
 	Workloads []string // the workloads they belong to, in order
-	// Remeasured counts journaled trials whose requests failed: kept as a record, measured again.
+	// Remeasured counts journaled trials whose requests failed, or whose load generator was
+	// the bottleneck: kept as a record, measured again.
 	Remeasured int
 	// Ignored says why lines of the journal were not used (another configuration, damaged).
 	Ignored []string
@@ -108,7 +109,7 @@ func (r Resumed) Summary() string {
 	s := fmt.Sprintf("resumed %d finished %s from %s (%s %s) instead of measuring %s again; measured the rest",
 		r.Trials, plural(r.Trials, "trial", "trials"), r.File, noun, strings.Join(quoted, ", "), plural(r.Trials, "it", "them"))
 	if r.Remeasured > 0 {
-		s += fmt.Sprintf("; %d journaled %s with failed requests measured again", r.Remeasured, plural(r.Remeasured, "trial", "trials"))
+		s += fmt.Sprintf("; %d journaled %s with failed requests or a client-bound load generator measured again", r.Remeasured, plural(r.Remeasured, "trial", "trials"))
 	}
 	return s
 }
@@ -238,7 +239,7 @@ func Resume(ctx context.Context, cfg Config, files Files) (Report, error) {
 	}
 	rep.Resumed.Ignored = journal.Ignored()
 	for _, t := range journal.History() {
-		if t.Errors > 0 {
+		if t.remeasured() {
 			rep.Resumed.Remeasured++
 		}
 	}

@@ -59,7 +59,7 @@ func (r *trialRunner) run(ctx context.Context, at trialAt) (outcome, error) {
 		return outcome{}, err
 	}
 	s.tracker.enter(ax.loadStep())
-	run, seen, host, err := r.load(ctx, at, prompts, clock)
+	run, seen, host, cpu, err := r.load(ctx, at, prompts, clock)
 	if err != nil {
 		return outcome{}, err
 	}
@@ -69,6 +69,17 @@ func (r *trialRunner) run(ctx context.Context, at trialAt) (outcome, error) {
 		return outcome{}, err
 	}
 	trial.Host = host
+	rate := 0.0 // the schedule an open-loop trial's sends must keep
+	if run.openLoop != nil {
+		rate = run.openLoop.Rate
+	}
+	trial.Client = metrics.ClientTrial(load.MeasureSelfDelay(run.res.Requests), cpu, s.slos(), rate)
+	if trial.ClientBound() {
+		// What the client measured of itself outweighs what it measured of the server:
+		// requests that failed or timed out behind a starved client are no proof that the
+		// server fails.
+		abort = nil
+	}
 	if err := r.keepRecords(at, trial, run.res.Requests); err != nil {
 		return outcome{}, err
 	}
@@ -77,20 +88,31 @@ func (r *trialRunner) run(ctx context.Context, at trialAt) (outcome, error) {
 	timing := clock.timing
 	trial.Timing = &timing
 	out.Detail = trial
+	if trial.ClientBound() {
+		// The search cannot judge it: it goes out as an error, journaled by runJudgeable
+		// if it ends the search.
+		out.Request = search.Request{Concurrency: at.Level, Kind: at.Kind, Index: at.Index}
+		return outcome{}, &clientBoundError{trial: out, at: at, where: ax.where(at)}
+	}
 	if abort != nil {
 		// The search never sees this outcome, so it journals it here; a resumed run measures
 		// it again, as every trial whose requests failed.
 		out.Request = search.Request{Concurrency: at.Level, Kind: at.Kind, Index: at.Index}
-		e := r.entry(out)
-		if at.Comparison {
-			e.Kind = kindComparison
-		}
-		ax.mark(&e, r.w, at.Value)
-		r.finished(out, e)
+		r.journalUnseen(out, at)
 		s.tracker.begin(r.w.Label, ax.where(at), at) // the run stops in this trial: its message names it
 		return outcome{}, abort
 	}
 	return out, nil
+}
+
+// journalUnseen journals a trial the search never sees, and writes its progress line.
+func (r *trialRunner) journalUnseen(o outcome, at trialAt) {
+	e := r.entry(o)
+	if at.Comparison {
+		e.Kind = kindComparison
+	}
+	r.s.axis.mark(&e, r.w, at.Value)
+	r.finished(o, e)
 }
 
 // finished journals a trial the search used, measured now or reused from the journal (the
@@ -167,15 +189,19 @@ type driven struct {
 }
 
 // load sends the trial's load through the axis, with its watchers started before and
-// finished after; host is the machine's load over it.
-func (r *trialRunner) load(ctx context.Context, at trialAt, prompts trialPhases, clock *trialClock) (run driven, seen observed, host *results.HostLoad, err error) {
+// finished after; host is the machine's load over it, cpu the load generator's process's.
+func (r *trialRunner) load(ctx context.Context, at trialAt, prompts trialPhases, clock *trialClock) (run driven, seen observed, host *results.HostLoad, cpu *results.ClientCPU, err error) {
 	t0 := time.Now()
 	watchers := r.startWatchers(ctx)
-	hostStart := sampleHost()
+	readCPU := sampleCPU
+	if r.s.cfg.sampleCPU != nil {
+		readCPU = r.s.cfg.sampleCPU
+	}
+	hostStart, cpuStart := sampleHost(), readCPU()
 	loadStart := time.Now()
 	run, err = r.s.axis.drive(ctx, r, at, prompts, func() { watchers.markMeasured(ctx) })
 	loadEnd := time.Now()
-	host = hostLoad(hostStart, sampleHost())
+	host, cpu = hostLoad(hostStart, sampleHost()), clientCPU(cpuStart, readCPU())
 	seen = watchers.finish(ctx)
 	clock.timing.ServerScrapeS = seconds(loadStart.Sub(t0) + time.Since(loadEnd))
 	res := run.res
@@ -187,7 +213,7 @@ func (r *trialRunner) load(ctx context.Context, at trialAt, prompts trialPhases,
 	} else {
 		clock.timing.WarmupS = seconds(loadEnd.Sub(loadStart))
 	}
-	return run, seen, host, err
+	return run, seen, host, cpu, err
 }
 
 // judge turns the load into the search's outcome and the trial's metrics. abort is
@@ -398,7 +424,6 @@ func (r *trialRunner) entry(o outcome) JournalEntry {
 		DecidedEarly: o.DecidedEarly, ValueIsBound: o.DecidedEarly && !o.Pass && o.Failed == 0, CostS: o.Cost,
 		Errors: o.Failed,
 	}
-	t.Verdict = t.verdict()
 	if m := o.Detail; m != nil {
 		if m.Timing != nil {
 			t.DurationS = m.Timing.TotalS
@@ -408,6 +433,7 @@ func (r *trialRunner) entry(o outcome) JournalEntry {
 		t.ErrorSummary = m.ErrorSummary
 		t.Requests = m.Correctness.WarmupRecords + m.Correctness.ProfilingRecords
 	}
+	t.Verdict = t.verdict()
 	return t
 }
 

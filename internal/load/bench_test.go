@@ -44,6 +44,10 @@ func TestMain(m *testing.M) {
 		runBurstServer(n)
 		return
 	}
+	if n, err := strconv.Atoi(os.Getenv(ceilingServerEnv)); err == nil && n > 0 {
+		runCeilingServer(n)
+		return
+	}
 	os.Exit(m.Run())
 }
 
@@ -186,7 +190,12 @@ func fidelityHandler(n int, emitted func(prompt string, at time.Time)) http.Hand
 // a child process, so a benchmark measures the client alone. It returns the server's base
 // URL and a stop that closes the child's stdin, which makes it exit, and waits for it.
 func startServerProcess(b *testing.B, env string) (base string, stop func()) {
-	cmd := exec.Command(os.Args[0], "-test.run=^$")
+	return startServerCommand(b, exec.Command(os.Args[0], "-test.run=^$"), env)
+}
+
+// startServerCommand is startServerProcess with the command that runs this test binary
+// given (under taskset, say).
+func startServerCommand(b *testing.B, cmd *exec.Cmd, env string) (base string, stop func()) {
 	cmd.Env = append(os.Environ(), env)
 	stdin, _ := cmd.StdinPipe()
 	stdout, _ := cmd.StdoutPipe()

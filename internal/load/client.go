@@ -176,11 +176,21 @@ func NewClient(cfg ClientConfig) (*Client, error) {
 
 // NewTransport returns the transport measured requests use: a fresh connection per request
 // (see the package notes), no response compression (a gzip layer buffers stream chunks), no
-// proxy from the environment (a proxy in the path would be measured too), and small buffers
-// because one benchmark may hold thousands of streams open.
+// proxy from the environment (a proxy in the path would be measured too), small buffers
+// because one benchmark may hold thousands of streams open, and reads timed against the
+// kernel's receive timestamps where it gives them (RequestResult.ReadLagMax).
 func NewTransport() *http.Transport {
+	dialer := &net.Dialer{Timeout: 30 * time.Second, KeepAlive: 30 * time.Second}
 	return &http.Transport{
-		DialContext:         (&net.Dialer{Timeout: 30 * time.Second, KeepAlive: 30 * time.Second}).DialContext,
+		// Each connection times its reads (readlag.go): how long its data waited in the
+		// socket before the client took it.
+		DialContext: func(ctx context.Context, network, addr string) (net.Conn, error) {
+			conn, err := dialer.DialContext(ctx, network, addr)
+			if err != nil {
+				return nil, err
+			}
+			return timeReads(conn), nil
+		},
 		DisableKeepAlives:   true,
 		DisableCompression:  true,
 		MaxIdleConnsPerHost: -1,
@@ -204,6 +214,9 @@ type Request struct {
 	// OnSent, when set, is called from the request's goroutine with the Sent timestamp as
 	// soon as the request is about to be written, so a runner knows how long it has waited.
 	OnSent func(sent time.Time)
+	// Ready is when the runner was ready to send it (RequestResult.Ready), so the client's
+	// own delay in sending it is measured (RequestResult.SendDelay); zero when it has none.
+	Ready time.Time
 
 	// History is what a conversation sent and received before this turn (a system prompt,
 	// earlier user messages, the server's answers), sent as chat messages before Prompt,
@@ -251,7 +264,7 @@ var (
 )
 
 func (c *Client) stream(ctx context.Context, req Request) RequestResult {
-	rec := RequestResult{Prompt: req.Prompt, PromptHash: fnv1a(req.Prompt), RequestedOutputTokens: req.MaxTokens}
+	rec := RequestResult{Prompt: req.Prompt, PromptHash: fnv1a(req.Prompt), RequestedOutputTokens: req.MaxTokens, Ready: req.Ready}
 
 	body, err := c.body(req.History, req.Prompt, req.MaxTokens)
 	if err != nil {
@@ -289,8 +302,16 @@ func (c *Client) stream(ctx context.Context, req Request) RequestResult {
 	// connect starts are kept per address: the one that connects reports its own time.
 	var connectStarts sync.Map // network+" "+address → time.Time
 	var tlsStart time.Time
-	var connect, handshake atomic.Int64
+	var lookupStart, lookup, connect, handshake atomic.Int64
+	var reads *timedReads // the connection's read timing, when the transport keeps one
+	origin := time.Now()
 	trace := &httptrace.ClientTrace{
+		DNSStart: func(httptrace.DNSStartInfo) { lookupStart.Store(int64(time.Since(origin)) + 1) },
+		DNSDone: func(httptrace.DNSDoneInfo) {
+			if t := lookupStart.Load(); t != 0 {
+				lookup.Store(int64(time.Since(origin)) + 1 - t)
+			}
+		},
 		ConnectStart: func(network, addr string) { connectStarts.Store(network+" "+addr, time.Now()) },
 		ConnectDone: func(network, addr string, err error) {
 			if start, ok := connectStarts.Load(network + " " + addr); ok && err == nil {
@@ -303,8 +324,12 @@ func (c *Client) stream(ctx context.Context, req Request) RequestResult {
 				handshake.Store(int64(time.Since(tlsStart)))
 			}
 		},
-		GotConn: func(httptrace.GotConnInfo) {
+		GotConn: func(info httptrace.GotConnInfo) {
 			rec.Connect, rec.TLSHandshake = time.Duration(connect.Load()), time.Duration(handshake.Load())
+			rec.Lookup = time.Duration(lookup.Load())
+			if reads = readTiming(info.Conn); reads != nil {
+				reads.reset()
+			}
 			rec.Sent = time.Now()
 			watchdog.kick()
 			if req.OnSent != nil {
@@ -346,6 +371,9 @@ func (c *Client) stream(ctx context.Context, req Request) RequestResult {
 	}
 
 	c.read(ctx, reqCtx, watchdog.reader(resp.Body), resp.Header.Get("Content-Type"), &rec, req)
+	if reads != nil {
+		rec.ReadLagMax, rec.ReadsTimed = reads.worst()
+	}
 	return rec
 }
 

@@ -1,7 +1,6 @@
 package load
 
 import (
-	"fmt"
 	"math"
 	"slices"
 	"time"
@@ -64,8 +63,8 @@ func (r OpenResult) Fidelity() Fidelity {
 	return f
 }
 
-// LatenessLimit is the send lateness (p99) beyond which a client has not kept the schedule
-// of a trial at rate requests per second: a quarter of the mean gap between sends, and never
+// LatenessLimit is the send delay (p99) beyond which a client has not kept the schedule
+// of a trial at rate requests per second (metrics.ClientDelayLimit): a quarter of the mean gap between sends, and never
 // less than 10 ms (operating-system timer wake-ups on a busy machine). Within it, sends keep
 // their order and spacing and the offered rate is the schedule's; past it, sends bunch up
 // behind a client that falls behind, and the server sees another arrival process.
@@ -75,29 +74,6 @@ func LatenessLimit(rate float64) time.Duration {
 		limit = max(limit, time.Duration(float64(time.Second)/rate/4))
 	}
 	return limit
-}
-
-// ScheduleError is a trial whose client did not keep its schedule.
-type ScheduleError struct {
-	Rate            float64 // requests per second
-	P99, Max, Limit time.Duration
-}
-
-func (e *ScheduleError) Error() string {
-	return fmt.Sprintf("the load generator could not keep the schedule of %.4g requests/s: "+
-		"send lateness p99 %s (max %s) is over the %s limit; it measured itself, not the server. "+
-		"Run the benchmark from a less loaded machine, or search lower rates",
-		e.Rate, e.P99.Round(time.Microsecond), e.Max.Round(time.Microsecond), e.Limit)
-}
-
-// ClientFault reports, for a trial at rate requests per second, a schedule the client did
-// not keep (a *ScheduleError): such a trial measured the client, not the server, so it must
-// not be judged.
-func (f Fidelity) ClientFault(rate float64) error {
-	if limit := LatenessLimit(rate); f.LatenessP99 > limit {
-		return &ScheduleError{Rate: rate, P99: f.LatenessP99, Max: f.LatenessMax, Limit: limit}
-	}
-	return nil
 }
 
 // durationPercentile interpolates linearly between closest ranks of sorted values.

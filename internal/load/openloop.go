@@ -123,7 +123,7 @@ func RunOpenTrial(ctx context.Context, s Streamer, spec OpenSpec) (OpenResult, e
 				if sem != nil {
 					defer func() { <-sem }()
 				}
-				req := Request{Prompt: text, MaxTokens: maxTokens}
+				req := Request{Prompt: text, MaxTokens: maxTokens, Ready: due.Add(capWait)}
 				if !warmup {
 					events <- Event{Kind: EventSent, Result: RequestResult{Index: i, Due: due, Dispatched: dispatched, CapWait: capWait}}
 					req.OnFirstContent = func(partial RequestResult) {

@@ -173,7 +173,7 @@ func TestRunOpenTrialValidation(t *testing.T) {
 	}
 }
 
-func TestFidelityClientFault(t *testing.T) {
+func TestFidelityLateness(t *testing.T) {
 	t.Parallel()
 	base := time.Now()
 	res := OpenResult{}
@@ -188,13 +188,6 @@ func TestFidelityClientFault(t *testing.T) {
 	f := res.Fidelity()
 	if f.LatenessP50 != time.Millisecond || f.LatenessMax != 30*time.Millisecond || f.LatenessP99 != 30*time.Millisecond {
 		t.Fatalf("lateness %v / %v / %v", f.LatenessP50, f.LatenessP99, f.LatenessMax)
-	}
-	if err := f.ClientFault(100); err == nil || !strings.Contains(err.Error(), "could not keep the schedule") {
-		t.Errorf("a 30 ms p99 at 100/s must be a client fault, got %v", err)
-	}
-	// At 1/s the limit is a quarter of the 1 s gap: 30 ms late is within it.
-	if err := f.ClientFault(1); err != nil {
-		t.Errorf("at 1/s: %v", err)
 	}
 	if LatenessLimit(1000) != 10*time.Millisecond || LatenessLimit(2) != 125*time.Millisecond {
 		t.Errorf("limits %v, %v", LatenessLimit(1000), LatenessLimit(2))

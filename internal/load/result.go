@@ -37,6 +37,21 @@ type RequestResult struct {
 	// connection); TTFT as AIPerf counts it is TTFT + Connect + TLSHandshake.
 	Connect      time.Duration
 	TLSHandshake time.Duration
+	// Lookup is the name resolution before Sent (zero for an address or a reused connection).
+	Lookup time.Duration
+
+	// Ready is when the runner was ready to send the request (Request.Ready): a closed
+	// loop's slot freeing, an open-loop request's due time plus its wait for the in-flight
+	// cap, a conversation's turn at the end of its think time. Zero when the runner did not
+	// say. SendDelay is what the client itself took from there to sending it.
+	Ready time.Time
+	// ReadLagMax is how far behind the client read its response at worst: the longest time
+	// data had been waiting in the socket's receive queue when a read took it (the kernel's
+	// receive timestamp of the newest data a read returned, against the read's return).
+	// ReadsTimed counts the reads that carried a timestamp; 0 where none could (not Linux,
+	// or a caller's own HTTP client), and then ReadLagMax means nothing.
+	ReadLagMax time.Duration
+	ReadsTimed int
 	// ChunkOffsets are each content chunk's arrival after Sent, when the client records them.
 	ChunkOffsets []time.Duration
 
@@ -86,6 +101,17 @@ type ServerTimings struct {
 	// server reported it).
 	CacheN    int
 	HasCacheN bool
+}
+
+// SendDelay is how long the client took to send the request once the runner was ready to
+// (Ready to Sent), less the connection set-up (name lookup, TCP connect, TLS handshake):
+// those are the network's and the server's, the rest is the client's own. ok is false
+// when the runner gave no Ready or the request was never sent.
+func (r RequestResult) SendDelay() (d time.Duration, ok bool) {
+	if r.Ready.IsZero() || r.Sent.IsZero() {
+		return 0, false
+	}
+	return max(0, r.Sent.Sub(r.Ready)-r.Lookup-r.Connect-r.TLSHandshake), true
 }
 
 // OK reports whether the request completed with HTTP 200 and no transport or stream error.

@@ -227,7 +227,9 @@ func outputTokens(all int, per []int) func(i int) int {
 }
 
 // runPhase keeps c requests in flight over prompts. Each worker takes the next prompt as soon
-// as its previous request ends, which is what makes the loop closed.
+// as its previous request ends, which is what makes the loop closed: its slot is free from
+// then (or from the phase's start), which is when it is ready to send the next
+// (Request.Ready).
 func runPhase(ctx context.Context, s Streamer, c int, prompts []string, offset int, warmup bool,
 	maxTokens func(i int) int, slots []RequestResult, sent []bool, events chan<- Event, flight *inFlight) {
 	if len(prompts) == 0 {
@@ -239,9 +241,11 @@ func runPhase(ctx context.Context, s Streamer, c int, prompts []string, offset i
 	var next atomic.Int64
 	var wg sync.WaitGroup
 	wg.Add(c)
+	start := time.Now()
 	for w := 0; w < c; w++ {
 		go func() {
 			defer wg.Done()
+			free := start
 			for {
 				if ctx.Err() != nil {
 					return
@@ -250,7 +254,7 @@ func runPhase(ctx context.Context, s Streamer, c int, prompts []string, offset i
 				if i >= len(prompts) || ctx.Err() != nil {
 					return
 				}
-				req := Request{Prompt: prompts[i], MaxTokens: maxTokens(i)}
+				req := Request{Prompt: prompts[i], MaxTokens: maxTokens(i), Ready: free}
 				if events != nil {
 					req.OnFirstContent = func(partial RequestResult) {
 						partial.Index, partial.Warmup = offset+i, warmup
@@ -262,6 +266,9 @@ func runPhase(ctx context.Context, s Streamer, c int, prompts []string, offset i
 					req.OnSent = func(at time.Time) { flight.sent(offset+i, at) }
 				}
 				rec := s.Stream(ctx, req)
+				if free = rec.Done; free.IsZero() {
+					free = time.Now()
+				}
 				flight.done(offset + i)
 				rec.Index, rec.Warmup = offset+i, warmup
 				rec.Prompt, rec.RequestedOutputTokens = prompts[i], req.MaxTokens

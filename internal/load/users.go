@@ -175,6 +175,7 @@ func RunUsers(ctx context.Context, st Streamer, spec UsersSpec) (TrialResult, er
 	}
 
 	pause := func(d time.Duration) bool { return enough.Err() == nil && sleep(enough, d) == nil }
+	start := time.Now()
 
 	var wg sync.WaitGroup
 	for u := range spec.Users {
@@ -183,6 +184,14 @@ func RunUsers(ctx context.Context, st Streamer, spec UsersSpec) (TrialResult, er
 			defer wg.Done()
 			rng := splitmix.New(splitmix.Mix(spec.Seed ^ uint64(u+1)*0x9e3779b97f4a7c15))
 			first := time.Duration(uniform(&rng) * float64(spec.Think.Mean))
+			// ready is when the user's next turn is due: its think time after the last
+			// answer (or the trial's start), so a late send is the client's own delay.
+			ready := start.Add(first)
+			think := func() bool {
+				d := spec.Think.Draw(uniform(&rng))
+				ready = ready.Add(d)
+				return pause(d)
+			}
 			if !pause(first) {
 				return
 			}
@@ -195,7 +204,7 @@ func RunUsers(ctx context.Context, st Streamer, spec UsersSpec) (TrialResult, er
 					history = append(history, Message{Role: "system", Content: conv.System})
 				}
 				for k, turn := range conv.Turns {
-					if k > 0 && !pause(spec.Think.Draw(uniform(&rng))) {
+					if k > 0 && !think() {
 						return
 					}
 					slot := -1
@@ -206,11 +215,14 @@ func RunUsers(ctx context.Context, st Streamer, spec UsersSpec) (TrialResult, er
 					} else if enough.Err() != nil {
 						return
 					}
-					req := Request{Prompt: turn.Message, MaxTokens: turn.MaxTokens, History: history, KeepText: true}
+					req := Request{Prompt: turn.Message, MaxTokens: turn.MaxTokens, History: history, KeepText: true, Ready: ready}
 					if slot >= 0 {
 						req.OnFirstContent = func(p RequestResult) { observe(Event{Kind: EventFirstContent, Result: p}) }
 					}
 					rec := st.Stream(runCtx, req)
+					if ready = rec.Done; ready.IsZero() {
+						ready = time.Now()
+					}
 					rec.User, rec.Conversation, rec.Turn = u, id, k+1
 					rec.Warmup = slot < 0
 					if runCtx.Err() != nil && ctx.Err() == nil && rec.Err == "" {
@@ -231,7 +243,7 @@ func RunUsers(ctx context.Context, st Streamer, spec UsersSpec) (TrialResult, er
 					}
 					history = append(history, Message{Role: "user", Content: turn.Message}, Message{Role: "assistant", Content: rec.Text})
 				}
-				if !pause(spec.Think.Draw(uniform(&rng))) {
+				if !think() {
 					return
 				}
 			}

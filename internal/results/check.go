@@ -362,6 +362,20 @@ func (r *reader) checkTrialFace(p string, objectives []SLO, t Trial) {
 		}
 	}
 	r.printable(joinKey(p, "records_file"), t.RecordsFile)
+	if cl := t.Client; cl != nil {
+		// The mark must be what the figures say against the limits the trial states: a
+		// hand-edited bound would move the boundary.
+		if over := cl.Over(); cl.Bound != (len(over) > 0) || stringList(over) != stringList(cl.BoundBy) {
+			r.fail(joinKey(p, "client.bound"), "bound %t with bound_by %s, but the figures past their limits are %s", cl.Bound, stringList(cl.BoundBy), stringList(over))
+		}
+		if cpu := cl.CPU; cpu != nil {
+			switch cpu.Source {
+			case CPUFromCgroupV2, CPUFromCgroupV1, CPUFromProcess:
+			default:
+				r.fail(joinKey(p, "client.cpu.source"), "%s is not one of %s, %s, %s", strconv.QuoteToASCII(cpu.Source), CPUFromCgroupV2, CPUFromCgroupV1, CPUFromProcess)
+			}
+		}
+	}
 	for k, e := range t.ErrorSummary {
 		r.printable(joinKey(joinIndex(joinKey(p, "error_summary"), k), "kind"), e.Kind)
 	}

@@ -208,6 +208,13 @@ func (r *reader) workload(o *object) Workload {
 		}
 	}
 	w.BoundBy = o.optionalStrings("bound_by")
+	if v, p := o.optional("client_bound"); v != nil {
+		if v.kind != kindBool {
+			r.fail(p, "expected boolean, got %s", v.kind)
+		} else if w.ClientBound = v.boolean; !w.ClientBound {
+			o.keepAsWritten("client_bound")
+		}
+	}
 	w.Notes = o.optionalStrings("notes")
 	if v, p := o.optional("trial_disagreements"); v != nil {
 		w.TrialDisagreements = r.trialDisagreements(p, v)
@@ -280,9 +287,9 @@ func (r *reader) trial(o *object) Trial {
 	o.optionalValue("records_sha256", &t.RecordsSHA256)
 	if v, p := o.optional("verdict"); v != nil {
 		switch t.Verdict = r.str(p, v); t.Verdict {
-		case "pass", "fail", "error":
+		case VerdictPass, VerdictFail, VerdictError, VerdictClientBound:
 		default:
-			r.fail(p, "%q is not one of pass, fail, error", t.Verdict)
+			r.fail(p, "%q is not one of pass, fail, error, client_bound", t.Verdict)
 		}
 	}
 	if v, p := o.optional("stopped_early"); v != nil {
@@ -356,8 +363,46 @@ func (r *reader) trial(o *object) Trial {
 			t.Host = &host
 		}
 	}
+	if v, p := o.optional("client"); v != nil {
+		t.Client = r.client(r.asObject(p, v))
+	}
 	o.finish()
 	return t
+}
+
+func (r *reader) client(o *object) *ClientTrial {
+	if o == nil {
+		return nil
+	}
+	var c ClientTrial
+	o.plain(&c)
+	o.optionalValue("schedule_limit_ms", &c.ScheduleLimitMs)
+	for _, lag := range []struct {
+		key string
+		dst **float64
+	}{{"read_lag_mean_ms", &c.ReadLagMeanMs}, {"read_lag_p99_ms", &c.ReadLagP99Ms}, {"read_lag_max_ms", &c.ReadLagMaxMs}} {
+		if v, p := o.optional(lag.key); v != nil {
+			f := r.num(p, v)
+			*lag.dst = &f
+		}
+	}
+	if v, p := o.optional("cpu"); v != nil {
+		if co := r.asObject(p, v); co != nil {
+			var cpu ClientCPU
+			co.plain(&cpu)
+			if tv, tp := co.optional("throttling"); tv != nil {
+				if to := r.asObject(tp, tv); to != nil {
+					th := plainBlock[CPUThrottling](to)
+					cpu.Throttling = &th
+				}
+			}
+			co.finish()
+			c.CPU = &cpu
+		}
+	}
+	c.BoundBy = o.optionalStrings("bound_by")
+	o.finish()
+	return &c
 }
 
 func (r *reader) replicaChecks(path string, v *node) []ReplicaCheck {

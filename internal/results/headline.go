@@ -35,6 +35,10 @@ type Headline struct {
 	BoundBy []string
 	// Verdicts are the verdict of each entry of the workload's trials (AllTrials), in order.
 	Verdicts []string
+	// ClientBound says a trial's load generator was the bottleneck (verdict client_bound)
+	// at or below the levels that would otherwise be the boundary: no level from there up
+	// is a capacity of the server (client_bound).
+	ClientBound bool
 }
 
 // BoundByErrors is the bound_by entry that says requests failed.
@@ -47,6 +51,9 @@ const (
 	VerdictFail    = "fail"
 	VerdictError   = "error"
 	VerdictUnknown = "n/a"
+	// VerdictClientBound: the load generator was the bottleneck (Trial.Client), so the
+	// trial says nothing of the server, pass or fail.
+	VerdictClientBound = "client_bound"
 )
 
 // Met says whether trial t met objective s, from what the trial records: ok is false when
@@ -83,13 +90,17 @@ func (s SLO) Met(t Trial) (met, ok bool) {
 	return s.Meets(v), true
 }
 
-// Verdict is one trial's verdict against every objective: "error" when measured requests
+// Verdict is one trial's verdict against every objective: "client_bound" when its load
+// generator was the bottleneck (ClientTrial.Bound), whatever it measured; "error" when measured requests
 // failed or most outputs were degenerate (DegenerateOutputs.Most), whatever the percentiles of the successful ones say (the benchmark never passes
 // such a trial, and calls it the server's failure rather than an objective's miss); else
 // "fail" when an objective was missed (see SLO.Met) or a probe was cut short without a
 // value; else "pass", or "n/a" when an objective cannot be judged from what the trial
 // recorded.
 func Verdict(slos []SLO, t Trial) string {
+	if t.ClientBound() {
+		return VerdictClientBound
+	}
 	if t.Correctness.Errors > 0 || t.Correctness.DegenerateOutputs.Most() {
 		return VerdictError
 	}
@@ -163,7 +174,7 @@ func DeriveHeadline(objectives []SLO, w Workload) (Headline, error) {
 		h.deriveRate(objectives, trials)
 		return h, nil
 	}
-	h.MaximumPassingConcurrency, h.FirstFailingConcurrency = boundary(trials, func(ht headlineTrial) (int, bool) { return ht.concurrency, ht.concurrency >= 1 })
+	h.MaximumPassingConcurrency, h.FirstFailingConcurrency, h.ClientBound = boundary(trials, func(ht headlineTrial) (int, bool) { return ht.concurrency, ht.concurrency >= 1 })
 	h.Bound = Workload{MaximumPassingConcurrency: h.MaximumPassingConcurrency, FirstFailingConcurrency: h.FirstFailingConcurrency}.SearchBound()
 	if ff := h.FirstFailingConcurrency; ff != nil {
 		h.BoundBy = boundBy(objectives, trials, func(ht headlineTrial) bool { return ht.concurrency == *ff })
@@ -174,17 +185,30 @@ func DeriveHeadline(objectives []SLO, w Workload) (Headline, error) {
 // boundary applies the search's rule to the levels the key places trials at (a concurrency
 // or a request rate; ok false: no level): a level fails when any of its confirmation trials
 // does not pass, or by its probe when it has none; the first failing level is the lowest
-// failing one, the maximum passing the highest passing level below it.
-func boundary[K int | float64](trials []headlineTrial, key func(headlineTrial) (K, bool)) (maxPassing, firstFailing *K) {
+// failing one, the maximum passing the highest passing level below it. A client-bound trial
+// judges nothing, and its level caps what the others can say: only levels below the lowest
+// client-bound one count, and unless one of them failed, the boundary was not found (both
+// nil, clientBound true): the passes below it are no capacity, since the client could not
+// show where the server stops.
+func boundary[K int | float64](trials []headlineTrial, key func(headlineTrial) (K, bool)) (maxPassing, firstFailing *K, clientBound bool) {
 	type level struct {
 		conf, confPass int
 		probe, probeOK bool
 	}
 	levels := map[K]*level{}
+	var bound *K // the lowest level with a client-bound trial
+	for _, ht := range trials {
+		if k, ok := key(ht); ok && ht.verdict == VerdictClientBound && (bound == nil || k < *bound) {
+			bound = &k
+		}
+	}
 	for _, ht := range trials {
 		k, ok := key(ht)
 		if !ok {
 			continue // no level to place it at; Parse refuses such a trial
+		}
+		if bound != nil && k >= *bound {
+			continue
 		}
 		l := levels[k]
 		if l == nil {
@@ -231,7 +255,10 @@ func boundary[K int | float64](trials []headlineTrial, key func(headlineTrial) (
 			break
 		}
 	}
-	return maxPassing, firstFailing
+	if bound != nil && firstFailing == nil {
+		return nil, nil, true
+	}
+	return maxPassing, firstFailing, false
 }
 
 // boundBy lists what the first failing level's confirmation trials missed (atLevel picks
@@ -282,6 +309,7 @@ func (h Headline) Apply(w *Workload) {
 	w.MaximumPassingRequestRate, w.FirstFailingRequestRate = h.MaximumPassingRequestRate, h.FirstFailingRequestRate
 	w.MaximumPassingSpeedup, w.FirstFailingSpeedup = h.MaximumPassingSpeedup, h.FirstFailingSpeedup
 	w.MaximumPassingUsers, w.FirstFailingUsers = h.MaximumPassingUsers, h.FirstFailingUsers
+	w.ClientBound = h.ClientBound
 	for i := range w.AllTrials {
 		if i < len(h.Verdicts) {
 			w.AllTrials[i].Verdict = h.Verdicts[i]
@@ -367,6 +395,7 @@ func CheckHeadline(objectives []SLO, i int, w Workload) []Contradiction {
 		add(joinKey(p, "first_failing_speedup"), "first_failing_speedup", floatOrNull(w.FirstFailingSpeedup), floatOrNull(h.FirstFailingSpeedup))
 	}
 	add(p, "capacity_bounded_by_search", strconv.FormatBool(w.SearchBound() != BoundNone), strconv.FormatBool(h.Bound != BoundNone))
+	add(joinKey(p, "client_bound"), "client_bound", strconv.FormatBool(w.ClientBound), strconv.FormatBool(h.ClientBound))
 	// Documents older than bound_by and the list of every trial state neither; an empty
 	// bound_by is not written.
 	if len(w.BoundBy) > 0 || len(w.AllTrials) > 0 {

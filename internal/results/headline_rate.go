@@ -27,7 +27,7 @@ func (w Workload) byRate() bool {
 // highest passing one below it. bound_by adds, after the objectives and errors, each guard
 // the first failing rate's confirmation trials missed.
 func (h *Headline) deriveRate(objectives []SLO, trials []headlineTrial) {
-	h.MaximumPassingRequestRate, h.FirstFailingRequestRate = boundary(trials, func(ht headlineTrial) (float64, bool) { return ht.rate, ht.rate > 0 })
+	h.MaximumPassingRequestRate, h.FirstFailingRequestRate, h.ClientBound = boundary(trials, func(ht headlineTrial) (float64, bool) { return ht.rate, ht.rate > 0 })
 	h.Bound = Workload{MaximumPassingRequestRate: h.MaximumPassingRequestRate, FirstFailingRequestRate: h.FirstFailingRequestRate}.SearchBound()
 	if ff := h.FirstFailingRequestRate; ff != nil {
 		h.BoundBy = boundBy(objectives, trials, func(ht headlineTrial) bool { return ht.rate == *ff })
@@ -35,7 +35,7 @@ func (h *Headline) deriveRate(objectives []SLO, trials []headlineTrial) {
 	if (Workload{AllTrials: allOf(trials)}).bySpeedup() {
 		// A replay's rates are its trace's mean rate times the speedup, so the two boundaries
 		// fall on the same trials.
-		h.MaximumPassingSpeedup, h.FirstFailingSpeedup = boundary(trials, func(ht headlineTrial) (float64, bool) { return ht.speedup, ht.speedup > 0 })
+		h.MaximumPassingSpeedup, h.FirstFailingSpeedup, _ = boundary(trials, func(ht headlineTrial) (float64, bool) { return ht.speedup, ht.speedup > 0 })
 	}
 }
 

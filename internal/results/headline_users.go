@@ -19,7 +19,7 @@ func (w Workload) byUsers() bool {
 // deriveUsers is DeriveHeadline's rule over users instead of concurrencies: the same
 // confirmation rules, levels being the trials' users.
 func (h *Headline) deriveUsers(objectives []SLO, trials []headlineTrial) {
-	h.MaximumPassingUsers, h.FirstFailingUsers = boundary(trials, func(ht headlineTrial) (int, bool) { return ht.users, ht.users >= 1 })
+	h.MaximumPassingUsers, h.FirstFailingUsers, h.ClientBound = boundary(trials, func(ht headlineTrial) (int, bool) { return ht.users, ht.users >= 1 })
 	h.Bound = Workload{MaximumPassingUsers: h.MaximumPassingUsers, FirstFailingUsers: h.FirstFailingUsers}.SearchBound()
 	if ff := h.FirstFailingUsers; ff != nil {
 		h.BoundBy = boundBy(objectives, trials, func(ht headlineTrial) bool { return ht.users == *ff })

@@ -149,6 +149,10 @@ type Workload struct {
 	// TrialDisagreements are the levels whose confirmation trials disagree by more than
 	// their size explains (noise.go); absent when they agree. Additive.
 	TrialDisagreements []TrialDisagreement `json:"trial_disagreements,omitempty"`
+	// ClientBound says the search stopped at a trial whose load generator was the
+	// bottleneck (its verdict client_bound): nothing at or above that level is a capacity
+	// of the server, so unless a level below it failed the boundary is null. Additive.
+	ClientBound bool `json:"client_bound,omitempty"`
 }
 
 // Trial is the full metrics of one confirmation trial.
@@ -231,6 +235,9 @@ type Trial struct {
 	// workload's trials, with kind confirmation; they never move the capacity (the
 	// headline is the search's), they feed the comparison. Absent from other trials. Additive.
 	ForComparison int `json:"for_comparison,omitempty"`
+	// Client is what the load generator added to the trial itself and whether it was the
+	// bottleneck (client.go); absent from trials measured before it. Additive.
+	Client *ClientTrial `json:"client,omitempty"`
 }
 
 // HostLoad is what the machine running the load generator did during a trial's load, read
