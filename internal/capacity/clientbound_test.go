@@ -90,7 +90,9 @@ func TestClientBoundStopsTheSearch(t *testing.T) {
 	if n := starved.trials(); n != 4 || len(journal) != 3 || journal[2].Verdict != results.VerdictClientBound {
 		t.Fatalf("%d trials run, journal of %d, last %+v", n, len(journal), journal[len(journal)-1])
 	}
-	if !slices.ContainsFunc(lines, func(l string) bool { return strings.Contains(l, "the trial runs again: the load generator was the bottleneck at concurrency 3") }) {
+	if !slices.ContainsFunc(lines, func(l string) bool {
+		return strings.Contains(l, "the trial runs again: the load generator was the bottleneck at concurrency 3")
+	}) {
 		t.Errorf("no line says the trial ran again: %q", lines)
 	}
 	note := "the load generator was the bottleneck at concurrency 3 (confirmation 1): its CPU quota of 0.03 CPUs stopped it for 8"
@@ -118,7 +120,9 @@ func TestClientBoundStopsTheSearch(t *testing.T) {
 		d := *doc
 		d.Runner = tc.where
 		ws := cfg.ResultWarnings(&d)
-		i := slices.IndexFunc(ws, func(p problem.Problem) bool { return strings.HasPrefix(p.Summary, "The load generator, not the server, was the bottleneck") })
+		i := slices.IndexFunc(ws, func(p problem.Problem) bool {
+			return strings.HasPrefix(p.Summary, "The load generator, not the server, was the bottleneck")
+		})
 		if i < 0 || !strings.Contains(ws[i].Detail, tc.fix) || !strings.Contains(ws[i].Detail, "at concurrency 3: its CPU quota") ||
 			!strings.Contains(ws[i].Detail, "maximum passing level is null") {
 			t.Errorf("where %+v: warnings %+v", tc.where, ws)
