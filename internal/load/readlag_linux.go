@@ -48,7 +48,7 @@ func timeReads(c net.Conn) net.Conn {
 	s := &stampedConn{Conn: tc, raw: raw}
 	s.msg.Iov = &s.iov
 	s.msg.Iovlen = 1
-	s.msg.Control = (*byte)(unsafe.Pointer(&s.oob[0]))
+	s.msg.Control = (*byte)(unsafe.Pointer(&s.oob[0])) //nolint:gosec // G103: recvmsg's control buffer, the connection's own
 	s.recv = s.recvmsg
 	return s
 }
@@ -60,7 +60,7 @@ func (s *stampedConn) readTimes() *timedReads { return &s.times }
 func (s *stampedConn) recvmsg(fd uintptr) bool {
 	for {
 		s.msg.SetControllen(int(unsafe.Sizeof(s.oob)))
-		r, _, e := syscall.Syscall(syscall.SYS_RECVMSG, fd, uintptr(unsafe.Pointer(&s.msg)), 0)
+		r, _, e := syscall.Syscall(syscall.SYS_RECVMSG, fd, uintptr(unsafe.Pointer(&s.msg)), 0) //nolint:gosec // G103: as syscall.Recvmsg passes its header
 		s.n, s.errno = int(r), e
 		if e != syscall.EINTR {
 			return e != syscall.EAGAIN
@@ -93,16 +93,16 @@ func (s *stampedConn) Read(p []byte) (int, error) {
 
 // stamp is the receive timestamp among the read's control messages.
 func (s *stampedConn) stamp() (time.Time, bool) {
-	buf := unsafe.Slice((*byte)(unsafe.Pointer(&s.oob[0])), unsafe.Sizeof(s.oob))[:s.msg.Controllen]
+	buf := unsafe.Slice((*byte)(unsafe.Pointer(&s.oob[0])), unsafe.Sizeof(s.oob))[:s.msg.Controllen] //nolint:gosec // G103: the control buffer as bytes, within its size
 	const hdr = syscall.SizeofCmsghdr
 	for len(buf) >= hdr {
-		h := (*syscall.Cmsghdr)(unsafe.Pointer(&buf[0]))
+		h := (*syscall.Cmsghdr)(unsafe.Pointer(&buf[0])) //nolint:gosec // G103: a header the kernel wrote, its length checked below
 		l := int(h.Len)
 		if l < hdr || l > len(buf) {
 			return time.Time{}, false
 		}
 		if h.Level == syscall.SOL_SOCKET && h.Type == syscall.SCM_TIMESTAMPNS && l >= hdr+int(unsafe.Sizeof(syscall.Timespec{})) {
-			ts := (*syscall.Timespec)(unsafe.Pointer(&buf[hdr]))
+			ts := (*syscall.Timespec)(unsafe.Pointer(&buf[hdr])) //nolint:gosec // G103: the message is long enough for it (checked above)
 			return time.Unix(int64(ts.Sec), int64(ts.Nsec)), true
 		}
 		const align = int(unsafe.Sizeof(uintptr(0)))
