@@ -2,6 +2,7 @@ package records
 
 import (
 	"path/filepath"
+	"reflect"
 	"strings"
 	"testing"
 	"time"
@@ -63,7 +64,7 @@ func TestUsersTrialRecordsRecompute(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got.Users != 2 || got.Conversations == nil || *got.Conversations != c {
+	if got.Users != 2 || got.Conversations == nil || !reflect.DeepEqual(*got.Conversations, c) {
 		t.Fatalf("recomputed users %d, conversations %+v\nwant %+v", got.Users, got.Conversations, c)
 	}
 	if c.InFlightPeak != 2 || c.FirstTurns != 2 || c.LaterTurnTTFTP50Ms == 0 {
