@@ -75,6 +75,7 @@ func (c Config) ResultWarnings(doc *results.Document) []problem.Problem {
 				w.Label, BoundNote(w, len(c.ConcurrencyLevels) > 0), names, w.Label)})
 	}
 	out = append(out, c.shortRateTrials(doc)...)
+	out = append(out, c.unjudgedRateTrials(doc)...)
 	out = append(out, noiseWarnings(doc.Objectives(), doc)...)
 	out = append(out, hostLoadWarnings(doc)...)
 	if warm := WarmCacheTrials(doc); len(warm) > 0 {

@@ -1,10 +1,14 @@
 package capacity
 
 import (
+	"cmp"
 	"fmt"
 	"math"
+	"slices"
+	"strings"
 
 	"github.com/llmserve/terraform-provider-llmserve/internal/attrpath"
+	"github.com/llmserve/terraform-provider-llmserve/internal/metrics"
 	"github.com/llmserve/terraform-provider-llmserve/internal/problem"
 	"github.com/llmserve/terraform-provider-llmserve/internal/results"
 )
@@ -58,6 +62,48 @@ func (c Config) shortRateTrials(doc *results.Document) []problem.Problem {
 				"The completion guard compares the response rate with the send rate, whose spans differ by a request's latency, so below %d latencies its error "+
 				"approaches the 5 %% it allows and the boundary is uncertain; %s.",
 				w.Label, at, worst.Correctness.ProfilingRecords, float64(worst.Correctness.ProfilingRecords)/worst.OpenLoop.OfferedRate, worstRatio, p50, shortTrialFactor, fix)})
+	}
+	return out
+}
+
+// unjudgedRateTrials warns, per workload, about the open-loop trials the backlog guard did not
+// judge (too few in-flight samples: backlogUnjudgedNote): whether the server kept up there
+// rests on the completion rate alone, which the trial's notes say and the apply must too.
+func (c Config) unjudgedRateTrials(doc *results.Document) []problem.Problem {
+	var out []problem.Problem
+	for i, w := range doc.Workloads {
+		var at []string
+		replay := false
+		trials := w.AllTrials
+		if len(trials) == 0 {
+			trials = append(slices.Clone(w.PassingTrials), w.FailingTrials...)
+		}
+		for _, t := range trials {
+			if t.OpenLoop == nil || !slices.ContainsFunc(t.Notes, func(n string) bool { return strings.HasPrefix(n, backlogUnjudged) }) {
+				continue
+			}
+			level := fmt.Sprintf("%s trial %d at %.4g requests/s", cmp.Or(t.Kind, "confirmation"), t.Trial, t.RequestRate)
+			if t.Speedup > 0 {
+				level, replay = fmt.Sprintf("%s trial %d at speedup %.4g", cmp.Or(t.Kind, "confirmation"), t.Trial, t.Speedup), true
+			}
+			at = append(at, level)
+		}
+		if len(at) == 0 {
+			continue
+		}
+		fix, path := "raise trial.measured_requests", attrpath.Root("trial").At("measured_requests")
+		if replay {
+			fix, path = "replay a longer trace", attrpath.Root("workloads").Index(i).At("trace").At("file")
+			if i >= len(c.Workloads) || c.Workloads[i].Label != w.Label {
+				path = attrpath.Root("workloads")
+			}
+		}
+		out = append(out, problem.Problem{Path: path, Warning: true,
+			Summary: fmt.Sprintf("The backlog guard could not judge %d %s of workload %q", len(at), plural(len(at), "trial", "trials"), w.Label),
+			Detail: fmt.Sprintf("Workload %q: %s had fewer than %d in-flight samples after the first response, so the backlog guard did not judge %s and "+
+				"whether the server kept up rests on the completion rate alone (each trial's notes in results_json say so). A server falling behind "+
+				"by a growing queue can pass that way; %s for both guards to judge.",
+				w.Label, strings.Join(at, ", "), metrics.MinBacklogSamples, plural(len(at), "it", "them"), fix)})
 	}
 	return out
 }

@@ -323,10 +323,14 @@ func remainingRateTrials[D any](cfg Config, done []search.RateOutcomeOf[D]) (lo,
 	})
 }
 
+// backlogUnjudged opens the note of a trial the backlog guard did not judge, by which the
+// apply's warning (unjudgedRateTrials) finds it in a document, resumed trials' included.
+const backlogUnjudged = "the backlog guard did not judge this trial"
+
 // backlogUnjudgedNote says that the backlog guard did not judge a trial with too few samples
 // (metrics.MinBacklogSamples): whether it kept up was judged by the completion guard alone.
 func backlogUnjudgedNote(samples int) string {
-	return fmt.Sprintf("the backlog guard did not judge this trial: it had %d in-flight %s after the first response and judges on %d, "+
+	return fmt.Sprintf(backlogUnjudged+": it had %d in-flight %s after the first response and judges on %d, "+
 		"so whether the server kept up was judged by the completion rate alone; raise trial.measured_requests (or, for a replay, "+
 		"replay a longer trace) for both guards to judge", samples, plural(samples, "sample", "samples"), metrics.MinBacklogSamples)
 }

@@ -2,6 +2,7 @@ package capacity
 
 import (
 	"context"
+	"fmt"
 	"net/http/httptest"
 	"strings"
 	"testing"
@@ -239,5 +240,16 @@ func TestRateSearchNeverBelowATrialThatKeptUp(t *testing.T) {
 	}
 	if unjudged == 0 {
 		t.Errorf("no trial says the backlog guard did not judge it: %+v", w.AllTrials)
+	}
+	// The apply says so too (issue 39), at the setting that fixes it, naming the trials.
+	warned := false
+	for _, p := range cfg.ResultWarnings(doc) {
+		if p.Path.String() == "trial.measured_requests" && strings.Contains(p.Summary, fmt.Sprintf("The backlog guard could not judge %d trial", unjudged)) &&
+			strings.Contains(p.Detail, "requests/s had fewer than 8 in-flight samples after the first response") && strings.Contains(p.Detail, "raise trial.measured_requests") {
+			warned = true
+		}
+	}
+	if !warned {
+		t.Errorf("no warning at apply for the %d unjudged trials: %+v", unjudged, cfg.ResultWarnings(doc))
 	}
 }

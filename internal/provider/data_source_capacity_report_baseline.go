@@ -50,9 +50,10 @@ func addBaselineAttributes(attrs map[string]schema.Attribute) {
 		Validators: []validator.String{nonEmptyString{}},
 	}
 	attrs["baseline_records_directory"] = schema.StringAttribute{
-		Optional:            true,
-		MarkdownDescription: "The `records_directory` of the baseline's benchmark; see `records_directory`. A records file the rules refuse is an error naming the baseline's workload, trial and `records_file`; a missing one only leaves that trial without per-request samples.",
-		Validators:          []validator.String{nonEmptyString{}, printableValidator{}, stringvalidator.AlsoRequires(path.MatchRoot("baseline"))},
+		Optional: true,
+		MarkdownDescription: "The `records_directory` of the baseline's benchmark; see `records_directory`. A records file the rules refuse is an error naming the baseline's workload, trial and `records_file`; a missing one only leaves that trial without per-request samples. " +
+			"One that is there must be the baseline's own, as `records_directory` holds this document's: its SHA-256, every metric recomputed from it and the headline derived from the recomputed trials; an edited file is an error listing what differs.",
+		Validators: []validator.String{nonEmptyString{}, printableValidator{}, stringvalidator.AlsoRequires(path.MatchRoot("baseline"))},
 	}
 	attrs["comparison"] = schema.ObjectAttribute{
 		Computed:       true,
@@ -88,6 +89,19 @@ func (m *capacityReportModel) compareWithBaseline(ctx context.Context, doc *resu
 		if err := records.CheckFiles(base, dir); err != nil {
 			diags.AddAttributeError(path.Root("baseline_records_directory"), "Refused baseline records file",
 				fmt.Sprintf("baseline_records_directory %s: the baseline document's %v.", dir, err))
+			return diags
+		}
+		// A records file that is there is held to what records_directory holds the current
+		// run's to: the baseline's own, by checksum, recomputed metrics and headline.
+		v, err := records.VerifyPresent(base, dir)
+		if err != nil {
+			diags.AddAttributeError(path.Root("baseline_records_directory"), "Cannot verify the baseline against its records",
+				fmt.Sprintf("baseline_records_directory %s: %v.", dir, err))
+			return diags
+		}
+		if !v.OK() {
+			diags.AddAttributeError(path.Root("baseline_records_directory"), "Baseline does not match its records",
+				fmt.Sprintf("The baseline differs from what the records files under %s give:\n%s", dir, verificationLines(v)))
 			return diags
 		}
 		o.Baseline = compare.RecordsSamples(dir)

@@ -1,7 +1,9 @@
 package records
 
 import (
+	"errors"
 	"fmt"
+	"io/fs"
 
 	"github.com/llmserve/terraform-provider-llmserve/internal/load"
 	"github.com/llmserve/terraform-provider-llmserve/internal/localfile"
@@ -35,6 +37,12 @@ const NotDerivable = "connection_setup_ms"
 // record_chunk_times; output length mismatches when output lengths are spread) is taken
 // from the document and not compared; connection_setup_ms (NotDerivable) is left out.
 func Recompute(doc *results.Document, dir string) ([]Recomputed, error) {
+	return recompute(doc, dir, false)
+}
+
+// recompute is Recompute; with skipMissing, a trial whose records file does not exist is
+// left out rather than an error.
+func recompute(doc *results.Document, dir string, skipMissing bool) ([]Recomputed, error) {
 	var out []Recomputed
 	for _, w := range doc.Workloads {
 		for _, t := range w.AllTrials {
@@ -42,10 +50,16 @@ func Recompute(doc *results.Document, dir string) ([]Recomputed, error) {
 				continue
 			}
 			path, err := Path(dir, t.RecordsFile)
+			if skipMissing && errors.Is(err, fs.ErrNotExist) {
+				continue
+			}
 			if err != nil {
 				return out, fmt.Errorf("workload %q %s trial %d at %s: %w", w.Label, t.Kind, t.Trial, level(t), err)
 			}
 			lines, sum, err := Read(path)
+			if skipMissing && errors.Is(err, fs.ErrNotExist) {
+				continue
+			}
 			if err != nil {
 				return out, fmt.Errorf("workload %q %s trial %d at %s: records_file %q: %w", w.Label, t.Kind, t.Trial, level(t), t.RecordsFile, err)
 			}

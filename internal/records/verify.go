@@ -28,14 +28,30 @@ func (v Verification) OK() bool { return len(v.Differences) == 0 && len(v.Contra
 // the requests themselves, not only against the trial metrics the document states. It is an
 // error when the document names no records file at all.
 func Verify(doc *results.Document, dir string) (Verification, error) {
-	var v Verification
 	got, err := Recompute(doc, dir)
 	if err != nil {
-		return v, err
+		return Verification{}, err
 	}
 	if len(got) == 0 {
-		return v, fmt.Errorf("the document names no records file: it was written without records_directory, so there is nothing under %s to verify it by", dir)
+		return Verification{}, fmt.Errorf("the document names no records file: it was written without records_directory, so there is nothing under %s to verify it by", dir)
 	}
+	return verify(doc, got), nil
+}
+
+// VerifyPresent is Verify over the records files that exist under dir: a missing one is left
+// out (a comparison's baseline falls back on its trials' spread there), but one that is there
+// must be the document's, by its SHA-256, its recomputed metrics and the headline, as Verify
+// holds a current run's. No records file at all verifies nothing and is no error.
+func VerifyPresent(doc *results.Document, dir string) (Verification, error) {
+	got, err := recompute(doc, dir, true)
+	if err != nil {
+		return Verification{}, err
+	}
+	return verify(doc, got), nil
+}
+
+func verify(doc *results.Document, got []Recomputed) Verification {
+	var v Verification
 	v.Trials = got
 	for _, r := range got {
 		for _, d := range r.Differences {
@@ -54,5 +70,5 @@ func Verify(doc *results.Document, dir string) (Verification, error) {
 		}
 		v.Contradictions = append(v.Contradictions, results.CheckHeadline(objectives, i, w)...)
 	}
-	return v, nil
+	return v
 }
