@@ -11,30 +11,15 @@ D=$(cd "$(dirname "$0")" && pwd)
 W=/tmp/gpucheck; rm -rf $W; mkdir -p $W
 OUT=$W/out; mkdir -p $OUT
 trap 'tar -czf $FINAL/gpucheck.tgz -C $W out; pkill -f "$W/vk/llama-server"' EXIT
-tar -xJf $D/vk.tar.xz -C $W; L=$W/vk
 xz -dc $D/terraform-provider-llmserve.xz > $W/provider; chmod +x $W/provider
-mkdir -p /usr/lib/x86_64-linux-gnu/ggml/backends0 && cp $L/libggml-vulkan.so $L/libggml-cpu-*.so /usr/lib/x86_64-linux-gnu/ggml/backends0/
-# NVIDIA: the driver's own manifest names libGLX_nvidia.so.0, whose vkCreateInstance fails
-# in a headless container (no X display: "Could not get 'vkCreateInstance' via
-# 'vk_icdGetInstanceProcAddr'"); libEGL_nvidia.so.0 carries the same Vulkan ICD and works
-# (checked on an H200, driver 580.159.04, 2026-12-04), so a manifest naming it comes first.
-if [[ -z ${ICD:-} ]] && egl=$(find /usr/lib /usr/lib64 /usr/local/nvidia -name libEGL_nvidia.so.0 2>/dev/null | head -1) && [[ -n $egl ]]; then
-  ICD=$W/nvidia_egl_icd.json
-  printf '{"file_format_version":"1.0.1","ICD":{"library_path":"%s","api_version":"1.3.0"}}\n' "$egl" > "$ICD"
-  EXTRA_LIBS=${EXTRA_LIBS:-$(dirname "$egl"):/usr/local/nvidia/lib64:/usr/lib/x86_64-linux-gnu}
-fi
-ICD=${ICD:-/usr/local/nvidia/share/vulkan/icd.d/nvidia_icd.json}
-[[ -f $ICD ]] && export VK_DRIVER_FILES=$ICD
-echo "ICD: ${VK_DRIVER_FILES:-none}"; [[ -f $ICD ]] && cat $ICD
-LP=$L:${EXTRA_LIBS:-/usr/local/nvidia/lib64:/usr/local/nvidia/lib}
-srv() { $L/ld-linux-x86-64.so.2 --library-path $LP $L/llama-server "$@"; }
+. $D/vulkan-env.sh
 (nvidia-smi --query-gpu=name,memory.total,driver_version,clocks.sm --format=csv 2>&1 || true) | tee $OUT/gpu.txt
-srv --list-devices 2>&1 | tee $OUT/devices.txt
+"${SRV[@]}" --list-devices 2>&1 | tee $OUT/devices.txt
 $D/ggufgen -out $W/tiny.gguf 2>&1 | tail -1
 thr=${THRESH:-250}; meas=${MEASURED:-32}
 one() { # name, extra server args...
   local name=$1; shift
-  ( exec $L/ld-linux-x86-64.so.2 --library-path $LP $L/llama-server -m $W/tiny.gguf --host 127.0.0.1 --port 8080 --parallel ${SLOTS:-16} --ctx-size ${CTX:-16384} --metrics --alias tiny-llama "$@" > $OUT/server-$name.log 2>&1 ) &
+  ( exec "${SRV[@]}" -m $W/tiny.gguf --host 127.0.0.1 --port 8080 --parallel ${SLOTS:-16} --ctx-size ${CTX:-16384} --metrics --alias tiny-llama "$@" > $OUT/server-$name.log 2>&1 ) &
   local pid=$!
   for i in $(seq 1 120); do python3 -c "import urllib.request,sys; urllib.request.urlopen('http://127.0.0.1:8080/health',timeout=2)" >/dev/null 2>&1 && break; sleep 0.5; done
   # ENGINE_WARMUP=N sets trial.engine_warmup_requests. REPEAT=2 measures the same server again: the second run finds the engine warm (pipelines

@@ -1,16 +1,17 @@
 #!/usr/bin/env bash
-# Packs what scripts/device/check-vulkan.sh needs on a lent GPU machine (no Docker, no network
-# there) into .dev/ (git-ignored through .git/info/exclude; carry it): llama-server and the
+# Packs what scripts/device/check-vulkan.sh and realsize-vulkan.sh need on a lent GPU machine
+# (no Docker, no network there) into .dev/ (git-ignored; carry it): llama-server and the
 # libraries it loads from the llmserve/llamacpp-vulkan image (the forky loader, glibc and
 # libggml-vulkan, about 15 MB as xz; Mesa's drivers are left out: the machine brings its
-# vendor's Vulkan driver), the provider binary (its runner mode measures) and ggufgen (the
-# tiny model is generated there, not carried). Run here, as root, with dockerd up:
+# vendor's Vulkan driver), the provider binary (its runner mode measures), searchvsgrid (the
+# search against the grid) and ggufgen (the models are generated there, not carried). Run
+# here, as root, with dockerd up:
 #   scripts/build-llamacpp-image.sh --vulkan && scripts/device/pack-vulkan.sh
 # then, on the device: cd .dev && ./check-vulkan.sh   (results in $OUT/gpucheck.tgz)
+#                   or: cd .dev && ./realsize-vulkan.sh (results in $OUT/realsize.tgz)
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 image=${1:-$(scripts/build-llamacpp-image.sh --vulkan)}
-grep -qx '/.dev/' .git/info/exclude 2>/dev/null || { mkdir -p .git/info; echo '/.dev/' >>.git/info/exclude; }
 rm -rf .dev && mkdir -p .dev
 root=$(mktemp -d); trap 'rm -rf "$root"' EXIT
 cid=$(docker create "$image" /bin/true); docker export "$cid" | tar -x -C "$root"; docker rm "$cid" >/dev/null
@@ -26,5 +27,6 @@ cp "$lib"/ggml/backends0/libggml-vulkan.so "$lib"/ggml/backends0/libggml-cpu-{x6
 tar -cJf .dev/vk.tar.xz -C "$root/pack" vk
 CGO_ENABLED=0 go build -trimpath -ldflags='-s -w' -o "$root/provider" . && xz -T2 -6 -c "$root/provider" >.dev/terraform-provider-llmserve.xz
 CGO_ENABLED=0 go build -trimpath -ldflags='-s -w' -o .dev/ggufgen ./cmd/ggufgen
-cp scripts/device/check-vulkan.sh scripts/device/spec-template.json .dev/
+CGO_ENABLED=0 go build -trimpath -ldflags='-s -w' -o .dev/searchvsgrid ./cmd/searchvsgrid
+cp scripts/device/check-vulkan.sh scripts/device/realsize-vulkan.sh scripts/device/vulkan-env.sh scripts/device/spec-template.json .dev/
 du -sh .dev
