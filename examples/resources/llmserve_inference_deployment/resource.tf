@@ -54,3 +54,26 @@ resource "llmserve_capacity_benchmark" "qwen" {
     }
   }
 }
+
+# llama.cpp on Intel Arc GPUs claimed through Dynamic Resource Allocation (Kubernetes 1.34+,
+# Intel's resource driver publishes the GPUs under the DeviceClass gpu.intel.com): each replica
+# gets a ResourceClaim of its own from the template <name>-accelerator, two discrete GPUs for
+# tensor_parallel_size = 2. The launch is the Docker server's: every layer on Vulkan0 and
+# Vulkan1, split by layer; plan refuses and warns as it does for llmserve_inference_server.
+resource "llmserve_inference_deployment" "arc" {
+  name                 = "qwen-arc"
+  namespace            = "inference"
+  image                = "llmserve/llamacpp-vulkan:0.7.0-dfsg-2" # scripts/build-llamacpp-image.sh --vulkan
+  engine               = "llamacpp"
+  model                = "/models/qwen3-8b-q8_0.gguf"
+  served_model_name    = "qwen3-8b"
+  accelerator          = "xpu"
+  tensor_parallel_size = 2
+  max_running_requests = 8
+  context_length       = 65536
+  accelerator_claim = {
+    device_class = "gpu.intel.com"
+    selectors    = ["device.attributes[\"gpu.intel.com\"].deviceType == \"discrete\""]
+  }
+  model_cache = { claim_name = "gguf-models", mount_path = "/models", read_only = true }
+}
