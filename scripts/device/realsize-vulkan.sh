@@ -112,7 +112,7 @@ done
   echo "device: $(grep -m1 -v '^Available' "$OUT/devices.txt" | sed 's/^ *//')"
   echo "server: $SLOTS slots, --ctx-size $((SLOTS * per_slot)); p95 TTFT < ${TTFT_MS:-10000} ms, ${K:-2} confirmation trials, ${WARMUPS:-2} + ${MEASURED:-16} requests a trial, engine warm-up ${ENGINE_WARMUP:-16}, concurrency 1..${MAX_C:-$SLOTS}"
   echo
-  printf '| workload | step | run | boundary (max passing / first failing) | wall-clock (GPU held) | trials |\n|---|---|---|---|---|---|\n'
+  printf '| workload | step | what | boundary (max passing / first failing) | wall-clock (GPU held) | trials |\n|---|---|---|---|---|---|\n'
   awk -F'\t' '{ printf "| %s | %s | %s | %s / %s | %.1f s | %s |\n", $1, $2, $3, $7, $8, $4, $5 }' "$OUT/runs.tsv"
   echo
   awk -F'\t' '
