@@ -99,7 +99,7 @@ func TestApplyClaim(t *testing.T) {
 		t.Error("the Deployment was applied although its claim cannot be made")
 	}
 
-	c, cs = claimCluster(t, true)
+	c, _ = claimCluster(t, true)
 	err = c.Apply(ctx, d, twoRanks, engine.Secrets{})
 	var noClass *NoDeviceClassError
 	if !errors.As(err, &noClass) || !strings.Contains(err.Error(), `the cluster has no DeviceClass "gpu.intel.com"`) {
