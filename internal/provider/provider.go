@@ -11,6 +11,7 @@ import (
 	"github.com/hashicorp/terraform-plugin-framework/provider/schema"
 	"github.com/hashicorp/terraform-plugin-framework/resource"
 
+	"github.com/llmserve/terraform-provider-llmserve/internal/deploy"
 	"github.com/llmserve/terraform-provider-llmserve/internal/deploy/docker"
 	"github.com/llmserve/terraform-provider-llmserve/internal/deploy/kubernetes"
 )
@@ -66,6 +67,9 @@ func (p *llmserveProvider) Configure(ctx context.Context, req provider.Configure
 	}
 	kubeCfg, diags := kubernetesConfig(ctx, req)
 	resp.Diagnostics.Append(diags...)
+	if err := deploy.CheckCallTimeoutEnv(); err != nil {
+		resp.Diagnostics.AddError("Invalid "+deploy.CallTimeoutEnv, err.Error())
+	}
 	if resp.Diagnostics.HasError() {
 		return
 	}

@@ -2,6 +2,8 @@ package provider
 
 import (
 	"context"
+	"fmt"
+	"time"
 
 	"github.com/hashicorp/terraform-plugin-framework/diag"
 	"github.com/hashicorp/terraform-plugin-framework/path"
@@ -11,9 +13,26 @@ import (
 	"github.com/hashicorp/terraform-plugin-framework/tfsdk"
 	"github.com/hashicorp/terraform-plugin-framework/types"
 
+	"github.com/llmserve/terraform-provider-llmserve/internal/deploy"
 	"github.com/llmserve/terraform-provider-llmserve/internal/deploy/docker"
 	"github.com/llmserve/terraform-provider-llmserve/internal/problem"
 )
+
+// planEngineWait bounds what a plan asks a Docker Engine (whether the runner or relay image
+// can be built there): an engine that does not answer within it is left to the apply, whose
+// every call has its own bound (docker.DefaultCallTimeout). deploy.CallTimeoutEnv replaces it.
+const planEngineWait = 30 * time.Second
+
+// dockerCallBounds says, for a resource's page, how long each wait on a Docker Engine may
+// take before the apply fails saying which engine did not answer and what it was doing.
+func dockerCallBounds() string {
+	return fmt.Sprintf("Every wait on the Docker Engine has a bound of its own: %s for a call the engine answers at once (inspect, list, create, start, "+
+		"a file copied in; a stop adds its grace period, an upload a second per MiB) and, for a stream (an image pull or build, a file copied out), %s without a byte; "+
+		"a plan asks the engine for at most %s and leaves an engine that does not answer then to the apply. An engine that accepts connections and does not answer "+
+		"fails the apply within its bound, naming the engine and what was being done, instead of holding it until `timeouts.create`. "+
+		"The environment variable `%s` (a Go duration, such as `10m`) replaces every such bound, on Kubernetes too.",
+		shortDuration(docker.DefaultCallTimeout), shortDuration(docker.DefaultCallTimeout), shortDuration(planEngineWait), deploy.CallTimeoutEnv)
+}
 
 // dockerProviderAttributes is the provider's Docker Engine connection. Every attribute is
 // optional: the defaults and the DOCKER_* environment reach the local engine.

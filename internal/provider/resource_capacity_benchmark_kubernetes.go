@@ -19,6 +19,7 @@ import (
 
 	"github.com/llmserve/terraform-provider-llmserve/internal/attrpath"
 	"github.com/llmserve/terraform-provider-llmserve/internal/capacity"
+	"github.com/llmserve/terraform-provider-llmserve/internal/deploy"
 	"github.com/llmserve/terraform-provider-llmserve/internal/deploy/kubernetes"
 	"github.com/llmserve/terraform-provider-llmserve/internal/results"
 	"github.com/llmserve/terraform-provider-llmserve/internal/runner"
@@ -35,6 +36,7 @@ func kubernetesRunnerAttribute() schema.Attribute {
 			"The provider's identity needs, in the namespace: " + runner.KubeRBAC + "; the runner's pod needs none (no service account token is mounted). " +
 			"Faults and their bounds: a runner image that cannot start (`ErrImagePull`, `CrashLoopBackOff`) fails the apply as soon as the pod says so; a pod no node accepts after " + runner.UnschedulableBound.String() +
 			"; an API server that fails every request for " + runner.APILostBound.String() + " stops the apply while the runner goes on; each of the first two removes the Job. " +
+			"Each request to the API server has its own bound of " + shortDuration(kubernetes.APICallTimeout) + " (`" + deploy.CallTimeoutEnv + "` replaces it): one not answered within it fails the apply naming the API server's address and the request. " +
 			"A runner process that dies is restarted in its pod by the kubelet and resumes from its journal there; a pod that is lost takes its journal with it, and the next apply resumes from `progress_file`.",
 		Attributes: map[string]schema.Attribute{
 			"namespace": schema.StringAttribute{Required: true, Validators: []validator.String{printableValidator{}},

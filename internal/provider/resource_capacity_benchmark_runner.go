@@ -21,6 +21,7 @@ import (
 
 	"github.com/llmserve/terraform-provider-llmserve/internal/attrpath"
 	"github.com/llmserve/terraform-provider-llmserve/internal/capacity"
+	"github.com/llmserve/terraform-provider-llmserve/internal/deploy"
 	"github.com/llmserve/terraform-provider-llmserve/internal/localfile"
 	"github.com/llmserve/terraform-provider-llmserve/internal/problem"
 	"github.com/llmserve/terraform-provider-llmserve/internal/results"
@@ -48,7 +49,8 @@ func benchmarkRunnerAttribute() schema.Attribute {
 			"Faults of the `docker` runner, each a diagnostic naming what failed and what is kept: a runner image that cannot be built for the engine (refused at plan when the engine answers then); " +
 			"an image that cannot start (the apply fails, the runner container is removed); the engine host out of disk (no runner is started; the local `progress_file` and an ended runner with its journal are kept); " +
 			"a runner killed or out of memory (its journal is kept in its stopped container and the next apply resumes from it); " +
-			"the engine lost while the apply follows the runner (reported within 40 seconds of its last answer; the runner keeps measuring if the host is up, and the next apply attaches to it). " +
+			"the engine lost while the apply follows the runner (reported within " + shortDuration(runner.EngineLostWithin) + " of its last answer; the runner keeps measuring if the host is up, and the next apply attaches to it). " +
+			dockerCallBounds() + " " +
 			"A server that publishes nothing (`llmserve_inference_server` with `publish = false`) is measured this way, with `endpoint = llmserve_inference_server.<name>.endpoint`.",
 		Attributes: map[string]schema.Attribute{
 			"kubernetes": kubernetesRunnerAttribute(),
@@ -259,7 +261,7 @@ func (r *capacityBenchmarkResource) checkRunnerImage(ctx context.Context, m capa
 	if err != nil {
 		return
 	}
-	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	ctx, cancel := context.WithTimeout(ctx, deploy.CallTimeout(planEngineWait))
 	defer cancel()
 	var imgErr *runner.ImageError
 	if err := d.CheckEngine(ctx); errors.As(err, &imgErr) {

@@ -24,6 +24,7 @@ import (
 	"github.com/hashicorp/terraform-plugin-framework/schema/validator"
 	"github.com/hashicorp/terraform-plugin-framework/types"
 
+	"github.com/llmserve/terraform-provider-llmserve/internal/deploy"
 	"github.com/llmserve/terraform-provider-llmserve/internal/deploy/kubernetes"
 )
 
@@ -59,8 +60,9 @@ func (r *inferenceDeploymentResource) Schema(ctx context.Context, _ resource.Sch
 			"and it waits for idle and flushes every replica before each trial, and reads each replica's prefix-cache counters; without it, with several replicas, it warns that the others keep their caches.\n\n" +
 			fmt.Sprintf("When the API server cannot be used, the error says what failed and at which address: a refused connection at once, a TLS handshake that does not finish within %s "+
 				"(something listening that is no TLS server), a request the API server does not answer within %s (a TCP connection not opened within %s), "+
-				"credentials it refuses (401) or that lack a permission (403). Only an object of the same name that llmserve did not create is reported as a name taken.",
-				shortDuration(kubernetes.TLSHandshakeTimeout), shortDuration(kubernetes.APICallTimeout), shortDuration(kubernetes.DialTimeout)),
+				"credentials it refuses (401) or that lack a permission (403). Only an object of the same name that llmserve did not create is reported as a name taken. "+
+				"The environment variable `%s` (a Go duration) replaces the bound on a request.",
+				shortDuration(kubernetes.TLSHandshakeTimeout), shortDuration(kubernetes.APICallTimeout), shortDuration(kubernetes.DialTimeout), deploy.CallTimeoutEnv),
 		Attributes: withAttributes(shared, map[string]schema.Attribute{
 			"image":       image,
 			"accelerator": accel,

@@ -8,7 +8,6 @@ import (
 	"fmt"
 	"net"
 	"strconv"
-	"time"
 
 	"github.com/hashicorp/terraform-plugin-framework/path"
 	"github.com/hashicorp/terraform-plugin-framework/resource"
@@ -139,7 +138,7 @@ func (r *inferenceServerResource) checkRelayImage(ctx context.Context, req resou
 	if err != nil {
 		return // the apply says why
 	}
-	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	ctx, cancel := context.WithTimeout(ctx, deploy.CallTimeout(planEngineWait))
 	defer cancel()
 	d := &runner.Docker{Cli: b.Client(), Host: r.provider.docker.Host()}
 	var imgErr *runner.ImageError

@@ -36,6 +36,7 @@ func (r *inferenceServerResource) Schema(ctx context.Context, _ resource.SchemaR
 			"If the container exits or restarts meanwhile, apply fails at once with its last log lines and the container is removed; so it does when that " +
 			"completion is degenerate (empty although tokens were counted, or one code point for 80 % of it, such as `!!!!`: the rules of " +
 			"`correctness.degenerate_outputs` in the results schema guide), quoting it.\n\n" +
+			dockerCallBounds() + "\n\n" +
 			"Drift: a container removed out of band is re-created by the next apply; a stopped one shows `running: false -> true` " +
 			"and the next apply starts it again in place (and waits until it generates). Every setting of the container itself " +
 			"forces a new container; `running`, `restart_policy`, `stop_grace_period_seconds`, `readiness_timeout` and `timeouts` change in place.",

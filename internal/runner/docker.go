@@ -72,7 +72,11 @@ type Outcome struct {
 // journal (died, stopped); runners of the same server with another key are removed. The run
 // itself goes on when ctx ends (a *DetachedError); the next Run of the same job finds it.
 func (d *Docker) Run(ctx context.Context, job Job) (Outcome, error) {
-	target, err := d.Cli.ContainerInspect(ctx, job.Target)
+	var target container.InspectResponse
+	err := docker.Bounded(ctx, 0, func(ctx context.Context) (err error) {
+		target, err = d.Cli.ContainerInspect(ctx, job.Target)
+		return err
+	})
 	if err != nil {
 		if cerrdefs.IsNotFound(err) {
 			return Outcome{}, fmt.Errorf("runner.docker.container: no container %q on %s; give the id or name of the server container (llmserve_inference_server.<name>.id)", job.Target, d.Host)
@@ -100,8 +104,12 @@ func (b *dockerRunners) process(c container.Summary) Process {
 
 // Runners lists the runner containers of the server container.
 func (b *dockerRunners) Runners(ctx context.Context) ([]Process, error) {
-	cs, err := b.d.Cli.ContainerList(ctx, container.ListOptions{All: true, Filters: filters.NewArgs(
-		filters.Arg("label", KindLabel+"=docker"), filters.Arg("label", TargetLabel+"="+b.target))})
+	var cs []container.Summary
+	err := docker.Bounded(ctx, 0, func(ctx context.Context) (err error) {
+		cs, err = b.d.Cli.ContainerList(ctx, container.ListOptions{All: true, Filters: filters.NewArgs(
+			filters.Arg("label", KindLabel+"=docker"), filters.Arg("label", TargetLabel+"="+b.target))})
+		return err
+	})
 	if err != nil {
 		return nil, b.d.wrap(err, "listing the runners of the server container %s", short(b.target))
 	}
@@ -134,9 +142,13 @@ func (b *dockerRunners) start(ctx context.Context, job Job, seed []byte) (Proces
 	}
 	key := job.Spec.Key()
 	labels := map[string]string{KindLabel: "docker", TargetLabel: b.target, KeyLabel: key, deploy.ManagedLabel: "true"}
-	created, err := d.Cli.ContainerCreate(ctx,
-		&container.Config{Image: img, Cmd: []string{"runner", SpecPath}, Labels: labels},
-		&container.HostConfig{NetworkMode: container.NetworkMode(b.network)}, nil, nil, "")
+	var created container.CreateResponse
+	err = docker.Bounded(ctx, 0, func(ctx context.Context) (err error) {
+		created, err = d.Cli.ContainerCreate(ctx,
+			&container.Config{Image: img, Cmd: []string{"runner", SpecPath}, Labels: labels},
+			&container.HostConfig{NetworkMode: container.NetworkMode(b.network)}, nil, nil, "")
+		return err
+	})
 	if err != nil {
 		return Process{}, d.wrap(err, "creating the runner container from image %s", img)
 	}
@@ -155,7 +167,9 @@ func (b *dockerRunners) start(ctx context.Context, job Job, seed []byte) (Proces
 	if err := d.writeFiles(ctx, created.ID, files); err != nil {
 		return fail(err)
 	}
-	if err := d.Cli.ContainerStart(ctx, created.ID, container.StartOptions{}); err != nil {
+	if err := docker.Bounded(ctx, 0, func(ctx context.Context) error {
+		return d.Cli.ContainerStart(ctx, created.ID, container.StartOptions{})
+	}); err != nil {
 		return fail(d.wrap(err, "starting the runner container (image %s)", img))
 	}
 	return Process{ID: created.ID, Key: key, Created: time.Now(), Running: true, Name: "runner " + short(created.ID),
@@ -209,7 +223,7 @@ func (b *dockerRunners) Follow(ctx context.Context, p Process, job Job) (Result,
 // Open copies one file out of the runner container.
 func (b *dockerRunners) Open(ctx context.Context, p Process, f File) (io.ReadCloser, bool, error) {
 	if f == RecordsArchive {
-		rc, _, err := b.d.Cli.CopyFromContainer(ctx, p.ID, RecordsPath)
+		rc, err := docker.OpenStream(ctx, 0, b.d.copyFrom(p.ID, RecordsPath))
 		if cerrdefs.IsNotFound(err) {
 			return nil, false, nil
 		}
@@ -242,6 +256,9 @@ var (
 	engineCheckEvery = 10 * time.Second
 	engineLostAfter  = 30 * time.Second
 )
+
+// EngineLostWithin is how soon a lost engine is reported while a runner is followed.
+const EngineLostWithin = 40 * time.Second
 
 // watch pings the engine until ctx ends, and sends the error once it has failed for
 // engineLostAfter.
@@ -284,7 +301,8 @@ func outOfDisk(err error) bool {
 func (b *dockerRunners) died(ctx context.Context, job Job, p Process, exit int64, stderr string) error {
 	d, id := b.d, p.ID
 	e := &DiedError{Container: id, Host: d.Host, ExitCode: exit, Stderr: strings.TrimSpace(stderr)}
-	if ci, err := d.Cli.ContainerInspect(ctx, id); err == nil && ci.State != nil {
+	var ci container.InspectResponse
+	if err := docker.Bounded(ctx, 0, func(ctx context.Context) (err error) { ci, err = d.Cli.ContainerInspect(ctx, id); return err }); err == nil && ci.State != nil {
 		e.OOMKilled = ci.State.OOMKilled
 		if e.Stderr == "" {
 			e.Stderr = strings.TrimSpace(ci.State.Error)
@@ -346,25 +364,34 @@ func (d *Docker) stream(ctx context.Context, id string, event func(Event), stder
 	return sc.Err()
 }
 
-// readFile copies one file out of a container; false when it does not exist.
+// readFile copies one file out of a container; false when it does not exist. The copy is a
+// stream (docker.OpenStream): it takes as long as the file needs while bytes flow.
 func (d *Docker) readFile(ctx context.Context, id, p string) ([]byte, bool, error) {
-	rc, _, err := d.Cli.CopyFromContainer(ctx, id, p)
+	var data []byte
+	err := docker.Stream(ctx, 0, d.copyFrom(id, p), func(r io.Reader) error {
+		tr := tar.NewReader(r)
+		if _, err := tr.Next(); err != nil {
+			return err
+		}
+		var err error
+		data, err = io.ReadAll(io.LimitReader(tr, maxFileBytes))
+		return err
+	})
 	if cerrdefs.IsNotFound(err) {
 		return nil, false, nil
 	}
 	if err != nil {
 		return nil, false, d.wrap(err, "reading %s from runner %s", p, short(id))
 	}
-	defer rc.Close()
-	tr := tar.NewReader(rc)
-	if _, err := tr.Next(); err != nil {
-		return nil, false, fmt.Errorf("reading %s from runner %s: %w", p, short(id), err)
-	}
-	data, err := io.ReadAll(io.LimitReader(tr, maxFileBytes))
-	if err != nil {
-		return nil, false, fmt.Errorf("reading %s from runner %s: %w", p, short(id), err)
-	}
 	return data, true, nil
+}
+
+// copyFrom opens the tar stream of path p in container id.
+func (d *Docker) copyFrom(id, p string) func(context.Context) (io.ReadCloser, error) {
+	return func(ctx context.Context) (io.ReadCloser, error) {
+		rc, _, err := d.Cli.CopyFromContainer(ctx, id, p)
+		return rc, err
+	}
 }
 
 // writeFiles copies files into a created container.
@@ -373,7 +400,9 @@ func (d *Docker) writeFiles(ctx context.Context, id string, files []deploy.File)
 	if err != nil {
 		return err
 	}
-	if err := d.Cli.CopyToContainer(ctx, id, "/", archive, container.CopyToContainerOptions{}); err != nil {
+	if err := docker.Bounded(ctx, docker.UploadTime(archive.Len()), func(ctx context.Context) error {
+		return d.Cli.CopyToContainer(ctx, id, "/", archive, container.CopyToContainerOptions{})
+	}); err != nil {
 		return d.wrap(err, "writing the spec into runner %s", short(id))
 	}
 	return nil
@@ -382,10 +411,14 @@ func (d *Docker) writeFiles(ctx context.Context, id string, files []deploy.File)
 // remove stops (after grace) and removes a runner; one already gone is fine.
 func (d *Docker) remove(ctx context.Context, id string, grace time.Duration) error {
 	secs := int(grace / time.Second)
-	if err := d.Cli.ContainerStop(ctx, id, container.StopOptions{Timeout: &secs}); err != nil && !cerrdefs.IsNotFound(err) {
+	if err := docker.Bounded(ctx, grace, func(ctx context.Context) error {
+		return d.Cli.ContainerStop(ctx, id, container.StopOptions{Timeout: &secs})
+	}); err != nil && !cerrdefs.IsNotFound(err) {
 		return d.wrap(err, "stopping runner %s", short(id))
 	}
-	if err := d.Cli.ContainerRemove(ctx, id, container.RemoveOptions{Force: true, RemoveVolumes: true}); err != nil && !cerrdefs.IsNotFound(err) && !strings.Contains(err.Error(), "is already in progress") {
+	if err := docker.Bounded(ctx, 0, func(ctx context.Context) error {
+		return d.Cli.ContainerRemove(ctx, id, container.RemoveOptions{Force: true, RemoveVolumes: true})
+	}); err != nil && !cerrdefs.IsNotFound(err) && !strings.Contains(err.Error(), "is already in progress") {
 		return d.wrap(err, "removing runner %s", short(id))
 	}
 	return nil
@@ -395,10 +428,19 @@ func (d *Docker) remove(ctx context.Context, id string, grace time.Duration) err
 // benchmark's destroy); a server that is gone has none left to find by it.
 func (d *Docker) Remove(ctx context.Context, target, key string) error {
 	f := filters.NewArgs(filters.Arg("label", KindLabel+"=docker"), filters.Arg("label", KeyLabel+"="+key))
-	if ci, err := d.Cli.ContainerInspect(ctx, target); err == nil {
+	var ci container.InspectResponse
+	err := docker.Bounded(ctx, 0, func(ctx context.Context) (err error) { ci, err = d.Cli.ContainerInspect(ctx, target); return err })
+	switch {
+	case err == nil:
 		f.Add("label", TargetLabel+"="+ci.ID)
+	case !cerrdefs.IsNotFound(err):
+		return d.wrap(err, "inspecting the server container %q", target)
 	}
-	cs, err := d.Cli.ContainerList(ctx, container.ListOptions{All: true, Filters: f})
+	var cs []container.Summary
+	err = docker.Bounded(ctx, 0, func(ctx context.Context) (err error) {
+		cs, err = d.Cli.ContainerList(ctx, container.ListOptions{All: true, Filters: f})
+		return err
+	})
 	if err != nil {
 		return d.wrap(err, "listing the benchmark's runners")
 	}
@@ -410,12 +452,10 @@ func (d *Docker) Remove(ctx context.Context, target, key string) error {
 	return nil
 }
 
+// wrap says what failed on the runner's engine (docker.Wrap: an engine that does not answer
+// within its bound, or cannot be reached, as such).
 func (d *Docker) wrap(err error, format string, args ...any) error {
-	msg := fmt.Sprintf(format, args...)
-	if client.IsErrConnectionFailed(err) {
-		return fmt.Errorf("%s: cannot reach the Docker Engine at %s: %w", msg, d.Host, err)
-	}
-	return fmt.Errorf("%s on %s: %w", msg, d.Host, err)
+	return docker.Wrap(d.Host, err, format, args...)
 }
 
 func stateOf(ci container.InspectResponse) string {

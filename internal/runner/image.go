@@ -15,6 +15,9 @@ import (
 	cerrdefs "github.com/containerd/errdefs"
 	"github.com/docker/docker/api/types/build"
 	"github.com/docker/docker/api/types/image"
+	"github.com/docker/docker/api/types/system"
+
+	"github.com/llmserve/terraform-provider-llmserve/internal/deploy/docker"
 )
 
 // BinaryEnv overrides the binary the runner image is built from (by default the running
@@ -86,7 +89,8 @@ func (d *Docker) binary(ctx context.Context) ([]byte, string, error) {
 	if err != nil {
 		return nil, "", err
 	}
-	info, err := d.Cli.Info(ctx)
+	var info system.Info
+	err = docker.Bounded(ctx, 0, func(ctx context.Context) (err error) { info, err = d.Cli.Info(ctx); return err })
 	if err != nil {
 		return nil, "", d.wrap(err, "reading the engine's architecture")
 	}
@@ -119,18 +123,22 @@ func (e *ImageError) Error() string {
 // missing), or built from the provider binary FROM scratch, once per binary.
 func (d *Docker) image(ctx context.Context) (string, error) {
 	if d.Image != "" {
-		if _, err := d.Cli.ImageInspect(ctx, d.Image); err == nil {
+		if err := d.inspectImage(ctx, d.Image); err == nil {
 			return d.Image, nil
 		} else if !cerrdefs.IsNotFound(err) {
 			return "", d.wrap(err, "inspecting runner.docker.image %q", d.Image)
 		}
-		rc, err := d.Cli.ImagePull(ctx, d.Image, image.PullOptions{})
-		if err != nil {
+		opened := false
+		err := docker.Stream(ctx, 0, func(ctx context.Context) (io.ReadCloser, error) {
+			rc, err := d.Cli.ImagePull(ctx, d.Image, image.PullOptions{})
+			opened = err == nil
+			return rc, err
+		}, buildStream)
+		switch {
+		case err != nil && !opened:
 			return "", d.wrap(err, "runner.docker.image %q is not on the engine and pulling it failed; load it (docker load) or check the registry", d.Image)
-		}
-		defer rc.Close()
-		if err := buildStream(rc); err != nil {
-			return "", fmt.Errorf("pulling runner.docker.image %q: %w", d.Image, err)
+		case err != nil:
+			return "", d.wrap(err, "pulling runner.docker.image %q", d.Image)
 		}
 		return d.Image, nil
 	}
@@ -140,7 +148,7 @@ func (d *Docker) image(ctx context.Context) (string, error) {
 	}
 	sum := sha256.Sum256(bin)
 	tag := ImageRepository + ":" + hex.EncodeToString(sum[:8])
-	if _, err := d.Cli.ImageInspect(ctx, tag); err == nil {
+	if err := d.inspectImage(ctx, tag); err == nil {
 		return tag, nil
 	} else if !cerrdefs.IsNotFound(err) {
 		return "", d.wrap(err, "inspecting the runner image %s", tag)
@@ -163,16 +171,19 @@ func (d *Docker) image(ctx context.Context) (string, error) {
 	if err := tw.Close(); err != nil {
 		return "", err
 	}
-	resp, err := d.Cli.ImageBuild(ctx, &buf, build.ImageBuildOptions{Tags: []string{tag}, Remove: true, ForceRemove: true,
-		Labels: map[string]string{KindLabel: "docker"}})
+	err = docker.Stream(ctx, docker.UploadTime(buf.Len()), func(ctx context.Context) (io.ReadCloser, error) {
+		resp, err := d.Cli.ImageBuild(ctx, &buf, build.ImageBuildOptions{Tags: []string{tag}, Remove: true, ForceRemove: true,
+			Labels: map[string]string{KindLabel: "docker"}})
+		return resp.Body, err
+	}, buildStream)
 	if err != nil {
 		return "", d.wrap(err, "building the runner image %s", tag)
 	}
-	defer resp.Body.Close()
-	if err := buildStream(resp.Body); err != nil {
-		return "", fmt.Errorf("building the runner image %s on %s: %w", tag, d.Host, err)
-	}
 	return tag, nil
+}
+
+func (d *Docker) inspectImage(ctx context.Context, ref string) error {
+	return docker.Bounded(ctx, 0, func(ctx context.Context) error { _, err := d.Cli.ImageInspect(ctx, ref); return err })
 }
 
 // buildStream drains a build's or pull's progress stream; its errors arrive in it.

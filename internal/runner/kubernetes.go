@@ -154,7 +154,7 @@ func (b *kubeRunners) Remove(ctx context.Context, p Process, _ time.Duration) er
 }
 
 func (k *Kubernetes) jobs(ctx context.Context, selector string) ([]batchv1.Job, error) {
-	ctx, cancel := context.WithTimeout(ctx, kubernetes.APICallTimeout)
+	ctx, cancel := context.WithTimeout(ctx, k.Cluster.CallTimeout())
 	defer cancel()
 	l, err := k.Cluster.Clientset().BatchV1().Jobs(k.Namespace).List(ctx, metav1.ListOptions{LabelSelector: selector})
 	if err != nil {
@@ -179,7 +179,7 @@ func (k *Kubernetes) start(ctx context.Context, job Job, key, target string, see
 		data["journal.jsonl"] = seed
 	}
 	cs := k.Cluster.Clientset()
-	callCtx, cancel := context.WithTimeout(ctx, kubernetes.APICallTimeout)
+	callCtx, cancel := context.WithTimeout(ctx, k.Cluster.CallTimeout())
 	defer cancel()
 	sec, err := cs.CoreV1().Secrets(k.Namespace).Create(callCtx, &corev1.Secret{
 		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: k.Namespace, Labels: labels},
@@ -190,7 +190,7 @@ func (k *Kubernetes) start(ctx context.Context, job Job, key, target string, see
 	}
 	created, err := cs.BatchV1().Jobs(k.Namespace).Create(callCtx, k.jobObject(name, labels), metav1.CreateOptions{})
 	if err != nil {
-		rmCtx, rmCancel := context.WithTimeout(context.WithoutCancel(ctx), kubernetes.APICallTimeout)
+		rmCtx, rmCancel := context.WithTimeout(context.WithoutCancel(ctx), k.Cluster.CallTimeout())
 		defer rmCancel()
 		if rmErr := cs.CoreV1().Secrets(k.Namespace).Delete(rmCtx, name, metav1.DeleteOptions{}); rmErr != nil && !apierrors.IsNotFound(rmErr) {
 			return "", errors.Join(k.wrap(ctx, err, "create", "jobs.batch"), fmt.Errorf("the runner's Secret %s/%s is left: kubectl delete secret -n %s %s: %w", k.Namespace, name, k.Namespace, name, rmErr))
@@ -254,7 +254,7 @@ func (k *Kubernetes) jobObject(name string, labels map[string]string) *batchv1.J
 // pod is the Job's newest pod not being deleted (nil before the Job controller made one),
 // and the Job itself (nil when it is gone).
 func (k *Kubernetes) pod(ctx context.Context, name string) (*corev1.Pod, *batchv1.Job, error) {
-	callCtx, cancel := context.WithTimeout(ctx, kubernetes.APICallTimeout)
+	callCtx, cancel := context.WithTimeout(ctx, k.Cluster.CallTimeout())
 	defer cancel()
 	cs := k.Cluster.Clientset()
 	j, err := cs.BatchV1().Jobs(k.Namespace).Get(callCtx, name, metav1.GetOptions{})
@@ -433,7 +433,7 @@ func (k *Kubernetes) result(ctx context.Context, pod corev1.Pod) (Result, bool) 
 // get reads one path of the runner's HTTP server; false on anything but 200.
 func (k *Kubernetes) get(ctx context.Context, pod corev1.Pod, p string) ([]byte, bool) {
 	base, client := k.Cluster.PodBase(pod, ServePort, k.Access)
-	ctx, cancel := context.WithTimeout(ctx, kubernetes.APICallTimeout)
+	ctx, cancel := context.WithTimeout(ctx, k.Cluster.CallTimeout())
 	defer cancel()
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, base+p, nil)
 	if err != nil {
@@ -453,7 +453,7 @@ func (k *Kubernetes) get(ctx context.Context, pod corev1.Pod, p string) ([]byte,
 
 // remove deletes a runner Job, its pods and its Secret; ones already gone are fine.
 func (k *Kubernetes) remove(ctx context.Context, name string) error {
-	ctx, cancel := context.WithTimeout(ctx, kubernetes.APICallTimeout)
+	ctx, cancel := context.WithTimeout(ctx, k.Cluster.CallTimeout())
 	defer cancel()
 	cs := k.Cluster.Clientset()
 	bg := metav1.DeletePropagationBackground

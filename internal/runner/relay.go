@@ -25,6 +25,7 @@ import (
 	"github.com/docker/docker/pkg/stdcopy"
 
 	"github.com/llmserve/terraform-provider-llmserve/internal/deploy"
+	"github.com/llmserve/terraform-provider-llmserve/internal/deploy/docker"
 )
 
 // RelayKind is KindLabel's value on a relay container.
@@ -93,11 +94,15 @@ func (d *Docker) HTTPClient(target string) *http.Client {
 
 // dialRelay starts one relay container in target's network namespace, attached.
 func (d *Docker) dialRelay(ctx context.Context, img, target, addr string) (net.Conn, error) {
-	created, err := d.Cli.ContainerCreate(ctx,
-		&container.Config{Image: img, Cmd: []string{"runner", "relay", addr},
-			OpenStdin: true, StdinOnce: true, AttachStdin: true, AttachStdout: true, AttachStderr: true,
-			Labels: map[string]string{KindLabel: RelayKind, TargetLabel: target, deploy.ManagedLabel: "true"}},
-		&container.HostConfig{NetworkMode: container.NetworkMode("container:" + target), AutoRemove: true}, nil, nil, "")
+	var created container.CreateResponse
+	err := docker.Bounded(ctx, 0, func(ctx context.Context) (err error) {
+		created, err = d.Cli.ContainerCreate(ctx,
+			&container.Config{Image: img, Cmd: []string{"runner", "relay", addr},
+				OpenStdin: true, StdinOnce: true, AttachStdin: true, AttachStdout: true, AttachStderr: true,
+				Labels: map[string]string{KindLabel: RelayKind, TargetLabel: target, deploy.ManagedLabel: "true"}},
+			&container.HostConfig{NetworkMode: container.NetworkMode("container:" + target), AutoRemove: true}, nil, nil, "")
+		return err
+	})
 	if err != nil {
 		return nil, d.wrap(err, "creating a relay into the server container %s (image %s)", target, img)
 	}
@@ -108,7 +113,9 @@ func (d *Docker) dialRelay(ctx context.Context, img, target, addr string) (net.C
 		return nil, d.wrap(err, "attaching to the relay into the server container %s", target)
 	}
 	c.hj = hj
-	if err := d.Cli.ContainerStart(ctx, created.ID, container.StartOptions{}); err != nil {
+	if err := docker.Bounded(ctx, 0, func(ctx context.Context) error {
+		return d.Cli.ContainerStart(ctx, created.ID, container.StartOptions{})
+	}); err != nil {
 		_ = c.Close()
 		return nil, d.wrap(err, "starting a relay into the server container %s (image %s)", target, img)
 	}

@@ -41,37 +41,123 @@ func NewBackend(cli *client.Client, host string) *Backend {
 // Client is the underlying Engine API client, for tests and sweepers.
 func (b *Backend) Client() *client.Client { return b.cli }
 
-// callTimeout bounds one Engine API call that returns as soon as the engine has done a
-// bookkeeping step (inspect, create, start, update, info, remove); a stop adds its grace
-// period. Without it an engine that accepts connections and never answers (a tarpit, a hung
-// daemon) would hold plan and apply for as long as Terraform lets them run. Image pulls
-// stream progress for as long as they take and are bounded by the operation's timeout.
-var callTimeout = 2 * time.Minute
+// DefaultCallTimeout bounds one Engine API call that returns as soon as the engine has done
+// a bookkeeping step (inspect, list, create, start, update, info, remove, a file copied in
+// or out); a stop adds its grace period. Without it an engine that accepts connections and
+// never answers (a tarpit, a hung daemon) would hold plan and apply for as long as Terraform
+// lets them run. A stream (an image pull's or build's progress, a file read back) is bound
+// by its silence instead: no byte for the same time ends it. deploy.CallTimeoutEnv replaces
+// it.
+const DefaultCallTimeout = 2 * time.Minute
+
+// callTimeout is DefaultCallTimeout; tests shorten it.
+var callTimeout = DefaultCallTimeout
+
+// CallTimeout is the bound of one Engine API call: DefaultCallTimeout, or what
+// deploy.CallTimeoutEnv says.
+func CallTimeout() time.Duration { return deploy.CallTimeout(callTimeout) }
 
 // errNoAnswer is the cause of a call's own deadline, told apart from the caller's.
 var errNoAnswer = errors.New("no answer from the Docker Engine")
 
-// bounded runs one Engine API call under its own deadline (callTimeout plus extra) and says
-// so when that deadline, not the caller's, ended it.
-func bounded(ctx context.Context, extra time.Duration, call func(context.Context) error) error {
-	cctx, cancel := context.WithTimeoutCause(ctx, callTimeout+extra, errNoAnswer)
+// Bounded runs one Engine API call under its own deadline (CallTimeout plus extra) and says
+// so when that deadline, not the caller's, ended it (Wrap then names the engine and the
+// call).
+func Bounded(ctx context.Context, extra time.Duration, call func(context.Context) error) error {
+	bound := CallTimeout() + extra
+	cctx, cancel := context.WithTimeoutCause(ctx, bound, errNoAnswer)
 	defer cancel()
 	err := call(cctx)
 	if err != nil && ctx.Err() == nil && errors.Is(context.Cause(cctx), errNoAnswer) {
-		return fmt.Errorf("%w within %s", errNoAnswer, callTimeout+extra)
+		return fmt.Errorf("%w within %s", errNoAnswer, bound)
 	}
 	return err
 }
 
-func (b *Backend) wrap(err error, format string, args ...any) error {
+func bounded(ctx context.Context, extra time.Duration, call func(context.Context) error) error {
+	return Bounded(ctx, extra, call)
+}
+
+// Stream runs one Engine API call that answers with a stream (an image pull's or build's
+// progress, a file copied out of a container) and consumes it (OpenStream).
+func Stream(ctx context.Context, extra time.Duration, open func(context.Context) (io.ReadCloser, error), consume func(io.Reader) error) error {
+	rc, err := OpenStream(ctx, extra, open)
+	if err != nil {
+		return err
+	}
+	err = consume(rc)
+	if cerr := rc.Close(); err == nil {
+		err = cerr
+	}
+	return err
+}
+
+// OpenStream runs one Engine API call that answers with a stream: open must answer within
+// CallTimeout plus extra (a request body to upload), and the stream it returned then ends
+// once the engine has sent nothing for CallTimeout, its reads failing as an engine that does
+// not answer (Wrap). A stream that keeps flowing may take as long as it needs. Close stops
+// the watch.
+func OpenStream(ctx context.Context, extra time.Duration, open func(context.Context) (io.ReadCloser, error)) (io.ReadCloser, error) {
+	bound := CallTimeout()
+	sctx, cancel := context.WithCancelCause(ctx)
+	silent := time.AfterFunc(bound+extra, func() { cancel(errNoAnswer) })
+	silence := func(err error) error {
+		if err != nil && err != io.EOF && ctx.Err() == nil && errors.Is(context.Cause(sctx), errNoAnswer) {
+			return fmt.Errorf("%w within %s", errNoAnswer, bound)
+		}
+		return err
+	}
+	rc, err := open(sctx)
+	if err != nil {
+		silent.Stop()
+		cancel(nil)
+		return nil, silence(err)
+	}
+	silent.Reset(bound)
+	return &watchedStream{rc: rc, rearm: func() { silent.Reset(bound) }, silence: silence,
+		stop: func() { silent.Stop(); cancel(nil) }}, nil
+}
+
+// watchedStream rearms its silence bound on every read that brought bytes.
+type watchedStream struct {
+	rc      io.ReadCloser
+	rearm   func()
+	silence func(error) error
+	stop    func()
+}
+
+func (s *watchedStream) Read(p []byte) (int, error) {
+	n, err := s.rc.Read(p)
+	if n > 0 {
+		s.rearm()
+	}
+	return n, s.silence(err)
+}
+
+func (s *watchedStream) Close() error {
+	err := s.rc.Close()
+	s.stop()
+	return err
+}
+
+// Wrap says what failed on the Docker Engine at host: what was being done (format, args),
+// and an engine that did not answer within its bound, or could not be reached, as such.
+func Wrap(host string, err error, format string, args ...any) error {
 	msg := fmt.Sprintf(format, args...)
 	if errors.Is(err, errNoAnswer) {
-		return fmt.Errorf("%s: %w at %s; the engine accepts connections but does not respond: check the daemon and docker_host", msg, err, b.hostURL)
+		return fmt.Errorf("%s: %w at %s; the engine accepts connections but does not respond: check the daemon and docker_host", msg, err, host)
 	}
 	if client.IsErrConnectionFailed(err) {
-		return fmt.Errorf("%s: cannot reach the Docker Engine at %s (%s): %w", msg, b.hostURL, hostHint(b.hostURL), err)
+		return fmt.Errorf("%s: cannot reach the Docker Engine at %s (%s): %w", msg, host, hostHint(host), err)
 	}
-	return fmt.Errorf("%s: %w", msg, err)
+	return fmt.Errorf("%s on %s: %w", msg, host, err)
+}
+
+func (b *Backend) wrap(err error, format string, args ...any) error {
+	if errors.Is(err, errNoAnswer) || client.IsErrConnectionFailed(err) {
+		return Wrap(b.hostURL, err, format, args...)
+	}
+	return fmt.Errorf("%s: %w", fmt.Sprintf(format, args...), err)
 }
 
 // Create implements deploy.Backend.
@@ -116,14 +202,18 @@ func (b *Backend) ensureImage(ctx context.Context, ref string) error {
 	} else if !cerrdefs.IsNotFound(err) {
 		return b.wrap(err, "inspecting image %q", ref)
 	}
-	rc, err := b.cli.ImagePull(ctx, ref, image.PullOptions{})
-	if err != nil {
-		return b.wrap(err, "image %q is not on the engine and pulling it failed; load it (docker load) or check the registry", ref)
-	}
-	defer rc.Close()
 	// The pull only completes when its progress stream is drained; errors arrive in-stream.
 	var tail bytes.Buffer
-	if _, err := io.Copy(&tail, rc); err != nil {
+	opened := false
+	err := Stream(ctx, 0, func(ctx context.Context) (io.ReadCloser, error) {
+		rc, err := b.cli.ImagePull(ctx, ref, image.PullOptions{})
+		opened = err == nil
+		return rc, err
+	}, func(r io.Reader) error { _, err := io.Copy(&tail, r); return err })
+	switch {
+	case err != nil && !opened:
+		return b.wrap(err, "image %q is not on the engine and pulling it failed; load it (docker load) or check the registry", ref)
+	case err != nil:
 		return b.wrap(err, "pulling image %q", ref)
 	}
 	if bytes.Contains(tail.Bytes(), []byte(`"error"`)) {
@@ -399,7 +489,7 @@ func (b *Backend) waitGone(ctx context.Context, id string) error {
 	tick := time.NewTicker(100 * time.Millisecond)
 	defer tick.Stop()
 	for {
-		_, err := b.cli.ContainerInspect(ctx, id)
+		err := bounded(ctx, 0, func(ctx context.Context) error { _, err := b.cli.ContainerInspect(ctx, id); return err })
 		switch {
 		case cerrdefs.IsNotFound(err):
 			return nil

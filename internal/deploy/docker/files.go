@@ -34,11 +34,17 @@ func (b *Backend) writeFiles(ctx context.Context, id string, files []deploy.File
 	if err != nil {
 		return err
 	}
-	if err := b.cli.CopyToContainer(ctx, id, "/", archive, container.CopyToContainerOptions{}); err != nil {
+	if err := bounded(ctx, UploadTime(archive.Len()), func(ctx context.Context) error {
+		return b.cli.CopyToContainer(ctx, id, "/", archive, container.CopyToContainerOptions{})
+	}); err != nil {
 		return b.wrap(err, "writing files into container %s", shortID(id))
 	}
 	return nil
 }
+
+// UploadTime is what a call that sends n bytes to the engine adds to its bound: a second
+// per MiB, a link of 1 MiB/s (a runner's seed journal, the runner image's build context).
+func UploadTime(n int) time.Duration { return time.Duration(n>>20) * time.Second }
 
 // Archive is files as the tar stream the engine's copy API takes at "/", with every parent
 // directory; what the server container and the benchmark's runner are given both travel so.
@@ -82,21 +88,25 @@ func (b *Backend) WriteRecord(ctx context.Context, id string, rec deploy.LaunchR
 
 // ReadRecord implements deploy.RecordKeeper.
 func (b *Backend) ReadRecord(ctx context.Context, id string) (deploy.LaunchRecord, bool, error) {
-	rc, _, err := b.cli.CopyFromContainer(ctx, id, recordFile)
+	var data []byte
+	err := bounded(ctx, 0, func(ctx context.Context) error {
+		rc, _, err := b.cli.CopyFromContainer(ctx, id, recordFile)
+		if err != nil {
+			return err
+		}
+		defer rc.Close()
+		tr := tar.NewReader(rc)
+		if _, err := tr.Next(); err != nil {
+			return err
+		}
+		data, err = io.ReadAll(io.LimitReader(tr, maxRecordBytes+1))
+		return err
+	})
 	if cerrdefs.IsNotFound(err) {
 		return deploy.LaunchRecord{}, false, nil
 	}
 	if err != nil {
 		return deploy.LaunchRecord{}, false, b.wrap(err, "reading the launch record of container %s", shortID(id))
-	}
-	defer rc.Close()
-	tr := tar.NewReader(rc)
-	if _, err := tr.Next(); err != nil {
-		return deploy.LaunchRecord{}, false, fmt.Errorf("reading the launch record of container %s: %w", shortID(id), err)
-	}
-	data, err := io.ReadAll(io.LimitReader(tr, maxRecordBytes+1))
-	if err != nil {
-		return deploy.LaunchRecord{}, false, fmt.Errorf("reading the launch record of container %s: %w", shortID(id), err)
 	}
 	if len(data) > maxRecordBytes {
 		return deploy.LaunchRecord{}, false, fmt.Errorf("the launch record %s in container %s is larger than %d bytes; it was not written by this provider", recordFile, shortID(id), maxRecordBytes)

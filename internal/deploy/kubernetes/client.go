@@ -129,7 +129,8 @@ type Cluster struct {
 	cs   k8s.Interface
 	rest *rest.Config
 	http *http.Client // authenticated to the API server, for the pod proxy
-	// callTimeout bounds one request that should be answered at once (APICallTimeout).
+	// callTimeout bounds one request that should be answered at once; 0 is APICallTimeout,
+	// or what deploy.CallTimeoutEnv says (requestTimeout).
 	callTimeout time.Duration
 }
 
@@ -143,7 +144,7 @@ func NewCluster(cfg *rest.Config) (*Cluster, error) {
 	if err != nil {
 		return nil, fmt.Errorf("kubernetes: building client for %s: %w", urlredact.Redact(cfg.Host), err)
 	}
-	return &Cluster{cs: cs, rest: cfg, http: hc, callTimeout: APICallTimeout}, nil
+	return &Cluster{cs: cs, rest: cfg, http: hc}, nil // callTimeout 0: APICallTimeout, or deploy.CallTimeoutEnv
 }
 
 // Connection is the provider's configured Kubernetes cluster, connected on first use:

@@ -11,6 +11,8 @@ import (
 	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+
+	"github.com/llmserve/terraform-provider-llmserve/internal/deploy"
 )
 
 // Bounds on reaching the API server, stated in the resource's documentation. A refused
@@ -58,8 +60,12 @@ func (c *Cluster) requestTimeout() time.Duration {
 	if c.callTimeout > 0 {
 		return c.callTimeout
 	}
-	return APICallTimeout
+	return deploy.CallTimeout(APICallTimeout)
 }
+
+// CallTimeout is the bound of one request the API server should answer at once:
+// APICallTimeout, or what deploy.CallTimeoutEnv says.
+func (c *Cluster) CallTimeout() time.Duration { return c.requestTimeout() }
 
 // explain turns a client error that is about reaching the cluster into a ClusterError, and
 // returns any other error as it is. ctx is the operation's context (not the request's bound):
