@@ -233,8 +233,8 @@ func TestPlanAcceptsGoodNewSurfaces(t *testing.T) {
 		{"docker runner by inspect name", "llmserve_capacity_benchmark", with(surfaceBench, map[string]any{"runner": dockerRunner(map[string]any{"container": "/llmserve-qwen"})})},
 		{"docker runner image pinned by digest", "llmserve_capacity_benchmark", with(surfaceBench, map[string]any{"runner": dockerRunner(map[string]any{
 			"image": "ghcr.io/llmserve/llmserve-runner:1.0.0@sha256:" + strings.Repeat("ab", 32)})})},
-		{"kubernetes runner", "llmserve_capacity_benchmark", with(surfaceBench, map[string]any{"runner": kubeRunner(nil)})},
-		{"kubernetes runner on docker hub", "llmserve_capacity_benchmark", with(surfaceBench, map[string]any{"runner": kubeRunner(map[string]any{"namespace": "llm-serving-2", "image": "llmserve/runner"})})},
+		{"kubernetes runner", "llmserve_capacity_benchmark", with(surfaceBench, map[string]any{"runner": kubeRunner(nil), "endpoint": inClusterEndpoint})},
+		{"kubernetes runner on docker hub", "llmserve_capacity_benchmark", with(surfaceBench, map[string]any{"runner": kubeRunner(map[string]any{"namespace": "llm-serving-2", "image": "llmserve/runner"}), "endpoint": inClusterEndpoint})},
 		{"unpublished server", "llmserve_inference_server", with(surfaceServer, map[string]any{"publish": false})},
 		{"unpublished server on loopback", "llmserve_inference_server", with(surfaceServer, map[string]any{"publish": false, "bind_address": "127.0.0.1"})},
 		{"published server on every interface", "llmserve_inference_server", with(surfaceServer, map[string]any{"bind_address": "0.0.0.0"})},

@@ -46,6 +46,7 @@ func (r *capacityBenchmarkResource) ValidateConfig(ctx context.Context, req reso
 	if !m.Runner.IsNull() && !m.Runner.IsUnknown() {
 		checkRunnerPlace(m.Runner, resp)
 		checkRunnerSettings(m.Runner, resp)
+		checkRunnerEndpoints(m.Runner, cfg, resp)
 		checkRunnerPlacement(ctx, m.Runner, resp)
 		for i, w := range cfg.Workloads {
 			if w.TraceFile != "" {

@@ -51,7 +51,11 @@ func benchmarkRunnerAttribute() schema.Attribute {
 			"a runner killed or out of memory (its journal is kept in its stopped container and the next apply resumes from it); " +
 			"the engine lost while the apply follows the runner (reported within " + shortDuration(runner.EngineLostWithin) + " of its last answer; the runner keeps measuring if the host is up, and the next apply attaches to it). " +
 			dockerCallBounds() + " " +
-			"A server that publishes nothing (`llmserve_inference_server` with `publish = false`) is measured this way, with `endpoint = llmserve_inference_server.<name>.endpoint`.",
+			"A server that publishes nothing (`llmserve_inference_server` with `publish = false`) is measured this way, with `endpoint = llmserve_inference_server.<name>.endpoint`.\n\n" +
+			"The runner dials `endpoint`, `replica_endpoints` and `telemetry_endpoints` from where it runs, and the plan warns where one cannot be the server there: a loopback address " +
+			"(`127.0.0.1`, `localhost`, `::1`) with `kubernetes`, whose Job's pod holds the runner alone; a private or link-local IP with `docker`, which reaches the server on the shared namespace's loopback " +
+			"(a private address is reached only through the engine's port publishing, which then enters every figure, and not at all with `publish = false`; it stays a warning because a gateway there can be meant). " +
+			"Host names are not resolved at plan.",
 		Attributes: map[string]schema.Attribute{
 			"kubernetes": kubernetesRunnerAttribute(),
 			"docker": schema.SingleNestedAttribute{
@@ -101,6 +105,27 @@ func checkRunnerSettings(v types.Object, resp *resource.ValidateConfigResponse) 
 		problems = append(problems, runner.CheckKubernetes(at.At("kubernetes"), ns.ValueString(), i.ValueString())...)
 	}
 	resp.Diagnostics.Append(problemDiagnostics(problems, "Invalid runner setting", unknown, true)...)
+}
+
+// checkRunnerEndpoints warns about the addresses the runner would dial that cannot be the
+// server where it runs (runner.CheckKubernetesEndpoints, runner.CheckDockerEndpoints); an
+// address unknown at plan is left out.
+func checkRunnerEndpoints(v types.Object, cfg capacity.Config, resp *resource.ValidateConfigResponse) {
+	urls := []runner.Dialled{{Path: attrpath.Root("endpoint"), URL: cfg.Endpoint}}
+	for i, u := range cfg.ReplicaEndpoints {
+		urls = append(urls, runner.Dialled{Path: attrpath.Root("replica_endpoints").Index(i), URL: u})
+	}
+	for i, u := range cfg.TelemetryEndpoints {
+		urls = append(urls, runner.Dialled{Path: attrpath.Root("telemetry_endpoints").Index(i), URL: u})
+	}
+	var problems []problem.Problem
+	if _, ok := kubernetesRunnerSettings(v); ok {
+		problems = runner.CheckKubernetesEndpoints(attrpath.Root("runner").At("kubernetes"), urls)
+	}
+	if _, _, ok := runnerSettings(v); ok {
+		problems = runner.CheckDockerEndpoints(attrpath.Root("runner").At("docker"), urls)
+	}
+	resp.Diagnostics.Append(problemDiagnostics(problems, "Runner cannot reach the endpoint", nil, true)...)
 }
 
 // benchmarkPlace is where a benchmark's measurement runs.
