@@ -67,17 +67,17 @@ func TestAccEngineWaitsBounded(t *testing.T) {
 	kubeProvider := func(host string) string {
 		return fmt.Sprintf("provider \"llmserve\" {\n  kubernetes {\n    host     = %q\n    token    = \"not-a-real-token\"\n    insecure = true\n  }\n}\n", host)
 	}
-	bench := func(runner string) string {
+	bench := func(endpoint, runner string) string {
 		return fmt.Sprintf(`
 resource "llmserve_capacity_benchmark" "b" {
-  endpoint  = "http://127.0.0.1:30000"
+  endpoint  = %q
   model     = "m"
   workloads = [{ label = "a", input_tokens = 32, output_tokens = 8 }]
   slos      = [{ metric = "time_to_first_token", percentile = 95, threshold_ms = 1000 }]
   search    = { concurrency_levels = [1] }
   runner    = %s
 }
-`, runner)
+`, endpoint, runner)
 	}
 	dockerSays := func(doing string) string {
 		return words(doing) + `.*` + words("no answer from the Docker Engine within 2s at tcp://127.0.0.1:") + `\d+`
@@ -102,11 +102,11 @@ resource "llmserve_inference_server" "s" {
 `
 		}, dockerSays("inspecting image"), docker.DefaultCallTimeout},
 		{"llmserve_capacity_benchmark Docker runner", func(t *testing.T) string {
-			return dockerProvider(silentEngine(t)) + bench(`{ docker = { container = "llmserve-server", image = "llmserve-runner:test" } }`)
+			return dockerProvider(silentEngine(t)) + bench("http://127.0.0.1:30000", `{ docker = { container = "llmserve-server", image = "llmserve-runner:test" } }`)
 		}, dockerSays(`inspecting the server container "llmserve-server"`), docker.DefaultCallTimeout},
 		{"llmserve_capacity_benchmark Kubernetes runner", func(t *testing.T) string {
-			return kubeProvider(silentAPIServer(t)) + bench(`{ kubernetes = { namespace = "default", image = "ghcr.io/llmserve/llmserve-runner:test" } }`)
-		}, kubeSays("Kubernetes API server did not answer"), kubernetes.APICallTimeout},
+			return kubeProvider(silentAPIServer(t)) + bench(inClusterEndpoint, `{ kubernetes = { namespace = "default", image = "ghcr.io/llmserve/llmserve-runner:test" } }`)
+		}, kubeSays("runner: list jobs.batch in namespace default: the Kubernetes API server at https://127.0.0.1:"), kubernetes.APICallTimeout},
 		{"llmserve_inference_deployment", func(t *testing.T) string {
 			return kubeProvider(silentAPIServer(t)) + `
 resource "llmserve_inference_deployment" "d" {

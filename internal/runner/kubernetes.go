@@ -481,11 +481,18 @@ func (k *Kubernetes) Remove(ctx context.Context, key string) error {
 	return nil
 }
 
+// wrap says what the API server refused (RBACError) or, when the cluster itself could not be
+// used (no answer within its bound, a refused connection: kubernetes.ClusterError), which
+// request the runner was making.
 func (k *Kubernetes) wrap(ctx context.Context, err error, verb, resource string) error {
 	if apierrors.IsForbidden(err) {
 		return &RBACError{Namespace: k.Namespace, Verb: verb, Resource: resource, Err: err}
 	}
-	return k.Cluster.Explain(ctx, err)
+	err = k.Cluster.Explain(ctx, err)
+	if ce := (*kubernetes.ClusterError)(nil); errors.As(err, &ce) {
+		return fmt.Errorf("runner: %s %s in namespace %s: %w", verb, resource, k.Namespace, err)
+	}
+	return err
 }
 
 // RBACError is a request of the runner's the provider's identity may not make.
