@@ -46,7 +46,8 @@ func (a rateAxis) drive(ctx context.Context, r *trialRunner, at trialAt, p trial
 	if err != nil {
 		return driven{}, err
 	}
-	return a.driveOnSchedule(ctx, r, at, p, schedule, at.Value, a.ol.Arrival.Pattern, r.w.OutputTokens)
+	deal := func(parts int) []int { return dealArrivals(len(schedule), parts, a.ol.Arrival.Pattern, seed) }
+	return a.driveOnSchedule(ctx, r, at, p, schedule, at.Value, a.ol.Arrival.Pattern, r.w.OutputTokens, deal)
 }
 
 func (rateAxis) place(t *results.Trial, _ Workload, at trialAt) { t.RequestRate = at.Value }

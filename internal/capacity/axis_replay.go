@@ -37,7 +37,8 @@ func (a replayAxis) drive(ctx context.Context, r *trialRunner, at trialAt, p tri
 		return driven{}, err
 	}
 	_, osl := w.Trace.MeanLengths() // each prompt asks for its own; this is only the default
-	return a.driveOnSchedule(ctx, r, at, p, schedule, traceRate(w, at.Value), "trace", osl)
+	deal := func(parts int) []int { return dealSessions(w.Trace.Requests, parts) }
+	return a.driveOnSchedule(ctx, r, at, p, schedule, traceRate(w, at.Value), "trace", osl, deal)
 }
 
 // cacheShape: a replayed prompt's hash_ids blocks may rightly be cached.

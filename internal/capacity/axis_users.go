@@ -11,7 +11,6 @@ import (
 	"fmt"
 	"hash/fnv"
 	"math"
-	"sync/atomic"
 
 	"github.com/llmserve/terraform-provider-llmserve/internal/attrpath"
 	"github.com/llmserve/terraform-provider-llmserve/internal/engine"
@@ -134,19 +133,7 @@ func (a usersAxis) drive(ctx context.Context, r *trialRunner, at trialAt, p tria
 	if len(p.warmup.texts) > 0 {
 		system = p.warmup.texts[0]
 	}
-	var warmTaken, measTaken atomic.Int64
-	next := func(_, n int) load.Conversation {
-		texts, taken := measured, &measTaken
-		if n < conv.WarmupConversations {
-			texts, taken = warm, &warmTaken
-		}
-		first := int(taken.Add(1)-1) * conv.Turns
-		c := load.Conversation{System: system, Turns: make([]load.Turn, conv.Turns)}
-		for k := range c.Turns {
-			c.Turns[k] = load.Turn{Message: texts[(first+k)%len(texts)], MaxTokens: w.OutputTokens}
-		}
-		return c
-	}
+	next := conversationSource(system, warm, measured, conv.Turns, conv.WarmupConversations, w.OutputTokens)
 	h := fnv.New64a()
 	h.Write([]byte(stream))
 	spec := load.UsersSpec{Users: at.Level, Next: next, WarmupConversations: conv.WarmupConversations,
@@ -157,8 +144,8 @@ func (a usersAxis) drive(ctx context.Context, r *trialRunner, at trialAt, p tria
 		}
 		spec.Observe = out.stop.observe
 	}
-	res, err := load.RunUsers(ctx, r.s.client, spec)
-	out.res, out.measuredEnd, out.window = res, res.MeasuredEnd, res.Measured()
+	res, pods, err := r.s.sendUsers(ctx, spec, usersPools{system: system, warm: warm, measured: measured, turns: conv.Turns}, w.OutputTokens)
+	out.res, out.measuredEnd, out.window, out.pods = res, res.MeasuredEnd, res.Measured(), pods
 	out.lowest = at.Level == a.min && !at.Comparison
 	own, shared := a.cacheShape(w)
 	c := metrics.Conversations(res.Requests, own, int(math.Ceil(p.measured.calibration.TemplateOverheadTokens))+shared)

@@ -93,6 +93,16 @@ type Config struct {
 	// and only the comparison with Baseline is measured, reusing the trials it added for
 	// an earlier comparison at the same level and number.
 	Delivered *Document `json:",omitempty"`
+	// Pods is how many load generators send every trial (runner.kubernetes.pods): above 1,
+	// this one and Fleet's peers, each its share (split.go), their records merged into one
+	// trial (fleet.go). 0 and 1 are one generator. Not in the fingerprint: a trial measures
+	// the server however many generators sent it, and each records its own spread.
+	Pods int `json:",omitempty"`
+	// PodsSet says runner.kubernetes.pods was written, so a Pods below 1 is the value the
+	// user wrote (refused, and named as written), not "one generator".
+	PodsSet bool `json:"-"`
+	// Fleet reaches the other generators when Pods is above 1.
+	Fleet Fleet `json:"-"`
 
 	// History holds trials finished by an earlier, interrupted run of the same
 	// configuration; they are reused instead of measured again.

@@ -255,18 +255,29 @@ func rateBoundNote(w results.Workload) string {
 // probe stops the moment its verdict is certain, or the completion guard's fail is: the
 // offered rate is the schedule's, known before the first request. rate is the request rate
 // the trial stands for, arrival what the document calls its arrivals, osl the max_tokens
-// of a prompt that has none of its own.
-func (b openLoopBase) driveOnSchedule(ctx context.Context, r *trialRunner, at trialAt, p trialPhases, schedule []time.Duration, rate float64, arrival string, osl int) (driven, error) {
+// of a prompt that has none of its own. Over a fleet, deal gives each arrival to a pod
+// (split.go); the probe then watches this pod's share, its stop decided over the whole
+// trial's count and its completion guard over this pod's own arrivals.
+func (b openLoopBase) driveOnSchedule(ctx context.Context, r *trialRunner, at trialAt, p trialPhases, schedule []time.Duration, rate float64, arrival string, osl int, deal func(parts int) []int) (driven, error) {
 	warmups, measured := p.warmup, p.measured
 	spec := load.OpenSpec{Schedule: schedule, Warmup: warmups.texts, Measured: measured.texts, OutputTokens: osl,
 		WarmupOutputTokens: warmups.maxTokens, MeasuredOutputTokens: measured.maxTokens, MaxInFlight: b.ol.MaxInFlight}
 	out := driven{openLoop: &metrics.OpenLoopRun{Arrival: arrival, Rate: rate}}
-	if at.Kind == search.Probe {
-		offered := scheduledRate(schedule[len(warmups.texts):])
+	var shares []Share
+	local := spec // what this generator sends
+	if f := r.s.fleet; f != nil {
+		shares = splitOpen(spec, deal(f.pods), f.pods)
+		local = load.OpenSpec{}
+		if o := shares[0].Open; o != nil {
+			local = load.OpenSpec{Schedule: o.Schedule, Warmup: o.Warmup, Measured: o.Measured}
+		}
+	}
+	if at.Kind == search.Probe && len(local.Measured) > 0 {
+		offered := scheduledRate(local.Schedule[len(local.Warmup):])
 		var firstDone time.Time
 		failed := 0
 		cannotKeepUp := func(now time.Time) bool {
-			return offered > 0 && metrics.DefaultOpenLoopRule().CannotKeepUp(now, firstDone, offered, len(measured.texts), failed)
+			return offered > 0 && metrics.DefaultOpenLoopRule().CannotKeepUp(now, firstDone, offered, len(local.Measured), failed)
 		}
 		var err error
 		if out.stop, err = newProbeStop(r.s.slos(), len(measured.texts), cannotKeepUp); err != nil {
@@ -282,6 +293,12 @@ func (b openLoopBase) driveOnSchedule(ctx context.Context, r *trialRunner, at tr
 			}
 		}
 		spec.Tick, spec.Observe = out.stop.tick, out.stop.observe
+	}
+	if shares != nil {
+		res, pods, err := r.s.fleet.send(ctx, r.s.client, shares, shareHooks{observe: spec.Observe, tick: spec.Tick}, len(spec.Warmup))
+		out.res, out.measuredEnd, out.pods = res, time.Now(), pods
+		out.window = res.Requests
+		return out, err
 	}
 	res, err := load.RunOpenTrial(ctx, r.s.client, spec)
 	out.res, out.measuredEnd = res.TrialResult, time.Now()

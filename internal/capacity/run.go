@@ -118,6 +118,19 @@ type session struct {
 	// replicas are the deployment's replicas behind the endpoint (replica_endpoints), each
 	// settled and read on its own before and during every trial; none without them.
 	replicas []replica
+	// fleet sends every trial from several load generators (Config.Pods); nil: from here.
+	fleet *fleet
+}
+
+// loadClient is the client every load generator of a run measures with (each runner pod of
+// a fleet its own): extra is what every request carries beyond the prompt.
+func loadClient(cfg Config, extra map[string]any) (*load.Client, error) {
+	return load.NewClient(load.ClientConfig{
+		BaseURL: cfg.Endpoint, Model: cfg.Model, API: cfg.API, APIKey: cfg.APIKey,
+		ExtraBody:    extra,
+		StallTimeout: cfg.StallTimeout, RequestTimeout: cfg.RequestTimeout,
+		RecordChunkTimes: cfg.RecordChunkTimes,
+	})
 }
 
 // connect checks that the endpoint is usable before any load is sent: reachable, the model
@@ -145,14 +158,15 @@ func connect(ctx context.Context, cfg Config) (*session, error) {
 	if s.replicas, err = connectReplicas(cfg, s.engine); err != nil {
 		return nil, err
 	}
-	s.client, err = load.NewClient(load.ClientConfig{
-		BaseURL: cfg.Endpoint, Model: cfg.Model, API: cfg.API, APIKey: cfg.APIKey,
-		ExtraBody:    s.flush.RequestFields,
-		StallTimeout: cfg.StallTimeout, RequestTimeout: cfg.RequestTimeout,
-		RecordChunkTimes: cfg.RecordChunkTimes,
-	})
+	s.client, err = loadClient(cfg, s.flush.RequestFields)
 	if err != nil {
 		return nil, err
+	}
+	if cfg.Pods > 1 {
+		if cfg.Fleet == nil {
+			return nil, fmt.Errorf("%d load generators (runner.kubernetes.pods) need the Kubernetes runner's pods to send from; this run has none", cfg.Pods)
+		}
+		s.fleet = &fleet{f: cfg.Fleet, pods: cfg.Pods, body: s.flush.RequestFields}
 	}
 	if err := s.checkStreaming(ctx); err != nil {
 		return nil, err

@@ -4,6 +4,7 @@ package capacity
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"math"
 	"path/filepath"
@@ -60,6 +61,12 @@ func (r *trialRunner) run(ctx context.Context, at trialAt) (outcome, error) {
 	}
 	s.tracker.enter(ax.loadStep())
 	run, seen, host, cpu, err := r.load(ctx, at, prompts, clock)
+	// A runner pod lost in the trial loses that trial only: it is sent again once the
+	// fleet answers (its peers wait for the pod to come back).
+	for attempt := 2; attempt <= fleetAttempts && errors.As(err, new(*PeerLostError)) && ctx.Err() == nil; attempt++ {
+		s.tracker.sayf("%s  %q %s: %v; sending the trial again (attempt %d of %d)", time.Now().UTC().Format("15:04:05"), r.w.Label, ax.where(at), err, attempt, fleetAttempts)
+		run, seen, host, cpu, err = r.load(ctx, at, prompts, clock)
+	}
 	if err != nil {
 		return outcome{}, err
 	}
@@ -186,6 +193,8 @@ type driven struct {
 	openLoop *metrics.OpenLoopRun
 	// conversations is what a users trial measured of its conversations; nil on other axes.
 	conversations *results.ConversationTrial
+	// pods is how the trial was spread over the runner's pods; nil when sent from here alone.
+	pods *results.PodsTrial
 }
 
 // load sends the trial's load through the axis, with its watchers started before and
@@ -247,6 +256,7 @@ func (r *trialRunner) judge(at trialAt, prompts trialPhases, run driven, seen ob
 	t.Trial = at.Index
 	s.axis.place(&t, w, at)
 	t.Conversations = run.conversations
+	t.Pods = run.pods
 	if c := run.conversations; c != nil && c.TurnsCachedBeyondHistory > 0 {
 		t.Notes = append(t.Notes, fmt.Sprintf("%d of %d measured turns found more prompt tokens cached than their own conversation's history and the shared "+
 			"system prompt hold: conversations are unique, so the cache was not emptied before the trial (or conversations repeat); latencies are too low and the capacity too high",
@@ -289,6 +299,9 @@ func (r *trialRunner) keepRecords(at trialAt, trial *results.Trial, requests []l
 	}
 	rel, rt := r.s.axis.recordsFile(r.index, r.w, at)
 	rt.ChunkTimes = r.s.cfg.RecordChunkTimes
+	if trial.Pods != nil {
+		rt.Pods = trial.Pods.Pods
+	}
 	lines := records.FromLoad(rt, requests)
 	sum, err := records.Write(dir, rel, lines)
 	if err != nil {

@@ -49,6 +49,7 @@ func (c Config) Validate() []problem.Problem {
 	trial := attrpath.Root("trial")
 	v.between(trial.At("warmup_requests"), c.WarmupRequests, 0, MaxRequests)
 	v.between(trial.At("measured_requests"), c.MeasuredRequests, 1, MaxRequests)
+	v.pods(c)
 	v.between(trial.At("engine_warmup_requests"), c.EngineWarmupRequests, 0, MaxRequests)
 	if c.EngineWarmupRequests > 0 {
 		for i, w := range c.Workloads {
@@ -413,6 +414,26 @@ func (v *validation) replicaEndpoints(urls []string) {
 			continue
 		}
 		seen[u.String()] = i
+	}
+}
+
+// pods checks the spread of every trial over the runner's pods (runner.kubernetes.pods):
+// each pod that holds concurrency or users measures at least one request, and each holds
+// at least one of max_in_flight's slots.
+func (v *validation) pods(c Config) {
+	at := attrpath.Root("runner").At("kubernetes").At("pods")
+	if c.Pods == 0 && !c.PodsSet || !v.between(at, c.Pods, 1, MaxPods) || c.Pods == 1 {
+		return
+	}
+	if c.MeasuredRequests < c.Pods {
+		v.add(problem.Problem{Path: at, Summary: "More pods than measured requests", Reads: []attrpath.Path{attrpath.Root("trial").At("measured_requests")},
+			Detail: fmt.Sprintf("%d pods share each trial's %d measured requests (trial.measured_requests), so some pod would measure none: "+
+				"set runner.kubernetes.pods to at most %d, or raise trial.measured_requests to %d or more.", c.Pods, c.MeasuredRequests, c.MeasuredRequests, c.Pods)})
+	}
+	if o := c.OpenLoop; o != nil && o.MaxInFlight > 0 && o.MaxInFlight < c.Pods {
+		v.add(problem.Problem{Path: at, Summary: "More pods than in-flight slots", Reads: []attrpath.Path{attrpath.Root("arrival").At("max_in_flight")},
+			Detail: fmt.Sprintf("the %d pods split arrival.max_in_flight (%d) between them, and a pod with no slot could send nothing: "+
+				"set runner.kubernetes.pods to at most %d, or raise arrival.max_in_flight to %d or more.", c.Pods, o.MaxInFlight, o.MaxInFlight, c.Pods)})
 	}
 }
 

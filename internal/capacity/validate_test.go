@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/llmserve/terraform-provider-llmserve/internal/load"
 	"github.com/llmserve/terraform-provider-llmserve/internal/results"
 )
 
@@ -43,6 +44,17 @@ func TestValidate(t *testing.T) {
 				{path: "replica_endpoints[1]", summary: "Invalid replica endpoint URL", detail: "/v1"},
 				{path: "replica_endpoints[2]", summary: "Replica endpoint listed twice", detail: `replica_endpoints[2] "http://10.0.0.7:30000/" is also replica_endpoints[0]: each replica must be listed once; set replica_endpoints = llmserve_inference_deployment.<name>.replica_endpoints`},
 			}},
+		{name: "pods", change: func(c *Config) { c.Pods = 4 }},
+		{name: "more pods than measured requests or in-flight slots", change: func(c *Config) {
+			c.Pods, c.MeasuredRequests = 8, 6
+			c.OpenLoop = &OpenLoop{Arrival: load.Arrival{Pattern: load.ArrivalPoisson}, MinRate: 1, MaxRate: 4, Tolerance: 0.25, MaxInFlight: 4}
+		},
+			want: []want{
+				{path: "runner.kubernetes.pods", summary: "More pods than measured requests", detail: "8 pods share each trial's 6 measured requests (trial.measured_requests), so some pod would measure none: set runner.kubernetes.pods to at most 6, or raise trial.measured_requests to 8 or more.", reads: []string{"trial.measured_requests"}},
+				{path: "runner.kubernetes.pods", summary: "More pods than in-flight slots", detail: "the 8 pods split arrival.max_in_flight (4) between them", reads: []string{"arrival.max_in_flight"}},
+			}},
+		{name: "pods above the bound", change: func(c *Config) { c.Pods = MaxPods + 1 },
+			want: []want{{path: "runner.kubernetes.pods", summary: "Value too large", detail: "runner.kubernetes.pods must be at most 64, got 65."}}},
 		{name: "no model", change: func(c *Config) { c.Model = "" },
 			want: []want{{path: "model", summary: "Empty model name", detail: "model must not be empty; give the model name the server lists under /v1/models."}}},
 		{name: "unknown api", change: func(c *Config) { c.API = "responses" },

@@ -85,6 +85,9 @@ type RequestResult struct {
 	User         int
 	Conversation int
 	Turn         int
+	// Pod is the load generator that sent the request when a trial is spread over several
+	// (the runner pod's index; 0 for the one that runs the search, and wherever one sends).
+	Pod int
 	// Text is the content received, kept only when the request asked for it
 	// (Request.KeepText): a conversation sends it back as the assistant's message.
 	Text string

@@ -62,6 +62,7 @@ type runnerProc struct {
 	specDir   string
 	workDir   string
 	argv      []string
+	env       []string // the container's environment, its field references resolved as a kubelet does
 	secret    map[string][]byte
 	cmd       *exec.Cmd
 	exited    chan struct{}
@@ -166,6 +167,18 @@ func (r *kubeRunners) run(ctx context.Context, p corev1.Pod) *runnerProc {
 	r.logs = append(r.logs, filepath.Join(base, "runner.log"))
 	// The pod's arguments, with the pod's paths mapped onto this machine's directories.
 	c := p.Spec.Containers[0]
+	for _, e := range c.Env {
+		v := e.Value
+		if f := e.ValueFrom; f != nil && f.FieldRef != nil {
+			key, ok := strings.CutPrefix(f.FieldRef.FieldPath, "metadata.annotations['")
+			if !ok {
+				r.t.Errorf("pod %s: env %s from %s, which this kubelet does not resolve", p.Name, e.Name, f.FieldRef.FieldPath)
+				return nil
+			}
+			v = p.Annotations[strings.TrimSuffix(key, "']")]
+		}
+		rp.env = append(rp.env, e.Name+"="+v)
+	}
 	for i := 0; i < len(c.Args); i++ {
 		a := c.Args[i]
 		if i > 0 {
@@ -194,6 +207,7 @@ func (rp *runnerProc) start(r *kubeRunners) {
 		}
 	}
 	cmd := exec.Command(r.bin, rp.argv...)
+	cmd.Env = append(os.Environ(), rp.env...)
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	logf, err := os.OpenFile(filepath.Join(filepath.Dir(rp.workDir), "runner.log"), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600)
 	if err == nil {
@@ -507,35 +521,48 @@ func kubeHost(t *testing.T, kubeconfig string) string {
 // restarts it in the pod, as a kubelet does under restartPolicy OnFailure.
 func (r *kubeRunners) kill(t *testing.T, job string) {
 	t.Helper()
-	pods, err := r.cs.CoreV1().Pods(r.ns).List(context.Background(), metav1.ListOptions{LabelSelector: "batch.kubernetes.io/job-name=" + job})
-	if err != nil || len(pods.Items) != 1 {
-		t.Fatalf("pods of runner Job %s: %v (%d)", job, err, len(pods.Items))
-	}
+	r.killPod(t, job, 0)
+}
+
+// killPod kills the runner process of job's pod of completion index (0 for a Job of one pod).
+func (r *kubeRunners) killPod(t *testing.T, job string, index int) {
+	t.Helper()
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	rp := r.procs[pods.Items[0].Name]
+	rp := r.proc(job, index)
 	if rp == nil {
-		t.Fatalf("no runner process for pod %s", pods.Items[0].Name)
+		t.Fatalf("no runner process for pod %d of runner Job %s", index, job)
 	}
-	if _, err := os.Stat(filepath.Join(rp.workDir, "result.json")); err == nil {
+	if _, err := os.Stat(filepath.Join(r.proc(job, 0).workDir, "result.json")); err == nil {
 		t.Fatalf("the runner of Job %s finished before it could be killed mid-run: make the run longer", job)
 	}
 	rp.kill()
 }
 
+// proc is the runner process of job's pod of completion index; r.mu is held.
+func (r *kubeRunners) proc(job string, index int) *runnerProc {
+	pods, err := r.cs.CoreV1().Pods(r.ns).List(context.Background(), metav1.ListOptions{LabelSelector: "batch.kubernetes.io/job-name=" + job})
+	if err != nil {
+		return nil
+	}
+	for _, p := range pods.Items {
+		idx, ok := p.Annotations["batch.kubernetes.io/job-completion-index"]
+		if p.DeletionTimestamp == nil && (idx == strconv.Itoa(index) || !ok && index == 0) {
+			return r.procs[p.Name]
+		}
+	}
+	return nil
+}
+
 // finished says whether the runner of job has written its result.
 func (r *kubeRunners) finished(job string) bool {
-	pods, err := r.cs.CoreV1().Pods(r.ns).List(context.Background(), metav1.ListOptions{LabelSelector: "batch.kubernetes.io/job-name=" + job})
-	if err != nil || len(pods.Items) != 1 {
-		return false
-	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	rp := r.procs[pods.Items[0].Name]
+	rp := r.proc(job, 0)
 	if rp == nil {
 		return false
 	}
-	_, err = os.Stat(filepath.Join(rp.workDir, "result.json"))
+	_, err := os.Stat(filepath.Join(rp.workDir, "result.json"))
 	return err == nil
 }
 

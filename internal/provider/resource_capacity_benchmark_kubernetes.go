@@ -7,6 +7,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strconv"
 	"time"
 
 	"github.com/hashicorp/terraform-plugin-framework-validators/stringvalidator"
@@ -47,6 +48,18 @@ func kubernetesRunnerAttribute() schema.Attribute {
 			"node_selector": schema.MapAttribute{ElementType: types.StringType, Optional: true,
 				MarkdownDescription: "Node labels the runner's pod must match (for example the server's node pool, to measure from next to it)."},
 			"tolerations": tolerationsAttribute(),
+			"pods": schema.Int64Attribute{Optional: true,
+				MarkdownDescription: "How many runner pods send every trial (default 1, at most " + strconv.Itoa(capacity.MaxPods) + "), for a load no one process holds (a fleet behind a gateway, hundreds of streams): an Indexed Job of that many pods at once, " +
+					"each requesting 1 CPU and 256 MiB. Pod 0 runs the search and hands each other pod its share of every trial over the pod network: " +
+					"a closed loop's concurrency split as evenly as possible (7 over 3 pods: 3, 2, 2) and its requests in proportion; a users trial's users the same way; " +
+					"an open-loop rate's one schedule dealt between the pods, by a seeded draw for `poisson` (each pod's arrivals are then an independent Poisson stream at rate/pods) and `gamma`, " +
+					"in turn for `constant` (each pod a constant stream at rate/pods), so the arrivals the server meets are the configured process exactly; " +
+					"a replayed trace by session (`session_id`), each session's requests in order on one pod. " +
+					"No pod sends before every pod holds its share and said so; then all start at one instant set ahead (at least 50 ms, four round trips), and each trial records the start skew between the pods " +
+					"and each pod's share (`pods` in `results_json`). Every pod's per-request records are merged into the one trial, its percentiles computed over all requests, never averaged across pods, " +
+					"and each record says which pod sent it. A pod lost in a trial loses that trial, which is sent again once the pod answers; pod 0 waits " + runner.PeerWait.String() + " for a pod " +
+					"(the provider tells it where the others are: the pods hold no API credentials), then stops the run with its trials kept. Pods no node accepts fail the apply naming how many. " +
+					"Above 1, `trial.measured_requests` (and `arrival.max_in_flight`, when set) must be at least `pods`, and the provider's identity also needs `pods/proxy: create` (`api_proxy`)."},
 			"pod_access": schema.StringAttribute{Optional: true,
 				Validators:          []validator.String{stringvalidator.OneOf(enumStrings(kubernetes.Accesses)...)},
 				MarkdownDescription: "How the provider reads the runner's pod: `api_proxy` (default; the API server's pod proxy, with the provider's credentials) or `pod_network` (the pod IP directly, where Terraform runs inside the cluster network)."},
@@ -94,6 +107,7 @@ type kubernetesRunnerModel struct {
 	NodeSelector types.Map    `tfsdk:"node_selector"`
 	Tolerations  types.List   `tfsdk:"tolerations"`
 	PodAccess    types.String `tfsdk:"pod_access"`
+	Pods         types.Int64  `tfsdk:"pods"`
 }
 
 // kubernetesPlace runs the measurement in a runner Job in the cluster.
@@ -118,6 +132,7 @@ func kubernetesRunnerSettings(v types.Object) (kubernetesRunnerModel, bool) {
 	m.NodeSelector, _ = attrs["node_selector"].(types.Map)
 	m.Tolerations, _ = attrs["tolerations"].(types.List)
 	m.PodAccess, _ = attrs["pod_access"].(types.String)
+	m.Pods, _ = attrs["pods"].(types.Int64)
 	return m, true
 }
 

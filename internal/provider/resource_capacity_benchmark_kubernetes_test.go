@@ -20,6 +20,10 @@ func TestCapacityBenchmark_kubernetesRunnerPlan(t *testing.T) {
 		{"unknown access", `{ kubernetes = { namespace = "n", image = "i", pod_access = "ssh" } }`, `(?s)pod_access.*api_proxy.*pod_network`},
 		{"bad taint key", `{ kubernetes = { namespace = "n", image = "i", tolerations = [{ key = "gpu pool", operator = "Exists" }] } }`, `(?s)runner.kubernetes.tolerations\[0\].key.*not a taint key`},
 		{"bad node label", `{ kubernetes = { namespace = "n", image = "i", node_selector = { "pool" = "a b" } } }`, `(?s)runner.kubernetes.node_selector\["pool"\].*not a label value`},
+		{"more pods than measured requests", `{ kubernetes = { namespace = "n", image = "i", pods = 8 } }
+  trial = { measured_requests = 4 }`, `(?s)More pods than measured requests.*runner.kubernetes.pods to at most 4`},
+		{"no pods", `{ kubernetes = { namespace = "n", image = "i", pods = 0 } }`, `(?s)runner.kubernetes.pods.*at least 1, got 0`},
+		{"too many pods", `{ kubernetes = { namespace = "n", image = "i", pods = 65 } }`, `(?s)runner.kubernetes.pods.*at most 64, got 65`},
 		{"trace replay", `{ kubernetes = { namespace = "n", image = "i" } }
   workloads = [{ label = "t", trace = { file = "t.jsonl" } }]`, `Trace replay with a runner`},
 	} {

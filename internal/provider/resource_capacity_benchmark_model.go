@@ -179,6 +179,11 @@ func (m capacityBenchmarkModel) capacityConfig(ctx context.Context) (capacity.Co
 			cfg.Baseline = &capacity.Document{Document: doc}
 		}
 	}
+	if k := r.fields(attrpath.Root("runner"), m.Runner)["kubernetes"]; k != nil {
+		p := attrpath.Root("runner").At("kubernetes")
+		pods := r.fields(p, k)["pods"]
+		cfg.Pods, cfg.PodsSet = r.int(p.At("pods"), pods, 0), pods != nil && !pods.IsNull() && !pods.IsUnknown()
+	}
 	cfg.LoadTraces() // every line checked at plan; Validate reports a file that cannot be replayed
 	return cfg, r.unknown, r.diags
 }

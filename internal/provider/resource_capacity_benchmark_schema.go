@@ -229,7 +229,7 @@ func (r *capacityBenchmarkResource) Schema(ctx context.Context, _ resource.Schem
 				Optional: true,
 				MarkdownDescription: "Directory to write per-request records to: one JSONL file per trial (probes included), one line per " +
 					"request, warmups flagged, with its timestamps (Unix ns), chunk count, token counts, finish reason, HTTP status and " +
-					"error, and what the degenerate-output rules read (the prompt's and output's hashes, the output's code points and its first 40). Each trial in `results_json` names its file (`records_file`, relative to this directory) and `records_sha256`. " +
+					"error, and what the degenerate-output rules read (the prompt's and output's hashes, the output's code points and its first 40); in a trial spread over `runner.kubernetes.pods`, the `pod` that sent it. Each trial in `results_json` names its file (`records_file`, relative to this directory) and `records_sha256`. " +
 					"`llmserve-recompute -results result.json -records <dir> -check` (in the release zip beside the provider) recomputes every trial's metrics from " +
 					"them, bit for bit. Changing it re-runs the benchmark (the files belong to the run). Created when missing; plan refuses an " +
 					"existing file or a path below one.",

@@ -76,10 +76,42 @@ func recompute(doc *results.Document, dir string, skipMissing bool) ([]Recompute
 			if err != nil {
 				return out, fmt.Errorf("workload %q %s trial %d at %s: %w", w.Label, t.Kind, t.Trial, level(t), err)
 			}
-			out = append(out, Recomputed{Workload: w.Label, File: t.RecordsFile, Reported: t, Recomputed: got, Differences: Diff(t, got)})
+			diffs := append(Diff(t, got), podsDiff(t, lines)...)
+			out = append(out, Recomputed{Workload: w.Label, File: t.RecordsFile, Reported: t, Recomputed: got, Differences: diffs})
 		}
 	}
 	return out, nil
+}
+
+// podsDiff compares a trial's spread over pods with its records: every line of a spread trial
+// names a pod of it, and no pod recorded more measured requests than its share held; a trial
+// of one generator has no line that names a pod.
+func podsDiff(t results.Trial, lines []Line) []string {
+	pt := t.Pods
+	measured := map[int]int{}
+	for _, l := range lines {
+		switch {
+		case l.Pod == nil && pt != nil:
+			return []string{fmt.Sprintf("pods: the trial was spread over %d pods, but a record names none", pt.Pods)}
+		case l.Pod == nil:
+			continue
+		case pt == nil:
+			return []string{fmt.Sprintf("pods: a record names pod %d, but the document spreads the trial over none", *l.Pod)}
+		case *l.Pod < 0 || *l.Pod >= len(pt.Shares):
+			return []string{fmt.Sprintf("pods: a record names pod %d of a trial over %d", *l.Pod, len(pt.Shares))}
+		case l.Kind == KindMeasured:
+			measured[*l.Pod]++
+		}
+	}
+	var out []string
+	if pt != nil {
+		for p, sh := range pt.Shares {
+			if measured[p] > sh.MeasuredRequests {
+				out = append(out, fmt.Sprintf("pods.shares[%d].measured_requests: %d vs %d recorded", p, sh.MeasuredRequests, measured[p]))
+			}
+		}
+	}
+	return out
 }
 
 // Path is the file a trial's records_file names under dir (localfile.Within: a local name

@@ -90,6 +90,11 @@ type Line struct {
 	User         int `json:"user,omitempty"`
 	Conversation int `json:"conversation,omitempty"`
 	Turn         int `json:"turn,omitempty"`
+
+	// Pod is the load generator that sent the request in a trial spread over several
+	// (runner.kubernetes.pods): the runner pod's index, 0 the one that ran the search. Absent
+	// from trials one generator sent.
+	Pod *int `json:"pod,omitempty"`
 }
 
 // Kinds of Line.
@@ -110,6 +115,8 @@ type Trial struct {
 	// ChunkTimes says the client recorded chunk arrivals (record_chunk_times), so every
 	// line carries chunk_offsets_ns.
 	ChunkTimes bool
+	// Pods is how many load generators sent the trial; above 1 every line says its pod.
+	Pods int
 }
 
 // FromLoad turns a trial's records into lines. Every time is written as base's Unix time
@@ -161,6 +168,9 @@ func FromLoad(t Trial, recs []load.RequestResult) []Line {
 		}
 		if r.HTTPStatus != 0 {
 			l.HTTPStatus = ptr(r.HTTPStatus)
+		}
+		if t.Pods > 1 {
+			l.Pod = ptr(r.Pod)
 		}
 		if t.ChunkTimes {
 			l.ChunkOffsetsNs = r.ChunkOffsets
@@ -234,6 +244,7 @@ func (l Line) RequestResult() load.RequestResult {
 	}
 	r.Due, r.Dispatched, r.CapWait, r.Done = at(l.DueNs), at(l.DispatchedNs), l.CapWaitNs, at(l.DoneNs)
 	r.User, r.Conversation, r.Turn = l.User, l.Conversation, l.Turn
+	r.Pod = deref(l.Pod)
 	if len(l.ChunkOffsetsNs) > 0 {
 		r.ChunkOffsets = l.ChunkOffsetsNs
 		if len(l.ChunkOffsetsNs) > 1 && !r.Sent.IsZero() {
@@ -410,6 +421,10 @@ func (l Line) appendJSON(b []byte) []byte {
 			b = append(b, f.key...)
 			b = strconv.AppendInt(b, int64(f.v), 10)
 		}
+	}
+	if l.Pod != nil { // a trial spread over pods; absent from other lines
+		b = append(b, `,"pod":`...)
+		b = strconv.AppendInt(b, int64(*l.Pod), 10)
 	}
 	return append(b, "}\n"...)
 }

@@ -110,8 +110,10 @@ func (r *reader) nonNegative(p string, n *node) {
 		}
 	case kindObject:
 		for i, k := range n.keys {
-			if k == "backlog_growth" {
-				continue // an open-loop trial's backlog may shrink: a fitted slope, of either sign
+			if k == "backlog_growth" || k == "clock_offset_ms" {
+				// An open-loop trial's backlog may shrink: a fitted slope, of either sign. A
+				// runner pod's clock may be behind pod 0's as well as ahead.
+				continue
 			}
 			if v := n.vals[i]; k == "later_turn_cached_percent" && v.kind == kindNumber && v.text == legacyUnknownCachedPercent {
 				continue // "unknown" in documents written before the key was optional
@@ -353,6 +355,7 @@ func (r *reader) checkTrialFace(p string, objectives []SLO, t Trial) {
 			r.statsInOrder(joinKey(p, st.key), *st.s)
 		}
 	}
+	r.checkPods(joinKey(p, "pods"), t)
 	r.minMax(joinKey(p, "server_prompt_tokens"), t.ServerPromptTokens)
 	r.minMax(joinKey(p, "server_completion_tokens"), t.ServerCompletionTokens)
 	for k, s := range t.SLOs {
@@ -464,4 +467,41 @@ func (r *reader) printable(p, s string) {
 
 func unprintable(c rune) bool {
 	return unicode.IsControl(c) || c >= 0x202A && c <= 0x202E || c >= 0x2066 && c <= 0x2069 || c == 0x200E || c == 0x200F
+}
+
+// checkPods checks a trial's spread over pods: every pod's share in pod order, the shares
+// summing to the trial's concurrency or users and holding every measured request it recorded.
+func (r *reader) checkPods(p string, t Trial) {
+	pt := t.Pods
+	if pt == nil {
+		return
+	}
+	if pt.Pods < 2 {
+		r.fail(joinKey(p, "pods"), "a trial spread over pods has at least 2, got %d", pt.Pods)
+	}
+	if len(pt.Shares) != pt.Pods {
+		r.fail(joinKey(p, "shares"), "%d shares for %d pods: every pod has one, in pod order", len(pt.Shares), pt.Pods)
+	}
+	if pt.StartSkewMs < 0 || pt.ClockUncertaintyMs < 0 {
+		r.fail(joinKey(p, "start_skew_ms"), "start skew %s ms and clock uncertainty %s ms cannot be negative", formatFloat(pt.StartSkewMs), formatFloat(pt.ClockUncertaintyMs))
+	}
+	conc, users, measured := 0, 0, 0
+	for k, sh := range pt.Shares {
+		sp := joinIndex(joinKey(p, "shares"), k)
+		if sh.Pod != k {
+			r.fail(joinKey(sp, "pod"), "pod %d in place %d: the shares are in pod order", sh.Pod, k)
+		}
+		if min(sh.Concurrency, sh.Users, sh.WarmupRequests, sh.MeasuredRequests) < 0 {
+			r.fail(sp, "a share's concurrency, users and requests cannot be negative")
+		}
+		conc, users, measured = conc+sh.Concurrency, users+sh.Users, measured+sh.MeasuredRequests
+	}
+	switch {
+	case t.Concurrency > 0 && t.OpenLoop == nil && conc != t.Concurrency:
+		r.fail(joinKey(p, "shares"), "the pods' concurrency sums to %d, the trial's is %d", conc, t.Concurrency)
+	case t.Users > 0 && users != t.Users:
+		r.fail(joinKey(p, "shares"), "the pods' users sum to %d, the trial's are %d", users, t.Users)
+	case measured < t.Correctness.ProfilingRecords:
+		r.fail(joinKey(p, "shares"), "the pods were given %d measured requests, but the trial recorded %d (profiling_records)", measured, t.Correctness.ProfilingRecords)
+	}
 }

@@ -1,6 +1,7 @@
 package results
 
 import (
+	"bytes"
 	"strings"
 	"testing"
 )
@@ -168,6 +169,59 @@ func TestParseRefusesForgedNoiseFields(t *testing.T) {
 			t.Parallel()
 			d := noisyRecorded(t)
 			tc.forge(&d.Workloads[0])
+			out, err := Marshal(d)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if _, err := Parse(out); err == nil || !strings.Contains(err.Error(), tc.want) {
+				t.Fatalf("err = %v\nwant %q", err, tc.want)
+			}
+		})
+	}
+}
+
+// A trial spread over runner pods round-trips (a pod's clock may be behind pod 0's: a negative
+// offset is no corrupt figure), and shares that cannot be the trial's are refused, naming the
+// field.
+func TestPodsTrialChecked(t *testing.T) {
+	t.Parallel()
+	spread := func() *Document {
+		d := readRecorded(t)
+		tr := &d.Workloads[0].AllTrials[0]
+		c := tr.Concurrency
+		tr.Pods = &PodsTrial{Pods: 2, StartSkewMs: 0.412, ClockUncertaintyMs: 0.09, Shares: []PodShare{
+			{Pod: 0, Concurrency: c - c/2, WarmupRequests: 1, MeasuredRequests: tr.Correctness.ProfilingRecords - tr.Correctness.ProfilingRecords/2},
+			{Pod: 1, Concurrency: c / 2, MeasuredRequests: tr.Correctness.ProfilingRecords / 2, ClockOffsetMs: -0.206},
+		}}
+		return d
+	}
+	raw, err := Marshal(spread())
+	if err != nil {
+		t.Fatal(err)
+	}
+	back, err := Parse(raw)
+	if err != nil {
+		t.Fatalf("a spread trial is refused: %v", err)
+	}
+	if again, _ := Marshal(back); !bytes.Equal(again, raw) {
+		t.Error("a spread trial does not round-trip byte for byte")
+	}
+	const p = "workloads[0].trials[0].pods."
+	for _, tc := range []struct {
+		name  string
+		forge func(pt *PodsTrial)
+		want  string
+	}{
+		{"one pod", func(pt *PodsTrial) { pt.Pods = 1 }, p + "pods: a trial spread over pods has at least 2, got 1"},
+		{"a share missing", func(pt *PodsTrial) { pt.Shares = pt.Shares[:1] }, p + "shares: 1 shares for 2 pods"},
+		{"out of order", func(pt *PodsTrial) { pt.Shares[0].Pod, pt.Shares[1].Pod = 1, 0 }, p + "shares[0].pod: pod 1 in place 0"},
+		{"concurrency that does not add up", func(pt *PodsTrial) { pt.Shares[1].Concurrency += 3 }, "the pods' concurrency sums to"},
+		{"fewer requests than recorded", func(pt *PodsTrial) { pt.Shares[1].MeasuredRequests = 0 }, "but the trial recorded"},
+		{"negative skew", func(pt *PodsTrial) { pt.StartSkewMs = -1 }, "start_skew_ms"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			d := spread()
+			tc.forge(d.Workloads[0].AllTrials[0].Pods)
 			out, err := Marshal(d)
 			if err != nil {
 				t.Fatal(err)

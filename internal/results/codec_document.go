@@ -366,6 +366,9 @@ func (r *reader) trial(o *object) Trial {
 	if v, p := o.optional("client"); v != nil {
 		t.Client = r.client(r.asObject(p, v))
 	}
+	if v, p := o.optional("pods"); v != nil {
+		t.Pods = r.podsTrial(p, v)
+	}
 	o.finish()
 	return t
 }
@@ -403,6 +406,26 @@ func (r *reader) client(o *object) *ClientTrial {
 	c.BoundBy = o.optionalStrings("bound_by")
 	o.finish()
 	return &c
+
+}
+
+// podsTrial reads a trial's spread over pods.
+func (r *reader) podsTrial(path string, v *node) *PodsTrial {
+	o := r.asObject(path, v)
+	if o == nil {
+		return nil
+	}
+	var pt PodsTrial
+	o.plain(&pt)
+	items, sp := o.array("shares")
+	pt.Shares = make([]PodShare, 0, len(items))
+	for i, it := range items {
+		if so := r.asObject(joinIndex(sp, i), it); so != nil {
+			pt.Shares = append(pt.Shares, plainBlock[PodShare](so))
+		}
+	}
+	o.finish()
+	return &pt
 }
 
 func (r *reader) replicaChecks(path string, v *node) []ReplicaCheck {

@@ -238,6 +238,35 @@ type Trial struct {
 	// Client is what the load generator added to the trial itself and whether it was the
 	// bottleneck (client.go); absent from trials measured before it. Additive.
 	Client *ClientTrial `json:"client,omitempty"`
+	// Pods is how the trial was spread over the runner's pods (runner.kubernetes.pods):
+	// each pod's share and how together they started. Absent when one load generator sent
+	// it. Additive.
+	Pods *PodsTrial `json:"pods,omitempty"`
+}
+
+// PodsTrial is a trial spread over several load generators (runner pods), their per-request
+// records merged into the one trial every figure above is computed from.
+type PodsTrial struct {
+	Pods int `json:"pods"`
+	// StartSkewMs is the spread of the instants the pods left the start barrier, on pod 0's
+	// clock (each other pod's clock read against it over the pod network as it took its
+	// share: ClockUncertaintyMs, half the slowest round trip, bounds the error that adds).
+	StartSkewMs        float64 `json:"start_skew_ms"`
+	ClockUncertaintyMs float64 `json:"clock_uncertainty_ms"`
+	// Shares is every pod's part, in pod order.
+	Shares []PodShare `json:"shares"`
+}
+
+// PodShare is one pod's part of a trial: a closed loop's concurrency, a users trial's users,
+// the warmup and measured requests it was given (a users trial: its warmup conversations and
+// measured turns), and its clock against pod 0's.
+type PodShare struct {
+	Pod              int     `json:"pod"`
+	Concurrency      int     `json:"concurrency"`
+	Users            int     `json:"users"`
+	WarmupRequests   int     `json:"warmup_requests"`
+	MeasuredRequests int     `json:"measured_requests"`
+	ClockOffsetMs    float64 `json:"clock_offset_ms"`
 }
 
 // HostLoad is what the machine running the load generator did during a trial's load, read

@@ -11,6 +11,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"strconv"
 	"strings"
@@ -36,8 +37,13 @@ const (
 	// APILostBound is how long the API server may fail every request before the apply
 	// stops following the runner (which goes on measuring).
 	APILostBound = 60 * time.Second
-	// jobLabel is the label the Job controller puts on the Job's pods.
-	jobLabel = "batch.kubernetes.io/job-name"
+	// jobLabel is the label the Job controller puts on the Job's pods, indexAnnotation the
+	// annotation with a pod's completion index in an Indexed Job.
+	jobLabel        = "batch.kubernetes.io/job-name"
+	indexAnnotation = "batch.kubernetes.io/job-completion-index"
+	// tokenAnnotation holds a fleet's Spec.FleetToken on its Job, for the provider that
+	// attaches to it later.
+	tokenAnnotation = "dev.llmserve.runner.fleet-token"
 	// secretSeedMax bounds the seed journal carried in the runner's Secret (a Secret holds
 	// at most 1 MiB).
 	secretSeedMax = 768 << 10
@@ -45,7 +51,7 @@ const (
 
 // KubeRBAC is the Role the provider's identity needs in the runner's namespace; the
 // runner's own pod needs no API access at all (no service account token is mounted).
-const KubeRBAC = "jobs.batch: get, list, create, delete; secrets: create, update, delete; pods: list; pods/proxy: get (pod_access = \"api_proxy\")"
+const KubeRBAC = "jobs.batch: get, list, create, delete; secrets: create, update, delete; pods: list; pods/proxy: get, and create where runner.kubernetes.pods is above 1 (pod_access = \"api_proxy\")"
 
 // Kubernetes runs benchmarks in runner Jobs in one namespace of a cluster.
 type Kubernetes struct {
@@ -133,11 +139,11 @@ func (b *kubeRunners) Follow(ctx context.Context, p Process, job Job) (Result, e
 // Open reads one of the runner's files through its pod's HTTP server; false when its pod
 // is not running or does not answer.
 func (b *kubeRunners) Open(ctx context.Context, p Process, f File) (io.ReadCloser, bool, error) {
-	pod, _, err := b.k.pod(ctx, p.ID)
+	pods, _, err := b.k.pods(ctx, p.ID)
 	var raw []byte
-	ok := err == nil && pod != nil && pod.Status.Phase == corev1.PodRunning && pod.Status.PodIP != ""
+	ok := err == nil && len(pods) > 0 && reachable(pods[0]) // pod 0 runs the search and holds its files
 	if ok {
-		raw, ok = b.k.get(ctx, *pod, map[File]string{ResultFile: resultPath, JournalFile: journalPath, RecordsArchive: recordsPath}[f])
+		raw, ok = b.k.get(ctx, *pods[0], map[File]string{ResultFile: resultPath, JournalFile: journalPath, RecordsArchive: recordsPath}[f])
 	}
 	switch {
 	case !ok && f == RecordsArchive:
@@ -166,6 +172,12 @@ func (k *Kubernetes) jobs(ctx context.Context, selector string) ([]batchv1.Job, 
 // start creates the runner's Secret (its spec, with the API keys, and the seed journal) and
 // its Job; a Job that cannot be created leaves no Secret behind.
 func (k *Kubernetes) start(ctx context.Context, job Job, key, target string, seed []byte) (string, error) {
+	pods := max(job.Spec.Config.Pods, 1)
+	if pods > 1 {
+		var tok [16]byte
+		_, _ = rand.Read(tok[:])
+		job.Spec.FleetToken = hex.EncodeToString(tok[:])
+	}
 	spec, err := json.Marshal(job.Spec)
 	if err != nil {
 		return "", fmt.Errorf("encoding the runner's spec: %w", err)
@@ -188,7 +200,7 @@ func (k *Kubernetes) start(ctx context.Context, job Job, key, target string, see
 	if err != nil {
 		return "", k.wrap(ctx, err, "create", "secrets")
 	}
-	created, err := cs.BatchV1().Jobs(k.Namespace).Create(callCtx, k.jobObject(name, labels), metav1.CreateOptions{})
+	created, err := cs.BatchV1().Jobs(k.Namespace).Create(callCtx, k.jobObject(name, labels, pods, job.Spec.FleetToken), metav1.CreateOptions{})
 	if err != nil {
 		rmCtx, rmCancel := context.WithTimeout(context.WithoutCancel(ctx), k.Cluster.CallTimeout())
 		defer rmCancel()
@@ -208,13 +220,14 @@ func (k *Kubernetes) start(ctx context.Context, job Job, key, target string, see
 
 // jobObject is the runner's Job: one pod, restarted in place when the runner process dies
 // (its emptyDir, with the journal, kept: it resumes from it), no service account token, no
-// privileges, the spec from the Secret as a read-only file.
-func (k *Kubernetes) jobObject(name string, labels map[string]string) *batchv1.Job {
+// privileges, the spec from the Secret as a read-only file. A fleet (pods above 1) is an
+// Indexed Job of that many pods at once, each told its index; pod 0 runs the search.
+func (k *Kubernetes) jobObject(name string, labels map[string]string, pods int, token string) *batchv1.Job {
 	no, yes := false, true
-	backoff := int32(2)
+	backoff := int32(2 * pods)
 	uid, fsGroup := int64(65532), int64(65532)
 	mode := int32(0o440)
-	return &batchv1.Job{
+	j := &batchv1.Job{
 		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: k.Namespace, Labels: labels},
 		Spec: batchv1.JobSpec{
 			BackoffLimit: &backoff,
@@ -249,11 +262,21 @@ func (k *Kubernetes) jobObject(name string, labels map[string]string) *batchv1.J
 			},
 		},
 	}
+	if pods > 1 {
+		n, indexed := int32(pods), batchv1.IndexedCompletion
+		j.Spec.Completions, j.Spec.Parallelism, j.Spec.CompletionMode = &n, &n, &indexed
+		j.Annotations = map[string]string{tokenAnnotation: token}
+		c := &j.Spec.Template.Spec.Containers[0]
+		c.Env = append(c.Env, corev1.EnvVar{Name: IndexEnv, ValueFrom: &corev1.EnvVarSource{
+			FieldRef: &corev1.ObjectFieldSelector{FieldPath: "metadata.annotations['" + indexAnnotation + "']"}}})
+	}
+	return j
 }
 
-// pod is the Job's newest pod not being deleted (nil before the Job controller made one),
-// and the Job itself (nil when it is gone).
-func (k *Kubernetes) pod(ctx context.Context, name string) (*corev1.Pod, *batchv1.Job, error) {
+// pods are the Job's pods by completion index, the newest of each index not being deleted
+// (nil where the Job controller has made none yet), and the Job itself (nil when it is gone).
+// Pod 0 runs the search; a Job of one pod has only it.
+func (k *Kubernetes) pods(ctx context.Context, name string) ([]*corev1.Pod, *batchv1.Job, error) {
 	callCtx, cancel := context.WithTimeout(ctx, k.Cluster.CallTimeout())
 	defer cancel()
 	cs := k.Cluster.Clientset()
@@ -264,31 +287,56 @@ func (k *Kubernetes) pod(ctx context.Context, name string) (*corev1.Pod, *batchv
 	if err != nil {
 		return nil, nil, k.wrap(ctx, err, "get", "jobs.batch")
 	}
-	pods, err := cs.CoreV1().Pods(k.Namespace).List(callCtx, metav1.ListOptions{LabelSelector: jobLabel + "=" + name})
+	list, err := cs.CoreV1().Pods(k.Namespace).List(callCtx, metav1.ListOptions{LabelSelector: jobLabel + "=" + name})
 	if err != nil {
 		return nil, j, k.wrap(ctx, err, "list", "pods")
 	}
-	var newest *corev1.Pod
-	for i := range pods.Items {
-		p := &pods.Items[i]
+	out := make([]*corev1.Pod, jobPods(j))
+	for i := range list.Items {
+		p := &list.Items[i]
 		if p.DeletionTimestamp != nil {
 			continue
 		}
-		if newest == nil || newest.CreationTimestamp.Before(&p.CreationTimestamp) {
-			newest = p
+		idx := 0
+		if v, ok := p.Annotations[indexAnnotation]; ok {
+			if idx, err = strconv.Atoi(v); err != nil || idx < 0 || idx >= len(out) {
+				continue
+			}
+		}
+		if out[idx] == nil || out[idx].CreationTimestamp.Before(&p.CreationTimestamp) {
+			out[idx] = p
 		}
 	}
-	return newest, j, nil
+	return out, j, nil
+}
+
+// jobPods is how many pods a runner Job runs at once (runner.kubernetes.pods).
+func jobPods(j *batchv1.Job) int {
+	if j.Spec.Parallelism != nil && *j.Spec.Parallelism > 1 {
+		return int(*j.Spec.Parallelism)
+	}
+	return 1
+}
+
+// reachable says whether a pod's runner can be asked: running with an IP.
+func reachable(p *corev1.Pod) bool {
+	return p != nil && p.Status.Phase == corev1.PodRunning && p.Status.PodIP != ""
 }
 
 // follow reads the runner's events and state every KubePoll until its result is there.
 func (k *Kubernetes) follow(ctx context.Context, job Job, name string) (Result, error) {
 	var offset int64
-	var unschedulableSince, apiFailingSince time.Time
+	var apiFailingSince time.Time
+	unschedulableSince := map[int]time.Time{}
+	var announced announcement
 	tick := time.NewTicker(KubePoll)
 	defer tick.Stop()
 	for {
-		pod, j, err := k.pod(ctx, name)
+		pods, j, err := k.pods(ctx, name)
+		var pod *corev1.Pod
+		if len(pods) > 0 {
+			pod = pods[0]
+		}
 		switch {
 		case ctx.Err() != nil:
 			return Result{}, &KubeDetachedError{Job: name, Namespace: k.Namespace, TimedOut: errors.Is(ctx.Err(), context.DeadlineExceeded)}
@@ -307,7 +355,8 @@ func (k *Kubernetes) follow(ctx context.Context, job Job, name string) (Result, 
 			return Result{}, fmt.Errorf("the runner Job %s/%s was deleted while the apply followed it; apply again to start a new runner (it resumes from progress_file, when set)", k.Namespace, name)
 		default:
 			apiFailingSince = time.Time{}
-			if pod != nil && pod.Status.Phase == corev1.PodRunning && pod.Status.PodIP != "" {
+			if reachable(pod) {
+				k.announcePeers(ctx, j, pods, &announced)
 				offset = k.events(ctx, *pod, offset, job.Event)
 				if res, ok := k.result(ctx, *pod); ok {
 					// The last lines written before the result.
@@ -317,7 +366,7 @@ func (k *Kubernetes) follow(ctx context.Context, job Job, name string) (Result, 
 					return res, nil
 				}
 			}
-			if fault := k.fault(pod, j, &unschedulableSince); fault != nil {
+			if fault := k.faults(pods, j, unschedulableSince); fault != nil {
 				if err := k.remove(context.WithoutCancel(ctx), name); err != nil {
 					return Result{}, errors.Join(fault, err)
 				}
@@ -338,7 +387,36 @@ var imageFaults = map[string]bool{
 	"CreateContainerConfigError": true, "CreateContainerError": true, "RunContainerError": true,
 }
 
-// fault is what keeps the runner from measuring, if anything does.
+// faults is what keeps the runner's pods from measuring, if anything does: the Job's own
+// failure or any pod's fault; pods no node accepts are counted over the fleet.
+func (k *Kubernetes) faults(pods []*corev1.Pod, j *batchv1.Job, unschedulableSince map[int]time.Time) error {
+	var unscheduled *UnschedulableError
+	waiting := 0
+	for i, p := range pods {
+		since := unschedulableSince[i]
+		err := k.fault(p, j, &since)
+		unschedulableSince[i] = since
+		if !since.IsZero() {
+			waiting++
+		}
+		var u *UnschedulableError
+		switch {
+		case errors.As(err, &u):
+			if unscheduled == nil {
+				unscheduled = u
+			}
+		case err != nil:
+			return err
+		}
+	}
+	if unscheduled != nil {
+		unscheduled.Pods, unscheduled.Unscheduled = len(pods), waiting
+		return unscheduled
+	}
+	return nil
+}
+
+// fault is what keeps one runner pod from measuring, if anything does.
 func (k *Kubernetes) fault(pod *corev1.Pod, j *batchv1.Job, unschedulableSince *time.Time) error {
 	for _, c := range j.Status.Conditions {
 		if c.Type == batchv1.JobFailed && c.Status == corev1.ConditionTrue {
@@ -428,6 +506,57 @@ func (k *Kubernetes) result(ctx context.Context, pod corev1.Pod) (Result, bool) 
 		return Result{}, false
 	}
 	return res, true
+}
+
+// announcement is the other pods' addresses last posted to pod 0, and when.
+type announcement struct {
+	peers string
+	at    time.Time
+}
+
+// announcePeers tells pod 0 of a fleet where the other pods are (the pods hold no API
+// credentials to find one another): once every one runs with an IP, again whenever one
+// changes (a pod replaced), and every 15 s besides.
+func (k *Kubernetes) announcePeers(ctx context.Context, j *batchv1.Job, pods []*corev1.Pod, last *announcement) {
+	if len(pods) < 2 {
+		return
+	}
+	addrs := make([]string, 0, len(pods)-1)
+	for _, p := range pods[1:] {
+		if !reachable(p) {
+			return // pod 0 waits for them; the next poll posts them all
+		}
+		addrs = append(addrs, net.JoinHostPort(p.Status.PodIP, strconv.Itoa(ServePort)))
+	}
+	peers := strings.Join(addrs, ",")
+	if peers == last.peers && time.Since(last.at) < 15*time.Second {
+		return
+	}
+	body, _ := json.Marshal(map[string][]string{"peers": addrs})
+	if k.post(ctx, *pods[0], peersPath, body, j.Annotations[tokenAnnotation]) {
+		*last = announcement{peers: peers, at: time.Now()}
+	}
+}
+
+// post sends one request to the runner's HTTP server with the fleet's token; false on
+// anything but a 2xx answer (the next poll tries again).
+func (k *Kubernetes) post(ctx context.Context, pod corev1.Pod, p string, body []byte, token string) bool {
+	base, client := k.Cluster.PodBase(pod, ServePort, k.Access)
+	ctx, cancel := context.WithTimeout(ctx, k.Cluster.CallTimeout())
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, base+p, bytes.NewReader(body))
+	if err != nil {
+		return false
+	}
+	req.Header.Set(tokenHeader, token)
+	req.Header.Set("Content-Type", "application/json")
+	resp, err := client.Do(req)
+	if err != nil {
+		return false
+	}
+	defer resp.Body.Close()
+	_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 4096))
+	return resp.StatusCode/100 == 2
 }
 
 // get reads one path of the runner's HTTP server; false on anything but 200.
@@ -555,10 +684,20 @@ func (e *APILostError) Summary() string {
 	return "Lost the Kubernetes API server of the benchmark's runner"
 }
 
-// UnschedulableError is a runner pod no node accepts.
-type UnschedulableError struct{ Job, Namespace, Message string }
+// UnschedulableError is a runner pod no node accepts: of a fleet of Pods, Unscheduled are
+// waiting for a node.
+type UnschedulableError struct {
+	Job, Namespace, Message string
+	Pods, Unscheduled       int
+}
 
 func (e *UnschedulableError) Error() string {
+	if e.Pods > 1 {
+		return fmt.Sprintf("the runner Job %s in namespace %s could not schedule %d of its %d pods within %s: %s. The Job was removed, nothing was measured. "+
+			"runner.kubernetes.pods = %d needs %d pods running at once, each requesting 1 CPU and 256 MiB: lower runner.kubernetes.pods to what the nodes hold, "+
+			"or give runner.kubernetes.node_selector and tolerations that match nodes with room for %d of them",
+			e.Job, e.Namespace, e.Unscheduled, e.Pods, UnschedulableBound, e.Message, e.Pods, e.Pods, e.Pods)
+	}
 	return fmt.Sprintf("the runner Job %s in namespace %s could not be scheduled within %s: %s. The Job was removed, nothing was measured. The runner's pod requests 1 CPU and 256 MiB; "+
 		"give runner.kubernetes.node_selector and tolerations that match a node with room for it", e.Job, e.Namespace, UnschedulableBound, e.Message)
 }

@@ -90,3 +90,49 @@ func TestKubernetesAPILost(t *testing.T) {
 		}
 	}
 }
+
+// A fleet's pods no node accepts fail the apply once the bound has passed, naming how many of
+// how many and the fix (fewer pods, or nodes with room); one pod on its way is no fault.
+func TestKubernetesFleetUnschedulable(t *testing.T) {
+	k := &Kubernetes{Namespace: "llm", Image: "registry.example/llmserve-runner:0.1.0"}
+	job := k.jobObject("llmserve-runner-abc", map[string]string{}, 4, "tok")
+	unschedulable := func() *corev1.Pod {
+		return &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "p"}, Status: corev1.PodStatus{Phase: corev1.PodPending,
+			Conditions: []corev1.PodCondition{{Type: corev1.PodScheduled, Status: corev1.ConditionFalse, Reason: corev1.PodReasonUnschedulable, Message: "0/1 nodes are available: 1 Insufficient cpu."}}}}
+	}
+	running := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "r"}, Status: corev1.PodStatus{Phase: corev1.PodRunning, PodIP: "10.244.0.9"}}
+	pods := []*corev1.Pod{running, running, unschedulable(), unschedulable()}
+	since := map[int]time.Time{}
+	if err := k.faults(pods, job, since); err != nil {
+		t.Fatalf("unschedulable for the first time: %v", err)
+	}
+	since[2], since[3] = time.Now().Add(-UnschedulableBound-time.Second), time.Now()
+	err := k.faults(pods, job, since)
+	var un *UnschedulableError
+	if !errors.As(err, &un) {
+		t.Fatalf("err = %v, want an UnschedulableError", err)
+	}
+	for _, want := range []string{"could not schedule 2 of its 4 pods", "Insufficient cpu", "runner.kubernetes.pods = 4 needs 4 pods running at once", "lower runner.kubernetes.pods"} {
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("%q does not say %q", err, want)
+		}
+	}
+}
+
+// A fleet's Job: Indexed, that many pods at once, each told its completion index, the token
+// on the Job for a provider that attaches later; one pod stays the plain Job it was.
+func TestKubernetesFleetJob(t *testing.T) {
+	k := &Kubernetes{Namespace: "llm", Image: "img"}
+	j := k.jobObject("x", map[string]string{}, 3, "tok")
+	if j.Spec.CompletionMode == nil || *j.Spec.CompletionMode != batchv1.IndexedCompletion || *j.Spec.Completions != 3 || *j.Spec.Parallelism != 3 || jobPods(j) != 3 {
+		t.Errorf("job spec %+v", j.Spec)
+	}
+	env := j.Spec.Template.Spec.Containers[0].Env
+	if len(env) != 1 || env[0].Name != IndexEnv || env[0].ValueFrom.FieldRef.FieldPath != "metadata.annotations['batch.kubernetes.io/job-completion-index']" || j.Annotations[tokenAnnotation] != "tok" {
+		t.Errorf("env %+v, annotations %v", env, j.Annotations)
+	}
+	one := k.jobObject("y", map[string]string{}, 1, "")
+	if one.Spec.CompletionMode != nil || one.Spec.Parallelism != nil || len(one.Spec.Template.Spec.Containers[0].Env) != 0 || jobPods(one) != 1 || *one.Spec.BackoffLimit != 2 {
+		t.Errorf("a one-pod Job changed: %+v", one.Spec)
+	}
+}

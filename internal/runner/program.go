@@ -43,8 +43,16 @@ func Main(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "llmserve runner: %v\n", err)
 		return ExitBadSpec
 	}
-	dir := filepath.Dir(specPath)
+	return measure(ctx, spec, filepath.Dir(specPath), stdout, stderr)
+}
+
+// measure runs spec's benchmark with its journal and result in dir: Main's run, and the run
+// of a Kubernetes runner's pod 0 (spec.Config.Fleet then reaches the other pods).
+func measure(ctx context.Context, spec Spec, dir string, stdout, stderr io.Writer) int {
 	out := &eventWriter{enc: json.NewEncoder(stdout)}
+	if f, ok := spec.Config.Fleet.(*httpFleet); ok {
+		f.say = func(line string) { out.write(Event{Line: line}) }
+	}
 	rep, runErr := capacity.Resume(ctx, spec.Config, capacity.Files{
 		ProgressFile: filepath.Join(dir, journalName),
 		Say:          func(line string) { out.write(Event{Line: line}) },

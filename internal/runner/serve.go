@@ -5,7 +5,6 @@ import (
 	"bufio"
 	"bytes"
 	"context"
-	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
@@ -18,6 +17,8 @@ import (
 	"strconv"
 	"sync"
 	"time"
+
+	"github.com/llmserve/terraform-provider-llmserve/internal/capacity"
 )
 
 // The runner's HTTP port in a Kubernetes Job's pod, and the files it serves there. The
@@ -46,6 +47,7 @@ func Serve(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	listen := fl.String("listen", ":"+strconv.Itoa(ServePort), "address the runner serves its events and result on")
 	dir := fl.String("dir", Dir, "the runner's own writable directory (journal, events, result, records)")
 	specPath := fl.String("spec", "/llmserve-spec/spec.json", "the run spec (a Secret's file)")
+	indexFlag := fl.Int("index", -1, "the pod's index in its fleet (default: $"+IndexEnv+", else 0)")
 	if err := fl.Parse(args); err != nil {
 		return ExitBadSpec
 	}
@@ -80,7 +82,35 @@ func Serve(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "llmserve runner: %v\n", err)
 		return ExitBadSpec
 	}
-	srv := &http.Server{Handler: serveMux(*dir), ReadHeaderTimeout: 10 * time.Second}
+	index, err := podIndex(*indexFlag)
+	if err != nil {
+		fmt.Fprintf(stderr, "llmserve runner: %v\n", err)
+		return ExitBadSpec
+	}
+	mux := serveMux(*dir)
+	if pods := spec.Config.Pods; pods > 1 {
+		if index >= pods {
+			fmt.Fprintf(stderr, "llmserve runner: pod %d of a fleet of %d\n", index, pods)
+			return ExitBadSpec
+		}
+		if index > 0 {
+			// A worker: it sends the shares pod 0 hands it and measures nothing of its own.
+			w := capacity.NewWorker(spec.Config)
+			defer w.Close()
+			workerMux(mux, w, spec.FleetToken)
+			srv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
+			go func() { _ = srv.Serve(ln) }()
+			<-ctx.Done()
+			shut, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+			defer cancel()
+			_ = srv.Shutdown(shut)
+			return ExitFinished
+		}
+		f := newHTTPFleet(*dir, spec.FleetToken, pods, nil)
+		coordinatorMux(mux, f, spec.FleetToken)
+		spec.Config.Fleet = f
+	}
+	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
 	go func() { _ = srv.Serve(ln) }()
 	defer func() {
 		shut, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
@@ -91,16 +121,27 @@ func Serve(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	// A result already there: this runner finished before and was restarted; serve it.
 	if _, err := os.Stat(filepath.Join(*dir, resultName)); err != nil {
 		// Main's run, in this directory, its events written to the file as well.
-		specFile := filepath.Join(*dir, "spec.run.json")
-		raw, _ := json.Marshal(spec) //nolint:gosec // G117: the runner's own directory, removed by Main once read
-		if err := os.WriteFile(specFile, raw, 0o600); err != nil {
-			fmt.Fprintf(stderr, "llmserve runner: %v\n", err)
-			return ExitBadSpec
-		}
-		Main(ctx, []string{specFile}, io.MultiWriter(stdout, &lineSyncWriter{f: events}), stderr)
+		measure(ctx, spec, *dir, io.MultiWriter(stdout, &lineSyncWriter{f: events}), stderr)
 	}
 	<-ctx.Done()
 	return ExitFinished
+}
+
+// podIndex is this pod's place in its Indexed Job (IndexEnv): 0, the pod that runs the
+// search, when the Job is not indexed.
+func podIndex(flagged int) (int, error) {
+	if flagged >= 0 {
+		return flagged, nil
+	}
+	v := os.Getenv(IndexEnv)
+	if v == "" {
+		return 0, nil
+	}
+	i, err := strconv.Atoi(v)
+	if err != nil || i < 0 {
+		return 0, fmt.Errorf("%s=%q is not a pod index", IndexEnv, v)
+	}
+	return i, nil
 }
 
 // lineSyncWriter appends to the events file (one Write per event line).

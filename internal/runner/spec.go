@@ -32,6 +32,10 @@ const (
 // callbacks and history are the runner's own).
 type Spec struct {
 	Config capacity.Config `json:"config"`
+	// FleetToken is the secret the pods of a runner Job spread over several
+	// (Config.Pods) and the provider present to one another (the pods' HTTP port is open to
+	// the pod network); empty with one pod. Not in Key.
+	FleetToken string `json:"fleet_token,omitempty"`
 }
 
 // Key identifies the measurement a runner makes: every setting of the spec but the API
@@ -40,6 +44,9 @@ type Spec struct {
 func (s Spec) Key() string {
 	c := s.Config
 	c.APIKey, c.AdminAPIKey = "", ""
+	if c.Pods <= 1 {
+		c.Pods = 0 // one generator, however it was written: the run a runner of before pods made
+	}
 	raw, err := json.Marshal(c) //nolint:gosec // G117: the keys were blanked just above
 	if err != nil {
 		// Config is plain values; a failure here is a programming error, and a key that

@@ -46,6 +46,10 @@ type Request struct {
 	// HashIDs name the prompt's blocks, BlockTokens tokens each (the last one may be cut
 	// short by InputTokens); empty: nothing shared.
 	HashIDs []int64
+	// Session is the line's session_id (a conversation's turns, AIPerf's multi-turn traces):
+	// requests of one session are sent in order from one load generator when a trial is
+	// spread over several. Empty: the request stands alone.
+	Session string
 }
 
 // Trace is a parsed trace file. File and SHA256 say which recording it is (they are what a
@@ -82,6 +86,8 @@ type line struct {
 	InputLength  *float64  `json:"input_length"`
 	OutputLength *float64  `json:"output_length"`
 	HashIDs      []float64 `json:"hash_ids"`
+	// SessionID is a string or a whole number.
+	SessionID json.RawMessage `json:"session_id"`
 }
 
 // Parse reads a trace: every non-blank line one request, timestamps non-decreasing (a trace
@@ -153,7 +159,12 @@ func Parse(r io.Reader, blockTokens int) (*Trace, error) {
 		if blocks := (in + blockTokens - 1) / blockTokens; len(ids) > blocks {
 			return nil, fmt.Errorf("trace line %d: hash_ids: %d blocks of %d tokens, but input_length %d holds at most %d", n, len(ids), blockTokens, in, blocks)
 		}
+		session, err := sessionID(n, l.SessionID)
+		if err != nil {
+			return nil, err
+		}
 		t.Requests = append(t.Requests, Request{
+			Session:      session,
 			Line:         n,
 			Offset:       time.Duration(math.Round((ts - first) * float64(time.Millisecond))),
 			InputTokens:  in,
@@ -171,6 +182,24 @@ func Parse(r io.Reader, blockTokens int) (*Trace, error) {
 		return nil, errors.New("trace: no requests: the file has no lines")
 	}
 	return t, nil
+}
+
+// sessionID reads a line's session_id: a string, or a whole number written as one.
+func sessionID(line int, raw json.RawMessage) (string, error) {
+	if len(raw) == 0 || string(raw) == "null" {
+		return "", nil
+	}
+	var s string
+	if json.Unmarshal(raw, &s) == nil {
+		return s, nil
+	}
+	var n json.Number
+	if json.Unmarshal(raw, &n) == nil {
+		if _, err := n.Int64(); err == nil {
+			return n.String(), nil
+		}
+	}
+	return "", fmt.Errorf("trace line %d: session_id: must be a string or a whole number, got %s", line, raw)
 }
 
 // length checks a line's token count.
