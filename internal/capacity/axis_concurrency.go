@@ -121,8 +121,8 @@ func (a concurrencyAxis) drive(ctx context.Context, r *trialRunner, at trialAt, 
 		}
 		spec.Tick, spec.Observe = out.stop.tick, out.stop.observe
 	}
-	res, pods, err := r.s.sendClosed(ctx, spec)
-	out.res, out.measuredEnd, out.pods = res, res.MeasuredEnd, pods
+	res, spread, err := r.s.sendClosed(ctx, spec)
+	out.res, out.measuredEnd, out.pods, out.podCPU = res, res.MeasuredEnd, spread.pods, spread.cpu
 	out.window = res.Measured()
 	// A trial added for a comparison may run at the minimum without being the search's
 	// first: its failure is a finding of the comparison, never the end of the run.

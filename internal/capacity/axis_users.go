@@ -144,8 +144,8 @@ func (a usersAxis) drive(ctx context.Context, r *trialRunner, at trialAt, p tria
 		}
 		spec.Observe = out.stop.observe
 	}
-	res, pods, err := r.s.sendUsers(ctx, spec, usersPools{system: system, warm: warm, measured: measured, turns: conv.Turns}, w.OutputTokens)
-	out.res, out.measuredEnd, out.window, out.pods = res, res.MeasuredEnd, res.Measured(), pods
+	res, spread, err := r.s.sendUsers(ctx, spec, usersPools{system: system, warm: warm, measured: measured, turns: conv.Turns}, w.OutputTokens)
+	out.res, out.measuredEnd, out.window, out.pods, out.podCPU = res, res.MeasuredEnd, res.Measured(), spread.pods, spread.cpu
 	out.lowest = at.Level == a.min && !at.Comparison
 	own, shared := a.cacheShape(w)
 	c := metrics.Conversations(res.Requests, own, int(math.Ceil(p.measured.calibration.TemplateOverheadTokens))+shared)

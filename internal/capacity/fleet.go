@@ -111,6 +111,9 @@ type ShareResult struct {
 	MeasuredEnd   time.Time            `json:"measured_end"`
 	// Released is when the generator left the start barrier.
 	Released time.Time `json:"released"`
+	// CPU is the generator's own CPU over its share (a worker's; the search's own pod reads
+	// its own around the whole load): a trial is as client-bound as its most starved pod.
+	CPU *results.ClientCPU `json:"cpu,omitempty"`
 	// Err is why the share could not be sent to its end (a stop asked for is none).
 	Err string `json:"error,omitempty"`
 }
@@ -199,13 +202,20 @@ type fleet struct {
 // all started together, and returns their records merged into one trial and how it was
 // spread. open says the shares are arrivals on one schedule, whose origin the merged
 // result keeps; users that they are users' conversations.
-func (f *fleet) send(ctx context.Context, st load.Streamer, shares []Share, hooks shareHooks, nWarmup int) (load.TrialResult, *results.PodsTrial, error) {
+// spread is how a trial was spread over the fleet: the document's account of it, and each
+// other pod's CPU over its share.
+type spread struct {
+	pods *results.PodsTrial
+	cpu  []*results.ClientCPU
+}
+
+func (f *fleet) send(ctx context.Context, st load.Streamer, shares []Share, hooks shareHooks, nWarmup int) (load.TrialResult, spread, error) {
 	peers, err := f.f.Peers(ctx)
 	if err != nil {
-		return load.TrialResult{}, nil, err
+		return load.TrialResult{}, spread{}, err
 	}
 	if len(peers) != len(shares)-1 {
-		return load.TrialResult{}, nil, fmt.Errorf("the fleet has %d other runner pods, the trial was split for %d", len(peers), len(shares)-1)
+		return load.TrialResult{}, spread{}, fmt.Errorf("the fleet has %d other runner pods, the trial was split for %d", len(peers), len(shares)-1)
 	}
 	var idb [8]byte
 	_, _ = rand.Read(idb[:])
@@ -245,7 +255,7 @@ func (f *fleet) send(ctx context.Context, st load.Streamer, shares []Share, hook
 	}
 	if err := lost(errs); err != nil {
 		stopPeers()
-		return load.TrialResult{}, nil, err
+		return load.TrialResult{}, spread{}, err
 	}
 	margin := minStartMargin
 	for _, d := range rtts {
@@ -261,7 +271,7 @@ func (f *fleet) send(ctx context.Context, st load.Streamer, shares []Share, hook
 	wg.Wait()
 	if err := lost(errs); err != nil {
 		stopPeers()
-		return load.TrialResult{}, nil, err
+		return load.TrialResult{}, spread{}, err
 	}
 
 	// Every generator sends; a peer lost ends the trial everywhere, a stop here stops all.
@@ -300,13 +310,42 @@ func (f *fleet) send(ctx context.Context, st load.Streamer, shares []Share, hook
 	}
 	wg.Wait()
 	if err := lost(errs); err != nil {
-		return load.TrialResult{}, nil, err
+		return load.TrialResult{}, spread{}, err
 	}
 	if localErr != nil && ctx.Err() != nil {
-		return load.TrialResult{}, nil, localErr
+		return load.TrialResult{}, spread{}, localErr
 	}
 	merged := merge(shares, res, offsets, nWarmup)
-	return merged, f.spread(shares, res, offsets, rtts), localErr
+	out := spread{pods: f.spreadOf(shares, res, offsets, rtts)}
+	for _, r := range res[1:] {
+		out.cpu = append(out.cpu, r.CPU)
+	}
+	return merged, out, localErr
+}
+
+// busiest is the CPU figures nearest their limits among this generator's (own) and the
+// other pods' over their shares: the client-bound check reads the most starved pod.
+func busiest(own *results.ClientCPU, pods []*results.ClientCPU) *results.ClientCPU {
+	nearness := func(c *results.ClientCPU) float64 {
+		if c == nil {
+			return -1
+		}
+		n := 0.0
+		if c.BusyLimitPercent > 0 {
+			n = c.BusyPercent / c.BusyLimitPercent
+		}
+		if t := c.Throttling; t != nil && t.LimitPercent > 0 {
+			n = max(n, t.ThrottledPercent/t.LimitPercent)
+		}
+		return n
+	}
+	out := own
+	for _, c := range pods {
+		if nearness(c) > nearness(out) {
+			out = c
+		}
+	}
+	return out
 }
 
 // lost is the first peer's error as a *PeerLostError, nil when every peer answered.
@@ -427,8 +466,8 @@ func usersShares(shares []Share) bool {
 	return false
 }
 
-// spread is what the document records of how a trial was spread.
-func (f *fleet) spread(shares []Share, res []ShareResult, offsets, rtts []time.Duration) *results.PodsTrial {
+// spreadOf is what the document records of how a trial was spread.
+func (f *fleet) spreadOf(shares []Share, res []ShareResult, offsets, rtts []time.Duration) *results.PodsTrial {
 	pt := &results.PodsTrial{Pods: len(shares), Shares: make([]results.PodShare, len(shares))}
 	var first, last time.Time
 	for p, s := range shares {
@@ -559,9 +598,9 @@ func (w *Worker) Release(_ context.Context, id string, at time.Time) error {
 		if stopped || sleepUntil(ctx, at) != nil {
 			return
 		}
-		released := time.Now()
+		released, cpuStart := time.Now(), sampleCPU()
 		r, err := runShare(ctx, ws.client, ws.share, shareHooks{})
-		r.Released = released
+		r.Released, r.CPU = released, clientCPU(cpuStart, sampleCPU())
 		w.mu.Lock()
 		if err != nil && !ws.stopped {
 			r.Err = err.Error()
@@ -615,20 +654,20 @@ func (w *Worker) Close() {
 }
 
 // sendClosed sends a closed-loop trial: from here, or split over the fleet.
-func (s *session) sendClosed(ctx context.Context, spec load.TrialSpec) (load.TrialResult, *results.PodsTrial, error) {
+func (s *session) sendClosed(ctx context.Context, spec load.TrialSpec) (load.TrialResult, spread, error) {
 	if s.fleet == nil {
 		res, err := load.RunTrial(ctx, s.client, spec)
-		return res, nil, err
+		return res, spread{}, err
 	}
 	return s.fleet.send(ctx, s.client, splitClosed(spec, s.fleet.pods),
 		shareHooks{observe: spec.Observe, tick: spec.Tick, beforeMeasured: spec.BeforeMeasured}, len(spec.Warmup))
 }
 
 // sendUsers sends a users trial: from here, or split over the fleet.
-func (s *session) sendUsers(ctx context.Context, spec load.UsersSpec, pools usersPools, maxTokens int) (load.TrialResult, *results.PodsTrial, error) {
+func (s *session) sendUsers(ctx context.Context, spec load.UsersSpec, pools usersPools, maxTokens int) (load.TrialResult, spread, error) {
 	if s.fleet == nil {
 		res, err := load.RunUsers(ctx, s.client, spec)
-		return res, nil, err
+		return res, spread{}, err
 	}
 	return s.fleet.send(ctx, s.client, splitUsers(spec, pools, maxTokens, s.fleet.pods), shareHooks{observe: spec.Observe}, 0)
 }

@@ -63,6 +63,9 @@ func TestFleetFindsTheBoundaryOneGeneratorFinds(t *testing.T) {
 		if !slices.Equal(conc, evenSplit(tr.Concurrency, 3)) || measured != 12 {
 			t.Errorf("trial at %d: shares %+v", tr.Concurrency, pt.Shares)
 		}
+		if tr.Client == nil || tr.Client.CPU == nil {
+			t.Errorf("trial at %d: no client CPU figures", tr.Concurrency)
+		}
 		if pt.StartSkewMs > 25 {
 			t.Errorf("trial at %d: start skew %.3f ms between generators in one process", tr.Concurrency, pt.StartSkewMs)
 		}
@@ -329,5 +332,23 @@ func TestMergeShiftsEveryInstant(t *testing.T) {
 	})
 	if !rec.Sent.Equal(base.Add(-time.Minute)) || !rec.Done.Equal(base.Add(-59*time.Second)) || !rec.FirstContent.IsZero() {
 		t.Errorf("shifted %v %v %v", rec.Sent, rec.Done, rec.FirstContent)
+	}
+}
+
+// A trial is as client-bound as its most starved pod: of the pods' CPU figures the client
+// check reads the one nearest its limits, a throttled worker's over an idle pod 0's.
+func TestBusiestPodIsTheClient(t *testing.T) {
+	idle := &results.ClientCPU{Source: results.CPUFromProcess, AvailableCPUs: 4, UsedCPUs: 0.4, BusyPercent: 10, BusyLimitPercent: 90}
+	busy := &results.ClientCPU{Source: results.CPUFromProcess, AvailableCPUs: 1, UsedCPUs: 0.8, BusyPercent: 80, BusyLimitPercent: 90}
+	throttled := &results.ClientCPU{Source: results.CPUFromCgroupV1, AvailableCPUs: 0.1, UsedCPUs: 0.05, BusyPercent: 50, BusyLimitPercent: 90,
+		Throttling: &results.CPUThrottling{ThrottledPercent: 35, LimitPercent: 10}}
+	if got := busiest(idle, []*results.ClientCPU{busy, throttled, nil}); got != throttled {
+		t.Errorf("busiest = %+v, want the throttled pod's", got)
+	}
+	if got := busiest(busy, []*results.ClientCPU{idle, nil}); got != busy {
+		t.Errorf("busiest = %+v, want pod 0's own", got)
+	}
+	if got := busiest(nil, []*results.ClientCPU{nil, idle}); got != idle {
+		t.Errorf("busiest = %+v, want the one pod that could be read", got)
 	}
 }

@@ -295,8 +295,8 @@ func (b openLoopBase) driveOnSchedule(ctx context.Context, r *trialRunner, at tr
 		spec.Tick, spec.Observe = out.stop.tick, out.stop.observe
 	}
 	if shares != nil {
-		res, pods, err := r.s.fleet.send(ctx, r.s.client, shares, shareHooks{observe: spec.Observe, tick: spec.Tick}, len(spec.Warmup))
-		out.res, out.measuredEnd, out.pods = res, time.Now(), pods
+		res, spread, err := r.s.fleet.send(ctx, r.s.client, shares, shareHooks{observe: spec.Observe, tick: spec.Tick}, len(spec.Warmup))
+		out.res, out.measuredEnd, out.pods, out.podCPU = res, time.Now(), spread.pods, spread.cpu
 		out.window = res.Requests
 		return out, err
 	}

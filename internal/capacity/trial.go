@@ -194,7 +194,9 @@ type driven struct {
 	// conversations is what a users trial measured of its conversations; nil on other axes.
 	conversations *results.ConversationTrial
 	// pods is how the trial was spread over the runner's pods; nil when sent from here alone.
-	pods *results.PodsTrial
+	// podCPU is each other pod's CPU over its share (nil where it could not be read).
+	pods   *results.PodsTrial
+	podCPU []*results.ClientCPU
 }
 
 // load sends the trial's load through the axis, with its watchers started before and
@@ -210,7 +212,7 @@ func (r *trialRunner) load(ctx context.Context, at trialAt, prompts trialPhases,
 	loadStart := time.Now()
 	run, err = r.s.axis.drive(ctx, r, at, prompts, func() { watchers.markMeasured(ctx) })
 	loadEnd := time.Now()
-	host, cpu = hostLoad(hostStart, sampleHost()), clientCPU(cpuStart, readCPU())
+	host, cpu = hostLoad(hostStart, sampleHost()), busiest(clientCPU(cpuStart, readCPU()), run.podCPU)
 	seen = watchers.finish(ctx)
 	clock.timing.ServerScrapeS = seconds(loadStart.Sub(t0) + time.Since(loadEnd))
 	res := run.res
