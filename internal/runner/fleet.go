@@ -31,13 +31,13 @@ import (
 
 // The fleet's paths on the runner's HTTP port, and the header every request of them carries.
 const (
-	peersPath       = "/fleet/peers"   // POST to pod 0: {"peers": ["ip:port", …]}, pod 1 first
-	readyPath       = "/fleet/ready"   // GET on a worker: 200 once it serves
-	sharePath       = "/fleet/share"   // POST ?id=: a capacity.Share; answers {"now": …}
-	releasePath     = "/fleet/release" // POST ?id=&at=<unix ns>
-	shareResultPath = "/fleet/result"  // GET ?id=: the capacity.ShareResult; 202 while it runs
-	stopPath        = "/fleet/stop"    // POST ?id=
-	tokenHeader     = "X-Llmserve-Fleet-Token"
+	peersPath       = "/fleet/peers"           // POST to pod 0: {"peers": ["ip:port", …]}, pod 1 first
+	readyPath       = "/fleet/ready"           // GET on a worker: 200 once it serves
+	sharePath       = "/fleet/share"           // POST ?id=: a capacity.Share; answers {"now": …}
+	releasePath     = "/fleet/release"         // POST ?id=&at=<unix ns>
+	shareResultPath = "/fleet/result"          // GET ?id=: the capacity.ShareResult; 202 while it runs
+	stopPath        = "/fleet/stop"            // POST ?id=
+	tokenHeader     = "X-Llmserve-Fleet-Token" //nolint:gosec // G101: a header name, not a credential
 	peersName       = "peers.json"
 	// IndexEnv is the pod's completion index, which the Job controller gives each pod of an
 	// Indexed Job (and the pod template passes on from its annotation).

@@ -87,6 +87,9 @@ func TestServeFleet(t *testing.T) {
 		if err == nil && resp.StatusCode == http.StatusOK {
 			err = json.NewDecoder(resp.Body).Decode(&res)
 			resp.Body.Close()
+			if err != nil {
+				t.Fatalf("result: %v", err)
+			}
 			break
 		}
 		if err == nil {

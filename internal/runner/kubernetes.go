@@ -43,7 +43,7 @@ const (
 	indexAnnotation = "batch.kubernetes.io/job-completion-index"
 	// tokenAnnotation holds a fleet's Spec.FleetToken on its Job, for the provider that
 	// attaches to it later.
-	tokenAnnotation = "dev.llmserve.runner.fleet-token"
+	tokenAnnotation = "dev.llmserve.runner.fleet-token" //nolint:gosec // G101: an annotation key, not a credential
 	// secretSeedMax bounds the seed journal carried in the runner's Secret (a Secret holds
 	// at most 1 MiB).
 	secretSeedMax = 768 << 10
