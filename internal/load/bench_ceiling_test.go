@@ -84,11 +84,11 @@ var ceilingServerCPUs = flag.String("ceiling.server-cpus", "", "CPUs (taskset li
 
 // BenchmarkClientCeiling sweeps the streams one process holds; see the notes above.
 func BenchmarkClientCeiling(b *testing.B) {
-	const chunks = 25 // half a second of decoding a request: first tokens keep coming
+	const chunks = 50 // a second of decoding a request: first tokens keep coming
 	raiseNoFile()
 	base, stop := startCeilingServer(b, chunks)
 	defer stop()
-	for _, streams := range []int{64, 128, 256, 512, 1024, 2048, 4096} {
+	for _, streams := range []int{1, 16, 64, 256, 512, 1024, 2048, 4096} {
 		b.Run(fmt.Sprintf("streams=%d", streams), func(b *testing.B) {
 			var added []time.Duration
 			var read int
@@ -107,8 +107,8 @@ func BenchmarkClientCeiling(b *testing.B) {
 	}
 }
 
-// ceilingRound runs a closed loop of streams for four responses a stream after a first
-// wave, and returns what the client added to each measured first token, the chunks it read
+// ceilingRound runs a closed loop of streams for three responses a stream (48 at least)
+// after a first wave, and returns what the client added to each measured first token, the chunks it read
 // and its CPU time over the measured phase's wall clock.
 func ceilingRound(b *testing.B, base string, streams, chunks int) (added []time.Duration, read int, cpu, wall time.Duration) {
 	client, err := NewClient(ClientConfig{BaseURL: base, Model: "m"})
@@ -123,7 +123,7 @@ func ceilingRound(b *testing.B, base string, streams, chunks int) (added []time.
 		return out
 	}
 	var cpu0 time.Duration
-	spec := TrialSpec{Concurrency: streams, Warmup: prompts(streams), Measured: prompts(4 * streams), OutputTokens: chunks,
+	spec := TrialSpec{Concurrency: streams, Warmup: prompts(streams), Measured: prompts(max(3*streams, 48)), OutputTokens: chunks,
 		BeforeMeasured: func() { cpu0 = cpuTime() }}
 	res, err := RunTrial(b.Context(), keepText{client}, spec)
 	if err != nil {
