@@ -43,6 +43,6 @@ export SEQUENTIAL_MODEL
 trap 'docker rm -f "$name" >/dev/null 2>&1 || true' EXIT
 echo "load before: $(cut -d' ' -f1-3 /proc/loadavg)"
 COMPARE_ENDPOINT="http://127.0.0.1:$port" COMPARE_PAIRS="$pairs" \
-	COMPARE_RESTART="$0 start 2" COMPARE_SLOWER="$0 start 1" \
+	COMPARE_RESTART="$PWD/scripts/sequential-llamacpp.sh start 2" COMPARE_SLOWER="$PWD/scripts/sequential-llamacpp.sh start 1" \
 	go test -run '^$' -bench 'BenchmarkSequentialEndpoint$' -benchtime 1x -timeout 600m ./internal/compare/
 echo "load after: $(cut -d' ' -f1-3 /proc/loadavg)"

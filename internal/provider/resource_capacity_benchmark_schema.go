@@ -173,7 +173,8 @@ func (r *capacityBenchmarkResource) Schema(ctx context.Context, _ resource.Schem
 				Optional: true,
 				MarkdownDescription: "An earlier run's `results_json` to measure against: `file(\"baseline.json\")`, the `llmserve_capacity_report` data source's " +
 					"`results_json`, or another benchmark's. After each workload's search the benchmark measures the levels the comparison needs " +
-					"(the baseline's maximum passing and first failing level, up to `trial.confirmation_trials` full trials each, even outside the search's bounds), " +
+					"(the baseline's maximum passing and first failing level, up to `trial.confirmation_trials` full trials each, even outside the search's bounds; " +
+					"where the first verdict's interval would be at least the band wide whatever its centre, every level the baseline measured in full), " +
 					"reads the verdict, and while it is `inconclusive` adds one full trial at a time where it narrows the interval most and reads it again, " +
 					"until the verdict is `regressed`, `improved` or `unchanged` or `trial.comparison_budget` trials are spent. Each look spends its own share " +
 					"of the 5 % false-alarm level (4 % at the first, 5 %/(5 j (j+1)) at the j-th after it), so looking after every trial keeps the stated error " +
