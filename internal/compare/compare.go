@@ -728,11 +728,12 @@ func decide(ob Objective, d, se, floor, band float64, confirmations int, perLeve
 		}
 	}
 	parts = append(parts, "more measured_requests per trial (a percentile over more requests spreads less)")
-	if room := band - math.Abs(d); room > 0 && ob.Critical*floor >= room {
+	// Where the levels scatter, the host is what is missing, not the baseline's trials.
+	if room := band - math.Abs(d); room > 0 && ob.Critical*floor >= room && ob.NoiseSource != "levels" && ob.NoiseSource != "assumed" {
 		// floor² = s² / (levels · perLevel): a baseline of n trials a level gets the
 		// interval within the room once critical · s / √(levels · n) < room.
 		need := math.Ceil(perLevel * (ob.Critical * floor / room) * (ob.Critical * floor / room))
-		parts = append(parts, fmt.Sprintf("a baseline with more trials: however many the current run adds, the baseline's own %.3g trials a level keep the interval at ± %.1f %% or wider, "+
+		parts = append(parts, fmt.Sprintf("a baseline with more trials: however many the current run adds, the baseline's own %.2g trials a level keep the interval at ± %.1f %% or wider, "+
 			"more than the ± %.0f %% the band leaves; a baseline with about %.0f confirmation trials a level could be shown unchanged",
 			perLevel, 100*math.Expm1(ob.Critical*floor), 100*math.Expm1(band), max(need, perLevel+1)))
 	}

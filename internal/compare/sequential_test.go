@@ -148,3 +148,23 @@ func TestSequentialErrorRates(t *testing.T) {
 	}
 	t.Logf("same server: %v; 10 %% slower: %v", same, band)
 }
+
+// An open verdict the baseline's own trials keep open says so: a baseline of 2 trials a level
+// spreading ±10 % bounds the interval at about ± 12 % however many trials the current run
+// adds (here 12 a level, no change at all), more than the ± 10 % band.
+func TestDecideNamesTheBaselineFloor(t *testing.T) {
+	spread := func(c, n int) []results.Trial {
+		vs := make([]float64, n)
+		for i := range vs {
+			vs[i] = 1000 * math.Exp(0.1*float64(1-2*(i%2)))
+		}
+		return trials(c, vs...)
+	}
+	base := doc(4, spread(4, 2), spread(5, 2))
+	cur := doc(4, spread(4, 12), spread(5, 12))
+	w := Compare(base, cur, Options{}).Workloads[0]
+	ob := w.Objectives[0]
+	if ob.Verdict != Inconclusive || !strings.Contains(ob.Decide, "a baseline with more trials: however many the current run adds, the baseline's own 2 trials a level keep the interval") {
+		t.Errorf("%s: %s", ob.Verdict, ob.Decide)
+	}
+}
