@@ -52,7 +52,7 @@ func (r *inferenceDeploymentResource) Schema(ctx context.Context, _ resource.Sch
 			"tokens were counted: the rules of `correctness.degenerate_outputs` in the results schema guide) fails it at once, naming the pod and quoting the text.\n\n" +
 			"`replicas`, `service_type`, `service_port`, `pod_access`, `readiness_timeout` and `timeouts` change in place; every other setting changes the pod " +
 			"template, which Kubernetes rolls out as new pods, so it is planned as a replacement. A Deployment or Service deleted by hand is re-created by the next apply; " +
-			"one scaled by hand shows as a `replicas` change. Destroy removes the Deployment, Service and Secret it created (only objects carrying its labels).\n\n" +
+			"one scaled by hand shows as a `replicas` change. Destroy removes the Deployment, Service, Secret and ResourceClaimTemplate it created (only objects carrying its labels) and waits until the pods and their ResourceClaims are gone.\n\n" +
 			"A `llmserve_capacity_benchmark` given `endpoint` and `experiment` measures the whole replicated Service, and its results record `replicas`. " +
 			"With `runner = { kubernetes = { namespace, image } }` the benchmark runs in a Job in the deployment's namespace and reaches a `ClusterIP` Service and every pod from inside the cluster; " +
 			"without a runner it runs where Terraform runs, so `endpoint` must be reachable from there (`LoadBalancer`, `NodePort`). " +
