@@ -7,12 +7,10 @@ import (
 	"time"
 )
 
-// readyStreamer records each request's Ready and answers after a fixed time, its Sent a
-// fixed delay after Ready.
+// readyStreamer records each request's Ready and answers after a fixed time.
 type readyStreamer struct {
 	mu    sync.Mutex
 	ready map[string]time.Time
-	late  time.Duration
 }
 
 func (s *readyStreamer) Stream(_ context.Context, req Request) RequestResult {
