@@ -2,11 +2,15 @@ package provider
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
+	"github.com/docker/docker/api/types/container"
+	"github.com/docker/docker/api/types/filters"
 	"github.com/hashicorp/terraform-plugin-go/tfprotov6"
 
 	"github.com/llmserve/terraform-provider-llmserve/internal/deploy/docker"
@@ -48,5 +52,39 @@ func testAccRequireLlamaCppImage(t *testing.T, b *docker.Backend) {
 	defer cancel()
 	if _, err := b.Client().ImageInspect(ctx, quickstartImage); err != nil {
 		t.Fatalf("image %s is missing (%v): run scripts/build-llamacpp-image.sh", quickstartImage, err)
+	}
+}
+
+// TestMain clears what an interrupted earlier acceptance run left on the Docker Engine before
+// any test creates a container.
+func TestMain(m *testing.M) {
+	if os.Getenv("TF_ACC") != "" {
+		if b, err := docker.NewConnection(docker.ConfigFromEnv(docker.Config{})).Backend(); err == nil {
+			removeStaleTestContainers(b)
+		}
+	}
+	os.Exit(m.Run())
+}
+
+// removeStaleTestContainers removes the stopped containers an interrupted earlier run of these
+// tests left under their names (llmserve-acc-*: a killed go test, a dockerd restarted under
+// it), which would otherwise fail the next run's create with a clash. A running one may be
+// another run's and is left alone.
+func removeStaleTestContainers(b *docker.Backend) {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	list, err := b.Client().ContainerList(ctx, container.ListOptions{All: true, Filters: filters.NewArgs(filters.Arg("name", "llmserve-acc-"))})
+	if err != nil {
+		return // no engine here: the tests that need one say so
+	}
+	for _, c := range list {
+		if c.State == container.StateRunning || len(c.Names) == 0 || !strings.HasPrefix(strings.TrimPrefix(c.Names[0], "/"), "llmserve-acc-") {
+			continue
+		}
+		if err := b.Client().ContainerRemove(ctx, c.ID, container.RemoveOptions{Force: true}); err != nil {
+			fmt.Fprintf(os.Stderr, "removing %s, which an earlier run left %s: %v\n", c.Names[0], c.State, err)
+			continue
+		}
+		fmt.Fprintf(os.Stderr, "removed %s, which an interrupted earlier run left (%s)\n", c.Names[0], c.Status)
 	}
 }
