@@ -60,6 +60,10 @@ func (c Config) ResultWarnings(doc *results.Document) []problem.Problem {
 			}
 			continue
 		}
+		if len(c.ConcurrencyLevels) == 1 && w.SearchBound() == results.BoundCeiling && w.MaximumPassingConcurrency != nil {
+			// A grid of one level asks whether that level holds, not for a boundary: it held.
+			continue
+		}
 		names := "maximum_passing_concurrency and first_failing_concurrency"
 		switch {
 		case w.MaximumPassingUsers != nil || w.FirstFailingUsers != nil:

@@ -78,3 +78,43 @@ func TestUsersDisagreementSaysUsers(t *testing.T) {
 		t.Error("no disagreement warning")
 	}
 }
+
+// A grid of one level asks whether it holds: when it does, the apply does not call the
+// capacity bounded by the search (the quickstart's pace); with two levels, or when the one
+// level failed (bounded below, or no capacity), it still warns.
+func TestOneLevelGridThatHoldsIsNoBoundedSearch(t *testing.T) {
+	t.Parallel()
+	bounded := func(levels []int, verdicts ...string) bool {
+		var trials []results.Trial
+		for i, v := range verdicts {
+			p95 := 100.0
+			if v == "fail" {
+				p95 = 600 // above the objective, as in the test above
+			}
+			tr := at(levels[i], noiseTrial(1, p95))
+			tr.Verdict = v
+			trials = append(trials, tr)
+		}
+		w := results.Workload{Label: "chat", AllTrials: trials}
+		h, err := results.DeriveHeadline([]results.SLO{noiseSLO}, w)
+		if err != nil {
+			t.Fatal(err)
+		}
+		h.Apply(&w)
+		for _, p := range (Config{ConcurrencyLevels: levels}).ResultWarnings(&results.Document{SLOs: []results.SLO{noiseSLO}, Workloads: []results.Workload{w}}) {
+			if strings.Contains(p.Summary, "bounded by the search") || strings.Contains(p.Summary, "has no capacity") {
+				return true
+			}
+		}
+		return false
+	}
+	if bounded([]int{1}, "pass") {
+		t.Error("one level that held: warned as bounded by the search")
+	}
+	if !bounded([]int{1, 2}, "pass", "pass") {
+		t.Error("two levels that held: no bounded-search warning")
+	}
+	if !bounded([]int{4}, "fail") {
+		t.Error("one level that failed: no warning")
+	}
+}

@@ -34,7 +34,7 @@ const (
 	// The model's chat template wraps a user message in 4 tokens (BOS, <|user|>, <|end|>,
 	// <|assistant|>); /tokenize counts the message alone.
 	quickstartTemplateTokens = 4
-	quickstartMeasured       = 8
+	quickstartMeasured       = 16
 	quickstartConfirmations  = 2
 )
 
@@ -68,7 +68,7 @@ func TestAccQuickstart_llamaCpp(t *testing.T) {
 				"progress_log":      config.StringVariable(progressLog),
 			},
 			ConfigStateChecks: []statecheck.StateCheck{
-				// Every workload found a failing level within 1..8: llama-server runs 2 slots,
+				// Every workload found a failing level within 1..16: llama-server runs 2 slots,
 				// so from 3 users on requests queue behind whole requests.
 				statecheck.ExpectKnownValue(bench, tfjsonpath.New("first_failing_concurrency"), notNullMap),
 				statecheck.ExpectKnownValue("llmserve_inference_server.tiny", tfjsonpath.New("running"), knownvalue.Bool(true)),
@@ -76,7 +76,7 @@ func TestAccQuickstart_llamaCpp(t *testing.T) {
 					knownvalue.ListPartial(map[int]knownvalue.Check{0: knownvalue.StringExact("llama-server")})),
 				statecheck.ExpectKnownOutputValue("maximum_passing_concurrency", knownvalue.MapSizeExact(2)),
 			},
-			Check: resource.ComposeTestCheckFunc(checkQuickstartResults(t, bench, labels), checkProgressLog(progressLog)),
+			Check: resource.ComposeTestCheckFunc(checkQuickstartPace(t), checkQuickstartResults(t, bench, labels), checkProgressLog(progressLog)),
 		}, {
 			// A gate the result cannot meet fails at plan from the result in state (nothing
 			// is measured again), with correct plurals and the exact command that recovers.
@@ -113,8 +113,11 @@ func checkQuickstartResults(t *testing.T, name string, labels []string) resource
 			if w.Label != labels[i] {
 				return fmt.Errorf("workload %d is %q, want %q", i, w.Label, labels[i])
 			}
+			for _, tr := range w.AllTrials {
+				t.Logf("%s: %s at %d users: %s, p95 TTFT %.0f ms, median request latency %.0f ms", w.Label, tr.Kind, tr.Concurrency, tr.Verdict, tr.TTFTMs.P95, tr.RequestLatencyMs.P50)
+			}
 			if w.FirstFailingConcurrency == nil {
-				return fmt.Errorf("%s: no failing concurrency found up to 8", w.Label)
+				return fmt.Errorf("%s: no failing concurrency found up to 16", w.Label)
 			}
 			ff := *w.FirstFailingConcurrency
 			if mp := w.MaximumPassingConcurrency; (mp == nil) != (ff == 1) || (mp != nil && *mp != ff-1) {
@@ -149,7 +152,39 @@ func checkQuickstartResults(t *testing.T, name string, labels []string) resource
 			}
 			t.Logf("%s: maximum passing %v, first failing %d, server prompt tokens %v",
 				w.Label, deref(w.MaximumPassingConcurrency), ff, w.ServerPromptTokens)
+
 		}
+		return nil
+	}
+}
+
+// checkQuickstartPace: with ttft_p95_ms unset the demo's SLO is 2.4 × the median request
+// latency one user saw at 1024 in / 32 out on this machine (llmserve_capacity_benchmark.pace),
+// which is what keeps its boundaries inside 1..16 on a machine twice as slow.
+func checkQuickstartPace(t *testing.T) resource.TestCheckFunc {
+	return func(s *terraform.State) error {
+		pace, ok := s.RootModule().Resources["llmserve_capacity_benchmark.pace.0"]
+		if !ok {
+			return fmt.Errorf("no llmserve_capacity_benchmark.pace in state: the SLO was not set from the machine's pace")
+		}
+		doc, err := results.Parse([]byte(pace.Primary.Attributes["results_json"]))
+		if err != nil {
+			return err
+		}
+		w := doc.Workloads[0]
+		if len(w.PassingTrials) != 1 || w.PassingTrials[0].Concurrency != 1 {
+			return fmt.Errorf("pace: passing trials %+v, want one at concurrency 1", w.PassingTrials)
+		}
+		p50 := w.PassingTrials[0].RequestLatencyMs.P50
+		want := math.Ceil(2.4 * p50)
+		got := s.RootModule().Outputs["ttft_p95_ms"]
+		if got == nil || fmt.Sprint(got.Value) != fmt.Sprint(want) {
+			return fmt.Errorf("output ttft_p95_ms %v, want ceil(2.4 × %.1f ms) = %v", got, p50, want)
+		}
+		if th := s.RootModule().Resources["llmserve_capacity_benchmark.tiny"].Primary.Attributes["slos.0.threshold_ms"]; th != fmt.Sprint(want) {
+			return fmt.Errorf("the benchmark's threshold_ms is %s, want the pace's %v", th, want)
+		}
+		t.Logf("pace: one user at 1024 in / 32 out, median request latency %.1f ms (TTFT p50 %.1f ms): SLO p95 TTFT < %v ms", p50, w.PassingTrials[0].TTFTMs.P50, want)
 		return nil
 	}
 }

@@ -340,7 +340,8 @@ func benchmarkSearchAttributes(def capacity.Config) map[string]schema.Attribute 
 			MarkdownDescription: "A plain grid instead of the adaptive search: exactly these concurrencies, each with " +
 				"`trial.confirmation_trials` full trials (no probes, nothing stopped early), all reported in `results_json`; " +
 				"the boundary is the first failing level and the level before it. For a full curve, or to reproduce a " +
-				"published table. Replaces `min_concurrency`/`max_concurrency`, which must then be left unset. " +
+				"published table; a grid of one level asks whether that level holds (the apply does not warn that every " +
+				"level passed). Replaces `min_concurrency`/`max_concurrency`, which must then be left unset. " +
 				fmt.Sprintf("Each level 1 to %d, each listed once.", capacity.MaxConcurrency),
 		},
 		"rate":    rateSearchAttribute(),
