@@ -237,7 +237,9 @@ start() {
 	wait_for etcd 60 curl -sf "http://127.0.0.1:$(port 1)/health"
 	local pki="$dir/pki"
 	# The endpoint reconciler would write the loopback advertise address into the kubernetes
-	# Service's endpoints, which validation refuses; nothing here needs them.
+	# Service's endpoints, which validation refuses; nothing here needs them. LimitRanger is
+	# on by default; it is named so a change of default cannot take away the namespace CPU
+	# limits the runner tests put their pods under (a LimitRange's default limits.cpu).
 	start_bg apiserver "$kube_bin/kube-apiserver" --etcd-servers "http://127.0.0.1:$(port 1)" \
 		--bind-address 127.0.0.1 --advertise-address 127.0.0.1 --secure-port "$(port 0)" \
 		--service-cluster-ip-range "$SERVICE_CIDR" --endpoint-reconciler-type none \
@@ -245,7 +247,7 @@ start() {
 		--token-auth-file "$pki/tokens.csv" --authorization-mode RBAC \
 		--service-account-issuer https://kubernetes.default.svc --service-account-key-file "$pki/sa.pub" \
 		--service-account-signing-key-file "$pki/sa.key" --enable-priority-and-fairness=false \
-		--runtime-config resource.k8s.io/v1=true
+		--runtime-config resource.k8s.io/v1=true --enable-admission-plugins LimitRanger
 	wait_for apiserver 240 api "https://127.0.0.1:$(port 0)/readyz"
 	# Dynamic Resource Allocation (GA in 1.34, served by default; named so a change of
 	# default cannot take it away): the scheduler allocates ResourceClaims from the

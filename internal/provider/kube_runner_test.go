@@ -38,9 +38,11 @@ import (
 // for every runner pod kwok gave an IP it runs the pod's own arguments (`runner serve ...`)
 // with the REAL runner program (the provider binary, built as the release builds it),
 // listening on the pod IP, with the pod's Secret volume written to a directory as a kubelet
-// mounts it and an emptyDir of its own. A runner process that dies is restarted in place with
-// the same directory (restartPolicy OnFailure, as a kubelet does); a deleted pod's process is
-// stopped (SIGTERM, then SIGKILL after 5 s).
+// mounts it and an emptyDir of its own. A container with limits.cpu runs in a CPU cgroup of
+// its own with that quota, as a kubelet puts it (podCPUCgroup), removed with the pod. A runner
+// process that dies is restarted in place with the same directory and cgroup (restartPolicy
+// OnFailure, as a kubelet does); a deleted pod's process is stopped (SIGTERM, then SIGKILL
+// after 5 s).
 type kubeRunners struct {
 	t       *testing.T
 	cs      k8s.Interface
@@ -55,6 +57,9 @@ type kubeRunners struct {
 	seen    []string
 	logs    []string
 	secrets []string
+	// limits are the CPU quotas the runners ran under, by pod ("quota period" in
+	// microseconds, as the kernel holds them).
+	limits map[string]string
 }
 
 type runnerProc struct {
@@ -64,6 +69,7 @@ type runnerProc struct {
 	argv      []string
 	env       []string // the container's environment, its field references resolved as a kubelet does
 	secret    map[string][]byte
+	cgroup    *podCPUCgroup // nil: the container has no CPU limit
 	cmd       *exec.Cmd
 	exited    chan struct{}
 	stopped   atomic.Bool
@@ -81,7 +87,7 @@ func buildKubeRunnerBinary(t *testing.T) string {
 
 func startKubeRunners(t *testing.T, cs k8s.Interface, ns string) *kubeRunners {
 	t.Helper()
-	r := &kubeRunners{t: t, cs: cs, ns: ns, bin: buildKubeRunnerBinary(t), done: make(chan struct{}), procs: map[string]*runnerProc{}}
+	r := &kubeRunners{t: t, cs: cs, ns: ns, bin: buildKubeRunnerBinary(t), done: make(chan struct{}), procs: map[string]*runnerProc{}, limits: map[string]string{}}
 	ctx, cancel := context.WithCancel(context.Background())
 	r.cancel = cancel
 	go r.loop(ctx)
@@ -124,7 +130,9 @@ func (r *kubeRunners) sync(ctx context.Context) {
 	}
 	for name, rp := range r.procs {
 		if !live[name] {
-			rp.stop()
+			if err := rp.stop(); err != nil {
+				r.t.Error(err)
+			}
 			delete(r.procs, name)
 		}
 	}
@@ -193,6 +201,15 @@ func (r *kubeRunners) run(ctx context.Context, p corev1.Pod) *runnerProc {
 		}
 		rp.argv = append(rp.argv, a)
 	}
+	if lim, ok := c.Resources.Limits[corev1.ResourceCPU]; ok {
+		cg, err := newPodCPUCgroup(fmt.Sprintf("llmserve-kubelet-%d-%s", os.Getpid(), p.Name), lim.MilliValue())
+		if err != nil {
+			r.t.Errorf("pod %s has limits.cpu %s: %v", p.Name, lim.String(), err)
+			return nil
+		}
+		rp.cgroup = cg
+		r.limits[p.Name] = cg.limit()
+	}
 	rp.start(r)
 	return rp
 }
@@ -207,6 +224,11 @@ func (rp *runnerProc) start(r *kubeRunners) {
 		}
 	}
 	cmd := exec.Command(r.bin, rp.argv...)
+	if rp.cgroup != nil {
+		// Into the cgroup before the runner starts: the shell moves itself there and
+		// becomes the runner.
+		cmd = exec.Command("/bin/sh", append([]string{"-c", `echo $$ >"$0" && exec "$@"`, rp.cgroup.procs(), r.bin}, rp.argv...)...)
+	}
 	cmd.Env = append(os.Environ(), rp.env...)
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	logf, err := os.OpenFile(filepath.Join(filepath.Dir(rp.workDir), "runner.log"), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600)
@@ -249,18 +271,21 @@ func (rp *runnerProc) kill() {
 	}
 }
 
-func (rp *runnerProc) stop() {
+func (rp *runnerProc) stop() error {
 	rp.stopped.Store(true)
-	if rp.cmd == nil || rp.cmd.Process == nil {
-		return
+	if rp.cmd != nil && rp.cmd.Process != nil {
+		_ = syscall.Kill(-rp.cmd.Process.Pid, syscall.SIGTERM)
+		select {
+		case <-rp.exited:
+		case <-time.After(5 * time.Second):
+			_ = syscall.Kill(-rp.cmd.Process.Pid, syscall.SIGKILL)
+			<-rp.exited
+		}
 	}
-	_ = syscall.Kill(-rp.cmd.Process.Pid, syscall.SIGTERM)
-	select {
-	case <-rp.exited:
-	case <-time.After(5 * time.Second):
-		_ = syscall.Kill(-rp.cmd.Process.Pid, syscall.SIGKILL)
-		<-rp.exited
+	if rp.cgroup != nil {
+		return rp.cgroup.remove()
 	}
+	return nil
 }
 
 func (r *kubeRunners) stop() {
@@ -269,7 +294,9 @@ func (r *kubeRunners) stop() {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	for name, rp := range r.procs {
-		rp.stop()
+		if err := rp.stop(); err != nil {
+			r.t.Error(err)
+		}
 		delete(r.procs, name)
 	}
 }

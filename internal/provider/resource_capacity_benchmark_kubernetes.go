@@ -50,7 +50,7 @@ func kubernetesRunnerAttribute() schema.Attribute {
 			"tolerations": tolerationsAttribute(),
 			"pods": schema.Int64Attribute{Optional: true,
 				MarkdownDescription: "How many runner pods send every trial (default 1, at most " + strconv.Itoa(capacity.MaxPods) + "), for a load no one process holds (a fleet behind a gateway, hundreds of streams): an Indexed Job of that many pods at once, " +
-					"each requesting 1 CPU and 256 MiB. Pod 0 runs the search and hands each other pod its share of every trial over the pod network: " +
+					"each requesting 1 CPU and 256 MiB (or a namespace LimitRange's lower default limit, which then caps it). Pod 0 runs the search and hands each other pod its share of every trial over the pod network: " +
 					"a closed loop's concurrency split as evenly as possible (7 over 3 pods: 3, 2, 2) and its requests in proportion; a users trial's users the same way; " +
 					"an open-loop rate's one schedule dealt between the pods, by a seeded draw for `poisson` (each pod's arrivals are then an independent Poisson stream at rate/pods) and `gamma`, " +
 					"in turn for `constant` (each pod a constant stream at rate/pods), so the arrivals the server meets are the configured process exactly; " +

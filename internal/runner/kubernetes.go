@@ -51,7 +51,7 @@ const (
 
 // KubeRBAC is the Role the provider's identity needs in the runner's namespace; the
 // runner's own pod needs no API access at all (no service account token is mounted).
-const KubeRBAC = "jobs.batch: get, list, create, delete; secrets: create, update, delete; pods: list; pods/proxy: get, and create where runner.kubernetes.pods is above 1 (pod_access = \"api_proxy\")"
+const KubeRBAC = "jobs.batch: get, list, create, delete; secrets: create, update, delete; pods: list; pods/proxy: get, and create where runner.kubernetes.pods is above 1 (pod_access = \"api_proxy\"); limitranges: list, optional (the runner's pods then request no more than the namespace's default container limit)"
 
 // Kubernetes runs benchmarks in runner Jobs in one namespace of a cluster.
 type Kubernetes struct {
@@ -200,7 +200,14 @@ func (k *Kubernetes) start(ctx context.Context, job Job, key, target string, see
 	if err != nil {
 		return "", k.wrap(ctx, err, "create", "secrets")
 	}
-	created, err := cs.BatchV1().Jobs(k.Namespace).Create(callCtx, k.jobObject(name, labels, pods, job.Spec.FleetToken), metav1.CreateOptions{})
+	jobObj := k.jobObject(name, labels, pods, job.Spec.FleetToken)
+	if req, capped := k.fitLimitRanges(callCtx); capped != "" {
+		jobObj.Spec.Template.Spec.Containers[0].Resources.Requests = req
+		if job.Note != nil {
+			job.Note(time.Now().UTC().Format("15:04:05") + "  runner: " + capped)
+		}
+	}
+	created, err := cs.BatchV1().Jobs(k.Namespace).Create(callCtx, jobObj, metav1.CreateOptions{})
 	if err != nil {
 		rmCtx, rmCancel := context.WithTimeout(context.WithoutCancel(ctx), k.Cluster.CallTimeout())
 		defer rmCancel()
@@ -241,13 +248,11 @@ func (k *Kubernetes) jobObject(name string, labels map[string]string, pods int, 
 					Tolerations:                  k.Tolerations,
 					SecurityContext:              &corev1.PodSecurityContext{RunAsNonRoot: &yes, RunAsUser: &uid, FSGroup: &fsGroup},
 					Containers: []corev1.Container{{
-						Name:  "runner",
-						Image: k.Image,
-						Args:  []string{"runner", "serve", "--listen", ":" + strconv.Itoa(ServePort), "--dir", Dir, "--spec", "/llmserve-spec/spec.json"},
-						Ports: []corev1.ContainerPort{{Name: "runner", ContainerPort: ServePort}},
-						Resources: corev1.ResourceRequirements{Requests: corev1.ResourceList{
-							corev1.ResourceCPU: resource.MustParse("1"), corev1.ResourceMemory: resource.MustParse("256Mi"),
-						}},
+						Name:         "runner",
+						Image:        k.Image,
+						Args:         []string{"runner", "serve", "--listen", ":" + strconv.Itoa(ServePort), "--dir", Dir, "--spec", "/llmserve-spec/spec.json"},
+						Ports:        []corev1.ContainerPort{{Name: "runner", ContainerPort: ServePort}},
+						Resources:    corev1.ResourceRequirements{Requests: runnerRequests()},
 						VolumeMounts: []corev1.VolumeMount{{Name: "work", MountPath: Dir}, {Name: "spec", MountPath: "/llmserve-spec", ReadOnly: true}},
 						SecurityContext: &corev1.SecurityContext{
 							AllowPrivilegeEscalation: &no, ReadOnlyRootFilesystem: &yes,
@@ -271,6 +276,59 @@ func (k *Kubernetes) jobObject(name string, labels map[string]string, pods int, 
 			FieldRef: &corev1.ObjectFieldSelector{FieldPath: "metadata.annotations['" + indexAnnotation + "']"}}})
 	}
 	return j
+}
+
+// runnerRequests is what a runner container requests of its node, and no limit: 1 CPU and
+// 256 MiB.
+func runnerRequests() corev1.ResourceList {
+	return corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("1"), corev1.ResourceMemory: resource.MustParse("256Mi")}
+}
+
+// fitLimitRanges is runnerRequests lowered to the namespace's LimitRanges, and a line saying
+// what lowered them ("" where nothing did). A LimitRange's default container limit (its
+// maximum where it has none) is what the LimitRanger admission plugin gives a container that
+// sets no limit, and a request above the limit is invalid: the Job controller could create
+// none of the runner's pods, and the apply would wait for them to its timeout. Lowered to
+// that limit, the pods run under it, as everything else in the namespace does; a trial the
+// limit starves is flagged client-bound by the runner's own CPU figures (its cgroup's
+// throttling). Reading LimitRanges is best effort: an identity that may not list them keeps
+// the requests as they are.
+func (k *Kubernetes) fitLimitRanges(ctx context.Context) (corev1.ResourceList, string) {
+	list, err := k.Cluster.Clientset().CoreV1().LimitRanges(k.Namespace).List(ctx, metav1.ListOptions{})
+	if err != nil {
+		return runnerRequests(), ""
+	}
+	return fitRequests(k.Namespace, list.Items)
+}
+
+// fitRequests is runnerRequests lowered to the container limits of the LimitRanges of ns.
+func fitRequests(ns string, ranges []corev1.LimitRange) (corev1.ResourceList, string) {
+	req := runnerRequests()
+	var why []string
+	for _, lr := range ranges {
+		for _, item := range lr.Spec.Limits {
+			if item.Type != corev1.LimitTypeContainer {
+				continue
+			}
+			for _, name := range []corev1.ResourceName{corev1.ResourceCPU, corev1.ResourceMemory} {
+				bound, ok := item.Default[name]
+				if m, hasMax := item.Max[name]; hasMax && (!ok || m.Cmp(bound) < 0) {
+					bound, ok = m, true
+				}
+				if cur := req[name]; ok && bound.Cmp(cur) < 0 {
+					req[name] = bound.DeepCopy()
+					why = append(why, fmt.Sprintf("%s %s (LimitRange %s)", name, bound.String(), lr.Name))
+				}
+			}
+		}
+	}
+	if len(why) == 0 {
+		return req, ""
+	}
+	return req, fmt.Sprintf("namespace %s limits every container to %s, below what a runner pod requests (1 CPU, 256 MiB): "+
+		"each runner pod requests %s CPU and %s memory and runs under that limit; a trial it cannot carry is flagged client-bound "+
+		"(raise runner.kubernetes.pods to spread each trial over more pods)",
+		ns, strings.Join(why, ", "), req.Cpu().String(), req.Memory().String())
 }
 
 // pods are the Job's pods by completion index, the newest of each index not being deleted

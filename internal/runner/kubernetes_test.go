@@ -10,6 +10,7 @@ import (
 
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/rest"
 
@@ -134,5 +135,55 @@ func TestKubernetesFleetJob(t *testing.T) {
 	one := k.jobObject("y", map[string]string{}, 1, "")
 	if one.Spec.CompletionMode != nil || one.Spec.Parallelism != nil || len(one.Spec.Template.Spec.Containers[0].Env) != 0 || jobPods(one) != 1 || *one.Spec.BackoffLimit != 2 {
 		t.Errorf("a one-pod Job changed: %+v", one.Spec)
+	}
+}
+
+// A namespace LimitRange whose default container limit (or maximum) is below what a runner
+// pod requests lowers the request to it, as the LimitRanger would otherwise refuse the pod
+// (a request above its limit); one above it, a Pod-level one or another resource's changes
+// nothing.
+func TestKubernetesFitLimitRanges(t *testing.T) {
+	q := resource.MustParse
+	lr := func(name string, typ corev1.LimitType, def, maxes corev1.ResourceList) corev1.LimitRange {
+		return corev1.LimitRange{ObjectMeta: metav1.ObjectMeta{Name: name},
+			Spec: corev1.LimitRangeSpec{Limits: []corev1.LimitRangeItem{{Type: typ, Default: def, Max: maxes}}}}
+	}
+	for _, tc := range []struct {
+		name      string
+		ranges    []corev1.LimitRange
+		cpu, mem  string
+		saysEmpty bool
+		says      []string
+	}{
+		{name: "none", cpu: "1", mem: "256Mi", saysEmpty: true},
+		{name: "above", ranges: []corev1.LimitRange{lr("roomy", corev1.LimitTypeContainer, corev1.ResourceList{corev1.ResourceCPU: q("2"), corev1.ResourceMemory: q("1Gi")}, nil)},
+			cpu: "1", mem: "256Mi", saysEmpty: true},
+		{name: "pod level", ranges: []corev1.LimitRange{lr("pods", corev1.LimitTypePod, nil, corev1.ResourceList{corev1.ResourceCPU: q("100m")})},
+			cpu: "1", mem: "256Mi", saysEmpty: true},
+		{name: "default cpu", ranges: []corev1.LimitRange{lr("small", corev1.LimitTypeContainer, corev1.ResourceList{corev1.ResourceCPU: q("30m")}, nil)},
+			cpu: "30m", mem: "256Mi", says: []string{"namespace llm limits every container to cpu 30m (LimitRange small)", "requests 30m CPU and 256Mi memory", "client-bound", "runner.kubernetes.pods"}},
+		{name: "max below default, and memory", ranges: []corev1.LimitRange{
+			lr("a", corev1.LimitTypeContainer, corev1.ResourceList{corev1.ResourceCPU: q("500m")}, corev1.ResourceList{corev1.ResourceCPU: q("250m")}),
+			lr("b", corev1.LimitTypeContainer, corev1.ResourceList{corev1.ResourceMemory: q("128Mi")}, nil)},
+			cpu: "250m", mem: "128Mi", says: []string{"cpu 250m (LimitRange a), memory 128Mi (LimitRange b)"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			req, says := fitRequests("llm", tc.ranges)
+			if req.Cpu().Cmp(q(tc.cpu)) != 0 || req.Memory().Cmp(q(tc.mem)) != 0 {
+				t.Errorf("requests cpu %s memory %s, want %s and %s", req.Cpu(), req.Memory(), tc.cpu, tc.mem)
+			}
+			if (says == "") != tc.saysEmpty {
+				t.Errorf("says %q", says)
+			}
+			for _, w := range tc.says {
+				if !strings.Contains(says, w) {
+					t.Errorf("%q does not say %q", says, w)
+				}
+			}
+		})
+	}
+	// The Job's own template still requests 1 CPU and 256 MiB: only start lowers it.
+	if r := (&Kubernetes{}).jobObject("x", nil, 1, "").Spec.Template.Spec.Containers[0].Resources; r.Requests.Cpu().Cmp(q("1")) != 0 || len(r.Limits) != 0 {
+		t.Errorf("template resources %+v", r)
 	}
 }
