@@ -90,7 +90,7 @@ func TestAccQuickstart_llamaCpp(t *testing.T) {
 				"progress_log":      config.StringVariable(progressLog),
 				"minimum_capacity":  config.IntegerVariable(99),
 			},
-			ExpectError: regexp.MustCompile(`(?s)for\s+(1\s+user|[02-9]\s+users)\s+at\s+256\s+in\s+/\s+32\s+out;\s+the\s+gate\s+asks\s+for\s+99\s+users.*` +
+			ExpectError: regexp.MustCompile(`(?s)for\s+(1\s+user|(0|[2-9]|[1-9][0-9]+)\s+users)\s+at\s+256\s+in\s+/\s+32\s+out;\s+the\s+gate\s+asks\s+for\s+99\s+users.*` +
 				`terraform\s+apply\s+-replace=llmserve_capacity_benchmark.tiny.*scripts/quickstart.sh\s+remeasure.*make\s+quickstart-destroy`),
 		}},
 	})
