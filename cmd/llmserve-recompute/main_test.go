@@ -51,18 +51,7 @@ func TestRecomputeMatchesTheBenchmark(t *testing.T) {
 		CacheFlush: "auto", Seed: 1,
 		RecordsDirectory: filepath.Join(dir, "records"), RecordChunkTimes: true,
 	}
-	doc, err := capacity.Run(context.Background(), cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	raw, err := results.Marshal(doc)
-	if err != nil {
-		t.Fatal(err)
-	}
-	resultsPath := filepath.Join(dir, "result.json")
-	if err := os.WriteFile(resultsPath, raw, 0o644); err != nil {
-		t.Fatal(err)
-	}
+	doc, raw, resultsPath := runToFile(t, cfg, dir)
 
 	trials := doc.Workloads[0].AllTrials
 	probes := 0
@@ -248,4 +237,23 @@ func checkLines(t *testing.T, path string, tr results.Trial) {
 		t.Errorf("%s: %d warmup and %d measured lines, the trial counts %d and %d", path, warmups, measured,
 			tr.Correctness.WarmupRecords, tr.Correctness.ProfilingRecords)
 	}
+}
+
+// runToFile runs a real benchmark with cfg and writes its document to dir/result.json, as the
+// provider's results_json would be saved, and returns the document, its bytes and the path.
+func runToFile(t *testing.T, cfg capacity.Config, dir string) (*results.Document, []byte, string) {
+	t.Helper()
+	doc, err := capacity.Run(context.Background(), cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	raw, err := results.Marshal(doc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resultsPath := filepath.Join(dir, "result.json")
+	if err := os.WriteFile(resultsPath, raw, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return doc, raw, resultsPath
 }

@@ -42,18 +42,7 @@ func TestCheckHoldsOnAMergedRun(t *testing.T) {
 		RecordsDirectory: filepath.Join(dir, "records"),
 	}
 	cfg.Pods, cfg.Fleet = 2, inProcess{capacity.NewWorker(cfg)}
-	doc, err := capacity.Run(context.Background(), cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	raw, err := results.Marshal(doc)
-	if err != nil {
-		t.Fatal(err)
-	}
-	resultsPath := filepath.Join(dir, "result.json")
-	if err := os.WriteFile(resultsPath, raw, 0o644); err != nil {
-		t.Fatal(err)
-	}
+	doc, raw, resultsPath := runToFile(t, cfg, dir)
 	var stdout, stderr bytes.Buffer
 	if code := run([]string{"-results", resultsPath, "-records", cfg.RecordsDirectory, "-check"}, &stdout, &stderr); code != 0 {
 		t.Fatalf("exit %d: %s", code, stderr.String())

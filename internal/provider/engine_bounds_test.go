@@ -2,8 +2,6 @@ package provider
 
 import (
 	"fmt"
-	"io"
-	"net"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -17,34 +15,13 @@ import (
 
 	"github.com/llmserve/terraform-provider-llmserve/internal/deploy"
 	"github.com/llmserve/terraform-provider-llmserve/internal/deploy/docker"
+	"github.com/llmserve/terraform-provider-llmserve/internal/deploy/enginetest"
 	"github.com/llmserve/terraform-provider-llmserve/internal/deploy/kubernetes"
 )
 
 // silentEngine is a Docker Engine host that accepts connections and never says a word (a hung
 // daemon, a tarpit), as a docker_host.
-func silentEngine(t *testing.T) string {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	done := make(chan struct{})
-	t.Cleanup(func() { close(done); ln.Close() })
-	go func() {
-		for {
-			c, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			go func() {
-				defer c.Close()
-				go func() { _, _ = io.Copy(io.Discard, c) }()
-				<-done
-			}()
-		}
-	}()
-	return "tcp://" + ln.Addr().String()
-}
+func silentEngine(t *testing.T) string { return "tcp://" + enginetest.Tarpit(t) }
 
 // silentAPIServer is a Kubernetes API server that completes TLS and never answers a request.
 func silentAPIServer(t *testing.T) string {

@@ -5,7 +5,6 @@ import (
 	"crypto/ed25519"
 	"crypto/rand"
 	"encoding/pem"
-	"io"
 	"net"
 	"os"
 	"path/filepath"
@@ -17,31 +16,6 @@ import (
 
 	"github.com/llmserve/terraform-provider-llmserve/internal/deploy/enginetest"
 )
-
-// tarpit accepts connections and never says a word, like a firewall tarpit or a hung daemon.
-func tarpit(t *testing.T) string {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	done := make(chan struct{})
-	t.Cleanup(func() { close(done); ln.Close() })
-	go func() {
-		for {
-			c, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			go func() {
-				defer c.Close()
-				go func() { _, _ = io.Copy(io.Discard, c) }()
-				<-done
-			}()
-		}
-	}()
-	return ln.Addr().String()
-}
 
 // An engine host that accepts connections and never answers fails each call within its
 // bound, with a message that says so, for every kind of docker_host.
@@ -58,7 +32,7 @@ func TestTarpitEngineFailsWithinBounds(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	addr := tarpit(t)
+	addr := enginetest.Tarpit(t)
 	host, port, _ := net.SplitHostPort(addr)
 	signer, _ := ssh.NewSignerFromKey(priv)
 	knownHosts := filepath.Join(t.TempDir(), "known_hosts")
