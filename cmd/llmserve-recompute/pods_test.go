@@ -42,7 +42,7 @@ func TestCheckHoldsOnAMergedRun(t *testing.T) {
 		RecordsDirectory: filepath.Join(dir, "records"),
 	}
 	cfg.Pods, cfg.Fleet = 2, inProcess{capacity.NewWorker(cfg)}
-	doc, raw, resultsPath := runToFile(t, cfg, dir)
+	doc, _, resultsPath := runToFile(t, cfg, dir)
 	var stdout, stderr bytes.Buffer
 	if code := run([]string{"-results", resultsPath, "-records", cfg.RecordsDirectory, "-check"}, &stdout, &stderr); code != 0 {
 		t.Fatalf("exit %d: %s", code, stderr.String())
@@ -86,7 +86,7 @@ func TestCheckHoldsOnAMergedRun(t *testing.T) {
 	if forged < 0 {
 		t.Fatal("no trial where the pods' mean p95 differs from the merged p95")
 	}
-	raw, err = results.Marshal(doc)
+	raw, err := results.Marshal(doc)
 	if err != nil {
 		t.Fatal(err)
 	}
