@@ -8,7 +8,6 @@ import (
 	"testing"
 
 	"github.com/hashicorp/terraform-plugin-go/tfprotov6"
-	"github.com/hashicorp/terraform-plugin-go/tftypes"
 )
 
 // newSurface is one configuration of the provider's newest settings (the runner, publish,
@@ -206,7 +205,7 @@ func TestPlanRefusesBadNewSurfaces(t *testing.T) {
 				want = tfprotov6.DiagnosticSeverityWarning
 			}
 			for _, d := range ds {
-				if d.Severity == want && diagnosticPath(d.Attribute) == r.path && strings.Contains(d.Detail, r.want) {
+				if d.Severity == want && attributePathString(d.Attribute) == r.path && strings.Contains(d.Detail, r.want) {
 					if d.Severity == tfprotov6.DiagnosticSeverityWarning && hasError(ds) {
 						t.Errorf("a warning row also has errors: %q", diagSummaries(ds))
 					}
@@ -255,33 +254,10 @@ func TestPlanAcceptsGoodNewSurfaces(t *testing.T) {
 	}
 }
 
-// diagnosticPath writes an attribute path as Terraform does: runner.docker.image,
-// devices[0], environment["A"].
-func diagnosticPath(p *tftypes.AttributePath) string {
-	if p == nil {
-		return ""
-	}
-	var b strings.Builder
-	for _, s := range p.Steps() {
-		switch s := s.(type) {
-		case tftypes.AttributeName:
-			if b.Len() > 0 {
-				b.WriteByte('.')
-			}
-			b.WriteString(string(s))
-		case tftypes.ElementKeyInt:
-			fmt.Fprintf(&b, "[%d]", int64(s))
-		case tftypes.ElementKeyString:
-			fmt.Fprintf(&b, "[%q]", string(s))
-		}
-	}
-	return b.String()
-}
-
 func diagnosticsWithPaths(ds []*tfprotov6.Diagnostic) []string {
 	out := diagSummaries(ds)
 	for i, d := range ds {
-		out[i] = diagnosticPath(d.Attribute) + ": " + out[i]
+		out[i] = attributePathString(d.Attribute) + ": " + out[i]
 	}
 	return out
 }

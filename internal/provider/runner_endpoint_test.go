@@ -68,7 +68,7 @@ func TestPlanWarnsRunnerEndpoints(t *testing.T) {
 				return
 			}
 			for _, d := range ds {
-				if d.Severity == tfprotov6.DiagnosticSeverityWarning && diagnosticPath(d.Attribute) == r.path && strings.Contains(d.Detail, r.want) &&
+				if d.Severity == tfprotov6.DiagnosticSeverityWarning && attributePathString(d.Attribute) == r.path && strings.Contains(d.Detail, r.want) &&
 					(strings.EqualFold(d.Summary, k8s) || strings.EqualFold(d.Summary, dock)) {
 					if hasError(ds) {
 						t.Errorf("a warning row also has errors: %q", diagnosticsWithPaths(ds))
