@@ -13,6 +13,7 @@ import (
 	"github.com/distribution/reference"
 
 	"github.com/llmserve/terraform-provider-llmserve/internal/attrpath"
+	"github.com/llmserve/terraform-provider-llmserve/internal/endpoint"
 	"github.com/llmserve/terraform-provider-llmserve/internal/engine"
 	"github.com/llmserve/terraform-provider-llmserve/internal/problem"
 )
@@ -206,7 +207,7 @@ func (p Placement) CheckReachable(engineHost string) []problem.Problem {
 	if err != nil || (u.Scheme != "tcp" && u.Scheme != "ssh") {
 		return nil
 	}
-	if h := u.Hostname(); h == "localhost" || net.ParseIP(h).IsLoopback() {
+	if endpoint.IsLoopback(u.Hostname()) {
 		return nil
 	}
 	if !net.ParseIP(p.BindAddress).IsLoopback() {

@@ -57,3 +57,15 @@ func TestParseHidesPassword(t *testing.T) {
 		t.Fatalf("Parse = %v, want an error without the password", err)
 	}
 }
+
+func TestIsLoopback(t *testing.T) {
+	for host, want := range map[string]bool{
+		"localhost": true, "LOCALHOST.": true, "api.localhost": true, "127.0.0.1": true, "127.8.0.1": true,
+		"::1": true, "[::1]": true, "::ffff:127.0.0.1": true,
+		"localhost.example.com": false, "10.0.0.1": false, "0.0.0.0": false, "example.com": false, "": false,
+	} {
+		if got := IsLoopback(host); got != want {
+			t.Errorf("IsLoopback(%q) = %v, want %v", host, got, want)
+		}
+	}
+}

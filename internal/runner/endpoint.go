@@ -10,7 +10,6 @@ import (
 	"fmt"
 	"net/netip"
 	"net/url"
-	"strings"
 
 	"github.com/llmserve/terraform-provider-llmserve/internal/attrpath"
 	"github.com/llmserve/terraform-provider-llmserve/internal/endpoint"
@@ -30,7 +29,7 @@ type Dialled struct {
 func CheckKubernetesEndpoints(runner attrpath.Path, urls []Dialled) []problem.Problem {
 	var out []problem.Problem
 	for _, d := range urls {
-		if u, ok := parse(d.URL); ok && loopback(u.Hostname()) {
+		if u, ok := parse(d.URL); ok && endpoint.IsLoopback(u.Hostname()) {
 			out = append(out, problem.Problem{Path: d.Path, Warning: true, Reads: []attrpath.Path{runner},
 				Summary: "The Kubernetes runner cannot reach a loopback address",
 				Detail: fmt.Sprintf("%s %s names the loopback, but with runner.kubernetes the benchmark runs in a Job's pod, where nothing but the runner listens on the loopback: "+
@@ -60,7 +59,7 @@ func CheckDockerEndpoints(runner attrpath.Path, urls []Dialled) []problem.Proble
 		if !ok {
 			continue
 		}
-		a, err := netip.ParseAddr(strings.Trim(u.Hostname(), "[]"))
+		a, err := netip.ParseAddr(u.Hostname())
 		if err != nil || !(a.Unmap().IsPrivate() || a.Unmap().IsLinkLocalUnicast()) {
 			continue
 		}
@@ -86,14 +85,4 @@ func parse(raw string) (*url.URL, bool) {
 	}
 	u, err := endpoint.Parse(raw)
 	return u, err == nil
-}
-
-// loopback says whether host names this machine's own loopback.
-func loopback(host string) bool {
-	h := strings.ToLower(strings.TrimSuffix(host, "."))
-	if h == "localhost" || strings.HasSuffix(h, ".localhost") {
-		return true
-	}
-	a, err := netip.ParseAddr(strings.Trim(h, "[]"))
-	return err == nil && a.Unmap().IsLoopback()
 }
