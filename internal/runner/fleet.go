@@ -15,8 +15,8 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
+	"net/netip"
 	"net/url"
 	"os"
 	"path/filepath"
@@ -85,8 +85,9 @@ func (f *httpFleet) setPeers(addrs []string) error {
 		return fmt.Errorf("%d addresses for the %d other pods", len(addrs), f.pods-1)
 	}
 	for _, a := range addrs {
-		if _, _, err := net.SplitHostPort(a); err != nil {
-			return fmt.Errorf("address %q: %w", a, err)
+		// Pod IPs only: a host name here could send the trial's shares anywhere it resolves.
+		if _, err := netip.ParseAddrPort(a); err != nil {
+			return fmt.Errorf("address %q is no pod IP and port: %w", a, err)
 		}
 	}
 	f.mu.Lock()

@@ -148,3 +148,26 @@ func TestFleetPeersWaitIsBounded(t *testing.T) {
 		t.Errorf("restarted: %v", again.addrs)
 	}
 }
+
+// Pod 0 takes pod IPs and ports only: a host name (which could send the trial's shares
+// wherever it resolves), a missing port or the wrong count is refused, and nothing is kept.
+func TestFleetPeersArePodAddresses(t *testing.T) {
+	t.Parallel()
+	for _, addrs := range [][]string{
+		{"10.0.0.2:8080", "evil.example.com:8080"},
+		{"10.0.0.2:8080", "10.0.0.3"},
+		{"10.0.0.2:8080"},
+	} {
+		f := newHTTPFleet(t.TempDir(), "tok", 3, nil)
+		if err := f.setPeers(addrs); err == nil {
+			t.Errorf("%q: accepted", addrs)
+		}
+		if len(f.addrs) != 0 {
+			t.Errorf("%q: kept %v", addrs, f.addrs)
+		}
+	}
+	f := newHTTPFleet(t.TempDir(), "tok", 3, nil)
+	if err := f.setPeers([]string{"10.0.0.2:8080", "[fd00::3]:8080"}); err != nil {
+		t.Errorf("pod IPs refused: %v", err)
+	}
+}
