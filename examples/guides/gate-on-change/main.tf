@@ -56,13 +56,15 @@ resource "llmserve_capacity_benchmark" "candidate" {
   # returns, value for value.
   lifecycle {
     postcondition {
-      condition     = try(self.comparison.comparable, true) # no baseline: nothing to compare
+      # No baseline (the first run): nothing to compare. With one, a comparison that is not
+      # there fails the gate rather than passing it.
+      condition     = local.baseline == null ? true : self.comparison.comparable
       error_message = "The candidate was not measured like the baseline:\n${try(self.comparison.summary, "")}"
     }
     postcondition {
-      condition = try(length(self.comparison.regressed) == 0 && (
+      condition = local.baseline == null ? true : length(self.comparison.regressed) == 0 && (
         !var.fail_on_inconclusive || length(self.comparison.inconclusive) == 0
-      ), true)
+      )
       error_message = "Capacity regressed, or could not be told, against ${var.baseline}:\n${try(self.comparison.summary, "")}"
     }
   }
@@ -83,9 +85,9 @@ data "llmserve_capacity_report" "candidate" {
 
   lifecycle {
     postcondition {
-      condition = try(self.comparison.comparable && length(self.comparison.regressed) == 0 && (
+      condition = local.baseline == null ? true : self.comparison.comparable && length(self.comparison.regressed) == 0 && (
         !var.fail_on_inconclusive || length(self.comparison.inconclusive) == 0
-      ), true)
+      )
       error_message = "The candidate does not pass against ${var.baseline}:\n${try(self.comparison.summary, "")}"
     }
   }
