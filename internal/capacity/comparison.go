@@ -80,10 +80,11 @@ func (r *trialRunner) comparisonTrial(ctx context.Context, level float64, index 
 }
 
 // reusedComparison finds the comparison trial at in the journal (an interrupted run of this
-// configuration) or in the delivered result: full, without failed requests.
+// configuration) or in the delivered result: full, without failed requests, and not one whose
+// load generator was the bottleneck (which a comparison must never weigh: it is measured again).
 func (r *trialRunner) reusedComparison(at trialAt) (outcome, JournalEntry, bool) {
 	for _, e := range r.s.cfg.History {
-		if e.Kind == kindComparison && e.Workload == r.w.Label && e.Concurrency == at.Level && e.Index == at.Index && e.Errors == 0 && e.Metrics != nil {
+		if e.Kind == kindComparison && e.Workload == r.w.Label && e.Concurrency == at.Level && e.Index == at.Index && !e.remeasured() && e.Metrics != nil {
 			o := e.outcome()
 			o.Kind, o.Resumed = search.Confirmation, true
 			return o, e, true
@@ -95,7 +96,7 @@ func (r *trialRunner) reusedComparison(at trialAt) (outcome, JournalEntry, bool)
 				continue
 			}
 			for _, t := range w.AllTrials {
-				if t.ForComparison > 0 && max(t.Concurrency, t.Users) == at.Level && t.Trial == at.Index && t.Correctness.Errors == 0 {
+				if t.ForComparison > 0 && max(t.Concurrency, t.Users) == at.Level && t.Trial == at.Index && t.Correctness.Errors == 0 && !t.ClientBound() {
 					t.ForComparison = 0
 					o := outcome{Request: search.Request{Concurrency: at.Level, Kind: search.Confirmation, Index: at.Index},
 						Pass: t.Verdict == results.VerdictPass, Detail: &t, Resumed: true}

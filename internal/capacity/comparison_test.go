@@ -12,6 +12,7 @@ import (
 
 	"github.com/llmserve/terraform-provider-llmserve/internal/compare"
 	"github.com/llmserve/terraform-provider-llmserve/internal/results"
+	"github.com/llmserve/terraform-provider-llmserve/internal/search"
 	"github.com/llmserve/terraform-provider-llmserve/internal/simengine"
 )
 
@@ -138,4 +139,32 @@ func mustMarshal(t *testing.T, d *results.Document) []byte {
 		t.Fatal(err)
 	}
 	return raw
+}
+
+// A resumed run reuses a comparison trial from the journal or the delivered result only
+// when its load generator kept up: a client-bound one (which a comparison must never weigh)
+// is measured again, as the search's own client-bound trials are.
+func TestResumeNeverReusesAClientBoundComparisonTrial(t *testing.T) {
+	t.Parallel()
+	trial := func(bound bool) *results.Trial {
+		tr := results.Trial{Trial: 1, Concurrency: 4, Verdict: results.VerdictPass, ForComparison: 1, Kind: "confirmation"}
+		if bound {
+			tr.Verdict = "client_bound"
+			tr.Client = &results.ClientTrial{Bound: true}
+		}
+		return &tr
+	}
+	at := trialAt{Kind: search.Confirmation, Index: 1, Level: 4, Value: 4, Comparison: true}
+	for _, bound := range []bool{false, true} {
+		journal := &trialRunner{w: Workload{Label: "chat"}, s: &session{cfg: Config{History: []JournalEntry{
+			{Kind: kindComparison, Workload: "chat", Concurrency: 4, Index: 1, Metrics: trial(bound)}}}}}
+		if _, _, ok := journal.reusedComparison(at); ok == bound {
+			t.Errorf("journal, client-bound %v: reused %v", bound, ok)
+		}
+		delivered := &trialRunner{w: Workload{Label: "chat"}, s: &session{cfg: Config{Delivered: &Document{&results.Document{
+			Workloads: []results.Workload{{Label: "chat", AllTrials: []results.Trial{*trial(bound)}}}}}}}}
+		if _, _, ok := delivered.reusedComparison(at); ok == bound {
+			t.Errorf("delivered result, client-bound %v: reused %v", bound, ok)
+		}
+	}
 }
