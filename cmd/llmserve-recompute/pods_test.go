@@ -66,7 +66,7 @@ func TestCheckHoldsOnAMergedRun(t *testing.T) {
 		for pod := range 2 {
 			var ttft []float64
 			for _, l := range lines {
-				if l.Kind == records.KindMeasured && *l.Pod == pod && l.FirstTokenNs != nil {
+				if l.Kind == records.KindMeasured && l.Pod != nil && *l.Pod == pod && l.FirstTokenNs != nil {
 					ttft = append(ttft, float64(*l.FirstTokenNs-*l.SentNs)/1e6)
 				}
 			}

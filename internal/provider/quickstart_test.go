@@ -114,7 +114,7 @@ func checkQuickstartResults(t *testing.T, name string, labels []string) resource
 				return fmt.Errorf("workload %d is %q, want %q", i, w.Label, labels[i])
 			}
 			for _, tr := range w.AllTrials {
-				t.Logf("%s: %s at %d users: %s, p95 TTFT %.0f ms, median request latency %.0f ms", w.Label, tr.Kind, tr.Concurrency, tr.Verdict, tr.TTFTMs.P95, tr.RequestLatencyMs.P50)
+				t.Logf("%s: %s at concurrency %d: %s, p95 TTFT %.0f ms, median request latency %.0f ms", w.Label, tr.Kind, tr.Concurrency, tr.Verdict, tr.TTFTMs.P95, tr.RequestLatencyMs.P50)
 			}
 			if w.FirstFailingConcurrency == nil {
 				return fmt.Errorf("%s: no failing concurrency found up to 16", w.Label)
